@@ -1,0 +1,284 @@
+//! `baton-config` owns `baton.toml`: the settings a project carries (provider, model,
+//! session limits, retry policy, prices). Every field has a default, so a missing file
+//! or an empty one is a valid configuration; an unknown key or a wrong type is an error
+//! that names the file, line and column.
+//!
+//! ```
+//! let cfg = baton_config::Config::from_toml_str("[agent]\nmodel = \"m\"\n", "baton.toml").unwrap();
+//! assert_eq!(cfg.agent.model.as_deref(), Some("m"));
+//! assert_eq!(cfg.retry.max_attempts, 8);
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// File name of the project configuration inside a project directory.
+pub const CONFIG_FILE: &str = "baton.toml";
+
+/// An error reading or parsing `baton.toml`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or does not match the schema.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, including line and column.
+        message: String,
+    },
+    /// A value is out of its allowed range.
+    #[error("{path}: {field}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Dotted key of the offending field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The whole of `baton.toml`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Model provider, model and per-session limits.
+    pub agent: AgentConfig,
+    /// Retry policy for transient model failures.
+    pub retry: RetryConfig,
+    /// Prices in USD per million tokens, keyed by model name (or a prefix of it).
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// Which model to drive and how long a session may run.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// `anthropic` or `openai`; `None` means the built-in default (`anthropic`).
+    pub provider: Option<String>,
+    /// Model name; `None` means the provider's default.
+    pub model: Option<String>,
+    /// `max_tokens` sent with each request.
+    pub max_output_tokens: u32,
+    /// Model turns per session before the session is stopped.
+    pub max_turns: u32,
+    /// Total tokens (input + output + cache) per session before it is stopped; 0 = no limit.
+    pub max_session_tokens: u64,
+    /// Wall-clock minutes per session before it is stopped; 0 = no limit.
+    pub max_session_minutes: u64,
+    /// Anthropic extended-thinking budget in tokens; 0 = thinking off.
+    pub thinking_budget: u32,
+    /// How many times in a row a response cut by `max_tokens` is continued before the
+    /// session stops with an error.
+    pub max_continuations: u32,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            provider: None,
+            model: None,
+            max_output_tokens: 16_384,
+            max_turns: 200,
+            max_session_tokens: 0,
+            max_session_minutes: 0,
+            thinking_budget: 0,
+            max_continuations: 3,
+        }
+    }
+}
+
+/// Capped exponential backoff with jitter.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Attempts per request, the first included.
+    pub max_attempts: u32,
+    /// Delay before the first retry, doubled each attempt.
+    pub base_delay_ms: u64,
+    /// Upper bound of any single delay, `retry-after` included.
+    pub max_delay_ms: u64,
+    /// A stream that sends nothing for this long is treated as cut.
+    pub stream_idle_timeout_secs: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: 8,
+            base_delay_ms: 1_000,
+            max_delay_ms: 60_000,
+            stream_idle_timeout_secs: 300,
+        }
+    }
+}
+
+/// Price of one million tokens of each kind, in USD.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Price {
+    /// Uncached input tokens.
+    pub input: f64,
+    /// Output tokens (thinking included).
+    pub output: f64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read: f64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write: f64,
+}
+
+impl Config {
+    /// Load `baton.toml` from a project directory; a missing file gives the defaults.
+    pub fn load(project_dir: &Path) -> Result<Self, ConfigError> {
+        let path = project_dir.join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::from_toml_str(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(ConfigError::Read { path, source }),
+        }
+    }
+
+    /// Parse the text of a `baton.toml`; `path` is used in error messages only.
+    pub fn from_toml_str(text: &str, path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref().to_path_buf();
+        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.clone(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        cfg.validate(&path)?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |field: &str, message: &str| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            message: message.to_string(),
+        };
+        if let Some(p) = &self.agent.provider {
+            if p != "anthropic" && p != "openai" {
+                return Err(invalid(
+                    "agent.provider",
+                    &format!("unknown provider {p:?}; expected \"anthropic\" or \"openai\""),
+                ));
+            }
+        }
+        if self.agent.max_turns == 0 {
+            return Err(invalid("agent.max_turns", "must be at least 1"));
+        }
+        if self.agent.max_output_tokens == 0 {
+            return Err(invalid("agent.max_output_tokens", "must be at least 1"));
+        }
+        if self.retry.max_attempts == 0 {
+            return Err(invalid("retry.max_attempts", "must be at least 1"));
+        }
+        if self.retry.stream_idle_timeout_secs == 0 {
+            return Err(invalid("retry.stream_idle_timeout_secs", "must be at least 1"));
+        }
+        for (model, price) in &self.prices {
+            for (kind, v) in [
+                ("input", price.input),
+                ("output", price.output),
+                ("cache_read", price.cache_read),
+                ("cache_write", price.cache_write),
+            ] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(invalid(
+                        &format!("prices.{model}.{kind}"),
+                        "must be a non-negative number",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        assert_eq!(
+            Config::from_toml_str("", "baton.toml").ok(),
+            Some(Config::default())
+        );
+    }
+
+    #[test]
+    fn missing_file_gives_defaults() -> Result<(), ConfigError> {
+        let dir = tempfile::tempdir().map_err(|source| ConfigError::Read {
+            path: PathBuf::from("tmp"),
+            source,
+        })?;
+        assert_eq!(Config::load(dir.path())?, Config::default());
+        Ok(())
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let err = Config::from_toml_str("[agent]\nmodel = \"x\"\nmodle = \"y\"\n", "p/baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("p/baton.toml: "), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+        assert!(err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_is_an_error() {
+        let err = Config::from_toml_str("[agent]\nmax_turns = \"ten\"\n", "baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let err = Config::from_toml_str("[agent]\nprovider = \"gemini\"\n", "baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(
+            err,
+            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\" or \"openai\""
+        );
+        let err = Config::from_toml_str("[prices.m]\ninput = -1.0\n", "baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(err, "baton.toml: prices.m.input: must be a non-negative number");
+    }
+
+    #[test]
+    fn prices_parse() -> Result<(), ConfigError> {
+        let cfg = Config::from_toml_str(
+            "[prices.\"my-model\"]\ninput = 1.5\noutput = 2.0\n",
+            "baton.toml",
+        )?;
+        assert_eq!(
+            cfg.prices.get("my-model"),
+            Some(&Price {
+                input: 1.5,
+                output: 2.0,
+                cache_read: 0.0,
+                cache_write: 0.0
+            })
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,337 @@
+//! `baton-tools` owns the tools an agent acts through: `Bash`, `Read`, `Write`, `Edit`,
+//! `Glob` and `Grep`, with the names and input shapes of the most widespread agent CLI
+//! (see DESIGN §4), and the [`ToolGate`] consulted before every call.
+//!
+//! A tool never fails the session: bad input, a missing file or a refused write comes
+//! back as a [`ToolOutput`] with `is_error` set and a message the model can act on.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use baton_tools::{ToolContext, Toolbox};
+//! let ctx = ToolContext::new("/path/to/project".into());
+//! let tools = Toolbox::new(ctx);
+//! let out = tools.call("Bash", &serde_json::json!({"command": "echo hi"})).await;
+//! assert!(!out.is_error);
+//! # }
+//! ```
+
+pub mod bash;
+pub mod files;
+pub mod paths;
+pub mod process;
+pub mod search;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+pub use process::ProcessRegistry;
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Text returned to the model.
+    pub content: String,
+    /// The call failed; `content` says why and what to do instead.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self { content: content.into(), is_error: false }
+    }
+    /// A failed result.
+    pub fn error(content: impl Into<String>) -> Self {
+        Self { content: content.into(), is_error: true }
+    }
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Tool name, e.g. `Bash`.
+    pub name: String,
+    /// What it does and when to use it.
+    pub description: String,
+    /// JSON Schema of its input object.
+    pub input_schema: Value,
+}
+
+/// The decision of a [`ToolGate`] on one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateDecision {
+    /// Run the call.
+    Allow,
+    /// Do not run it; the reason goes back to the model as the tool's error.
+    Refuse(String),
+}
+
+/// Consulted before every tool call (the policy hook). The default allows everything.
+pub trait ToolGate: Send + Sync {
+    /// Decide on the call of `tool` with `input`.
+    fn check(&self, tool: &str, input: &Value) -> GateDecision;
+}
+
+/// A gate that allows every call.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AllowAll;
+
+impl ToolGate for AllowAll {
+    fn check(&self, _tool: &str, _input: &Value) -> GateDecision {
+        GateDecision::Allow
+    }
+}
+
+/// Everything a tool needs to act on one project.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The project directory, canonical.
+    pub project_dir: PathBuf,
+    /// Cancelled when the session stops; running commands are killed.
+    pub cancel: CancellationToken,
+    /// Owner of every process group `Bash` starts.
+    pub processes: Arc<ProcessRegistry>,
+    /// Environment variables removed from every command (API keys and other secrets).
+    pub env_remove: Vec<String>,
+}
+
+impl ToolContext {
+    /// A context for `project_dir` (canonicalized when possible) with a fresh
+    /// cancellation token and process registry, removing the provider API keys.
+    pub fn new(project_dir: PathBuf) -> Self {
+        let project_dir = project_dir.canonicalize().unwrap_or(project_dir);
+        Self {
+            project_dir,
+            cancel: CancellationToken::new(),
+            processes: Arc::new(ProcessRegistry::new()),
+            env_remove: DEFAULT_SECRET_VARS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+/// Variables never passed to the agent's commands.
+pub const DEFAULT_SECRET_VARS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "BATON_API_KEY",
+];
+
+/// The built-in tools, bound to one project.
+#[derive(Debug, Clone)]
+pub struct Toolbox {
+    ctx: ToolContext,
+}
+
+/// Names of the built-in tools, in the order they are offered.
+pub const BUILTIN_TOOLS: &[&str] = &["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
+
+impl Toolbox {
+    /// The built-in tools acting in `ctx`.
+    pub fn new(ctx: ToolContext) -> Self {
+        Self { ctx }
+    }
+
+    /// The context the tools act in.
+    pub fn context(&self) -> &ToolContext {
+        &self.ctx
+    }
+
+    /// Specs of every tool, as offered to the model.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        builtin_specs()
+    }
+
+    /// Run one call. Unknown tools and malformed input are errors for the model.
+    pub async fn call(&self, name: &str, input: &Value) -> ToolOutput {
+        let ctx = &self.ctx;
+        match name {
+            "Bash" => match parse::<bash::BashInput>(name, input) {
+                Ok(i) => bash::run(ctx, i).await,
+                Err(e) => e,
+            },
+            "Read" => match parse(name, input) {
+                Ok(i) => files::read(ctx, i),
+                Err(e) => e,
+            },
+            "Write" => match parse(name, input) {
+                Ok(i) => files::write(ctx, i),
+                Err(e) => e,
+            },
+            "Edit" => match parse(name, input) {
+                Ok(i) => files::edit(ctx, i),
+                Err(e) => e,
+            },
+            "Glob" => match parse(name, input) {
+                Ok(i) => blocking(ctx, move |c| search::glob(c, i)).await,
+                Err(e) => e,
+            },
+            "Grep" => match parse(name, input) {
+                Ok(i) => blocking(ctx, move |c| search::grep(c, i)).await,
+                Err(e) => e,
+            },
+            other => ToolOutput::error(format!(
+                "Unknown tool {other:?}. Available tools: {}.",
+                BUILTIN_TOOLS.join(", ")
+            )),
+        }
+    }
+}
+
+async fn blocking<F>(ctx: &ToolContext, f: F) -> ToolOutput
+where
+    F: FnOnce(&ToolContext) -> ToolOutput + Send + 'static,
+{
+    let ctx = ctx.clone();
+    tokio::task::spawn_blocking(move || f(&ctx))
+        .await
+        .unwrap_or_else(|e| ToolOutput::error(format!("tool task failed: {e}")))
+}
+
+fn parse<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, ToolOutput> {
+    if !input.is_object() {
+        return Err(ToolOutput::error(format!(
+            "Invalid input for {tool}: expected a JSON object, got {}. Expected fields: {}",
+            kind(input),
+            expected_fields(tool)
+        )));
+    }
+    serde_json::from_value(input.clone()).map_err(|e| {
+        ToolOutput::error(format!(
+            "Invalid input for {tool}: {e}. Expected fields: {}",
+            expected_fields(tool)
+        ))
+    })
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn expected_fields(tool: &str) -> String {
+    let Some(spec) = builtin_specs().into_iter().find(|s| s.name == tool) else {
+        return String::new();
+    };
+    let required: Vec<&str> = spec.input_schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut parts = Vec::new();
+    if let Some(props) = spec.input_schema["properties"].as_object() {
+        for (name, p) in props {
+            let ty = p["type"].as_str().unwrap_or("any");
+            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
+            parts.push(format!("{name}{opt}: {ty}"));
+        }
+    }
+    format!("{{{}}}", parts.join(", "))
+}
+
+/// The specs of the built-in tools.
+pub fn builtin_specs() -> Vec<ToolSpec> {
+    let spec = |name: &str, description: &str, input_schema: Value| ToolSpec {
+        name: name.to_string(),
+        description: description.to_string(),
+        input_schema,
+    };
+    vec![
+        spec(
+            "Bash",
+            "Run a bash command in the project directory and return its combined stdout and stderr and exit code. \
+             Output longer than 30000 bytes keeps its beginning and end. Default timeout 120000 ms, at most 600000. \
+             Use run_in_background for servers and other long-running processes; background processes are stopped when the session ends.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line to run"},
+                    "timeout": {"type": "number", "description": "Timeout in milliseconds (max 600000)"},
+                    "description": {"type": "string", "description": "What the command does, in 5-10 words"},
+                    "run_in_background": {"type": "boolean", "description": "Start the command and return at once; output goes to a log file you can Read"}
+                },
+                "required": ["command"]
+            }),
+        ),
+        spec(
+            "Read",
+            "Read a text file. Returns numbered lines (cat -n style), 2000 lines by default; use offset (first line, from 1) and limit for more. \
+             Paths may be absolute or relative to the project directory.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "file_path": {"type": "string", "description": "The file to read"},
+                    "offset": {"type": "number", "description": "First line to read, counted from 1"},
+                    "limit": {"type": "number", "description": "Number of lines to read"}
+                },
+                "required": ["file_path"]
+            }),
+        ),
+        spec(
+            "Write",
+            "Write a file with the given content, replacing it if it exists and creating parent directories. \
+             Only paths inside the project directory may be written (not .git/ or .baton/).",
+            json!({
+                "type": "object",
+                "properties": {
+                    "file_path": {"type": "string", "description": "The file to write"},
+                    "content": {"type": "string", "description": "The complete new content"}
+                },
+                "required": ["file_path", "content"]
+            }),
+        ),
+        spec(
+            "Edit",
+            "Replace old_string with new_string in a file. old_string must match exactly (whitespace included) and be unique in the file, \
+             unless replace_all is true.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "file_path": {"type": "string", "description": "The file to edit"},
+                    "old_string": {"type": "string", "description": "The exact text to replace"},
+                    "new_string": {"type": "string", "description": "The replacement text"},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+                },
+                "required": ["file_path", "old_string", "new_string"]
+            }),
+        ),
+        spec(
+            "Glob",
+            "Find files by glob pattern (e.g. \"**/*.ts\", \"src/*.rs\"), honouring .gitignore. Returns paths, most recently modified first.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "The glob pattern; * does not cross /, ** does"},
+                    "path": {"type": "string", "description": "Directory to search in (default: the project directory)"}
+                },
+                "required": ["pattern"]
+            }),
+        ),
+        spec(
+            "Grep",
+            "Search file contents with a regular expression, honouring .gitignore. output_mode: \"files_with_matches\" (default), \
+             \"content\" (matching lines) or \"count\".",
+            json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regular expression to search for"},
+                    "path": {"type": "string", "description": "File or directory to search (default: the project directory)"},
+                    "glob": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.js\""},
+                    "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
+                    "-i": {"type": "boolean", "description": "Case-insensitive search"},
+                    "-n": {"type": "boolean", "description": "Show line numbers (content mode)"}
+                },
+                "required": ["pattern"]
+            }),
+        ),
+    ]
+}
