@@ -1,1 +1,39 @@
-//! placeholder
+//! `baton-agent` owns one agent session: the model clients (Anthropic Messages and
+//! OpenAI-compatible chat completions, both streamed), retries of transient failures,
+//! usage and cost, the loop that runs tool calls and returns their results, and the
+//! transcript written as it happens.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use baton_agent::{client::*, pricing::PriceTable, session::*, transcript::Transcript};
+//! use baton_tools::{AllowAll, ToolContext, Toolbox};
+//! let dir = std::path::PathBuf::from("/path/to/project");
+//! let client = ModelClient::new(ClientConfig {
+//!     provider: Provider::Anthropic,
+//!     model: "claude-sonnet-4-5".into(),
+//!     base_url: Provider::Anthropic.default_base_url().into(),
+//!     api_key: std::env::var("ANTHROPIC_API_KEY").ok(),
+//!     max_output_tokens: 16_384,
+//!     thinking_budget: 0,
+//!     retry: Default::default(),
+//! })?;
+//! let tools = Toolbox::new(ToolContext::new(dir.clone()));
+//! let prices = PriceTable::new(&Default::default());
+//! let session = Session {
+//!     client: &client, tools: &tools, gate: &AllowAll, observer: &Quiet, prices: &prices,
+//!     limits: Limits { max_turns: 50, max_tokens: 0, max_duration: None, max_continuations: 3 },
+//! };
+//! let mut transcript = Transcript::create_next(&dir)?;
+//! let result = session.run(&mut transcript, "You are a careful engineer.", "Run the tests.").await?;
+//! println!("{}", result.final_text);
+//! # Ok(()) }
+//! ```
+
+pub mod anthropic;
+pub mod client;
+pub mod model;
+pub mod openai;
+pub mod pricing;
+pub mod retry;
+pub mod session;
+pub mod transcript;

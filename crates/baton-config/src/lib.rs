@@ -183,7 +183,10 @@ impl Config {
             return Err(invalid("retry.max_attempts", "must be at least 1"));
         }
         if self.retry.stream_idle_timeout_secs == 0 {
-            return Err(invalid("retry.stream_idle_timeout_secs", "must be at least 1"));
+            return Err(invalid(
+                "retry.stream_idle_timeout_secs",
+                "must be at least 1",
+            ));
         }
         for (model, price) in &self.prices {
             for (kind, v) in [
@@ -261,7 +264,10 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert_eq!(err, "baton.toml: prices.m.input: must be a non-negative number");
+        assert_eq!(
+            err,
+            "baton.toml: prices.m.input: must be a non-negative number"
+        );
     }
 
     #[test]

@@ -1,1 +1,26 @@
-//! placeholder
+//! `baton-testkit` is test-only: it plays the model. [`ScriptedServer`] listens on
+//! 127.0.0.1 and answers each request with the next [`Step`] of a script, in the
+//! exact wire format of the Anthropic Messages API or of OpenAI chat completions,
+//! streaming real SSE in small chunks. It can inject every transient fault baton must
+//! survive, and records every request so tests can assert on what baton sent.
+//!
+//! ```
+//! use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+//! let server = ScriptedServer::start(Wire::Anthropic, vec![
+//!     Step::Reply(Reply::tool("Bash", serde_json::json!({"command": "echo hi"}))),
+//!     Step::Reply(Reply::text("done")),
+//! ]);
+//! assert!(server.base_url().starts_with("http://127.0.0.1:"));
+//! ```
+
+mod http;
+mod script;
+mod wire;
+
+pub use http::{RecordedRequest, ScriptedServer};
+pub use script::{RBlock, Reply, Step, Wire};
+
+/// A temporary project directory (a git repository with one commit when `git` is wanted).
+pub fn temp_project() -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("baton-test-").tempdir()
+}

@@ -172,7 +172,9 @@ async fn run_foreground(
             "{text}Command timed out after {} ms and was killed. For long-running servers use run_in_background.",
             timeout.as_millis()
         )),
-        End::Cancelled => ToolOutput::error(format!("{text}Command interrupted: the session is stopping.")),
+        End::Cancelled => ToolOutput::error(format!(
+            "{text}Command interrupted: the session is stopping."
+        )),
         End::Exited => {
             let code = match status {
                 Some(Ok(s)) => s.code(),
@@ -201,7 +203,8 @@ async fn run_background(ctx: &ToolContext, line: &str) -> ToolOutput {
         let log_path = dir.join(format!("{n:04}.log"));
         let log = std::fs::File::create(&log_path)?;
         let mut cmd = command(ctx, line);
-        cmd.stdout(Stdio::from(log.try_clone()?)).stderr(Stdio::from(log));
+        cmd.stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log));
         let child = cmd.spawn()?;
         Ok((child, log_path))
     });
@@ -228,6 +231,7 @@ fn rel(project: &Path, p: &Path) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -241,7 +245,11 @@ mod tests {
         let s = c.render();
         assert!(s.starts_with(std::str::from_utf8(&data[..HEAD_BYTES]).unwrap()));
         assert!(s.ends_with(std::str::from_utf8(&data[data.len() - TAIL_BYTES..]).unwrap()));
-        assert!(s.contains("[20000 bytes of output omitted]"), "{}", &s[14_990..15_060]);
+        assert!(
+            s.contains("[20000 bytes of output omitted]"),
+            "{}",
+            &s[14_990..15_060]
+        );
     }
 
     #[test]

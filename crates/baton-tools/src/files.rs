@@ -45,11 +45,17 @@ pub struct EditInput {
     pub replace_all: Option<bool>,
 }
 
-fn load_text(ctx: &ToolContext, tool: &str, file_path: &str) -> Result<(std::path::PathBuf, String), ToolOutput> {
+fn load_text(
+    ctx: &ToolContext,
+    tool: &str,
+    file_path: &str,
+) -> Result<(std::path::PathBuf, String), ToolOutput> {
     let path = resolve(&ctx.project_dir, file_path);
     let shown = display(&ctx.project_dir, &path);
     let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolOutput::error(format!("{tool}: file not found: {shown}")),
+        std::io::ErrorKind::NotFound => {
+            ToolOutput::error(format!("{tool}: file not found: {shown}"))
+        }
         _ => ToolOutput::error(format!("{tool}: cannot read {shown}: {e}")),
     })?;
     if meta.is_dir() {
@@ -82,7 +88,7 @@ fn load_text(ctx: &ToolContext, tool: &str, file_path: &str) -> Result<(std::pat
 
 /// Run the `Read` tool.
 pub fn read(ctx: &ToolContext, input: ReadInput) -> ToolOutput {
-    let (_, text) = match load_text(ctx, "Read", &input.file_path) {
+    let (path, text) = match load_text(ctx, "Read", &input.file_path) {
         Ok(v) => v,
         Err(e) => return e,
     };
@@ -95,7 +101,7 @@ pub fn read(ctx: &ToolContext, input: ReadInput) -> ToolOutput {
     if offset > total {
         return ToolOutput::error(format!(
             "Read: offset {offset} is past the end of {} ({total} lines)",
-            input.file_path
+            display(&ctx.project_dir, &path)
         ));
     }
     let mut out = String::with_capacity(text.len().min(1 << 20) + total * 8);
@@ -103,7 +109,9 @@ pub fn read(ctx: &ToolContext, input: ReadInput) -> ToolOutput {
         let n = i + 1;
         if line.chars().count() > MAX_LINE_CHARS {
             let cut: String = line.chars().take(MAX_LINE_CHARS).collect();
-            out.push_str(&format!("{n:>6}\t{cut} [line cut at {MAX_LINE_CHARS} characters]\n"));
+            out.push_str(&format!(
+                "{n:>6}\t{cut} [line cut at {MAX_LINE_CHARS} characters]\n"
+            ));
         } else {
             out.push_str(&format!("{n:>6}\t{line}\n"));
         }
@@ -128,10 +136,10 @@ pub fn write(ctx: &ToolContext, input: WriteInput) -> ToolOutput {
         return ToolOutput::error(format!("Write: {shown} is a directory"));
     }
     let existed = path.exists();
-    if let Some(parent) = path.parent() {
-        if let Err(e) = std::fs::create_dir_all(parent) {
-            return ToolOutput::error(format!("Write: cannot create the directory for {shown}: {e}"));
-        }
+    if let Err(e) = path.parent().map_or(Ok(()), std::fs::create_dir_all) {
+        return ToolOutput::error(format!(
+            "Write: cannot create the directory for {shown}: {e}"
+        ));
     }
     match std::fs::write(&path, input.content.as_bytes()) {
         Ok(()) => ToolOutput::ok(format!(

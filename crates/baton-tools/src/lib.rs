@@ -42,11 +42,17 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful result.
     pub fn ok(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: false }
+        Self {
+            content: content.into(),
+            is_error: false,
+        }
     }
     /// A failed result.
     pub fn error(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: true }
+        Self {
+            content: content.into(),
+            is_error: true,
+        }
     }
 }
 
@@ -231,7 +237,11 @@ fn expected_fields(tool: &str) -> String {
     if let Some(props) = spec.input_schema["properties"].as_object() {
         for (name, p) in props {
             let ty = p["type"].as_str().unwrap_or("any");
-            let opt = if required.contains(&name.as_str()) { "" } else { "?" };
+            let opt = if required.contains(&name.as_str()) {
+                ""
+            } else {
+                "?"
+            };
             parts.push(format!("{name}{opt}: {ty}"));
         }
     }
@@ -255,7 +265,7 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "The command line to run"},
-                    "timeout": {"type": "number", "description": "Timeout in milliseconds (max 600000)"},
+                    "timeout": {"type": "integer", "description": "Timeout in milliseconds (max 600000)"},
                     "description": {"type": "string", "description": "What the command does, in 5-10 words"},
                     "run_in_background": {"type": "boolean", "description": "Start the command and return at once; output goes to a log file you can Read"}
                 },
@@ -270,8 +280,8 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
                 "type": "object",
                 "properties": {
                     "file_path": {"type": "string", "description": "The file to read"},
-                    "offset": {"type": "number", "description": "First line to read, counted from 1"},
-                    "limit": {"type": "number", "description": "Number of lines to read"}
+                    "offset": {"type": "integer", "description": "First line to read, counted from 1"},
+                    "limit": {"type": "integer", "description": "Number of lines to read"}
                 },
                 "required": ["file_path"]
             }),

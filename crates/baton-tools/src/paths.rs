@@ -57,16 +57,21 @@ pub fn resolve_for_write(project: &Path, file_path: &str) -> Result<PathBuf, Str
             )
         }
     })?;
-    if let Some(Component::Normal(first)) = rel.components().next() {
-        if let Some(dir) = PROTECTED_DIRS.iter().find(|d| first == **d) {
-            return Err(format!(
-                "{} is inside {dir}/, which only git and baton may change; edit project files instead",
-                path.display()
-            ));
-        }
+    let first = match rel.components().next() {
+        Some(Component::Normal(first)) => Some(first),
+        _ => None,
+    };
+    if let Some(dir) = first.and_then(|first| PROTECTED_DIRS.iter().find(|d| first == **d)) {
+        return Err(format!(
+            "{} is inside {dir}/, which only git and baton may change; edit project files instead",
+            path.display()
+        ));
     }
     if rel.as_os_str().is_empty() {
-        return Err(format!("{} is the project directory itself, not a file", path.display()));
+        return Err(format!(
+            "{} is the project directory itself, not a file",
+            path.display()
+        ));
     }
     Ok(path)
 }
@@ -93,7 +98,10 @@ fn real_path(path: &Path) -> PathBuf {
             }
             return real_path(&next);
         }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_path_buf();
@@ -112,6 +120,7 @@ pub fn display(project: &Path, path: &Path) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -133,7 +142,10 @@ mod tests {
     #[test]
     fn writes_inside_are_allowed() {
         let (_d, p) = project();
-        assert_eq!(resolve_for_write(&p, "src/new.rs").unwrap(), p.join("src/new.rs"));
+        assert_eq!(
+            resolve_for_write(&p, "src/new.rs").unwrap(),
+            p.join("src/new.rs")
+        );
     }
 
     #[test]

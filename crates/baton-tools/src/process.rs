@@ -23,8 +23,11 @@ impl ProcessRegistry {
     }
 
     /// Take ownership of the process group whose leader is `pid`.
+    /// Groups whose members have all exited are forgotten here, so a long session
+    /// does not accumulate them (and a reused id is not signalled later).
     pub fn adopt(&self, pid: u32) {
         if let Ok(mut g) = self.groups.lock() {
+            g.retain(|&pg| group_alive(pg));
             g.push(pid as i32);
         }
     }

@@ -77,9 +77,19 @@ pub fn glob(ctx: &ToolContext, input: GlobInput) -> ToolOutput {
         Ok(r) => r,
         Err(e) => return e,
     };
-    let matcher = match GlobBuilder::new(&input.pattern).literal_separator(true).build() {
+    // Patterns are matched against paths relative to the search root; accept the
+    // forms models also write: `./src/*.rs` and absolute patterns under the root.
+    let root_prefix = format!("{}/", root.display());
+    let pattern = input
+        .pattern
+        .strip_prefix(root_prefix.as_str())
+        .or_else(|| input.pattern.strip_prefix("./"))
+        .unwrap_or(&input.pattern);
+    let matcher = match GlobBuilder::new(pattern).literal_separator(true).build() {
         Ok(g) => g.compile_matcher(),
-        Err(e) => return ToolOutput::error(format!("Glob: invalid pattern {:?}: {e}", input.pattern)),
+        Err(e) => {
+            return ToolOutput::error(format!("Glob: invalid pattern {:?}: {e}", input.pattern));
+        }
     };
     let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
     for entry in walker(&root).build().flatten() {
@@ -144,7 +154,9 @@ pub fn grep(ctx: &ToolContext, input: GrepInput) -> ToolOutput {
         .build(&input.pattern)
     {
         Ok(m) => m,
-        Err(e) => return ToolOutput::error(format!("Grep: invalid regex {:?}: {e}", input.pattern)),
+        Err(e) => {
+            return ToolOutput::error(format!("Grep: invalid regex {:?}: {e}", input.pattern));
+        }
     };
     let mut walk = walker(&root);
     if let Some(g) = input.glob.as_deref().filter(|g| !g.is_empty()) {

@@ -1,0 +1,473 @@
+//! The model client: one HTTP request per attempt, a streamed response assembled
+//! into a [`ModelResponse`], and retries of transient failures.
+//!
+//! A response is only returned once its stream has ended properly; a stream cut
+//! mid-way is discarded whole and the request is sent again, so a partial answer
+//! never reaches the conversation.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use baton_config::RetryConfig;
+use eventsource_stream::{Event, EventStreamError, Eventsource as _};
+use futures_util::{Stream, StreamExt as _};
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{ModelResponse, Request};
+use crate::{anthropic, openai, retry};
+
+/// Which wire format to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Anthropic Messages API.
+    Anthropic,
+    /// OpenAI-compatible chat completions.
+    OpenAi,
+}
+
+impl Provider {
+    /// Parse `anthropic` or `openai`.
+    pub fn parse(s: &str) -> Result<Self, ModelError> {
+        match s {
+            "anthropic" => Ok(Self::Anthropic),
+            "openai" => Ok(Self::OpenAi),
+            other => Err(ModelError::Config(format!(
+                "unknown provider {other:?}; expected \"anthropic\" or \"openai\""
+            ))),
+        }
+    }
+
+    /// The name used in config and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+        }
+    }
+
+    /// The model used when none is configured.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            Self::Anthropic => "claude-sonnet-4-5",
+            Self::OpenAi => "gpt-4.1",
+        }
+    }
+
+    /// Environment variable holding the API key.
+    pub fn key_var(self) -> &'static str {
+        match self {
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+            Self::OpenAi => "OPENAI_API_KEY",
+        }
+    }
+
+    /// Environment variable overriding the base URL.
+    pub fn base_url_var(self) -> &'static str {
+        match self {
+            Self::Anthropic => "ANTHROPIC_BASE_URL",
+            Self::OpenAi => "OPENAI_BASE_URL",
+        }
+    }
+
+    /// The base URL used when none is configured.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Anthropic => "https://api.anthropic.com",
+            Self::OpenAi => "https://api.openai.com/v1",
+        }
+    }
+}
+
+/// How to reach the model.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Wire format.
+    pub provider: Provider,
+    /// Model name.
+    pub model: String,
+    /// Base URL (without `/v1/messages` or `/chat/completions`).
+    pub base_url: String,
+    /// API key, if any (local OpenAI-compatible servers may need none).
+    pub api_key: Option<String>,
+    /// `max_tokens` per request.
+    pub max_output_tokens: u32,
+    /// Anthropic extended-thinking budget; 0 = off.
+    pub thinking_budget: u32,
+    /// Retry policy.
+    pub retry: RetryConfig,
+}
+
+/// A failed model request.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The server answered with an error status.
+    #[error("{provider}: HTTP {status} from {url}: {message}")]
+    Http {
+        /// Provider name.
+        provider: &'static str,
+        /// Status code.
+        status: u16,
+        /// Request URL.
+        url: String,
+        /// The server's error message (or the start of its body).
+        message: String,
+        /// The server's `retry-after`, if given.
+        retry_after: Option<Duration>,
+    },
+    /// The server could not be reached, or the connection failed before a response.
+    #[error("{provider}: cannot reach {url}: {message}")]
+    Connect {
+        /// Provider name.
+        provider: &'static str,
+        /// Request URL.
+        url: String,
+        /// What failed.
+        message: String,
+    },
+    /// The response stream broke off or stalled before it was complete.
+    #[error("{provider}: the response stream broke off: {message}")]
+    Stream {
+        /// Provider name.
+        provider: &'static str,
+        /// What happened.
+        message: String,
+    },
+    /// The stream carried an error event.
+    #[error("{provider}: the stream reported an error ({kind}): {message}")]
+    StreamError {
+        /// Provider name.
+        provider: &'static str,
+        /// Error type, e.g. `overloaded_error`.
+        kind: String,
+        /// Error message.
+        message: String,
+    },
+    /// The stream carried data that is not what the wire format promises.
+    #[error("{provider}: unexpected data in the response stream: {message}")]
+    Protocol {
+        /// Provider name.
+        provider: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+    /// The client is misconfigured.
+    #[error("{0}")]
+    Config(String),
+    /// The request was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ModelError {
+    /// Whether sending the same request again may succeed.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Http { status, .. } => {
+                matches!(status, 408 | 409 | 429 | 500 | 502 | 503 | 504 | 529)
+            }
+            Self::Connect { .. } | Self::Stream { .. } | Self::Protocol { .. } => true,
+            Self::StreamError { kind, .. } => !matches!(
+                kind.as_str(),
+                "invalid_request_error"
+                    | "authentication_error"
+                    | "permission_error"
+                    | "not_found_error"
+                    | "request_too_large"
+                    | "invalid_request"
+            ),
+            Self::Config(_) | Self::Cancelled => false,
+        }
+    }
+}
+
+/// A retry about to happen, for the live view and the transcript.
+#[derive(Debug, Clone)]
+pub struct RetryNotice {
+    /// The attempt that failed (1-based).
+    pub attempt: u32,
+    /// Attempts allowed in all.
+    pub max_attempts: u32,
+    /// Why it failed.
+    pub error: String,
+    /// How long until the next attempt.
+    pub delay: Duration,
+}
+
+pub(crate) type SseStream =
+    Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
+
+/// Reads SSE events with an idle timeout, mapping failures to [`ModelError::Stream`].
+pub(crate) struct SseReader {
+    inner: SseStream,
+    idle: Duration,
+    pub(crate) provider: &'static str,
+}
+
+impl SseReader {
+    pub(crate) async fn next(&mut self) -> Result<Option<Event>, ModelError> {
+        match tokio::time::timeout(self.idle, self.inner.next()).await {
+            Err(_) => Err(ModelError::Stream {
+                provider: self.provider,
+                message: format!("no data for {} s", self.idle.as_secs()),
+            }),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(e))) => Err(ModelError::Stream {
+                provider: self.provider,
+                message: error_chain(&e),
+            }),
+            Ok(Some(Ok(ev))) => Ok(Some(ev)),
+        }
+    }
+
+    pub(crate) fn protocol(&self, message: String) -> ModelError {
+        ModelError::Protocol {
+            provider: self.provider,
+            message,
+        }
+    }
+}
+
+/// A client for one provider and model.
+#[derive(Debug, Clone)]
+pub struct ModelClient {
+    http: reqwest::Client,
+    cfg: ClientConfig,
+    url: String,
+}
+
+impl ModelClient {
+    /// Build a client; fails on settings that cannot work.
+    pub fn new(cfg: ClientConfig) -> Result<Self, ModelError> {
+        if cfg.thinking_budget > 0 && cfg.thinking_budget >= cfg.max_output_tokens {
+            return Err(ModelError::Config(format!(
+                "agent.thinking_budget ({}) must be less than agent.max_output_tokens ({})",
+                cfg.thinking_budget, cfg.max_output_tokens
+            )));
+        }
+        if cfg.provider == Provider::Anthropic && cfg.api_key.is_none() {
+            return Err(ModelError::Config(
+                "ANTHROPIC_API_KEY is not set; export it (or choose another provider with --provider)".into(),
+            ));
+        }
+        let base = cfg.base_url.trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ModelError::Config(format!(
+                "{}: base URL {base:?} must start with http:// or https://",
+                cfg.provider.base_url_var()
+            )));
+        }
+        let url = match cfg.provider {
+            Provider::Anthropic => format!("{base}/v1/messages"),
+            Provider::OpenAi => format!("{base}/chat/completions"),
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ModelError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { http, cfg, url })
+    }
+
+    /// The client's settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    /// Send `req`, retrying transient failures per the retry policy. `on_retry` is
+    /// told before each wait. Cancelling `cancel` abandons the request at once.
+    pub async fn send(
+        &self,
+        req: &Request<'_>,
+        cancel: &CancellationToken,
+        on_retry: &mut (dyn FnMut(&RetryNotice) + Send),
+    ) -> Result<ModelResponse, ModelError> {
+        let body = match self.cfg.provider {
+            Provider::Anthropic => anthropic::request_body(&self.cfg, req),
+            Provider::OpenAi => openai::request_body(&self.cfg, req),
+        };
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))?;
+        let max = self.cfg.retry.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let result = tokio::select! {
+                r = self.attempt(&body) => r,
+                () = cancel.cancelled() => return Err(ModelError::Cancelled),
+            };
+            match result {
+                Ok(r) => return Ok(r),
+                Err(e) if e.is_transient() && attempt < max => {
+                    let retry_after = match &e {
+                        ModelError::Http { retry_after, .. } => *retry_after,
+                        _ => None,
+                    };
+                    let delay = retry::delay(&self.cfg.retry, attempt, retry_after);
+                    on_retry(&RetryNotice {
+                        attempt,
+                        max_attempts: max,
+                        error: e.to_string(),
+                        delay,
+                    });
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = cancel.cancelled() => return Err(ModelError::Cancelled),
+                    }
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn attempt(&self, body: &[u8]) -> Result<ModelResponse, ModelError> {
+        let provider = self.cfg.provider.name();
+        let mut rb = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .body(body.to_vec());
+        rb = match self.cfg.provider {
+            Provider::Anthropic => rb
+                .header("x-api-key", self.cfg.api_key.as_deref().unwrap_or_default())
+                .header("anthropic-version", anthropic::API_VERSION),
+            Provider::OpenAi => match &self.cfg.api_key {
+                Some(k) => rb.bearer_auth(k),
+                None => rb,
+            },
+        };
+        let resp = rb.send().await.map_err(|e| ModelError::Connect {
+            provider,
+            url: self.url.clone(),
+            message: error_chain(&e),
+        })?;
+        let status = resp.status();
+        if !status.is_success() {
+            let retry_after = retry_after(resp.headers());
+            let text = resp.text().await.unwrap_or_default();
+            let mut message = error_message(&text);
+            if matches!(status.as_u16(), 401 | 403) {
+                message.push_str(&format!(" (check {})", self.cfg.provider.key_var()));
+            }
+            return Err(ModelError::Http {
+                provider,
+                status: status.as_u16(),
+                url: self.url.clone(),
+                message,
+                retry_after,
+            });
+        }
+        let mut reader = SseReader {
+            inner: Box::pin(resp.bytes_stream().eventsource()),
+            idle: Duration::from_secs(self.cfg.retry.stream_idle_timeout_secs.max(1)),
+            provider,
+        };
+        match self.cfg.provider {
+            Provider::Anthropic => anthropic::read_stream(&mut reader).await,
+            Provider::OpenAi => openai::read_stream(&mut reader).await,
+        }
+    }
+}
+
+/// `retry-after-ms` or `retry-after` (seconds, possibly fractional).
+fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let get = |k: &str| {
+        h.get(k)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    if let Some(ms) = get("retry-after-ms").filter(|v| v.is_finite() && *v >= 0.0) {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    get("retry-after")
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// The message of a JSON error body (`{"error": {"type", "message"}}` or
+/// `{"error": "..."}`), or the start of a body that is not JSON.
+pub(crate) fn error_message(body: &str) -> String {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+        let err = &v["error"];
+        let msg = err["message"]
+            .as_str()
+            .or_else(|| err.as_str())
+            .or_else(|| v["message"].as_str());
+        if let Some(msg) = msg {
+            return match err["type"].as_str() {
+                Some(t) => format!("{t}: {msg}"),
+                None => msg.to_string(),
+            };
+        }
+    }
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
+        return "(empty body)".to_string();
+    }
+    let snippet: String = trimmed.chars().take(300).collect();
+    let more = if trimmed.chars().count() > 300 {
+        "…"
+    } else {
+        ""
+    };
+    format!("(body is not JSON) {snippet}{more}")
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_are_summarised() {
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "overloaded_error: Overloaded"
+        );
+        assert_eq!(error_message(r#"{"error":"bad key"}"#), "bad key");
+        assert_eq!(
+            error_message("<html>502 Bad Gateway</html>"),
+            "(body is not JSON) <html>502 Bad Gateway</html>"
+        );
+        assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn transient_classification() {
+        let http = |status| ModelError::Http {
+            provider: "x",
+            status,
+            url: String::new(),
+            message: String::new(),
+            retry_after: None,
+        };
+        for s in [429, 500, 502, 503, 504, 529] {
+            assert!(http(s).is_transient(), "{s}");
+        }
+        for s in [400, 401, 403, 404, 413] {
+            assert!(!http(s).is_transient(), "{s}");
+        }
+        let se = |kind: &str| ModelError::StreamError {
+            provider: "x",
+            kind: kind.into(),
+            message: String::new(),
+        };
+        assert!(se("overloaded_error").is_transient());
+        assert!(!se("invalid_request_error").is_transient());
+    }
+}

@@ -1,0 +1,204 @@
+//! The provider-neutral conversation: messages, content blocks, responses, usage.
+//!
+//! Blocks serialize in the Anthropic Messages shape, which is also the shape the
+//! transcript stores; the OpenAI client converts to and from chat completions.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user side: prompts and tool results.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Extended thinking, kept with its signature and sent back unchanged.
+    Thinking {
+        /// The thinking text.
+        thinking: String,
+        /// The provider's signature over it.
+        signature: String,
+    },
+    /// Thinking the provider returned encrypted.
+    RedactedThinking {
+        /// Opaque data, sent back unchanged.
+        data: String,
+    },
+    /// A tool call by the model.
+    ToolUse {
+        /// Call id, echoed by the result.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Input object.
+        input: Value,
+    },
+    /// The answer to a tool call.
+    ToolResult {
+        /// The id of the call answered.
+        tool_use_id: String,
+        /// Result text.
+        content: String,
+        /// The call failed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who said it.
+    pub role: Role,
+    /// What was said.
+    pub content: Vec<Block>,
+}
+
+impl Message {
+    /// A user message with one text block.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            content: vec![Block::Text { text: text.into() }],
+        }
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its turn.
+    EndTurn,
+    /// It wants tool results.
+    ToolUse,
+    /// The output limit cut it off.
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// It declined (or a content filter stopped it).
+    Refusal,
+    /// A long turn was paused by the provider; send it back to continue.
+    PauseTurn,
+    /// Anything else the provider said.
+    Other(String),
+}
+
+impl StopReason {
+    /// Map an Anthropic `stop_reason`.
+    pub fn from_anthropic(s: &str) -> Self {
+        match s {
+            "end_turn" => Self::EndTurn,
+            "tool_use" => Self::ToolUse,
+            "max_tokens" => Self::MaxTokens,
+            "stop_sequence" => Self::StopSequence,
+            "refusal" => Self::Refusal,
+            "pause_turn" => Self::PauseTurn,
+            other => Self::Other(other.to_string()),
+        }
+    }
+
+    /// Map an OpenAI `finish_reason`.
+    pub fn from_openai(s: &str) -> Self {
+        match s {
+            "stop" => Self::EndTurn,
+            "tool_calls" | "function_call" => Self::ToolUse,
+            "length" => Self::MaxTokens,
+            "content_filter" => Self::Refusal,
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+
+/// Tokens used, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Uncached input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// All tokens of every kind.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+
+    /// Add another usage to this one.
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+    }
+}
+
+/// A complete model response, assembled from its stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    /// The assistant's content blocks, in order.
+    pub content: Vec<Block>,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// Tokens of this request.
+    pub usage: Usage,
+    /// Tool calls whose input could not be parsed: `(tool_use id, what was wrong)`.
+    /// Their `input` in `content` is `{}`; the loop answers them with an error.
+    pub invalid_inputs: Vec<(String, String)>,
+}
+
+impl ModelResponse {
+    /// The text blocks joined.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+}
+
+/// A tool as described to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDef {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the input.
+    pub input_schema: Value,
+}
+
+/// Everything one model request carries.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// System prompt.
+    pub system: &'a str,
+    /// Tools offered.
+    pub tools: &'a [ToolDef],
+    /// The conversation so far.
+    pub messages: &'a [Message],
+}

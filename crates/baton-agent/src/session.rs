@@ -1,0 +1,403 @@
+//! The agent loop: send the conversation, run every tool call of the turn in order,
+//! answer each `tool_use` with its `tool_result`, repeat until the model ends its
+//! turn or a limit is reached. Everything is recorded as it happens.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use baton_tools::{GateDecision, ToolGate, ToolOutput, Toolbox};
+use serde_json::Value;
+
+use crate::client::{ModelClient, ModelError, RetryNotice};
+use crate::model::{Block, Message, Request, Role, StopReason, ToolDef, Usage};
+use crate::pricing::PriceTable;
+use crate::transcript::{Event, Transcript, TranscriptError};
+
+/// When a session must stop even if the model has not finished.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Model turns.
+    pub max_turns: u32,
+    /// Tokens of every kind in all; 0 = no limit.
+    pub max_tokens: u64,
+    /// Wall-clock time; `None` = no limit.
+    pub max_duration: Option<Duration>,
+    /// Consecutive responses cut by `max_tokens` that are continued.
+    pub max_continuations: u32,
+}
+
+/// How a session ended (other than by an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The model ended its turn.
+    Completed,
+    /// `max_turns` was reached.
+    MaxTurns,
+    /// The session's token limit was reached.
+    TokenLimit,
+    /// The session's wall-time limit was reached.
+    TimeLimit,
+    /// The session was cancelled (Ctrl-C).
+    Interrupted,
+}
+
+impl Outcome {
+    /// The name used in transcripts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxTurns => "max_turns",
+            Self::TokenLimit => "token_limit",
+            Self::TimeLimit => "time_limit",
+            Self::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What a finished session produced.
+#[derive(Debug, Clone)]
+pub struct SessionResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The model's last text.
+    pub final_text: String,
+    /// Turns taken.
+    pub turns: u32,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Cost in USD.
+    pub cost_usd: f64,
+    /// Session number.
+    pub session: u32,
+    /// Transcript file.
+    pub transcript: PathBuf,
+}
+
+/// A session that could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model could not be reached or kept failing.
+    #[error("turn {turn}: {source}")]
+    Model {
+        /// Turn that failed.
+        turn: u32,
+        /// Why.
+        source: ModelError,
+    },
+    /// The model kept hitting its output limit.
+    #[error(
+        "turn {turn}: the model's response was cut off by max_tokens {count} times in a row; raise agent.max_output_tokens in baton.toml"
+    )]
+    Truncated {
+        /// Turn that failed.
+        turn: u32,
+        /// Consecutive cut responses.
+        count: u32,
+    },
+    /// The transcript could not be written.
+    #[error("transcript: {0}")]
+    Transcript(#[from] TranscriptError),
+}
+
+/// Told what happens, for the live view. Every method has an empty default.
+pub trait Observer: Send + Sync {
+    /// A transient failure will be retried.
+    fn retry(&self, _turn: u32, _notice: &RetryNotice) {}
+    /// The model said something; `more_to_come` is true when tool calls follow.
+    fn assistant_text(&self, _text: &str, _more_to_come: bool) {}
+    /// A tool call is starting.
+    fn tool_start(&self, _name: &str, _input: &Value) {}
+    /// A tool call ended.
+    fn tool_end(&self, _name: &str, _output: &ToolOutput, _refused: bool, _took: Duration) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// One agent session's collaborators.
+pub struct Session<'a> {
+    /// The model.
+    pub client: &'a ModelClient,
+    /// The tools.
+    pub tools: &'a Toolbox,
+    /// Consulted before every tool call.
+    pub gate: &'a dyn ToolGate,
+    /// Told what happens.
+    pub observer: &'a dyn Observer,
+    /// Prices for cost.
+    pub prices: &'a PriceTable,
+    /// Limits.
+    pub limits: Limits,
+}
+
+const CONTINUE_NOTE: &str = "Your last response was cut off by the output token limit. Continue exactly where you left off.";
+
+impl Session<'_> {
+    /// Run one session to its end, recording it in `transcript`. Cancelling the
+    /// tools' context token interrupts it: running commands are killed, calls not
+    /// yet run are answered as not run, and the transcript is closed.
+    pub async fn run(
+        &self,
+        transcript: &mut Transcript,
+        system: &str,
+        prompt: &str,
+    ) -> Result<SessionResult, AgentError> {
+        let cfg = self.client.config();
+        let specs = self.tools.specs();
+        let tools: Vec<ToolDef> = specs
+            .iter()
+            .map(|s| ToolDef {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                input_schema: s.input_schema.clone(),
+            })
+            .collect();
+        transcript.record(Event::SessionStart {
+            session: transcript.number(),
+            provider: cfg.provider.name().to_string(),
+            model: cfg.model.clone(),
+            project_dir: self.tools.context().project_dir.display().to_string(),
+            system: system.to_string(),
+            tools: tools.iter().map(|t| t.name.clone()).collect(),
+        })?;
+        let first = Message::user_text(prompt);
+        transcript.record(Event::User {
+            content: first.content.clone(),
+        })?;
+        let mut st = State {
+            messages: vec![first],
+            turns: 0,
+            usage: Usage::default(),
+            cost: 0.0,
+            final_text: String::new(),
+        };
+        let result = self.run_loop(transcript, system, &tools, &mut st).await;
+        let (outcome_name, error) = match &result {
+            Ok(o) => (o.name(), None),
+            Err(e) => ("error", Some(e.to_string())),
+        };
+        transcript.record(Event::SessionEnd {
+            outcome: outcome_name.to_string(),
+            turns: st.turns,
+            usage: st.usage,
+            cost_usd: st.cost,
+            final_text: st.final_text.clone(),
+            error,
+        })?;
+        let outcome = result?;
+        Ok(SessionResult {
+            outcome,
+            final_text: st.final_text,
+            turns: st.turns,
+            usage: st.usage,
+            cost_usd: st.cost,
+            session: transcript.number(),
+            transcript: transcript.path().to_path_buf(),
+        })
+    }
+
+    async fn run_loop(
+        &self,
+        transcript: &mut Transcript,
+        system: &str,
+        tools: &[ToolDef],
+        st: &mut State,
+    ) -> Result<Outcome, AgentError> {
+        let cancel = self.tools.context().cancel.clone();
+        let started = Instant::now();
+        let deadline = self
+            .limits
+            .max_duration
+            .map(|d| tokio::time::Instant::now() + d);
+        let mut continuations = 0u32;
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(Outcome::Interrupted);
+            }
+            if st.turns >= self.limits.max_turns {
+                return Ok(Outcome::MaxTurns);
+            }
+            if self.limits.max_tokens > 0 && st.usage.total() >= self.limits.max_tokens {
+                return Ok(Outcome::TokenLimit);
+            }
+            if self
+                .limits
+                .max_duration
+                .is_some_and(|d| started.elapsed() >= d)
+            {
+                return Ok(Outcome::TimeLimit);
+            }
+            st.turns += 1;
+            let turn = st.turns;
+            transcript.record(Event::Request {
+                turn,
+                messages: st.messages.len(),
+            })?;
+            let req = Request {
+                system,
+                tools,
+                messages: &st.messages,
+            };
+            let mut retries = Vec::new();
+            let sent = {
+                let mut on_retry = |n: &RetryNotice| {
+                    self.observer.retry(turn, n);
+                    retries.push(n.clone());
+                };
+                let send = self.client.send(&req, &cancel, &mut on_retry);
+                match deadline {
+                    Some(d) => tokio::select! {
+                        r = send => Some(r),
+                        () = tokio::time::sleep_until(d) => None,
+                    },
+                    None => Some(send.await),
+                }
+            };
+            for n in retries {
+                transcript.record(Event::Retry {
+                    turn,
+                    attempt: n.attempt,
+                    max_attempts: n.max_attempts,
+                    error: n.error,
+                    delay_ms: n.delay.as_millis() as u64,
+                })?;
+            }
+            let resp = match sent {
+                None => return Ok(Outcome::TimeLimit),
+                Some(Err(ModelError::Cancelled)) => return Ok(Outcome::Interrupted),
+                Some(Err(source)) => return Err(AgentError::Model { turn, source }),
+                Some(Ok(r)) => r,
+            };
+            let cost = self.prices.cost(&self.client.config().model, &resp.usage);
+            st.usage.add(&resp.usage);
+            st.cost += cost;
+            let mut content = resp.content.clone();
+            if content.is_empty() {
+                content.push(Block::Text {
+                    text: "(empty response)".into(),
+                });
+            }
+            transcript.record(Event::Assistant {
+                turn,
+                content: content.clone(),
+                stop_reason: resp.stop_reason.clone(),
+                usage: resp.usage,
+                cost_usd: cost,
+            })?;
+            let text = resp.text();
+            if !text.trim().is_empty() {
+                self.observer.assistant_text(
+                    &text,
+                    resp.content
+                        .iter()
+                        .any(|b| matches!(b, Block::ToolUse { .. })),
+                );
+                st.final_text = text;
+            }
+            st.messages.push(Message {
+                role: Role::Assistant,
+                content,
+            });
+            let calls: Vec<(String, String, Value)> = resp
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, name, input } => {
+                        Some((id.clone(), name.clone(), input.clone()))
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !calls.is_empty() {
+                continuations = 0;
+                let results = self
+                    .run_tools(transcript, turn, &calls, &resp.invalid_inputs)
+                    .await?;
+                st.messages.push(Message {
+                    role: Role::User,
+                    content: results,
+                });
+                continue;
+            }
+            match resp.stop_reason {
+                StopReason::MaxTokens | StopReason::PauseTurn => {
+                    continuations += 1;
+                    if resp.stop_reason == StopReason::MaxTokens
+                        && continuations > self.limits.max_continuations
+                    {
+                        return Err(AgentError::Truncated {
+                            turn,
+                            count: continuations,
+                        });
+                    }
+                    let note = Message::user_text(CONTINUE_NOTE);
+                    transcript.record(Event::User {
+                        content: note.content.clone(),
+                    })?;
+                    st.messages.push(note);
+                }
+                StopReason::EndTurn
+                | StopReason::ToolUse
+                | StopReason::StopSequence
+                | StopReason::Refusal
+                | StopReason::Other(_) => return Ok(Outcome::Completed),
+            }
+        }
+    }
+
+    async fn run_tools(
+        &self,
+        transcript: &mut Transcript,
+        turn: u32,
+        calls: &[(String, String, Value)],
+        invalid: &[(String, String)],
+    ) -> Result<Vec<Block>, AgentError> {
+        let cancel = &self.tools.context().cancel;
+        let mut results = Vec::with_capacity(calls.len());
+        for (id, name, input) in calls {
+            let t0 = Instant::now();
+            self.observer.tool_start(name, input);
+            let mut refused = false;
+            let out = if cancel.is_cancelled() {
+                ToolOutput::error("Not run: the session was interrupted.")
+            } else if let Some((_, why)) = invalid.iter().find(|(i, _)| i == id) {
+                ToolOutput::error(format!("Invalid input for {name}: {why}"))
+            } else {
+                match self.gate.check(name, input) {
+                    GateDecision::Allow => self.tools.call(name, input).await,
+                    GateDecision::Refuse(reason) => {
+                        refused = true;
+                        ToolOutput::error(format!("Refused by baton's policy: {reason}"))
+                    }
+                }
+            };
+            let took = t0.elapsed();
+            self.observer.tool_end(name, &out, refused, took);
+            transcript.record(Event::ToolResult {
+                turn,
+                tool_use_id: id.clone(),
+                name: name.clone(),
+                content: out.content.clone(),
+                is_error: out.is_error,
+                refused,
+                duration_ms: took.as_millis() as u64,
+            })?;
+            results.push(Block::ToolResult {
+                tool_use_id: id.clone(),
+                content: out.content,
+                is_error: out.is_error,
+            });
+        }
+        Ok(results)
+    }
+}
+
+struct State {
+    messages: Vec<Message>,
+    turns: u32,
+    usage: Usage,
+    cost: f64,
+    final_text: String,
+}

@@ -1,0 +1,163 @@
+//! `baton exec`: one agent session, no gates.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use baton_agent::client::{ClientConfig, ModelClient, Provider};
+use baton_agent::pricing::PriceTable;
+use baton_agent::session::{Limits, Outcome, Session};
+use baton_agent::transcript::Transcript;
+use baton_config::Config;
+use baton_tools::{AllowAll, ToolContext, Toolbox};
+
+use crate::live::LiveView;
+
+/// Arguments of `baton exec`.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// The project directory the agent works in.
+    dir: PathBuf,
+    /// The task for the agent.
+    #[arg(long)]
+    prompt: String,
+    /// Model provider: anthropic or openai.
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model name (default: baton.toml, else the provider's default).
+    #[arg(long)]
+    model: Option<String>,
+    /// Most model turns in the session (default: baton.toml [agent] max_turns, 200).
+    #[arg(long)]
+    max_turns: Option<u32>,
+}
+
+const SYSTEM_PROMPT: &str = "You are an expert software engineer working alone in a project directory on a Linux machine. \
+Act through the tools: inspect before you change, make small verified changes, run the project's own checks, \
+and report plainly what you did and what you could not do. The working directory is {dir}.";
+
+/// Settings resolved from flags, environment and `baton.toml`, in that order.
+pub fn client_config(
+    dir: &Path,
+    cfg: &Config,
+    provider_flag: Option<&str>,
+    model_flag: Option<&str>,
+) -> anyhow::Result<ClientConfig> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let provider_name = provider_flag
+        .map(str::to_string)
+        .or_else(|| env("BATON_PROVIDER"))
+        .or_else(|| cfg.agent.provider.clone())
+        .unwrap_or_else(|| "anthropic".to_string());
+    let provider = Provider::parse(&provider_name)?;
+    let model = model_flag
+        .map(str::to_string)
+        .or_else(|| env("BATON_MODEL"))
+        .or_else(|| cfg.agent.model.clone())
+        .unwrap_or_else(|| provider.default_model().to_string());
+    let _ = dir;
+    Ok(ClientConfig {
+        provider,
+        model,
+        base_url: env(provider.base_url_var())
+            .unwrap_or_else(|| provider.default_base_url().to_string()),
+        api_key: env(provider.key_var()),
+        max_output_tokens: cfg.agent.max_output_tokens,
+        thinking_budget: cfg.agent.thinking_budget,
+        retry: cfg.retry.clone(),
+    })
+}
+
+/// Run `baton exec`.
+pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
+    if !args.dir.is_dir() {
+        bail!("{} is not a directory", args.dir.display());
+    }
+    let dir = args
+        .dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
+    let cfg = Config::load(&dir)?;
+    let client = ModelClient::new(client_config(
+        &dir,
+        &cfg,
+        args.provider.as_deref(),
+        args.model.as_deref(),
+    )?)?;
+    let limits = Limits {
+        max_turns: args.max_turns.unwrap_or(cfg.agent.max_turns).max(1),
+        max_tokens: cfg.agent.max_session_tokens,
+        max_duration: (cfg.agent.max_session_minutes > 0)
+            .then(|| Duration::from_secs(cfg.agent.max_session_minutes * 60)),
+        max_continuations: cfg.agent.max_continuations,
+    };
+    let prices = PriceTable::new(&cfg.prices);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let tools = Toolbox::new(ToolContext::new(dir.clone()));
+        let cancel = tools.context().cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!(
+                    "\nbaton: interrupted; stopping the session (Ctrl-C again to quit at once)"
+                );
+                cancel.cancel();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            }
+        });
+        let mut transcript = Transcript::create_next(&dir)?;
+        let system = SYSTEM_PROMPT.replace("{dir}", &dir.display().to_string());
+        let session = Session {
+            client: &client,
+            tools: &tools,
+            gate: &AllowAll,
+            observer: &LiveView,
+            prices: &prices,
+            limits,
+        };
+        let result = session.run(&mut transcript, &system, &args.prompt).await;
+        let stopped = tools
+            .context()
+            .processes
+            .shutdown(Duration::from_secs(2))
+            .await;
+        if stopped > 0 {
+            eprintln!("baton: stopped {stopped} background process group(s) left by the session");
+        }
+        let r = result.with_context(|| {
+            format!(
+                "session {:04} failed (transcript: {})",
+                transcript.number(),
+                transcript.path().display()
+            )
+        })?;
+        if !r.final_text.is_empty() {
+            println!("{}", r.final_text.trim_end());
+        }
+        let rel = r
+            .transcript
+            .strip_prefix(&dir)
+            .unwrap_or(&r.transcript)
+            .display()
+            .to_string();
+        eprintln!(
+            "session {:04} · {} · {} turns · {} tokens · ${:.4} · {rel}",
+            r.session,
+            r.outcome.name(),
+            r.turns,
+            r.usage.total(),
+            r.cost_usd
+        );
+        Ok(match r.outcome {
+            Outcome::Completed => ExitCode::SUCCESS,
+            Outcome::MaxTurns | Outcome::TokenLimit | Outcome::TimeLimit => ExitCode::from(2),
+            Outcome::Interrupted => ExitCode::from(130),
+        })
+    })
+}

@@ -1,0 +1,245 @@
+//! Whole sessions through `baton exec`, on both wire formats.
+
+use baton_agent::transcript::Event;
+use baton_testkit::{Reply, Step, Wire};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+fn multi_tool_session(wire: Wire) {
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        wire,
+        vec![
+            Step::Reply(
+                Reply::tools(&[
+                    (
+                        "Write",
+                        json!({"file_path": "notes/hello.txt", "content": "hello\nworld\n"}),
+                    ),
+                    (
+                        "Bash",
+                        json!({"command": "wc -l < notes/hello.txt; echo err >&2"}),
+                    ),
+                ])
+                .with_text("I will write a file and count its lines."),
+            ),
+            Step::Reply(Reply::tool("Read", json!({"file_path": "notes/hello.txt"}))),
+            Step::Reply(Reply::text("The file has 2 lines.")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "The file has 2 lines.\n");
+    assert_eq!(p.file("notes/hello.txt"), "hello\nworld\n");
+    let err = stderr(&out);
+    assert!(err.contains("▸ Write notes/hello.txt"), "{err}");
+    assert!(
+        err.contains("▸ Bash wc -l < notes/hello.txt; echo err >&2"),
+        "{err}"
+    );
+    assert!(err.contains("✓ Read"), "{err}");
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    // Two results in one user turn, in the order of the calls, each paired by id.
+    let results = tool_results(wire, &reqs[1].body);
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].1.starts_with("Created notes/hello.txt"),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[1].1.trim_start_matches("Error: "),
+        "2\nerr\nExit code: 0"
+    );
+    let reads = tool_results(wire, &reqs[2].body);
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].1, "     1\thello\n     2\tworld\n");
+
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    assert_eq!(count(&t, |e| matches!(e, Event::ToolResult { .. })), 3);
+    assert_eq!(end_of(&t), ("completed".to_string(), None));
+    // The ids the model gave are the ids answered.
+    let ids: Vec<String> = t
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results
+            .iter()
+            .map(|r| r.0.clone())
+            .chain(reads.iter().map(|r| r.0.clone()))
+            .collect::<Vec<_>>(),
+        ids
+    );
+}
+
+#[test]
+fn anthropic_multi_tool_session_completes() {
+    multi_tool_session(Wire::Anthropic);
+}
+
+#[test]
+fn openai_multi_tool_session_completes() {
+    multi_tool_session(Wire::OpenAi);
+}
+
+#[test]
+fn max_turns_stops_with_exit_2() {
+    let p = Project::new();
+    let steps = (0..5)
+        .map(|_| Step::Reply(Reply::tool("Bash", json!({"command": "true"}))))
+        .collect();
+    let (out, server) = exec(&p, Wire::Anthropic, steps, &["--max-turns", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 2);
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    assert_eq!(end_of(&t).0, "max_turns");
+}
+
+#[test]
+fn each_session_gets_the_next_transcript_number() {
+    let p = Project::new();
+    for n in 1..=2u32 {
+        let (out, _s) = exec(
+            &p,
+            Wire::Anthropic,
+            vec![Step::Reply(Reply::text("ok"))],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            stderr(&out).contains(&format!("session {n:04} · completed")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(p.transcript(2).len(), p.transcript(1).len());
+}
+
+#[test]
+fn background_processes_are_stopped_when_the_session_ends() {
+    let p = Project::new();
+    let (out, _s) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "sleep 300 & echo $! > server.pid"}),
+            )),
+            Step::Reply(Reply::text("started")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let pid = p.file("server.pid").trim().to_string();
+    assert!(!pid.is_empty());
+    assert!(
+        stderr(&out).contains("stopped 1 background process group"),
+        "{}",
+        stderr(&out)
+    );
+    // Gone or a zombie waiting for its reaper: either way no longer running.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        state.is_empty() || state.contains(") Z"),
+        "still running: {state}"
+    );
+}
+
+#[test]
+fn missing_project_dir_is_a_clear_error() {
+    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, vec![]);
+    let out = baton(&server, Wire::Anthropic)
+        .args(["exec", "/nonexistent/baton-dir", "--prompt", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "baton: error: /nonexistent/baton-dir is not a directory\n"
+    );
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn missing_api_key_is_a_clear_error() {
+    let p = Project::new();
+    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, vec![]);
+    let out = baton(&server, Wire::Anthropic)
+        .env_remove("ANTHROPIC_API_KEY")
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("ANTHROPIC_API_KEY is not set"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn malformed_config_names_file_and_line() {
+    let p = Project::with_toml("[agent]\nmax_turns = \"many\"\n");
+    let (out, server) = exec(&p, Wire::Anthropic, vec![], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("baton.toml") && err.contains("line 7"),
+        "{err}"
+    );
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn interrupt_kills_the_running_tool_and_closes_the_transcript() {
+    let p = Project::new();
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "touch started; sleep 60"}),
+        ))],
+    );
+    let child = baton(&server, Wire::Anthropic)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "x"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = p.path().join("started");
+    let t0 = std::time::Instant::now();
+    while !started.exists() && t0.elapsed() < std::time::Duration::from_secs(30) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(started.exists(), "the command never started");
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    assert_eq!(end_of(&t).0, "interrupted");
+    let interrupted = t.iter().any(|r| matches!(&r.event, Event::ToolResult { content, is_error: true, .. } if content.contains("interrupted")));
+    assert!(interrupted, "{t:?}");
+}

@@ -1,0 +1,210 @@
+mod exec;
+mod faults;
+mod log;
+mod wire;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use baton_agent::model::Block;
+use baton_agent::transcript::{self, Event, Record};
+use baton_testkit::{ScriptedServer, Step, Wire};
+use serde_json::Value;
+
+/// A temp project with a fast retry policy in its baton.toml.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new() -> Self {
+        Self::with_toml("")
+    }
+
+    /// A project whose baton.toml is the fast retry policy plus `extra`.
+    pub fn with_toml(extra: &str) -> Self {
+        let dir = baton_testkit::temp_project().unwrap();
+        let toml = format!(
+            "[retry]\nmax_attempts = 6\nbase_delay_ms = 5\nmax_delay_ms = 50\nstream_idle_timeout_secs = 10\n{extra}"
+        );
+        std::fs::write(dir.path().join("baton.toml"), toml).unwrap();
+        Self { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn file(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).unwrap_or_default()
+    }
+
+    /// The records of session `n`.
+    pub fn transcript(&self, n: u32) -> Vec<Record> {
+        let p = self.path().join(format!(".baton/sessions/{n:04}.jsonl"));
+        transcript::read(&p).unwrap()
+    }
+}
+
+/// `baton` with the environment pointed at `server`, speaking `wire`.
+pub fn baton(server: &ScriptedServer, wire: Wire) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));
+    for k in [
+        "BATON_PROVIDER",
+        "BATON_MODEL",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_BASE_URL",
+    ] {
+        c.env_remove(k);
+    }
+    match wire {
+        Wire::Anthropic => {
+            c.env("BATON_PROVIDER", "anthropic")
+                .env("ANTHROPIC_API_KEY", "sk-test-key")
+                .env("ANTHROPIC_BASE_URL", server.base_url());
+        }
+        Wire::OpenAi => {
+            c.env("BATON_PROVIDER", "openai")
+                .env("OPENAI_API_KEY", "sk-openai-test")
+                .env("OPENAI_BASE_URL", server.openai_base_url());
+        }
+    }
+    c
+}
+
+/// Run `baton exec` in `p` with `prompt` against a fresh server playing `steps`.
+pub fn exec(p: &Project, wire: Wire, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
+    let server = ScriptedServer::start(wire, steps);
+    let out = baton(&server, wire)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "do the task"])
+        .args(extra)
+        .output()
+        .unwrap();
+    (out, server)
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The tool results sent back in a request, in order: (id, content, is_error).
+pub fn tool_results(wire: Wire, body: &Value) -> Vec<(String, String, bool)> {
+    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+    match wire {
+        Wire::Anthropic => {
+            let last = msgs.last().cloned().unwrap_or_default();
+            last["content"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .filter(|b| b["type"] == "tool_result")
+                .map(|b| {
+                    (
+                        b["tool_use_id"].as_str().unwrap_or_default().to_string(),
+                        b["content"].as_str().unwrap_or_default().to_string(),
+                        b["is_error"].as_bool().unwrap_or(false),
+                    )
+                })
+                .collect()
+        }
+        Wire::OpenAi => {
+            let mut out: Vec<(String, String, bool)> = msgs
+                .iter()
+                .rev()
+                .take_while(|m| m["role"] == "tool")
+                .map(|m| {
+                    let c = m["content"].as_str().unwrap_or_default().to_string();
+                    let err = c.starts_with("Error: ");
+                    (
+                        m["tool_call_id"].as_str().unwrap_or_default().to_string(),
+                        c,
+                        err,
+                    )
+                })
+                .collect();
+            out.reverse();
+            out
+        }
+    }
+}
+
+/// Check a transcript tells one consistent story: it starts and ends once, every
+/// tool call of an assistant turn is answered by exactly one result, in order, before
+/// the next request; nothing is answered that was not asked.
+pub fn assert_consistent(records: &[Record]) {
+    assert!(
+        matches!(
+            records.first().map(|r| &r.event),
+            Some(Event::SessionStart { .. })
+        ),
+        "starts with session_start"
+    );
+    assert!(
+        matches!(
+            records.last().map(|r| &r.event),
+            Some(Event::SessionEnd { .. })
+        ),
+        "ends with session_end"
+    );
+    let mut pending: Vec<String> = Vec::new();
+    let mut last_turn = 0;
+    for r in records {
+        match &r.event {
+            Event::Request { turn, .. } => {
+                assert!(
+                    pending.is_empty(),
+                    "turn {turn} requested with unanswered calls {pending:?}"
+                );
+                assert_eq!(*turn, last_turn + 1, "turns count up by one");
+                last_turn = *turn;
+            }
+            Event::Assistant { content, turn, .. } => {
+                assert_eq!(*turn, last_turn);
+                pending = content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::ToolUse { id, .. } => Some(id.clone()),
+                        _ => None,
+                    })
+                    .collect();
+            }
+            Event::ToolResult { tool_use_id, .. } => {
+                assert_eq!(
+                    pending.first(),
+                    Some(tool_use_id),
+                    "results answer calls in order"
+                );
+                pending.remove(0);
+            }
+            _ => {}
+        }
+    }
+    assert!(pending.is_empty(), "calls left unanswered: {pending:?}");
+}
+
+/// Count events matching `f`.
+pub fn count(records: &[Record], f: impl Fn(&Event) -> bool) -> usize {
+    records.iter().filter(|r| f(&r.event)).count()
+}
+
+/// The session's end event fields: (outcome, error).
+pub fn end_of(records: &[Record]) -> (String, Option<String>) {
+    match records.last().map(|r| &r.event) {
+        Some(Event::SessionEnd { outcome, error, .. }) => (outcome.clone(), error.clone()),
+        other => panic!("no session_end: {other:?}"),
+    }
+}
+
+#[allow(dead_code)]
+pub fn project_path(p: &Project, rel: &str) -> PathBuf {
+    p.path().join(rel)
+}
