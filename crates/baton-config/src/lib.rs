@@ -165,13 +165,14 @@ impl Config {
             field: field.to_string(),
             message: message.to_string(),
         };
-        if let Some(p) = &self.agent.provider {
-            if p != "anthropic" && p != "openai" {
-                return Err(invalid(
-                    "agent.provider",
-                    &format!("unknown provider {p:?}; expected \"anthropic\" or \"openai\""),
-                ));
-            }
+        if let Some(p) = &self.agent.provider
+            && p != "anthropic"
+            && p != "openai"
+        {
+            return Err(invalid(
+                "agent.provider",
+                &format!("unknown provider {p:?}; expected \"anthropic\" or \"openai\""),
+            ));
         }
         if self.agent.max_turns == 0 {
             return Err(invalid("agent.max_turns", "must be at least 1"));

@@ -215,6 +215,12 @@ fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
             stream_events(&mut stream, &evs, true)
         }
         Step::Raw(body) => stream_events(&mut stream, &[body], true),
+        Step::Stall { reply, events } => {
+            let evs = wire::events(s.wire, &reply, seq);
+            stream_events(&mut stream, &evs[..events.min(evs.len())], false)?;
+            std::thread::sleep(Duration::from_secs(5));
+            stream.shutdown(Shutdown::Both)
+        }
     }
 }
 

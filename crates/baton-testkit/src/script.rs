@@ -169,6 +169,14 @@ pub enum Step {
     },
     /// Send this SSE body text verbatim with status 200.
     Raw(String),
+    /// Stream the first `events` events of a reply, then send nothing more for
+    /// 5 seconds before closing (a stalled stream).
+    Stall {
+        /// The reply begun.
+        reply: Reply,
+        /// Events sent before the stall.
+        events: usize,
+    },
 }
 
 impl Step {

@@ -1,1 +1,235 @@
+//! What baton sends: headers, tool schemas, prompt caching, thinking, usage and cost.
 
+use baton_agent::transcript::Event;
+use baton_testkit::{Reply, Step, Wire};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+const TOOLS: [&str; 6] = ["Bash", "Read", "Write", "Edit", "Glob", "Grep"];
+
+#[test]
+fn anthropic_request_shape_headers_and_cache_breakpoints() {
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool("Bash", json!({"command": "echo hi"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+        &["--model", "claude-test-model"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    let r = &reqs[1];
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/messages")
+    );
+    assert_eq!(r.header("x-api-key"), Some("sk-test-key"));
+    assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.body["model"], "claude-test-model");
+    assert_eq!(r.body["stream"], true);
+    assert_eq!(r.body["max_tokens"], 16384);
+    assert_eq!(
+        r.body["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    let tools = r.body["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, TOOLS);
+    assert_eq!(tools[0]["input_schema"]["required"], json!(["command"]));
+    assert_eq!(tools[5]["cache_control"], json!({"type": "ephemeral"}));
+    assert!(tools[..5].iter().all(|t| t.get("cache_control").is_none()));
+    // Only the newest block carries a breakpoint; older turns are plain.
+    let msgs = r.body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3);
+    assert!(msgs[0]["content"][0].get("cache_control").is_none());
+    assert_eq!(
+        msgs[2]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(msgs[1]["role"], "assistant");
+    assert_eq!(msgs[1]["content"][0]["type"], "tool_use");
+    assert_eq!(
+        msgs[1]["content"][0]["input"],
+        json!({"command": "echo hi"})
+    );
+    assert_eq!(
+        msgs[2]["content"][0]["tool_use_id"],
+        msgs[1]["content"][0]["id"]
+    );
+    assert!(msgs[2]["content"][0].get("is_error").is_none());
+    // The API key never reaches the agent's commands.
+    assert!(!reqs[0].body.to_string().contains("sk-test-key"));
+}
+
+#[test]
+fn agent_commands_do_not_see_the_api_key() {
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool("Bash", json!({"command": "env"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let env = &tool_results(Wire::Anthropic, &server.requests()[1].body)[0].1;
+    assert!(env.contains("PATH="), "{env}");
+    assert!(
+        !env.contains("sk-test-key") && !env.contains("ANTHROPIC_API_KEY"),
+        "{env}"
+    );
+}
+
+#[test]
+fn thinking_blocks_are_sent_back_with_their_signature() {
+    let p = Project::with_toml("[agent]\nthinking_budget = 2048\n");
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(
+                Reply::tool("Bash", json!({"command": "true"}))
+                    .with_thinking("Let me check.", "sig-abc"),
+            ),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    assert_eq!(
+        reqs[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    assert_eq!(
+        reqs[1].body["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "Let me check.", "signature": "sig-abc"})
+    );
+}
+
+#[test]
+fn openai_request_shape_and_tool_pairing() {
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        Wire::OpenAi,
+        vec![
+            Step::Reply(Reply::tool("Bash", json!({"command": "exit 3"})).with_text("Trying.")),
+            Step::Reply(Reply::text("done")),
+        ],
+        &["--model", "local-model"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &server.requests()[1];
+    assert_eq!(r.path, "/v1/chat/completions");
+    assert_eq!(r.header("authorization"), Some("Bearer sk-openai-test"));
+    assert_eq!(r.body["model"], "local-model");
+    assert_eq!(r.body["stream_options"], json!({"include_usage": true}));
+    let tools = r.body["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 6);
+    assert_eq!(tools[1]["type"], "function");
+    assert_eq!(tools[1]["function"]["name"], "Read");
+    let msgs = r.body["messages"].as_array().unwrap();
+    assert_eq!(msgs[0]["role"], "system");
+    assert_eq!(msgs[1], json!({"role": "user", "content": "do the task"}));
+    assert_eq!(msgs[2]["role"], "assistant");
+    assert_eq!(msgs[2]["content"], "Trying.");
+    let call = &msgs[2]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "Bash");
+    let args: serde_json::Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"command": "exit 3"}));
+    assert_eq!(
+        msgs[3],
+        json!({"role": "tool", "tool_call_id": call["id"], "content": "Error: Exit code: 3"})
+    );
+}
+
+#[test]
+fn usage_and_cost_are_recorded_per_request_and_session() {
+    let p = Project::with_toml(
+        "[prices.\"my-model\"]\ninput = 2.0\noutput = 10.0\ncache_read = 0.5\ncache_write = 4.0\n",
+    );
+    let (out, _s) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(
+                Reply::tool("Bash", json!({"command": "true"})).with_usage(1000, 500, 2000, 300),
+            ),
+            Step::Reply(Reply::text("done").with_usage(100, 50, 3000, 0)),
+        ],
+        &["--model", "my-model"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let t = p.transcript(1);
+    let costs: Vec<f64> = t
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Assistant { cost_usd, .. } => Some(*cost_usd),
+            _ => None,
+        })
+        .collect();
+    let c1 = (1000.0 * 2.0 + 500.0 * 10.0 + 2000.0 * 0.5 + 300.0 * 4.0) / 1e6;
+    let c2 = (100.0 * 2.0 + 50.0 * 10.0 + 3000.0 * 0.5) / 1e6;
+    assert_eq!(costs.len(), 2);
+    assert!(
+        (costs[0] - c1).abs() < 1e-12 && (costs[1] - c2).abs() < 1e-12,
+        "{costs:?}"
+    );
+    match &t.last().unwrap().event {
+        Event::SessionEnd {
+            usage, cost_usd, ..
+        } => {
+            assert_eq!(
+                (
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens
+                ),
+                (1100, 550, 5000, 300)
+            );
+            assert!((cost_usd - (c1 + c2)).abs() < 1e-12);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        stderr(&out).contains("6950 tokens · $0.0114"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn openai_cached_tokens_are_split_from_input() {
+    let p = Project::new();
+    let (out, _s) = exec(
+        &p,
+        Wire::OpenAi,
+        vec![Step::Reply(Reply::text("hi").with_usage(100, 7, 900, 0))],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    match &p.transcript(1).last().unwrap().event {
+        Event::SessionEnd { usage, .. } => {
+            assert_eq!(
+                (
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens
+                ),
+                (100, 7, 900)
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
