@@ -22,7 +22,9 @@ fn children_usage() -> (Duration, u64) {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes into the struct we own; RUSAGE_CHILDREN is valid.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss as u64)
 }
 
@@ -38,9 +40,18 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn baton_session(tool_turns: usize) -> Sample {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("baton.toml"), "[retry]\nbase_delay_ms = 5\n").unwrap();
+    std::fs::write(
+        dir.path().join("baton.toml"),
+        "[retry]\nbase_delay_ms = 5\n",
+    )
+    .unwrap();
     let mut steps: Vec<Step> = (0..tool_turns)
-        .map(|i| Step::Reply(Reply::tool("Bash", json!({"command": format!("echo turn {i}")}))))
+        .map(|i| {
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": format!("echo turn {i}")}),
+            ))
+        })
         .collect();
     steps.push(Step::Reply(Reply::text("done")));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
@@ -61,8 +72,15 @@ fn baton_session(tool_turns: usize) -> Sample {
     let wall = t0.elapsed();
     let (cpu1, _) = children_usage();
     assert!(status.success(), "baton exec failed: {status}");
-    assert_eq!(server.remaining(), 0, "the session did not play the whole script");
-    Sample { wall, cpu: cpu1 - cpu0 }
+    assert_eq!(
+        server.remaining(),
+        0,
+        "the session did not play the whole script"
+    );
+    Sample {
+        wall,
+        cpu: cpu1 - cpu0,
+    }
 }
 
 fn bash_baseline() -> Sample {
@@ -81,7 +99,10 @@ fn bash_baseline() -> Sample {
     }
     let wall = t0.elapsed();
     let (cpu1, _) = children_usage();
-    Sample { wall, cpu: cpu1 - cpu0 }
+    Sample {
+        wall,
+        cpu: cpu1 - cpu0,
+    }
 }
 
 fn ms(d: Duration) -> String {
@@ -112,10 +133,27 @@ fn main() {
     let per_turn_wall = fw.saturating_sub(ew).saturating_sub(bw) / TURNS as u32;
     let per_turn_cpu = fc.saturating_sub(ec).saturating_sub(bc) / TURNS as u32;
     let rss_mb = peak_kib as f64 / 1024.0;
-    println!("baton exec: {TURNS}-turn scripted session, one Bash `echo` per turn; median of {RUNS} runs");
-    println!("  {:<44} wall {}   cpu {}", format!("baseline: {TURNS} × bash -c echo"), ms(bw), ms(bc));
-    println!("  {:<44} wall {}   cpu {}", "baseline: baton exec, 0 tool turns", ms(ew), ms(ec));
-    println!("  {:<44} wall {}   cpu {}", format!("baton exec, {TURNS} tool turns"), ms(fw), ms(fc));
+    println!(
+        "baton exec: {TURNS}-turn scripted session, one Bash `echo` per turn; median of {RUNS} runs"
+    );
+    println!(
+        "  {:<44} wall {}   cpu {}",
+        format!("baseline: {TURNS} × bash -c echo"),
+        ms(bw),
+        ms(bc)
+    );
+    println!(
+        "  {:<44} wall {}   cpu {}",
+        "baseline: baton exec, 0 tool turns",
+        ms(ew),
+        ms(ec)
+    );
+    println!(
+        "  {:<44} wall {}   cpu {}",
+        format!("baton exec, {TURNS} tool turns"),
+        ms(fw),
+        ms(fc)
+    );
     println!("  peak RSS of any child (baton exec):          {rss_mb:.1} MB");
     println!(
         "  harness overhead per turn, bash excluded:   wall {}   cpu {}",
@@ -128,8 +166,15 @@ fn main() {
     );
     let check = |ok: bool| if ok { "met" } else { "MISSED" };
     println!("targets:");
-    println!("  whole session < 500 ms:        {:>7.1} ms  {}", fw.as_secs_f64() * 1e3, check(fw < Duration::from_millis(500)));
-    println!("  peak RSS < 20 MB:              {rss_mb:>7.1} MB  {}", check(rss_mb < 20.0));
+    println!(
+        "  whole session < 500 ms:        {:>7.1} ms  {}",
+        fw.as_secs_f64() * 1e3,
+        check(fw < Duration::from_millis(500))
+    );
+    println!(
+        "  peak RSS < 20 MB:              {rss_mb:>7.1} MB  {}",
+        check(rss_mb < 20.0)
+    );
     println!(
         "  overhead per turn < 1 ms:      {:>7.2} ms  {}",
         per_turn_wall.as_secs_f64() * 1e3,
