@@ -88,8 +88,8 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let limits = Limits {
         max_turns: args.max_turns.unwrap_or(cfg.agent.max_turns).max(1),
         max_tokens: cfg.agent.max_session_tokens,
-        max_duration: (cfg.agent.max_session_minutes > 0)
-            .then(|| Duration::from_secs(cfg.agent.max_session_minutes * 60)),
+        max_duration: (cfg.agent.max_session_minutes > 0.0)
+            .then(|| Duration::from_secs_f64(cfg.agent.max_session_minutes * 60.0)),
         max_continuations: cfg.agent.max_continuations,
     };
     let prices = PriceTable::new(&cfg.prices);

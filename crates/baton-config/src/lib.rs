@@ -74,8 +74,8 @@ pub struct AgentConfig {
     pub max_turns: u32,
     /// Total tokens (input + output + cache) per session before it is stopped; 0 = no limit.
     pub max_session_tokens: u64,
-    /// Wall-clock minutes per session before it is stopped; 0 = no limit.
-    pub max_session_minutes: u64,
+    /// Wall-clock minutes per session before it is stopped (fractions allowed); 0 = no limit.
+    pub max_session_minutes: f64,
     /// Anthropic extended-thinking budget in tokens; 0 = thinking off.
     pub thinking_budget: u32,
     /// How many times in a row a response cut by `max_tokens` is continued before the
@@ -91,7 +91,7 @@ impl Default for AgentConfig {
             max_output_tokens: 16_384,
             max_turns: 200,
             max_session_tokens: 0,
-            max_session_minutes: 0,
+            max_session_minutes: 0.0,
             thinking_budget: 0,
             max_continuations: 3,
         }
@@ -179,6 +179,12 @@ impl Config {
         }
         if self.agent.max_output_tokens == 0 {
             return Err(invalid("agent.max_output_tokens", "must be at least 1"));
+        }
+        if !(self.agent.max_session_minutes.is_finite() && self.agent.max_session_minutes >= 0.0) {
+            return Err(invalid(
+                "agent.max_session_minutes",
+                "must be a non-negative number",
+            ));
         }
         if self.retry.max_attempts == 0 {
             return Err(invalid("retry.max_attempts", "must be at least 1"));

@@ -243,3 +243,49 @@ fn interrupt_kills_the_running_tool_and_closes_the_transcript() {
     let interrupted = t.iter().any(|r| matches!(&r.event, Event::ToolResult { content, is_error: true, .. } if content.contains("interrupted")));
     assert!(interrupted, "{t:?}");
 }
+
+#[test]
+fn session_token_limit_stops_with_exit_2() {
+    let p = Project::with_toml("[agent]\nmax_session_tokens = 200\n");
+    // Each scripted reply reports 120 tokens: the limit is reached after turn 2.
+    let steps = (0..5)
+        .map(|_| Step::Reply(Reply::tool("Bash", json!({"command": "true"}))))
+        .collect();
+    let (out, server) = exec(&p, Wire::Anthropic, steps, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 2);
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    assert_eq!(end_of(&t).0, "token_limit");
+}
+
+#[test]
+fn session_time_limit_stops_with_exit_2() {
+    // 0.005 minutes = 300 ms; the first tool call alone takes longer.
+    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.005\n");
+    let steps = (0..5)
+        .map(|_| Step::Reply(Reply::tool("Bash", json!({"command": "sleep 1"}))))
+        .collect();
+    let (out, server) = exec(&p, Wire::Anthropic, steps, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 1);
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    assert_eq!(end_of(&t).0, "time_limit");
+}
+
+#[test]
+fn session_time_limit_also_cuts_a_stalled_model_request() {
+    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.005\n");
+    let (out, _server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![Step::Stall {
+            reply: Reply::text("slow"),
+            events: 1,
+        }],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(end_of(&p.transcript(1)).0, "time_limit");
+}
