@@ -1,6 +1,6 @@
 //! `baton exec`: one agent session, no gates.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -39,7 +39,6 @@ and report plainly what you did and what you could not do. The working directory
 
 /// Settings resolved from flags, environment and `baton.toml`, in that order.
 pub fn client_config(
-    dir: &Path,
     cfg: &Config,
     provider_flag: Option<&str>,
     model_flag: Option<&str>,
@@ -56,7 +55,6 @@ pub fn client_config(
         .or_else(|| env("BATON_MODEL"))
         .or_else(|| cfg.agent.model.clone())
         .unwrap_or_else(|| provider.default_model().to_string());
-    let _ = dir;
     Ok(ClientConfig {
         provider,
         model,
@@ -80,7 +78,6 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
     let cfg = Config::load(&dir)?;
     let client = ModelClient::new(client_config(
-        &dir,
         &cfg,
         args.provider.as_deref(),
         args.model.as_deref(),

@@ -69,7 +69,7 @@ impl Observer for LiveView {
     }
 
     fn tool_end(&self, name: &str, out: &ToolOutput, refused: bool, took: Duration) {
-        let first = out.content.lines().last().unwrap_or_default();
+        let last_line = out.content.lines().last().unwrap_or_default();
         if refused {
             say(&format!(
                 "  ⛔ {name} refused: {}",
@@ -79,7 +79,7 @@ impl Observer for LiveView {
             say(&format!(
                 "  ✗ {name} failed ({}): {}",
                 secs(took),
-                one_line(first, 120)
+                one_line(last_line, 120)
             ));
         } else {
             say(&format!("  ✓ {name} ({})", secs(took)));

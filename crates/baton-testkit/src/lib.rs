@@ -20,7 +20,7 @@ mod wire;
 pub use http::{RecordedRequest, ScriptedServer};
 pub use script::{RBlock, Reply, Step, Wire};
 
-/// A temporary project directory (a git repository with one commit when `git` is wanted).
+/// A fresh temporary directory for a test project, removed when dropped.
 pub fn temp_project() -> std::io::Result<tempfile::TempDir> {
     tempfile::Builder::new().prefix("baton-test-").tempdir()
 }

@@ -1,7 +1,6 @@
 //! The `Bash` tool: one command in `bash -c`, in the project directory, in its own
 //! process group, with stdout and stderr interleaved into one capped buffer.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -219,15 +218,11 @@ async fn run_background(ctx: &ToolContext, line: &str) -> ToolOutput {
             });
             ToolOutput::ok(format!(
                 "Started in the background (pid {pid}). Its output goes to {}; read it with Read. It is stopped when the session ends.",
-                rel(&ctx.project_dir, &log_path)
+                crate::paths::display(&ctx.project_dir, &log_path)
             ))
         }
         Err(e) => ToolOutput::error(format!("Bash: could not start the background command: {e}")),
     }
-}
-
-fn rel(project: &Path, p: &Path) -> String {
-    crate::paths::display(project, p)
 }
 
 #[cfg(test)]

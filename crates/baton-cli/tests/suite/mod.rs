@@ -3,7 +3,7 @@ mod faults;
 mod log;
 mod wire;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use baton_agent::model::Block;
@@ -202,9 +202,4 @@ pub fn end_of(records: &[Record]) -> (String, Option<String>) {
         Some(Event::SessionEnd { outcome, error, .. }) => (outcome.clone(), error.clone()),
         other => panic!("no session_end: {other:?}"),
     }
-}
-
-#[allow(dead_code)]
-pub fn project_path(p: &Project, rel: &str) -> PathBuf {
-    p.path().join(rel)
 }
