@@ -58,6 +58,91 @@ pub struct Config {
     pub retry: RetryConfig,
     /// Prices in USD per million tokens, keyed by model name (or a prefix of it).
     pub prices: BTreeMap<String, Price>,
+    /// File names of the project's handoff files and the feature-list targets.
+    pub project: ProjectConfig,
+    /// Limits and pacing of `baton run`.
+    pub run: RunConfig,
+    /// The identity of commits baton makes (its own and the agent's).
+    pub git: GitConfig,
+}
+
+/// The handoff files (DESIGN §2). The defaults are the pattern's well-known names, so
+/// projects made by other harnesses of the pattern run unchanged.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProjectConfig {
+    /// What to build (a copy of the user's spec).
+    pub spec: String,
+    /// The feature list: a JSON array of `{category, description, steps, passes}`.
+    pub feature_list: String,
+    /// Human-readable handoff notes, appended each session.
+    pub progress: String,
+    /// Idempotent setup script: installs, starts the dev servers.
+    pub init_script: String,
+    /// How many features the initializer is asked for.
+    pub features: u32,
+    /// Fewest features baton accepts from the initializer.
+    pub min_features: u32,
+}
+
+impl Default for ProjectConfig {
+    fn default() -> Self {
+        Self {
+            spec: "app_spec.txt".into(),
+            feature_list: "feature_list.json".into(),
+            progress: "claude-progress.txt".into(),
+            init_script: "init.sh".into(),
+            features: 200,
+            min_features: 20,
+        }
+    }
+}
+
+/// When `baton run` stops and how it paces sessions. Zero means no limit.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Sessions in one `baton run`, the initializer included.
+    pub max_sessions: u32,
+    /// Spend in USD across the whole project.
+    pub budget_usd: f64,
+    /// Wall-clock hours of one `baton run`.
+    pub max_hours: f64,
+    /// Seconds between sessions.
+    pub pause_secs: f64,
+    /// Coding sessions in a row without a newly passing feature before the run stops.
+    pub stall_sessions: u32,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            max_sessions: 0,
+            budget_usd: 0.0,
+            max_hours: 0.0,
+            pause_secs: 3.0,
+            stall_sessions: 3,
+        }
+    }
+}
+
+/// Author and committer of the commits made in the project.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitConfig {
+    /// Name used when the environment and git config give none.
+    pub user_name: String,
+    /// Email used when the environment and git config give none.
+    pub user_email: String,
+}
+
+impl Default for GitConfig {
+    fn default() -> Self {
+        Self {
+            user_name: "baton".into(),
+            user_email: "baton@localhost".into(),
+        }
+    }
 }
 
 /// Which model to drive and how long a session may run.
@@ -184,6 +269,31 @@ impl Config {
             return Err(invalid(
                 "agent.max_session_minutes",
                 "must be a non-negative number",
+            ));
+        }
+        for (field, v) in [
+            ("run.budget_usd", self.run.budget_usd),
+            ("run.max_hours", self.run.max_hours),
+            ("run.pause_secs", self.run.pause_secs),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(invalid(field, "must be a non-negative number"));
+            }
+        }
+        for (field, v) in [
+            ("project.spec", &self.project.spec),
+            ("project.feature_list", &self.project.feature_list),
+            ("project.progress", &self.project.progress),
+            ("project.init_script", &self.project.init_script),
+        ] {
+            if v.is_empty() || v.starts_with('/') || v.split('/').any(|c| c == "..") {
+                return Err(invalid(field, "must be a relative path inside the project"));
+            }
+        }
+        if self.project.min_features > self.project.features {
+            return Err(invalid(
+                "project.min_features",
+                "must not exceed project.features",
             ));
         }
         if self.retry.max_attempts == 0 {
