@@ -1,0 +1,1 @@
+//! Sessions: initializer and coding sessions with enforced handoff.

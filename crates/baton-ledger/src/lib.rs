@@ -1,0 +1,533 @@
+//! `baton-ledger` owns the feature list (DESIGN §2): a JSON array of
+//! `{"category", "description", "steps": [..], "passes": bool}` objects, extra keys
+//! kept verbatim. It parses with positions (errors name the file, line and feature),
+//! validates, compares a list with the last accepted one, and restores everything
+//! but legal `passes` flips.
+//!
+//! ```
+//! use baton_ledger::{FeatureList, reconcile};
+//! let accepted = FeatureList::parse(r#"[{"category":"functional","description":"a","steps":["x"],"passes":false}]"#, "f.json").unwrap();
+//! let edited = r#"[{"category":"functional","description":"A!","steps":["x"],"passes":true}]"#;
+//! let r = reconcile(&accepted, edited, "f.json");
+//! assert_eq!(r.violations.len(), 1);        // the description changed
+//! assert!(!r.list.features[0].passes);      // an edited feature's flip is not kept
+//! ```
+
+use serde_json::{Map, Value};
+
+/// An error reading a feature list.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LedgerError {
+    /// Not valid JSON.
+    #[error("{path}:{line}:{column}: not valid JSON: {message}")]
+    Json {
+        /// File name.
+        path: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// Valid JSON that is not a feature list.
+    #[error("{path}:{line}: {message}")]
+    Shape {
+        /// File name.
+        path: String,
+        /// 1-based line where the offending value starts.
+        line: usize,
+        /// What is wrong, naming the feature and field.
+        message: String,
+    },
+}
+
+/// One feature. `fields` keeps the whole object as written, extra keys included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Feature {
+    /// E.g. `functional` or `style`.
+    pub category: String,
+    /// What the feature does, as a user sees it.
+    pub description: String,
+    /// How to verify it end to end.
+    pub steps: Vec<String>,
+    /// Whether it has been verified passing.
+    pub passes: bool,
+    /// The whole object, in its original key order.
+    pub fields: Map<String, Value>,
+}
+
+impl Feature {
+    /// Everything but `passes`: two features with the same content are the same feature.
+    pub fn content(&self) -> Map<String, Value> {
+        let mut m = self.fields.clone();
+        m.shift_remove("passes");
+        m
+    }
+}
+
+/// A parsed feature list.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FeatureList {
+    /// The features, in priority order.
+    pub features: Vec<Feature>,
+}
+
+/// Byte offset of the start of each top-level array element.
+fn element_offsets(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    let (mut depth, mut in_str, mut esc) = (0i32, false, false);
+    let mut expect_value = false;
+    for (i, c) in text.char_indices() {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, '\\') => esc = true,
+                (false, '"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        if depth == 1 && expect_value && !c.is_whitespace() && c != ']' {
+            out.push(i);
+            expect_value = false;
+        }
+        match c {
+            '"' => in_str = true,
+            '[' | '{' => {
+                depth += 1;
+                if depth == 1 {
+                    expect_value = true;
+                }
+            }
+            ']' | '}' => depth -= 1,
+            ',' if depth == 1 => expect_value = true,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl FeatureList {
+    /// Parse and validate the text of a feature list; `path` is used in errors.
+    pub fn parse(text: &str, path: &str) -> Result<Self, LedgerError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| LedgerError::Json {
+            path: path.to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        let shape = |line: usize, message: String| LedgerError::Shape {
+            path: path.to_string(),
+            line,
+            message,
+        };
+        let Value::Array(items) = value else {
+            return Err(shape(
+                1,
+                "the feature list must be a JSON array of feature objects".into(),
+            ));
+        };
+        let offsets = element_offsets(text);
+        let mut features = Vec::with_capacity(items.len());
+        for (i, item) in items.into_iter().enumerate() {
+            let line = offsets.get(i).map_or(1, |&o| line_of(text, o));
+            let n = i + 1;
+            let Value::Object(fields) = item else {
+                return Err(shape(line, format!("feature {n} is not an object")));
+            };
+            let string = |key: &str| -> Result<String, LedgerError> {
+                match fields.get(key) {
+                    Some(Value::String(s)) => Ok(s.clone()),
+                    Some(_) => Err(shape(
+                        line,
+                        format!("feature {n}: \"{key}\" must be a string"),
+                    )),
+                    None => Err(shape(line, format!("feature {n}: missing \"{key}\""))),
+                }
+            };
+            let category = string("category")?;
+            let description = string("description")?;
+            let steps = match fields.get("steps") {
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|s| s.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| {
+                        shape(
+                            line,
+                            format!("feature {n}: \"steps\" must be an array of strings"),
+                        )
+                    })?,
+                Some(_) => {
+                    return Err(shape(
+                        line,
+                        format!("feature {n}: \"steps\" must be an array of strings"),
+                    ));
+                }
+                None => return Err(shape(line, format!("feature {n}: missing \"steps\""))),
+            };
+            let passes = match fields.get("passes") {
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(shape(
+                        line,
+                        format!("feature {n}: \"passes\" must be true or false"),
+                    ));
+                }
+                None => return Err(shape(line, format!("feature {n}: missing \"passes\""))),
+            };
+            features.push(Feature {
+                category,
+                description,
+                steps,
+                passes,
+                fields,
+            });
+        }
+        Ok(Self { features })
+    }
+
+    /// Features passing.
+    pub fn passing(&self) -> usize {
+        self.features.iter().filter(|f| f.passes).count()
+    }
+
+    /// Whether every feature passes (and there is at least one).
+    pub fn all_pass(&self) -> bool {
+        !self.features.is_empty() && self.features.iter().all(|f| f.passes)
+    }
+
+    /// `(category, passing, total)` in order of first appearance.
+    pub fn by_category(&self) -> Vec<(String, usize, usize)> {
+        let mut out: Vec<(String, usize, usize)> = Vec::new();
+        for f in &self.features {
+            match out.iter_mut().find(|(c, _, _)| *c == f.category) {
+                Some(e) => {
+                    e.1 += usize::from(f.passes);
+                    e.2 += 1;
+                }
+                None => out.push((f.category.clone(), usize::from(f.passes), 1)),
+            }
+        }
+        out
+    }
+
+    /// The list as pretty JSON (two-space indent, keys in their original order).
+    pub fn to_json(&self) -> String {
+        let arr: Vec<Value> = self
+            .features
+            .iter()
+            .map(|f| {
+                let mut m = f.fields.clone();
+                m.insert("passes".into(), Value::Bool(f.passes));
+                Value::Object(m)
+            })
+            .collect();
+        let mut s =
+            serde_json::to_string_pretty(&Value::Array(arr)).unwrap_or_else(|_| "[]".into());
+        s.push('\n');
+        s
+    }
+}
+
+/// Something changed that may not change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// The file is not a valid feature list.
+    Invalid(String),
+    /// A feature's text, steps or other keys changed (1-based number, what changed).
+    Edited(usize, String),
+    /// A feature is gone (1-based number, its description).
+    Removed(usize, String),
+    /// Features were added (how many).
+    Added(usize),
+    /// Features were moved (how many are out of place).
+    Reordered(usize),
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Invalid(why) => write!(f, "the feature list was not valid ({why})"),
+            Self::Edited(n, what) => write!(f, "feature {n}: {what} was changed"),
+            Self::Removed(n, d) => write!(f, "feature {n} ({d:?}) was removed"),
+            Self::Added(k) => write!(f, "{k} feature(s) were added"),
+            Self::Reordered(k) => write!(f, "{k} feature(s) were moved"),
+        }
+    }
+}
+
+/// The outcome of comparing a feature list with the accepted one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reconciled {
+    /// The accepted list with every legal flip applied: what the file must hold.
+    pub list: FeatureList,
+    /// Features (0-based) whose `passes` went from false to true.
+    pub flipped: Vec<usize>,
+    /// Features (0-based) whose `passes` went from true to false.
+    pub unflipped: Vec<usize>,
+    /// What changed that may not change.
+    pub violations: Vec<Violation>,
+}
+
+impl Reconciled {
+    /// Whether the file must be rewritten with [`Reconciled::list`].
+    pub fn needs_restore(&self) -> bool {
+        !self.violations.is_empty()
+    }
+}
+
+fn diff_fields(a: &Map<String, Value>, b: &Map<String, Value>) -> String {
+    let mut keys: Vec<&str> = Vec::new();
+    for (k, v) in a {
+        if k != "passes" && b.get(k) != Some(v) {
+            keys.push(k);
+        }
+    }
+    for k in b.keys() {
+        if k != "passes" && !a.contains_key(k) {
+            keys.push(k);
+        }
+    }
+    keys.iter()
+        .map(|k| format!("\"{k}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Compare `current_text` with `accepted`. Only `passes` may change: a feature keeps
+/// the flip of the current feature with exactly its content (at the same position, or
+/// anywhere if the list was reordered); anything else is restored from `accepted`.
+pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reconciled {
+    let current = match FeatureList::parse(current_text, path) {
+        Ok(c) => c,
+        Err(e) => {
+            return Reconciled {
+                list: accepted.clone(),
+                flipped: Vec::new(),
+                unflipped: Vec::new(),
+                violations: vec![Violation::Invalid(e.to_string())],
+            };
+        }
+    };
+    let mut list = accepted.clone();
+    let mut violations = Vec::new();
+    let n = accepted.features.len();
+    let contents: Vec<Map<String, Value>> =
+        accepted.features.iter().map(Feature::content).collect();
+    let current_contents: Vec<Map<String, Value>> =
+        current.features.iter().map(Feature::content).collect();
+    let mut used = vec![false; current.features.len()];
+    let mut matched: Vec<Option<usize>> = vec![None; n];
+    // 1: unchanged in place; 2: unchanged elsewhere (moved); 3: what is left, by position.
+    for i in 0..n {
+        if current_contents.get(i) == Some(&contents[i]) {
+            matched[i] = Some(i);
+            used[i] = true;
+        }
+    }
+    // Unused current features by content, so moves are found in linear time.
+    let mut by_content: std::collections::HashMap<String, std::collections::VecDeque<usize>> =
+        std::collections::HashMap::new();
+    for (j, c) in current_contents.iter().enumerate() {
+        if !used[j] {
+            by_content
+                .entry(Value::Object(c.clone()).to_string())
+                .or_default()
+                .push_back(j);
+        }
+    }
+    let mut moved = 0;
+    let unmatched: Vec<usize> = (0..n).filter(|&i| matched[i].is_none()).collect();
+    for i in unmatched {
+        let key = Value::Object(contents[i].clone()).to_string();
+        if let Some(j) = by_content.get_mut(&key).and_then(|q| q.pop_front()) {
+            matched[i] = Some(j);
+            used[j] = true;
+            moved += 1;
+        }
+    }
+    for i in 0..n {
+        match matched[i] {
+            Some(j) => list.features[i].passes = current.features[j].passes,
+            None if i < used.len() && !used[i] => {
+                used[i] = true;
+                violations.push(Violation::Edited(
+                    i + 1,
+                    diff_fields(&accepted.features[i].fields, &current.features[i].fields),
+                ));
+            }
+            None => violations.push(Violation::Removed(
+                i + 1,
+                accepted.features[i].description.clone(),
+            )),
+        }
+    }
+    let added = used.iter().filter(|u| !**u).count();
+    if added > 0 {
+        violations.push(Violation::Added(added));
+    }
+    // A removal or addition shifts what follows; report moves only on their own.
+    if moved > 0 && violations.is_empty() {
+        violations.push(Violation::Reordered(moved));
+    }
+    let flipped = (0..list.features.len())
+        .filter(|&i| list.features[i].passes && !accepted.features[i].passes)
+        .collect();
+    let unflipped = (0..list.features.len())
+        .filter(|&i| !list.features[i].passes && accepted.features[i].passes)
+        .collect();
+    Reconciled {
+        list,
+        flipped,
+        unflipped,
+        violations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn f(desc: &str, passes: bool) -> String {
+        format!(
+            r#"{{"category":"functional","description":"{desc}","steps":["open","check"],"passes":{passes}}}"#
+        )
+    }
+
+    fn list(items: &[String]) -> String {
+        format!("[\n  {}\n]\n", items.join(",\n  "))
+    }
+
+    fn accepted() -> FeatureList {
+        FeatureList::parse(
+            &list(&[f("a", false), f("b", false), f("c", true)]),
+            "f.json",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn errors_name_line_and_feature() {
+        let e = FeatureList::parse("[\n  {\"category\": \"x\",}\n]", "f.json").unwrap_err();
+        assert!(matches!(e, LedgerError::Json { line: 2, .. }), "{e}");
+        let text = list(&[
+            f("a", false),
+            r#"{"category":"x","description":"y","passes":false}"#.into(),
+        ]);
+        let e = FeatureList::parse(&text, "f.json").unwrap_err();
+        assert_eq!(e.to_string(), "f.json:3: feature 2: missing \"steps\"");
+        let e = FeatureList::parse("{}", "f.json").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.json:1: the feature list must be a JSON array of feature objects"
+        );
+        let text = list(&[f("a", false), f("b", false).replace("false}", "\"yes\"}")]);
+        let e = FeatureList::parse(&text, "f.json").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.json:3: feature 2: \"passes\" must be true or false"
+        );
+    }
+
+    #[test]
+    fn legal_flips_are_kept_without_violations() {
+        let r = reconcile(
+            &accepted(),
+            &list(&[f("a", true), f("b", false), f("c", false)]),
+            "f.json",
+        );
+        assert_eq!(r.violations, vec![]);
+        assert_eq!((r.flipped.clone(), r.unflipped.clone()), (vec![0], vec![2]));
+        assert!(!r.needs_restore());
+    }
+
+    #[test]
+    fn edits_removals_additions_are_restored_keeping_flips() {
+        // b's text edited (and flipped), c replaced by another, a flipped, one added.
+        let text = list(&[
+            f("a", true),
+            f("B!", true),
+            f("new", false),
+            f("more", false),
+        ]);
+        let r = reconcile(&accepted(), &text, "f.json");
+        assert_eq!(
+            r.violations,
+            vec![
+                Violation::Edited(2, "\"description\"".into()),
+                Violation::Edited(3, "\"description\"".into()),
+                Violation::Added(1),
+            ]
+        );
+        let restored: Vec<(String, bool)> = r
+            .list
+            .features
+            .iter()
+            .map(|f| (f.description.clone(), f.passes))
+            .collect();
+        assert_eq!(
+            restored,
+            vec![("a".into(), true), ("b".into(), false), ("c".into(), true)]
+        );
+        assert_eq!(r.flipped, vec![0]);
+    }
+
+    #[test]
+    fn removal_is_named() {
+        let r = reconcile(&accepted(), &list(&[f("a", false), f("c", true)]), "f.json");
+        assert_eq!(r.violations, vec![Violation::Removed(2, "b".into())]);
+        assert_eq!(r.list, accepted());
+    }
+
+    #[test]
+    fn reordering_is_restored_and_flips_follow_content() {
+        let text = list(&[f("b", true), f("a", false), f("c", true)]);
+        let r = reconcile(&accepted(), &text, "f.json");
+        assert_eq!(r.violations, vec![Violation::Reordered(2)]);
+        assert_eq!(r.flipped, vec![1]);
+        assert_eq!(r.list.features[1].description, "b");
+    }
+
+    #[test]
+    fn invalid_json_restores_the_accepted_list() {
+        let r = reconcile(&accepted(), "[{", "f.json");
+        assert!(matches!(&r.violations[..], [Violation::Invalid(_)]));
+        assert_eq!(r.list, accepted());
+    }
+
+    #[test]
+    fn extra_keys_are_kept_in_order_and_count_as_content() {
+        let text = r#"[{"id":7,"category":"c","description":"d","steps":[],"passes":false,"verify":"true"}]"#;
+        let acc = FeatureList::parse(text, "f.json").unwrap();
+        assert!(
+            acc.to_json()
+                .starts_with("[\n  {\n    \"id\": 7,\n    \"category\""),
+            "{}",
+            acc.to_json()
+        );
+        let r = reconcile(&acc, &text.replace("\"true\"", "\"false\""), "f.json");
+        assert_eq!(
+            r.violations,
+            vec![Violation::Edited(1, "\"verify\"".into())]
+        );
+    }
+
+    #[test]
+    fn counts_by_category() {
+        let mut l = accepted();
+        l.features[1].category = "style".into();
+        assert_eq!(
+            l.by_category(),
+            vec![("functional".into(), 1, 2), ("style".into(), 0, 1)]
+        );
+        assert_eq!(l.passing(), 1);
+        assert!(!l.all_pass());
+    }
+}
