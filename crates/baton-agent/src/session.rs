@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use baton_tools::{GateDecision, ToolGate, ToolOutput, Toolbox};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::client::{ModelClient, ModelError, RetryNotice};
 use crate::model::{Block, Message, Request, Role, StopReason, ToolDef, Usage};
@@ -144,6 +145,21 @@ impl Session<'_> {
         system: &str,
         prompt: &str,
     ) -> Result<SessionResult, AgentError> {
+        self.run_until(transcript, system, prompt, &CancellationToken::new())
+            .await
+    }
+
+    /// Like [`Session::run`], and also stop cleanly once `stop` is cancelled: the tool
+    /// call running then finishes, calls not yet run are answered as not run, a model
+    /// request in flight is abandoned (nothing of it is kept), and the outcome is
+    /// [`Outcome::Interrupted`].
+    pub async fn run_until(
+        &self,
+        transcript: &mut Transcript,
+        system: &str,
+        prompt: &str,
+        stop: &CancellationToken,
+    ) -> Result<SessionResult, AgentError> {
         let cfg = self.client.config();
         let specs = self.tools.specs();
         let tools: Vec<ToolDef> = specs
@@ -173,7 +189,9 @@ impl Session<'_> {
             cost: 0.0,
             final_text: String::new(),
         };
-        let result = self.run_loop(transcript, system, &tools, &mut st).await;
+        let result = self
+            .run_loop(transcript, system, &tools, &mut st, stop)
+            .await;
         let (outcome_name, error) = match &result {
             Ok(o) => (o.name(), None),
             Err(e) => ("error", Some(e.to_string())),
@@ -204,8 +222,41 @@ impl Session<'_> {
         system: &str,
         tools: &[ToolDef],
         st: &mut State,
+        stop: &CancellationToken,
     ) -> Result<Outcome, AgentError> {
-        let cancel = self.tools.context().cancel.clone();
+        let hard = self.tools.context().cancel.clone();
+        // Either token abandons a model request; only `hard` kills running tools.
+        let cancel = CancellationToken::new();
+        let either = {
+            let (cancel, hard, stop) = (cancel.clone(), hard.clone(), stop.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = hard.cancelled() => {}
+                    () = stop.cancelled() => {}
+                }
+                cancel.cancel();
+            })
+        };
+        let result = self
+            .turns(transcript, system, tools, st, &cancel, stop)
+            .await;
+        either.abort();
+        result
+    }
+
+    async fn turns(
+        &self,
+        transcript: &mut Transcript,
+        system: &str,
+        tools: &[ToolDef],
+        st: &mut State,
+        cancel: &CancellationToken,
+        stop: &CancellationToken,
+    ) -> Result<Outcome, AgentError> {
+        // The derived `cancel` fires from a task; check the sources too, so nothing
+        // starts after a stop even before that task has run.
+        let hard = &self.tools.context().cancel;
+        let stopped = || cancel.is_cancelled() || hard.is_cancelled() || stop.is_cancelled();
         let started = Instant::now();
         let deadline = self
             .limits
@@ -213,7 +264,7 @@ impl Session<'_> {
             .map(|d| tokio::time::Instant::now() + d);
         let mut continuations = 0u32;
         loop {
-            if cancel.is_cancelled() {
+            if stopped() {
                 return Ok(Outcome::Interrupted);
             }
             if st.turns >= self.limits.max_turns {
@@ -246,7 +297,7 @@ impl Session<'_> {
                     self.observer.retry(turn, n);
                     retries.push(n.clone());
                 };
-                let send = self.client.send(&req, &cancel, &mut on_retry);
+                let send = self.client.send(&req, cancel, &mut on_retry);
                 match deadline {
                     Some(d) => tokio::select! {
                         r = send => Some(r),
@@ -313,7 +364,7 @@ impl Session<'_> {
             if !calls.is_empty() {
                 continuations = 0;
                 let results = self
-                    .run_tools(transcript, turn, &calls, &resp.invalid_inputs)
+                    .run_tools(transcript, turn, &calls, &resp.invalid_inputs, &stopped)
                     .await?;
                 st.messages.push(Message {
                     role: Role::User,
@@ -353,14 +404,14 @@ impl Session<'_> {
         turn: u32,
         calls: &[(String, String, Value)],
         invalid: &[(String, String)],
+        stopped: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<Block>, AgentError> {
-        let cancel = &self.tools.context().cancel;
         let mut results = Vec::with_capacity(calls.len());
         for (id, name, input) in calls {
             let t0 = Instant::now();
             self.observer.tool_start(name, input);
             let mut refused = false;
-            let out = if cancel.is_cancelled() {
+            let out = if stopped() {
                 ToolOutput::error("Not run: the session was interrupted.")
             } else if let Some((_, why)) = invalid.iter().find(|(i, _)| i == id) {
                 ToolOutput::error(format!("Invalid input for {name}: {why}"))
