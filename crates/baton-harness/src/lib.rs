@@ -1,1 +1,25 @@
-//! Sessions: initializer and coding sessions with enforced handoff.
+//! `baton-harness` owns the sessions of a project (DESIGN §2–§3): the initializer and
+//! coding sessions with their prompts and brief, the gates after every session
+//! (feature-list ledger, clean tree, progress notes), stop conditions and exit codes,
+//! resume after a crash, and the record in `.baton/`.
+//!
+//! ```no_run
+//! # async fn demo(runner: baton_harness::run::Runner<'_>) -> Result<(), baton_harness::HarnessError> {
+//! let end = runner.run().await?;
+//! std::process::exit(end.exit_code().into());
+//! # }
+//! ```
+
+pub mod brief;
+mod error;
+pub mod files;
+pub mod gates;
+pub mod git;
+pub mod guard;
+pub mod new;
+pub mod prompts;
+pub mod run;
+pub mod state;
+pub mod status;
+
+pub use error::HarnessError;

@@ -1,0 +1,122 @@
+//! The brief: what a coding session needs to know, computed by baton so the agent
+//! spends no turns rediscovering it (DESIGN §3). Kept compact: well under 2,000
+//! tokens for a 200-feature project with long notes.
+
+use std::fmt::Write as _;
+
+use baton_ledger::FeatureList;
+
+use crate::files::Files;
+use crate::git;
+use crate::state::State;
+
+/// Lines of the progress notes' tail shown.
+const NOTES_LINES: usize = 40;
+/// Bytes of the notes' tail shown at most.
+const NOTES_BYTES: usize = 2_400;
+/// Failing features listed.
+const NEXT_FEATURES: usize = 5;
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let c: String = s.chars().take(max).collect();
+    format!("{c}…")
+}
+
+/// The brief for session `number`.
+pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> String {
+    let mut b = String::new();
+    let total = list.features.len();
+    let _ = writeln!(b, "# Brief from baton (session {number})\n");
+    let _ = writeln!(b, "Project directory: {}", files.dir.display());
+    let _ = writeln!(b, "Features passing: {}/{total}", list.passing());
+    let cats: Vec<String> = list.by_category().iter().map(|(c, p, t)| format!("{c} {p}/{t}")).collect();
+    let _ = writeln!(b, "By category: {}", cats.join(", "));
+    let _ = writeln!(
+        b,
+        "Files: spec {}, features {}, notes {}, start script {}",
+        files.names.spec, files.names.feature_list, files.names.progress, files.names.init_script
+    );
+
+    let _ = writeln!(b, "\n## After the last session, baton found");
+    match state.sessions.last() {
+        None => {
+            let _ = writeln!(b, "- Nothing yet: this is the first session of this record.");
+        }
+        Some(last) => {
+            let g = &last.gates;
+            let _ = writeln!(b, "- Session {} ({}) ended: {}.", last.number, last.kind.name(), last.outcome);
+            if g.flipped.is_empty() {
+                let _ = writeln!(b, "- No feature newly passing.");
+            } else {
+                let _ = writeln!(b, "- Newly passing: {}.", nums(&g.flipped));
+            }
+            if !g.unflipped.is_empty() {
+                let _ = writeln!(b, "- Set back to failing: {}.", nums(&g.unflipped));
+            }
+            for v in &g.violations {
+                let _ = writeln!(b, "- VIOLATION, undone by baton: {v}. Only \"passes\" may change in {}.", files.names.feature_list);
+            }
+            if !g.leftover_files.is_empty() {
+                let shown: Vec<&str> = g.leftover_files.iter().take(8).map(String::as_str).collect();
+                let _ = writeln!(
+                    b,
+                    "- The session left uncommitted work; baton committed it as {}: {}{}. Check it is complete and working.",
+                    g.leftover_commit.as_deref().map_or("a labelled commit", |c| &c[..c.len().min(9)]),
+                    shown.join(", "),
+                    if g.leftover_files.len() > shown.len() { ", …" } else { "" }
+                );
+            }
+            if !g.notes_updated {
+                let _ = writeln!(b, "- The progress notes were not updated. Write them this time.");
+            }
+            if g.refusals > 0 {
+                let _ = writeln!(b, "- {} tool call(s) were refused by baton's policy.", g.refusals);
+            }
+        }
+    }
+
+    let _ = writeln!(b, "\n## Next failing features (in priority order; take the first)");
+    let failing: Vec<(usize, &baton_ledger::Feature)> =
+        list.features.iter().enumerate().filter(|(_, f)| !f.passes).take(NEXT_FEATURES).collect();
+    if failing.is_empty() {
+        let _ = writeln!(b, "- None: every feature passes.");
+    }
+    for (i, f) in failing {
+        let _ = writeln!(b, "{}. [{}] {}", i + 1, f.category, cut(&f.description, 200));
+        for s in f.steps.iter().take(8) {
+            let _ = writeln!(b, "   - {}", cut(s, 140));
+        }
+        if f.steps.len() > 8 {
+            let _ = writeln!(b, "   - … {} more steps in the feature list", f.steps.len() - 8);
+        }
+    }
+
+    let _ = writeln!(b, "\n## Recent commits (git log --oneline -20)");
+    let log = git::log_oneline(&files.dir, 20);
+    b.push_str(if log.trim().is_empty() { "(none)\n" } else { &log });
+
+    let _ = writeln!(b, "\n## Progress notes (end of {})", files.names.progress);
+    let notes = files.read_notes();
+    if notes.trim().is_empty() {
+        let _ = writeln!(b, "(none yet)");
+    } else {
+        let lines: Vec<&str> = notes.lines().collect();
+        let mut tail = lines[lines.len().saturating_sub(NOTES_LINES)..].join("\n");
+        if tail.len() > NOTES_BYTES {
+            let mut start = tail.len() - NOTES_BYTES;
+            while !tail.is_char_boundary(start) {
+                start += 1;
+            }
+            tail = format!("…{}", &tail[start..]);
+        }
+        let _ = writeln!(b, "{tail}");
+    }
+    b
+}
+
+fn nums(v: &[usize]) -> String {
+    v.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(", ")
+}

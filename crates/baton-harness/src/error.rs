@@ -1,0 +1,60 @@
+//! Errors of the harness, each naming what to fix.
+
+use std::path::PathBuf;
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A git command failed.
+    #[error("git {args} failed in {dir}: {message}")]
+    Git {
+        /// The arguments given.
+        args: String,
+        /// The project directory.
+        dir: PathBuf,
+        /// git's own message.
+        message: String,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// `.baton/state.json` is damaged.
+    #[error("{path}: not a baton state file ({message}); move it aside to start the record afresh")]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The initializer did not produce a usable feature list.
+    #[error("the initializer did not produce a valid feature list after {attempts} sessions: {problem}")]
+    Initializer {
+        /// Sessions tried.
+        attempts: u32,
+        /// The last problem found.
+        problem: String,
+    },
+    /// The project or its input is not usable.
+    #[error("{0}")]
+    Input(String),
+    /// The agent session failed.
+    #[error(transparent)]
+    Agent(#[from] baton_agent::session::AgentError),
+    /// A transcript could not be written or read.
+    #[error(transparent)]
+    Transcript(#[from] baton_agent::transcript::TranscriptError),
+    /// `baton.toml` is not usable.
+    #[error(transparent)]
+    Config(#[from] baton_config::ConfigError),
+}
+
+/// Wrap an I/O error with its path.
+pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> HarnessError {
+    let path = path.into();
+    move |source| HarnessError::Io { path, source }
+}

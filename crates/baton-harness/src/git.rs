@@ -1,0 +1,114 @@
+//! The few git operations baton needs, run with the real `git`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::HarnessError;
+
+/// Run `git args…` in `dir`; stdout on success, git's stderr in the error.
+pub fn git(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .map_err(|e| HarnessError::Git {
+            args: args.join(" "),
+            dir: dir.to_path_buf(),
+            message: format!("cannot run git: {e}"),
+        })?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(HarnessError::Git {
+            args: args.join(" "),
+            dir: dir.to_path_buf(),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Whether `dir` is inside a git work tree.
+pub fn is_repo(dir: &Path) -> bool {
+    git(dir, &["rev-parse", "--is-inside-work-tree"]).is_ok_and(|s| s.trim() == "true")
+}
+
+/// The commit at HEAD, or `None` before the first commit.
+pub fn head(dir: &Path) -> Option<String> {
+    git(dir, &["rev-parse", "--verify", "-q", "HEAD"]).ok().map(|s| s.trim().to_string())
+}
+
+/// Make commits possible without touching the user's global config: when git
+/// resolves no author name or email in this repository, set the configured identity
+/// in the repository's own config (so the agent's commits work too). Also make sure
+/// `.baton/` is never committed, via `.git/info/exclude` when `.gitignore` misses it.
+pub fn prepare(dir: &Path, name: &str, email: &str) -> Result<(), HarnessError> {
+    for (key, value) in [("user.name", name), ("user.email", email)] {
+        let resolved = git(dir, &["config", "--get", key]).map(|s| s.trim().to_string()).unwrap_or_default();
+        if resolved.is_empty() {
+            git(dir, &["config", "--local", key, value])?;
+        }
+    }
+    if git(dir, &["check-ignore", "-q", ".baton/"]).is_err() {
+        let info = dir.join(".git/info");
+        std::fs::create_dir_all(&info).map_err(crate::error::io(&info))?;
+        let exclude = info.join("exclude");
+        let mut text = std::fs::read_to_string(&exclude).unwrap_or_default();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# baton's records\n.baton/\n");
+        std::fs::write(&exclude, text).map_err(crate::error::io(&exclude))?;
+    }
+    Ok(())
+}
+
+/// Paths with uncommitted changes (untracked files included), as `git status` names them.
+pub fn dirty_paths(dir: &Path) -> Result<Vec<String>, HarnessError> {
+    let out = git(dir, &["status", "--porcelain=v1", "--untracked-files=all", "-z"])?;
+    let mut paths = Vec::new();
+    let mut parts = out.split('\0').filter(|s| !s.is_empty());
+    while let Some(entry) = parts.next() {
+        if entry.len() > 3 {
+            paths.push(entry[3..].to_string());
+            // A rename is followed by its source path.
+            if entry.starts_with('R') || entry.starts_with('C') {
+                parts.next();
+            }
+        }
+    }
+    Ok(paths)
+}
+
+/// Stage `paths` (all changes when empty) except `exclude`, and commit with `message`,
+/// bypassing the project's hooks. Returns the new commit, or `None` if nothing was staged.
+pub fn commit(dir: &Path, message: &str, paths: &[&str], exclude: &[&str]) -> Result<Option<String>, HarnessError> {
+    let mut add: Vec<String> = vec!["add".into(), "-A".into(), "--".into()];
+    if paths.is_empty() {
+        add.push(".".into());
+    } else {
+        add.extend(paths.iter().map(|p| p.to_string()));
+    }
+    add.extend(exclude.iter().map(|e| format!(":(exclude){e}")));
+    let add_refs: Vec<&str> = add.iter().map(String::as_str).collect();
+    git(dir, &add_refs)?;
+    if git(dir, &["diff", "--cached", "--quiet"]).is_ok() {
+        return Ok(None);
+    }
+    git(dir, &["commit", "-q", "--no-verify", "-m", message])?;
+    Ok(head(dir))
+}
+
+/// `git log --oneline -N`, or an empty string before the first commit.
+pub fn log_oneline(dir: &Path, n: usize) -> String {
+    git(dir, &["log", "--oneline", &format!("-{n}")]).unwrap_or_default()
+}
+
+/// Commits between `from` (exclusive) and HEAD.
+pub fn commits_since(dir: &Path, from: Option<&str>) -> usize {
+    let range = match from {
+        Some(f) => format!("{f}..HEAD"),
+        None => "HEAD".to_string(),
+    };
+    git(dir, &["rev-list", "--count", &range]).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+}

@@ -1,0 +1,103 @@
+//! `baton new`: a fresh project directory ready for `baton run`.
+
+use std::path::Path;
+
+use crate::error::{HarnessError, io};
+use crate::git;
+
+/// What `baton new` writes as `baton.toml`: every setting, commented.
+pub fn default_toml(features: u32) -> String {
+    format!(
+        r#"# baton.toml: settings of this project for baton. Every key is optional.
+
+[agent]
+# provider = "anthropic"        # or "openai" (any OpenAI-compatible server)
+# model = "claude-sonnet-4-5"
+max_turns = 200                  # model turns per session
+# max_output_tokens = 16384
+# max_session_tokens = 0         # all tokens in one session; 0 = no limit
+# max_session_minutes = 0        # 0 = no limit
+# thinking_budget = 0            # Anthropic extended thinking; 0 = off
+
+[project]
+# The pattern's well-known file names; change them to adopt another layout.
+spec = "app_spec.txt"
+feature_list = "feature_list.json"
+progress = "claude-progress.txt"
+init_script = "init.sh"
+features = {features}            # how many features the initializer is asked for
+min_features = {min}             # fewest baton accepts
+
+[run]
+# max_sessions = 0               # sessions per `baton run`; 0 = no limit
+# budget_usd = 0                 # spend for the project; 0 = no limit
+# max_hours = 0                  # per `baton run`; 0 = no limit
+pause_secs = 3                   # between sessions
+stall_sessions = 3               # coding sessions in a row without a new pass before stopping
+
+[git]
+# Used only when git has no identity configured for this repository.
+user_name = "baton"
+user_email = "baton@localhost"
+
+[retry]
+# max_attempts = 8
+# base_delay_ms = 1000
+# max_delay_ms = 60000
+
+# [prices."my-model"]            # USD per million tokens
+# input = 3.0
+# output = 15.0
+# cache_read = 0.3
+# cache_write = 3.75
+"#,
+        min = (features / 10).clamp(1, 20)
+    )
+}
+
+/// Create a project in `dir` from `spec`. Refuses a directory that already holds a
+/// project (or anything at all) unless `force`.
+pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(), HarnessError> {
+    let text = std::fs::read_to_string(spec).map_err(|e| {
+        HarnessError::Input(format!("cannot read the spec {}: {e}", spec.display()))
+    })?;
+    if text.trim().is_empty() {
+        return Err(HarnessError::Input(format!("the spec {} is empty; describe what to build", spec.display())));
+    }
+    if features == 0 {
+        return Err(HarnessError::Input("--features must be at least 1".into()));
+    }
+    if dir.exists() {
+        let occupied = std::fs::read_dir(dir).map_err(io(dir))?.next().is_some();
+        if occupied && !force {
+            let what = ["baton.toml", "feature_list.json", "app_spec.txt"]
+                .iter()
+                .find(|f| dir.join(f).exists())
+                .map_or("files".to_string(), |f| f.to_string());
+            return Err(HarnessError::Input(format!(
+                "{} already holds {what}; use --force to write a new project there (existing files other than app_spec.txt, baton.toml and .gitignore are kept)",
+                dir.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    if !git::is_repo(dir) {
+        git::git(dir, &["init", "-q"])?;
+    }
+    let write = |name: &str, content: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, content).map_err(io(p))
+    };
+    write("app_spec.txt", &text)?;
+    write("baton.toml", &default_toml(features))?;
+    let gi = dir.join(".gitignore");
+    let mut ignore = std::fs::read_to_string(&gi).unwrap_or_default();
+    if !ignore.lines().any(|l| l.trim() == ".baton/" || l.trim() == ".baton") {
+        if !ignore.is_empty() && !ignore.ends_with('\n') {
+            ignore.push('\n');
+        }
+        ignore.push_str(".baton/\n");
+        write(".gitignore", &ignore)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,407 @@
+//! `baton run`: sessions until every feature passes, a limit is reached, or the run
+//! stalls. The agent's word is never a stop condition; the ledger decides.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use baton_agent::client::ModelClient;
+use baton_agent::model::Usage;
+use baton_agent::pricing::PriceTable;
+use baton_agent::session::{AgentError, Limits, Observer, Session};
+use baton_agent::transcript::{self, Event, Transcript, now_ms};
+use baton_config::Config;
+use baton_ledger::FeatureList;
+use baton_tools::{ToolGate, Toolbox};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{HarnessError, io};
+use crate::files::{Files, LedgerEntry};
+use crate::gates::{self, GateReport};
+use crate::guard::FeatureListGuard;
+use crate::state::{InProgress, SessionKind, SessionRecord, State};
+use crate::{brief, git, prompts};
+
+/// Limits given on the command line; `None` falls back to `baton.toml`.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Sessions in this run.
+    pub max_sessions: Option<u32>,
+    /// Spend in USD for the project.
+    pub budget_usd: Option<f64>,
+    /// Wall-clock hours of this run.
+    pub max_hours: Option<f64>,
+    /// Pause between sessions.
+    pub pause: Option<Duration>,
+}
+
+/// Why a run ended without an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// Every feature passes.
+    Complete,
+    /// A limit was reached (which one).
+    Limit(String),
+    /// Sessions in a row without a newly passing feature.
+    Stalled(u32),
+    /// Stopped by Ctrl-C.
+    Interrupted,
+}
+
+impl RunEnd {
+    /// The exit code of `baton run` (DESIGN §3).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Complete => 0,
+            Self::Limit(_) => 2,
+            Self::Stalled(_) => 3,
+            Self::Interrupted => 130,
+        }
+    }
+}
+
+/// Told about the run's progress, for the terminal.
+pub trait Reporter: Send + Sync {
+    /// One line for people.
+    fn line(&self, text: &str);
+}
+
+/// One `baton run` over a project.
+pub struct Runner<'a> {
+    /// Project files.
+    pub files: Files,
+    /// Settings.
+    pub cfg: Config,
+    /// The model.
+    pub client: &'a ModelClient,
+    /// Prices.
+    pub prices: &'a PriceTable,
+    /// The command policy, behind the feature-list guard.
+    pub policy: &'a dyn ToolGate,
+    /// Live view of sessions.
+    pub observer: &'a dyn Observer,
+    /// Run-level lines.
+    pub reporter: &'a dyn Reporter,
+    /// The tools; one process registry for the run, so dev servers live across sessions.
+    pub tools: Toolbox,
+    /// Cancelled on the first Ctrl-C: finish the current tool call, then stop.
+    pub stop: CancellationToken,
+    /// Command-line limits.
+    pub opts: RunOptions,
+}
+
+struct Finished {
+    record: SessionRecord,
+    error: Option<AgentError>,
+}
+
+impl Runner<'_> {
+    /// Run sessions until a stop condition. Resumes from `.baton/state.json` and git.
+    pub async fn run(&self) -> Result<RunEnd, HarnessError> {
+        let dir = &self.files.dir;
+        if !git::is_repo(dir) {
+            git::git(dir, &["init", "-q"])?;
+        }
+        git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
+        let mut state = State::load(dir)?;
+        let mut accepted = self.adopt()?;
+        if let Some(ip) = state.in_progress.clone() {
+            self.reporter.line(&format!(
+                "resuming: session {:04} ({}) did not finish; running its gates now",
+                ip.number,
+                ip.kind.name()
+            ));
+            let f = self.finish(&ip, None, &mut accepted)?;
+            self.record(&mut state, f.record, &mut accepted)?;
+        }
+        let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
+        let budget = self.opts.budget_usd.unwrap_or(self.cfg.run.budget_usd);
+        let max_hours = self.opts.max_hours.unwrap_or(self.cfg.run.max_hours);
+        let pause = self.opts.pause.unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
+        let started = Instant::now();
+        let mut this_run = 0u32;
+        let mut init_failures = 0u32;
+        let mut problem: Option<String> = None;
+        loop {
+            if accepted.as_ref().is_some_and(FeatureList::all_pass) {
+                return Ok(RunEnd::Complete);
+            }
+            if self.stop.is_cancelled() {
+                return Ok(RunEnd::Interrupted);
+            }
+            if max_sessions > 0 && this_run >= max_sessions {
+                return Ok(RunEnd::Limit(format!("--max-sessions {max_sessions} reached")));
+            }
+            if budget > 0.0 && state.total_cost() >= budget {
+                return Ok(RunEnd::Limit(format!(
+                    "budget ${budget:.2} reached (spent ${:.4})",
+                    state.total_cost()
+                )));
+            }
+            if max_hours > 0.0 && started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
+                return Ok(RunEnd::Limit(format!("--max-hours {max_hours} reached")));
+            }
+            let stall_limit = self.cfg.run.stall_sessions;
+            if accepted.is_some() && stall_limit > 0 && state.stalled >= stall_limit {
+                return Ok(RunEnd::Stalled(state.stalled));
+            }
+            if this_run > 0 && !pause.is_zero() {
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = self.stop.cancelled() => return Ok(RunEnd::Interrupted),
+                }
+            }
+            let kind = if accepted.is_some() { SessionKind::Coding } else { SessionKind::Initializer };
+            let f = self.session(kind, &state, problem.as_deref(), &mut accepted).await?;
+            this_run += 1;
+            let error = f.error;
+            let outcome = f.record.outcome.clone();
+            self.record(&mut state, f.record, &mut accepted)?;
+            if let Some(e) = error {
+                return Err(e.into());
+            }
+            if kind == SessionKind::Initializer && accepted.is_none() {
+                init_failures += 1;
+                let p = self.initial_problem();
+                if init_failures >= 2 {
+                    return Err(HarnessError::Initializer { attempts: init_failures, problem: p });
+                }
+                self.reporter.line(&format!("initializer did not produce a usable feature list ({p}); trying once more"));
+                problem = Some(p);
+            }
+            if outcome == "interrupted" {
+                return Ok(RunEnd::Interrupted);
+            }
+        }
+    }
+
+    /// The accepted list, or the project's own list adopted as the baseline.
+    fn adopt(&self) -> Result<Option<FeatureList>, HarnessError> {
+        if let Some(a) = self.files.load_accepted()? {
+            return Ok(Some(a));
+        }
+        let path = self.files.feature_list();
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let list = FeatureList::parse(&text, &self.files.names.feature_list)
+            .map_err(|e| HarnessError::Input(format!("cannot adopt the existing feature list: {e}")))?;
+        self.files.save_accepted(&list)?;
+        self.files.append_ledger(&LedgerEntry {
+            t_ms: now_ms(),
+            session: 0,
+            kind: "accepted".into(),
+            feature: None,
+            detail: format!("adopted the existing {} ({} features, {} passing)", self.files.names.feature_list, list.features.len(), list.passing()),
+            commit: git::head(&self.files.dir),
+        })?;
+        self.reporter.line(&format!(
+            "adopted {}: {} features, {} passing",
+            self.files.names.feature_list,
+            list.features.len(),
+            list.passing()
+        ));
+        Ok(Some(list))
+    }
+
+    async fn session(
+        &self,
+        kind: SessionKind,
+        state: &State,
+        problem: Option<&str>,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<Finished, HarnessError> {
+        let dir = &self.files.dir;
+        let mut transcript = Transcript::create_next(dir)?;
+        let number = transcript.number();
+        let ip = InProgress {
+            number,
+            kind,
+            started_ms: now_ms(),
+            head_before: git::head(dir),
+            notes_before: self.files.read_notes(),
+        };
+        let mut saved = state.clone();
+        saved.in_progress = Some(ip.clone());
+        saved.save(dir)?;
+        let prompt = match (kind, accepted.as_ref()) {
+            (SessionKind::Coding, Some(list)) => {
+                prompts::coding(&self.files.names, &brief::brief(&self.files, list, state, number))
+            }
+            _ => prompts::initializer(&self.files.names, problem),
+        };
+        self.reporter.line(&format!("── session {number:04} · {} ──", kind.name()));
+        let guard = FeatureListGuard {
+            inner: self.policy,
+            project: dir.clone(),
+            feature_list: self.files.names.feature_list.clone(),
+        };
+        let gate: &dyn ToolGate = match kind {
+            SessionKind::Coding => &guard,
+            SessionKind::Initializer => self.policy,
+        };
+        let a = &self.cfg.agent;
+        let session = Session {
+            client: self.client,
+            tools: &self.tools,
+            gate,
+            observer: self.observer,
+            prices: self.prices,
+            limits: Limits {
+                max_turns: a.max_turns,
+                max_tokens: a.max_session_tokens,
+                max_duration: (a.max_session_minutes > 0.0).then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
+                max_continuations: a.max_continuations,
+            },
+        };
+        let system = prompts::SYSTEM.replace("{dir}", &dir.display().to_string());
+        let result = session.run_until(&mut transcript, &system, &prompt, &self.stop).await;
+        let error = result.err();
+        self.finish(&ip, error, accepted)
+    }
+
+    /// Gates and the session's record, from its transcript (also for a killed session).
+    fn finish(&self, ip: &InProgress, error: Option<AgentError>, accepted: &mut Option<FeatureList>) -> Result<Finished, HarnessError> {
+        let base = match ip.kind {
+            SessionKind::Coding => accepted.clone(),
+            SessionKind::Initializer => None,
+        };
+        let (mut gates, new_accepted) = gates::run(&self.files, ip.number, base.as_ref(), &ip.notes_before)?;
+        if ip.kind == SessionKind::Coding {
+            *accepted = new_accepted;
+        } else {
+            *accepted = self.accept_initial(ip.number, &mut gates)?;
+        }
+        let (outcome, turns, usage, cost, refusals) = summarize(&self.files.dir, ip.number);
+        gates.refusals = refusals;
+        let outcome = match (&error, outcome) {
+            (Some(_), _) => "error".to_string(),
+            (None, Some(o)) => o,
+            (None, None) => "killed".to_string(),
+        };
+        let record = SessionRecord {
+            number: ip.number,
+            kind: ip.kind,
+            started_ms: ip.started_ms,
+            ended_ms: now_ms(),
+            outcome,
+            turns,
+            usage,
+            cost_usd: cost,
+            commits: git::commits_since(&self.files.dir, ip.head_before.as_deref()),
+            gates,
+        };
+        Ok(Finished { record, error })
+    }
+
+    fn record(&self, state: &mut State, record: SessionRecord, accepted: &mut Option<FeatureList>) -> Result<(), HarnessError> {
+        if record.kind == SessionKind::Coding {
+            if record.gates.flipped.is_empty() {
+                state.stalled += 1;
+            } else {
+                state.stalled = 0;
+            }
+        }
+        let g = &record.gates;
+        let passing = accepted.as_ref().map_or(0, FeatureList::passing);
+        let total = accepted.as_ref().map_or(0, |l| l.features.len());
+        let mut line = format!(
+            "session {:04} {} · {} · {} turns · {} tokens · ${:.4} · passing {passing}/{total}",
+            record.number,
+            record.kind.name(),
+            record.outcome,
+            record.turns,
+            record.usage.total(),
+            record.cost_usd
+        );
+        if !g.flipped.is_empty() {
+            line.push_str(&format!(" · flipped {}", list(&g.flipped)));
+        }
+        self.reporter.line(&line);
+        for v in &g.violations {
+            self.reporter.line(&format!("  gate: restored the feature list: {v}"));
+        }
+        if !g.leftover_files.is_empty() {
+            self.reporter.line(&format!("  gate: committed {} file(s) the session left uncommitted", g.leftover_files.len()));
+        }
+        if !g.notes_updated {
+            self.reporter.line("  gate: progress notes were not updated");
+        }
+        state.sessions.push(record);
+        state.in_progress = None;
+        state.save(&self.files.dir)
+    }
+
+    /// Validate the initializer's list; accept it (all features failing) or leave `None`.
+    fn accept_initial(&self, session: u32, gates: &mut GateReport) -> Result<Option<FeatureList>, HarnessError> {
+        let path = self.files.feature_list();
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let Ok(mut list) = FeatureList::parse(&text, &self.files.names.feature_list) else {
+            return Ok(None);
+        };
+        if (list.features.len() as u32) < self.cfg.project.min_features {
+            return Ok(None);
+        }
+        let claimed: Vec<usize> = (0..list.features.len()).filter(|&i| list.features[i].passes).collect();
+        if !claimed.is_empty() {
+            for &i in &claimed {
+                list.features[i].passes = false;
+            }
+            std::fs::write(&path, list.to_json()).map_err(io(&path))?;
+            let v = format!("{} feature(s) were marked passing before any was implemented; set back to false", claimed.len());
+            gates.violations.push(v.clone());
+            let msg = format!("baton: reset premature passes in {} after session {session}\n\n{v}", self.files.names.feature_list);
+            gates.restore_commit = git::commit(&self.files.dir, &msg, &[self.files.names.feature_list.as_str()], &[])?;
+        }
+        self.files.save_accepted(&list)?;
+        self.files.append_ledger(&LedgerEntry {
+            t_ms: now_ms(),
+            session,
+            kind: "accepted".into(),
+            feature: None,
+            detail: format!("initial feature list ({} features)", list.features.len()),
+            commit: git::head(&self.files.dir),
+        })?;
+        Ok(Some(list))
+    }
+
+    fn initial_problem(&self) -> String {
+        let name = &self.files.names.feature_list;
+        match std::fs::read_to_string(self.files.feature_list()) {
+            Err(_) => format!("no {name} was written"),
+            Ok(text) => match FeatureList::parse(&text, name) {
+                Err(e) => e.to_string(),
+                Ok(l) => format!(
+                    "{name} has {} features; at least {} are required",
+                    l.features.len(),
+                    self.cfg.project.min_features
+                ),
+            },
+        }
+    }
+}
+
+fn list(v: &[usize]) -> String {
+    v.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Outcome (if the session ended), turns, usage, cost and refusals from a transcript.
+pub fn summarize(dir: &std::path::Path, number: u32) -> (Option<String>, u32, Usage, f64, u32) {
+    let path: PathBuf = dir.join(transcript::SESSIONS_DIR).join(format!("{number:04}.jsonl"));
+    let records = transcript::read(&path).unwrap_or_default();
+    let (mut outcome, mut turns, mut usage, mut cost, mut refusals) = (None, 0, Usage::default(), 0.0, 0);
+    for r in records {
+        match r.event {
+            Event::Assistant { turn, usage: u, cost_usd, .. } => {
+                turns = turns.max(turn);
+                usage.add(&u);
+                cost += cost_usd;
+            }
+            Event::ToolResult { refused: true, .. } => refusals += 1,
+            Event::SessionEnd { outcome: o, .. } => outcome = Some(o),
+            _ => {}
+        }
+    }
+    (outcome, turns, usage, cost, refusals)
+}
