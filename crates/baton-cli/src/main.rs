@@ -3,6 +3,7 @@
 mod exec;
 mod live;
 mod log;
+mod run_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +20,41 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Create a project directory from a spec: git repository, app_spec.txt, a
+    /// commented baton.toml and a .gitignore for baton's records.
+    New {
+        /// The project directory to create.
+        dir: PathBuf,
+        /// The specification of what to build (a text file).
+        #[arg(long)]
+        spec: PathBuf,
+        /// How many features the initializer is asked for.
+        #[arg(long, default_value_t = 200)]
+        features: u32,
+        /// Write into a directory that already has files.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Build the project session by session until every feature passes.
+    ///
+    /// The first session (no feature list yet) is the initializer; every later one
+    /// is a coding session with a brief computed by baton. After each session baton
+    /// checks the feature list (only "passes" may change), commits leftovers, and
+    /// records everything in DIR/.baton/. Rerunning resumes.
+    ///
+    /// Exit codes: 0 every feature passes; 2 a limit was reached (--max-sessions,
+    /// --budget-usd, --max-hours); 3 stalled (baton.toml [run] stall_sessions coding
+    /// sessions in a row without a newly passing feature); 130 interrupted; 1 error.
+    Run(run_cmd::RunArgs),
+    /// Show features passing (overall and per category), sessions with their time,
+    /// tokens, cost and gate findings, the next features, and whether the tree is clean.
+    Status {
+        /// The project directory.
+        dir: PathBuf,
+        /// Print JSON (stable; see docs/harness.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one agent session in DIR with PROMPT and print the model's final text.
     ///
     /// The live view (stderr) shows each tool call as it starts and how it ended,
@@ -47,6 +83,14 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::New {
+            dir,
+            spec,
+            features,
+            force,
+        } => run_cmd::new(&dir, &spec, features, force).map(|()| ExitCode::SUCCESS),
+        Command::Run(args) => run_cmd::run(args),
+        Command::Status { dir, json } => run_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
         Command::Exec(args) => exec::run(args),
         Command::Log { dir, session, json } => {
             log::run(&dir, session, json).map(|()| ExitCode::SUCCESS)

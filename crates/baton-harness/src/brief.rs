@@ -32,7 +32,11 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
     let _ = writeln!(b, "# Brief from baton (session {number})\n");
     let _ = writeln!(b, "Project directory: {}", files.dir.display());
     let _ = writeln!(b, "Features passing: {}/{total}", list.passing());
-    let cats: Vec<String> = list.by_category().iter().map(|(c, p, t)| format!("{c} {p}/{t}")).collect();
+    let cats: Vec<String> = list
+        .by_category()
+        .iter()
+        .map(|(c, p, t)| format!("{c} {p}/{t}"))
+        .collect();
     let _ = writeln!(b, "By category: {}", cats.join(", "));
     let _ = writeln!(
         b,
@@ -43,11 +47,20 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
     let _ = writeln!(b, "\n## After the last session, baton found");
     match state.sessions.last() {
         None => {
-            let _ = writeln!(b, "- Nothing yet: this is the first session of this record.");
+            let _ = writeln!(
+                b,
+                "- Nothing yet: this is the first session of this record."
+            );
         }
         Some(last) => {
             let g = &last.gates;
-            let _ = writeln!(b, "- Session {} ({}) ended: {}.", last.number, last.kind.name(), last.outcome);
+            let _ = writeln!(
+                b,
+                "- Session {} ({}) ended: {}.",
+                last.number,
+                last.kind.name(),
+                last.outcome
+            );
             if g.flipped.is_empty() {
                 let _ = writeln!(b, "- No feature newly passing.");
             } else {
@@ -57,46 +70,90 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
                 let _ = writeln!(b, "- Set back to failing: {}.", nums(&g.unflipped));
             }
             for v in &g.violations {
-                let _ = writeln!(b, "- VIOLATION, undone by baton: {v}. Only \"passes\" may change in {}.", files.names.feature_list);
+                let _ = writeln!(
+                    b,
+                    "- VIOLATION, undone by baton: {v}. Only \"passes\" may change in {}.",
+                    files.names.feature_list
+                );
             }
             if !g.leftover_files.is_empty() {
-                let shown: Vec<&str> = g.leftover_files.iter().take(8).map(String::as_str).collect();
+                let shown: Vec<&str> = g
+                    .leftover_files
+                    .iter()
+                    .take(8)
+                    .map(String::as_str)
+                    .collect();
                 let _ = writeln!(
                     b,
                     "- The session left uncommitted work; baton committed it as {}: {}{}. Check it is complete and working.",
-                    g.leftover_commit.as_deref().map_or("a labelled commit", |c| &c[..c.len().min(9)]),
+                    g.leftover_commit
+                        .as_deref()
+                        .map_or("a labelled commit", |c| &c[..c.len().min(9)]),
                     shown.join(", "),
-                    if g.leftover_files.len() > shown.len() { ", …" } else { "" }
+                    if g.leftover_files.len() > shown.len() {
+                        ", …"
+                    } else {
+                        ""
+                    }
                 );
             }
             if !g.notes_updated {
-                let _ = writeln!(b, "- The progress notes were not updated. Write them this time.");
+                let _ = writeln!(
+                    b,
+                    "- The progress notes were not updated. Write them this time."
+                );
             }
             if g.refusals > 0 {
-                let _ = writeln!(b, "- {} tool call(s) were refused by baton's policy.", g.refusals);
+                let _ = writeln!(
+                    b,
+                    "- {} tool call(s) were refused by baton's policy.",
+                    g.refusals
+                );
             }
         }
     }
 
-    let _ = writeln!(b, "\n## Next failing features (in priority order; take the first)");
-    let failing: Vec<(usize, &baton_ledger::Feature)> =
-        list.features.iter().enumerate().filter(|(_, f)| !f.passes).take(NEXT_FEATURES).collect();
+    let _ = writeln!(
+        b,
+        "\n## Next failing features (in priority order; take the first)"
+    );
+    let failing: Vec<(usize, &baton_ledger::Feature)> = list
+        .features
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !f.passes)
+        .take(NEXT_FEATURES)
+        .collect();
     if failing.is_empty() {
         let _ = writeln!(b, "- None: every feature passes.");
     }
     for (i, f) in failing {
-        let _ = writeln!(b, "{}. [{}] {}", i + 1, f.category, cut(&f.description, 200));
+        let _ = writeln!(
+            b,
+            "{}. [{}] {}",
+            i + 1,
+            f.category,
+            cut(&f.description, 200)
+        );
         for s in f.steps.iter().take(8) {
             let _ = writeln!(b, "   - {}", cut(s, 140));
         }
         if f.steps.len() > 8 {
-            let _ = writeln!(b, "   - … {} more steps in the feature list", f.steps.len() - 8);
+            let _ = writeln!(
+                b,
+                "   - … {} more steps in the feature list",
+                f.steps.len() - 8
+            );
         }
     }
 
     let _ = writeln!(b, "\n## Recent commits (git log --oneline -20)");
     let log = git::log_oneline(&files.dir, 20);
-    b.push_str(if log.trim().is_empty() { "(none)\n" } else { &log });
+    b.push_str(if log.trim().is_empty() {
+        "(none)\n"
+    } else {
+        &log
+    });
 
     let _ = writeln!(b, "\n## Progress notes (end of {})", files.names.progress);
     let notes = files.read_notes();
@@ -118,5 +175,8 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
 }
 
 fn nums(v: &[usize]) -> String {
-    v.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -32,7 +32,9 @@ pub enum HarnessError {
         message: String,
     },
     /// The initializer did not produce a usable feature list.
-    #[error("the initializer did not produce a valid feature list after {attempts} sessions: {problem}")]
+    #[error(
+        "the initializer did not produce a valid feature list after {attempts} sessions: {problem}"
+    )]
     Initializer {
         /// Sessions tried.
         attempts: u32,

@@ -54,7 +54,11 @@ impl Files {
         match std::fs::read_to_string(&path) {
             Ok(text) => FeatureList::parse(&text, &path.display().to_string())
                 .map(Some)
-                .map_err(|e| HarnessError::Input(format!("{e} (baton's accepted copy; delete it to adopt the project's list)"))),
+                .map_err(|e| {
+                    HarnessError::Input(format!(
+                        "{e} (baton's accepted copy; delete it to adopt the project's list)"
+                    ))
+                }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io(path)(e)),
         }

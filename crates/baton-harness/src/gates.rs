@@ -35,7 +35,10 @@ pub struct GateReport {
 impl GateReport {
     /// Whether anything needs the next session's attention.
     pub fn has_findings(&self) -> bool {
-        !self.violations.is_empty() || !self.leftover_files.is_empty() || !self.notes_updated || !self.unflipped.is_empty()
+        !self.violations.is_empty()
+            || !self.leftover_files.is_empty()
+            || !self.notes_updated
+            || !self.unflipped.is_empty()
     }
 }
 
@@ -67,7 +70,13 @@ pub fn run(
         report.violations = r
             .violations
             .iter()
-            .map(|v| if text.is_empty() { format!("{fl_name} was deleted") } else { v.to_string() })
+            .map(|v| {
+                if text.is_empty() {
+                    format!("{fl_name} was deleted")
+                } else {
+                    v.to_string()
+                }
+            })
             .collect();
         if r.needs_restore() {
             std::fs::write(&fl_path, r.list.to_json()).map_err(io(&fl_path))?;
@@ -80,16 +89,27 @@ pub fn run(
 
     // 3. Clean tree: commit what the session left, nothing discarded.
     let dirty = git::dirty_paths(&files.dir)?;
-    let leftovers: Vec<String> = dirty.into_iter().filter(|p| !(restored && *p == fl_name)).collect();
+    let leftovers: Vec<String> = dirty
+        .into_iter()
+        .filter(|p| !(restored && *p == fl_name))
+        .collect();
     if !leftovers.is_empty() {
         let shown: Vec<&str> = leftovers.iter().take(20).map(String::as_str).collect();
         let more = leftovers.len().saturating_sub(shown.len());
         let msg = format!(
             "baton: commit work session {session} left uncommitted\n\nThe session ended with uncommitted changes; baton committed them so nothing is lost.\n\n{}{}",
             shown.iter().map(|p| format!("- {p}\n")).collect::<String>(),
-            if more > 0 { format!("- … and {more} more\n") } else { String::new() }
+            if more > 0 {
+                format!("- … and {more} more\n")
+            } else {
+                String::new()
+            }
         );
-        let exclude: Vec<&str> = if restored { vec![fl_name.as_str()] } else { vec![] };
+        let exclude: Vec<&str> = if restored {
+            vec![fl_name.as_str()]
+        } else {
+            vec![]
+        };
         report.leftover_commit = git::commit(&files.dir, &msg, &[], &exclude)?;
         report.leftover_files = leftovers;
     }
@@ -102,7 +122,11 @@ pub fn run(
     if restored {
         let msg = format!(
             "baton: restore {fl_name} after session {session}\n\nOnly \"passes\" may change in {fl_name}; baton undid:\n{}",
-            report.violations.iter().map(|v| format!("- {v}\n")).collect::<String>()
+            report
+                .violations
+                .iter()
+                .map(|v| format!("- {v}\n"))
+                .collect::<String>()
         );
         report.restore_commit = git::commit(&files.dir, &msg, &[fl_name.as_str()], &[])?;
     }
@@ -110,22 +134,39 @@ pub fn run(
     // The record: every flip and every violation in the ledger.
     let head = git::head(&files.dir);
     if let Some(list) = &new_accepted {
-        let entry = |kind: &str, feature: Option<usize>, detail: String, commit: Option<String>| LedgerEntry {
-            t_ms: now_ms(),
-            session,
-            kind: kind.into(),
-            feature,
-            detail,
-            commit,
+        let entry = |kind: &str, feature: Option<usize>, detail: String, commit: Option<String>| {
+            LedgerEntry {
+                t_ms: now_ms(),
+                session,
+                kind: kind.into(),
+                feature,
+                detail,
+                commit,
+            }
         };
         for &n in &report.flipped {
-            files.append_ledger(&entry("flip", Some(n), list.features[n - 1].description.clone(), head.clone()))?;
+            files.append_ledger(&entry(
+                "flip",
+                Some(n),
+                list.features[n - 1].description.clone(),
+                head.clone(),
+            ))?;
         }
         for &n in &report.unflipped {
-            files.append_ledger(&entry("unflip", Some(n), list.features[n - 1].description.clone(), head.clone()))?;
+            files.append_ledger(&entry(
+                "unflip",
+                Some(n),
+                list.features[n - 1].description.clone(),
+                head.clone(),
+            ))?;
         }
         for v in &report.violations {
-            files.append_ledger(&entry("violation", None, v.clone(), report.restore_commit.clone()))?;
+            files.append_ledger(&entry(
+                "violation",
+                None,
+                v.clone(),
+                report.restore_commit.clone(),
+            ))?;
         }
         files.save_accepted(list)?;
     }

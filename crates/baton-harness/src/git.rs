@@ -35,7 +35,9 @@ pub fn is_repo(dir: &Path) -> bool {
 
 /// The commit at HEAD, or `None` before the first commit.
 pub fn head(dir: &Path) -> Option<String> {
-    git(dir, &["rev-parse", "--verify", "-q", "HEAD"]).ok().map(|s| s.trim().to_string())
+    git(dir, &["rev-parse", "--verify", "-q", "HEAD"])
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Make commits possible without touching the user's global config: when git
@@ -44,7 +46,9 @@ pub fn head(dir: &Path) -> Option<String> {
 /// `.baton/` is never committed, via `.git/info/exclude` when `.gitignore` misses it.
 pub fn prepare(dir: &Path, name: &str, email: &str) -> Result<(), HarnessError> {
     for (key, value) in [("user.name", name), ("user.email", email)] {
-        let resolved = git(dir, &["config", "--get", key]).map(|s| s.trim().to_string()).unwrap_or_default();
+        let resolved = git(dir, &["config", "--get", key])
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
         if resolved.is_empty() {
             git(dir, &["config", "--local", key, value])?;
         }
@@ -65,7 +69,10 @@ pub fn prepare(dir: &Path, name: &str, email: &str) -> Result<(), HarnessError> 
 
 /// Paths with uncommitted changes (untracked files included), as `git status` names them.
 pub fn dirty_paths(dir: &Path) -> Result<Vec<String>, HarnessError> {
-    let out = git(dir, &["status", "--porcelain=v1", "--untracked-files=all", "-z"])?;
+    let out = git(
+        dir,
+        &["status", "--porcelain=v1", "--untracked-files=all", "-z"],
+    )?;
     let mut paths = Vec::new();
     let mut parts = out.split('\0').filter(|s| !s.is_empty());
     while let Some(entry) = parts.next() {
@@ -82,7 +89,12 @@ pub fn dirty_paths(dir: &Path) -> Result<Vec<String>, HarnessError> {
 
 /// Stage `paths` (all changes when empty) except `exclude`, and commit with `message`,
 /// bypassing the project's hooks. Returns the new commit, or `None` if nothing was staged.
-pub fn commit(dir: &Path, message: &str, paths: &[&str], exclude: &[&str]) -> Result<Option<String>, HarnessError> {
+pub fn commit(
+    dir: &Path,
+    message: &str,
+    paths: &[&str],
+    exclude: &[&str],
+) -> Result<Option<String>, HarnessError> {
     let mut add: Vec<String> = vec!["add".into(), "-A".into(), "--".into()];
     if paths.is_empty() {
         add.push(".".into());
@@ -110,5 +122,8 @@ pub fn commits_since(dir: &Path, from: Option<&str>) -> usize {
         Some(f) => format!("{f}..HEAD"),
         None => "HEAD".to_string(),
     };
-    git(dir, &["rev-list", "--count", &range]).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    git(dir, &["rev-list", "--count", &range])
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
 }

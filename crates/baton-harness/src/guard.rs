@@ -25,7 +25,11 @@ impl FeatureListGuard<'_> {
                 let old = input["old_string"].as_str()?;
                 let new = input["new_string"].as_str()?;
                 let all = input["replace_all"].as_bool().unwrap_or(false);
-                let n = if old.is_empty() { 0 } else { current.matches(old).count() };
+                let n = if old.is_empty() {
+                    0
+                } else {
+                    current.matches(old).count()
+                };
                 // A miss or an ambiguous match fails in the tool itself.
                 (n == 1 || (n > 1 && all)).then(|| current.replace(old, new))
             }
@@ -48,7 +52,8 @@ impl ToolGate for FeatureListGuard<'_> {
                     ) {
                         let r = reconcile(&base, &next, &self.feature_list);
                         if !r.violations.is_empty() {
-                            let what: Vec<String> = r.violations.iter().map(ToString::to_string).collect();
+                            let what: Vec<String> =
+                                r.violations.iter().map(ToString::to_string).collect();
                             return GateDecision::Refuse(format!(
                                 "{} may only change in \"passes\", and this {tool} would also change more: {}. \
                                  To record a feature you verified end to end, change only its \"passes\" from false to true \

@@ -62,7 +62,10 @@ pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(),
         HarnessError::Input(format!("cannot read the spec {}: {e}", spec.display()))
     })?;
     if text.trim().is_empty() {
-        return Err(HarnessError::Input(format!("the spec {} is empty; describe what to build", spec.display())));
+        return Err(HarnessError::Input(format!(
+            "the spec {} is empty; describe what to build",
+            spec.display()
+        )));
     }
     if features == 0 {
         return Err(HarnessError::Input("--features must be at least 1".into()));
@@ -92,7 +95,10 @@ pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(),
     write("baton.toml", &default_toml(features))?;
     let gi = dir.join(".gitignore");
     let mut ignore = std::fs::read_to_string(&gi).unwrap_or_default();
-    if !ignore.lines().any(|l| l.trim() == ".baton/" || l.trim() == ".baton") {
+    if !ignore
+        .lines()
+        .any(|l| l.trim() == ".baton/" || l.trim() == ".baton")
+    {
         if !ignore.is_empty() && !ignore.ends_with('\n') {
             ignore.push('\n');
         }

@@ -67,5 +67,8 @@ pub fn initializer(names: &ProjectConfig, problem: Option<&str>) -> String {
 
 /// A coding session's first message: the prompt, then the brief.
 pub fn coding(names: &ProjectConfig, brief: &str) -> String {
-    format!("{}\n\n{brief}", fill(CODING, names).replace("{browser}", ""))
+    format!(
+        "{}\n\n{brief}",
+        fill(CODING, names).replace("{browser}", "")
+    )
 }

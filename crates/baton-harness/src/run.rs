@@ -116,7 +116,10 @@ impl Runner<'_> {
         let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
         let budget = self.opts.budget_usd.unwrap_or(self.cfg.run.budget_usd);
         let max_hours = self.opts.max_hours.unwrap_or(self.cfg.run.max_hours);
-        let pause = self.opts.pause.unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
+        let pause = self
+            .opts
+            .pause
+            .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
         let started = Instant::now();
         let mut this_run = 0u32;
         let mut init_failures = 0u32;
@@ -129,7 +132,9 @@ impl Runner<'_> {
                 return Ok(RunEnd::Interrupted);
             }
             if max_sessions > 0 && this_run >= max_sessions {
-                return Ok(RunEnd::Limit(format!("--max-sessions {max_sessions} reached")));
+                return Ok(RunEnd::Limit(format!(
+                    "--max-sessions {max_sessions} reached"
+                )));
             }
             if budget > 0.0 && state.total_cost() >= budget {
                 return Ok(RunEnd::Limit(format!(
@@ -150,8 +155,14 @@ impl Runner<'_> {
                     () = self.stop.cancelled() => return Ok(RunEnd::Interrupted),
                 }
             }
-            let kind = if accepted.is_some() { SessionKind::Coding } else { SessionKind::Initializer };
-            let f = self.session(kind, &state, problem.as_deref(), &mut accepted).await?;
+            let kind = if accepted.is_some() {
+                SessionKind::Coding
+            } else {
+                SessionKind::Initializer
+            };
+            let f = self
+                .session(kind, &state, problem.as_deref(), &mut accepted)
+                .await?;
             this_run += 1;
             let error = f.error;
             let outcome = f.record.outcome.clone();
@@ -163,9 +174,14 @@ impl Runner<'_> {
                 init_failures += 1;
                 let p = self.initial_problem();
                 if init_failures >= 2 {
-                    return Err(HarnessError::Initializer { attempts: init_failures, problem: p });
+                    return Err(HarnessError::Initializer {
+                        attempts: init_failures,
+                        problem: p,
+                    });
                 }
-                self.reporter.line(&format!("initializer did not produce a usable feature list ({p}); trying once more"));
+                self.reporter.line(&format!(
+                    "initializer did not produce a usable feature list ({p}); trying once more"
+                ));
                 problem = Some(p);
             }
             if outcome == "interrupted" {
@@ -183,15 +199,21 @@ impl Runner<'_> {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
         };
-        let list = FeatureList::parse(&text, &self.files.names.feature_list)
-            .map_err(|e| HarnessError::Input(format!("cannot adopt the existing feature list: {e}")))?;
+        let list = FeatureList::parse(&text, &self.files.names.feature_list).map_err(|e| {
+            HarnessError::Input(format!("cannot adopt the existing feature list: {e}"))
+        })?;
         self.files.save_accepted(&list)?;
         self.files.append_ledger(&LedgerEntry {
             t_ms: now_ms(),
             session: 0,
             kind: "accepted".into(),
             feature: None,
-            detail: format!("adopted the existing {} ({} features, {} passing)", self.files.names.feature_list, list.features.len(), list.passing()),
+            detail: format!(
+                "adopted the existing {} ({} features, {} passing)",
+                self.files.names.feature_list,
+                list.features.len(),
+                list.passing()
+            ),
             commit: git::head(&self.files.dir),
         })?;
         self.reporter.line(&format!(
@@ -224,12 +246,14 @@ impl Runner<'_> {
         saved.in_progress = Some(ip.clone());
         saved.save(dir)?;
         let prompt = match (kind, accepted.as_ref()) {
-            (SessionKind::Coding, Some(list)) => {
-                prompts::coding(&self.files.names, &brief::brief(&self.files, list, state, number))
-            }
+            (SessionKind::Coding, Some(list)) => prompts::coding(
+                &self.files.names,
+                &brief::brief(&self.files, list, state, number),
+            ),
             _ => prompts::initializer(&self.files.names, problem),
         };
-        self.reporter.line(&format!("── session {number:04} · {} ──", kind.name()));
+        self.reporter
+            .line(&format!("── session {number:04} · {} ──", kind.name()));
         let guard = FeatureListGuard {
             inner: self.policy,
             project: dir.clone(),
@@ -249,23 +273,32 @@ impl Runner<'_> {
             limits: Limits {
                 max_turns: a.max_turns,
                 max_tokens: a.max_session_tokens,
-                max_duration: (a.max_session_minutes > 0.0).then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
+                max_duration: (a.max_session_minutes > 0.0)
+                    .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
                 max_continuations: a.max_continuations,
             },
         };
         let system = prompts::SYSTEM.replace("{dir}", &dir.display().to_string());
-        let result = session.run_until(&mut transcript, &system, &prompt, &self.stop).await;
+        let result = session
+            .run_until(&mut transcript, &system, &prompt, &self.stop)
+            .await;
         let error = result.err();
         self.finish(&ip, error, accepted)
     }
 
     /// Gates and the session's record, from its transcript (also for a killed session).
-    fn finish(&self, ip: &InProgress, error: Option<AgentError>, accepted: &mut Option<FeatureList>) -> Result<Finished, HarnessError> {
+    fn finish(
+        &self,
+        ip: &InProgress,
+        error: Option<AgentError>,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<Finished, HarnessError> {
         let base = match ip.kind {
             SessionKind::Coding => accepted.clone(),
             SessionKind::Initializer => None,
         };
-        let (mut gates, new_accepted) = gates::run(&self.files, ip.number, base.as_ref(), &ip.notes_before)?;
+        let (mut gates, new_accepted) =
+            gates::run(&self.files, ip.number, base.as_ref(), &ip.notes_before)?;
         if ip.kind == SessionKind::Coding {
             *accepted = new_accepted;
         } else {
@@ -293,7 +326,12 @@ impl Runner<'_> {
         Ok(Finished { record, error })
     }
 
-    fn record(&self, state: &mut State, record: SessionRecord, accepted: &mut Option<FeatureList>) -> Result<(), HarnessError> {
+    fn record(
+        &self,
+        state: &mut State,
+        record: SessionRecord,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<(), HarnessError> {
         if record.kind == SessionKind::Coding {
             if record.gates.flipped.is_empty() {
                 state.stalled += 1;
@@ -318,13 +356,18 @@ impl Runner<'_> {
         }
         self.reporter.line(&line);
         for v in &g.violations {
-            self.reporter.line(&format!("  gate: restored the feature list: {v}"));
+            self.reporter
+                .line(&format!("  gate: restored the feature list: {v}"));
         }
         if !g.leftover_files.is_empty() {
-            self.reporter.line(&format!("  gate: committed {} file(s) the session left uncommitted", g.leftover_files.len()));
+            self.reporter.line(&format!(
+                "  gate: committed {} file(s) the session left uncommitted",
+                g.leftover_files.len()
+            ));
         }
         if !g.notes_updated {
-            self.reporter.line("  gate: progress notes were not updated");
+            self.reporter
+                .line("  gate: progress notes were not updated");
         }
         state.sessions.push(record);
         state.in_progress = None;
@@ -332,7 +375,11 @@ impl Runner<'_> {
     }
 
     /// Validate the initializer's list; accept it (all features failing) or leave `None`.
-    fn accept_initial(&self, session: u32, gates: &mut GateReport) -> Result<Option<FeatureList>, HarnessError> {
+    fn accept_initial(
+        &self,
+        session: u32,
+        gates: &mut GateReport,
+    ) -> Result<Option<FeatureList>, HarnessError> {
         let path = self.files.feature_list();
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
@@ -343,16 +390,29 @@ impl Runner<'_> {
         if (list.features.len() as u32) < self.cfg.project.min_features {
             return Ok(None);
         }
-        let claimed: Vec<usize> = (0..list.features.len()).filter(|&i| list.features[i].passes).collect();
+        let claimed: Vec<usize> = (0..list.features.len())
+            .filter(|&i| list.features[i].passes)
+            .collect();
         if !claimed.is_empty() {
             for &i in &claimed {
                 list.features[i].passes = false;
             }
             std::fs::write(&path, list.to_json()).map_err(io(&path))?;
-            let v = format!("{} feature(s) were marked passing before any was implemented; set back to false", claimed.len());
+            let v = format!(
+                "{} feature(s) were marked passing before any was implemented; set back to false",
+                claimed.len()
+            );
             gates.violations.push(v.clone());
-            let msg = format!("baton: reset premature passes in {} after session {session}\n\n{v}", self.files.names.feature_list);
-            gates.restore_commit = git::commit(&self.files.dir, &msg, &[self.files.names.feature_list.as_str()], &[])?;
+            let msg = format!(
+                "baton: reset premature passes in {} after session {session}\n\n{v}",
+                self.files.names.feature_list
+            );
+            gates.restore_commit = git::commit(
+                &self.files.dir,
+                &msg,
+                &[self.files.names.feature_list.as_str()],
+                &[],
+            )?;
         }
         self.files.save_accepted(&list)?;
         self.files.append_ledger(&LedgerEntry {
@@ -383,17 +443,28 @@ impl Runner<'_> {
 }
 
 fn list(v: &[usize]) -> String {
-    v.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Outcome (if the session ended), turns, usage, cost and refusals from a transcript.
 pub fn summarize(dir: &std::path::Path, number: u32) -> (Option<String>, u32, Usage, f64, u32) {
-    let path: PathBuf = dir.join(transcript::SESSIONS_DIR).join(format!("{number:04}.jsonl"));
+    let path: PathBuf = dir
+        .join(transcript::SESSIONS_DIR)
+        .join(format!("{number:04}.jsonl"));
     let records = transcript::read(&path).unwrap_or_default();
-    let (mut outcome, mut turns, mut usage, mut cost, mut refusals) = (None, 0, Usage::default(), 0.0, 0);
+    let (mut outcome, mut turns, mut usage, mut cost, mut refusals) =
+        (None, 0, Usage::default(), 0.0, 0);
     for r in records {
         match r.event {
-            Event::Assistant { turn, usage: u, cost_usd, .. } => {
+            Event::Assistant {
+                turn,
+                usage: u,
+                cost_usd,
+                ..
+            } => {
                 turns = turns.max(turn);
                 usage.add(&u);
                 cost += cost_usd;

@@ -92,8 +92,14 @@ impl State {
     pub fn load(project: &Path) -> Result<Self, HarnessError> {
         let path = Self::path(project);
         match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| HarnessError::State { path, message: e.to_string() }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self { version: 1, ..Self::default() }),
+            Ok(text) => serde_json::from_str(&text).map_err(|e| HarnessError::State {
+                path,
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self {
+                version: 1,
+                ..Self::default()
+            }),
             Err(e) => Err(io(path)(e)),
         }
     }

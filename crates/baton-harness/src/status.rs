@@ -109,7 +109,8 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
     let list = match files.load_accepted()? {
         Some(l) => l,
         None => match std::fs::read_to_string(files.feature_list()) {
-            Ok(t) => FeatureList::parse(&t, &files.names.feature_list).map_err(|e| HarnessError::Input(e.to_string()))?,
+            Ok(t) => FeatureList::parse(&t, &files.names.feature_list)
+                .map_err(|e| HarnessError::Input(e.to_string()))?,
             Err(_) => FeatureList::default(),
         },
     };
@@ -147,7 +148,11 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         categories: list
             .by_category()
             .into_iter()
-            .map(|(name, passing, total)| CategoryStatus { name, passing, total })
+            .map(|(name, passing, total)| CategoryStatus {
+                name,
+                passing,
+                total,
+            })
             .collect(),
         next: list
             .features
@@ -155,11 +160,17 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             .enumerate()
             .filter(|(_, f)| !f.passes)
             .take(5)
-            .map(|(i, f)| NextFeature { number: i + 1, category: f.category.clone(), description: f.description.clone() })
+            .map(|(i, f)| NextFeature {
+                number: i + 1,
+                category: f.category.clone(),
+                description: f.description.clone(),
+            })
             .collect(),
         sessions,
         totals,
-        tree_clean: git::dirty_paths(&files.dir).map(|d| d.is_empty()).unwrap_or(false),
+        tree_clean: git::dirty_paths(&files.dir)
+            .map(|d| d.is_empty())
+            .unwrap_or(false),
         unfinished_session: state.in_progress.map(|i| i.number),
     })
 }
@@ -168,30 +179,61 @@ fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {
-        format!("{}…", s.chars().take(max.saturating_sub(1)).collect::<String>())
+        format!(
+            "{}…",
+            s.chars().take(max.saturating_sub(1)).collect::<String>()
+        )
     }
 }
 
 /// The status as text that fits 100 columns.
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
-    let pct = if s.total > 0 { s.passing * 100 / s.total } else { 0 };
+    let pct = if s.total > 0 {
+        s.passing * 100 / s.total
+    } else {
+        0
+    };
     let _ = writeln!(o, "{}", cut(&s.project, 100));
     let _ = writeln!(o, "features  {}/{} passing ({pct}%)", s.passing, s.total);
     for c in &s.categories {
-        let _ = writeln!(o, "  {:<20} {:>5}/{:<5}", cut(&c.name, 20), c.passing, c.total);
+        let _ = writeln!(
+            o,
+            "  {:<20} {:>5}/{:<5}",
+            cut(&c.name, 20),
+            c.passing,
+            c.total
+        );
     }
     let _ = writeln!(
         o,
         "sessions  {} · {} tokens · ${:.4} · {} violations undone · {} refusals",
-        s.totals.sessions, s.totals.tokens, s.totals.cost_usd, s.totals.violations, s.totals.refusals
+        s.totals.sessions,
+        s.totals.tokens,
+        s.totals.cost_usd,
+        s.totals.violations,
+        s.totals.refusals
     );
-    let _ = writeln!(o, "tree      {}", if s.tree_clean { "clean" } else { "uncommitted changes" });
+    let _ = writeln!(
+        o,
+        "tree      {}",
+        if s.tree_clean {
+            "clean"
+        } else {
+            "uncommitted changes"
+        }
+    );
     if let Some(n) = s.unfinished_session {
-        let _ = writeln!(o, "unfinished session {n:04}: `baton run` resumes it (gates run first)");
+        let _ = writeln!(
+            o,
+            "unfinished session {n:04}: `baton run` resumes it (gates run first)"
+        );
     }
     if !s.sessions.is_empty() {
-        let _ = writeln!(o, "\n  #  kind         outcome       time   turns     tokens      cost  flipped     findings");
+        let _ = writeln!(
+            o,
+            "\n  #  kind         outcome       time   turns     tokens      cost  flipped     findings"
+        );
         for x in &s.sessions {
             let mut findings = Vec::new();
             if !x.violations.is_empty() {
@@ -206,7 +248,12 @@ pub fn render(s: &Status) -> String {
             if x.refusals > 0 {
                 findings.push(format!("{} refused", x.refusals));
             }
-            let flipped = x.flipped.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(",");
+            let flipped = x
+                .flipped
+                .iter()
+                .map(|n| format!("#{n}"))
+                .collect::<Vec<_>>()
+                .join(",");
             let _ = writeln!(
                 o,
                 "{:>3}  {:<11}  {:<11} {:>6} {:>7} {:>10} {:>9}  {:<10}  {}",
@@ -225,7 +272,13 @@ pub fn render(s: &Status) -> String {
     if !s.next.is_empty() {
         let _ = writeln!(o, "\nnext");
         for n in &s.next {
-            let _ = writeln!(o, "  #{:<4} [{}] {}", n.number, cut(&n.category, 12), cut(&n.description, 75));
+            let _ = writeln!(
+                o,
+                "  #{:<4} [{}] {}",
+                n.number,
+                cut(&n.category, 12),
+                cut(&n.description, 75)
+            );
         }
     }
     o

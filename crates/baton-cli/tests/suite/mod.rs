@@ -1,6 +1,7 @@
 mod exec;
 mod faults;
 mod log;
+mod run;
 mod wire;
 
 use std::path::Path;

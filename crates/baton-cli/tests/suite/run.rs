@@ -1,0 +1,605 @@
+//! Whole `baton run`s with the scripted model playing every session, in real git
+//! repositories with real bash. Each failure mode of the pattern has a test here
+//! that fails if baton stops handling it.
+
+use std::process::{Command, Output};
+
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::*;
+
+const TOML: &str =
+    "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\nstall_sessions = 3\n";
+
+fn features(passes: &[bool]) -> String {
+    let list: Vec<Value> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"category": if i == 2 { "style" } else { "functional" },
+                   "description": format!("Feature {}", i + 1),
+                   "steps": [format!("open the app for feature {}", i + 1), "check the result"],
+                   "passes": p})
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+fn new_project() -> Project {
+    let p = Project::with_toml(TOML);
+    std::fs::write(
+        p.path().join("app_spec.txt"),
+        "Build a tiny app with three features.\n",
+    )
+    .unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git(&p, &["init", "-q"]);
+    p
+}
+
+fn git(p: &Project, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn initializer(list: &str) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": list}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho 'app ready on http://127.0.0.1:0'\n"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "claude-progress.txt", "content": "Session 1: wrote the feature list and init.sh.\n"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list, init.sh and notes'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("The project is initialized.")),
+    ]
+}
+
+/// An honest coding session: start the app, implement, flip only its own feature,
+/// commit, write notes.
+fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tools(&[
+            ("Bash", json!({"command": "./init.sh"})),
+            (
+                "Write",
+                json!({"file_path": format!("src/feature{n}.txt"), "content": format!("feature {n}\n")}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": features(passes_after)}),
+            ),
+            (
+                "Bash",
+                json!({"command": format!("echo 'Session: implemented and verified feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature {n}'")}),
+            ),
+        ])),
+        Step::Reply(Reply::text(&format!("Feature {n} works."))),
+    ]
+}
+
+fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    (out, server)
+}
+
+fn state(p: &Project) -> Value {
+    serde_json::from_str(&p.file(".baton/state.json")).unwrap()
+}
+
+/// The first user message of request `i`: the session's prompt and brief.
+fn prompt_of(server: &ScriptedServer, i: usize) -> String {
+    server.requests()[i].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn an_honest_run_completes() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    steps.extend(honest(2, &[true, true, false]));
+    steps.extend(honest(3, &[true, true, true]));
+    let (out, server) = run(&p, steps, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0);
+    assert!(
+        stderr(&out).contains("baton: complete: every feature passes · 3/3 passing · 4 sessions"),
+        "{}",
+        stderr(&out)
+    );
+    // One commit per feature at least, and the initializer's.
+    let log = git(&p, &["log", "--oneline"]);
+    for n in 1..=3 {
+        assert!(log.contains(&format!("Implement feature {n}")), "{log}");
+    }
+    assert!(log.contains("Initial feature list"));
+    assert!(
+        !log.contains("baton:"),
+        "an honest run needs no baton commit: {log}"
+    );
+    // Notes grew every session.
+    assert_eq!(p.file("claude-progress.txt").lines().count(), 4);
+    let s = state(&p);
+    let kinds: Vec<&str> = s["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["initializer", "coding", "coding", "coding"]);
+    assert!(
+        s["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["gates"]["notes_updated"] == true)
+    );
+    assert_eq!(s["sessions"][2]["gates"]["flipped"], json!([2]));
+    // Coding sessions get the brief; the second one is told what the first achieved.
+    let brief = prompt_of(&server, 4);
+    assert!(brief.contains("# Brief from baton (session 3)"), "{brief}");
+    assert!(brief.contains("Features passing: 1/3"), "{brief}");
+    assert!(brief.contains("- Newly passing: #1."), "{brief}");
+    assert!(
+        brief.contains("2. [functional] Feature 2\n   - open the app for feature 2"),
+        "{brief}"
+    );
+    assert!(brief.contains("Implement feature 1"), "{brief}");
+    assert!(
+        brief.contains("Session: implemented and verified feature 1."),
+        "{brief}"
+    );
+    // The ledger names every flip with its commit.
+    let ledger = p.file(".baton/ledger.jsonl");
+    assert_eq!(
+        ledger
+            .lines()
+            .filter(|l| l.contains("\"kind\":\"flip\""))
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn tampering_with_the_feature_list_is_undone_flips_kept_and_briefed() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    // Session 2: an Edit of a description is refused on the spot; then a shell `cp`
+    // over the list edits feature 2, drops feature 3, and flips feature 1.
+    let mut tampered: Vec<Value> = serde_json::from_str(&features(&[true, false, false])).unwrap();
+    tampered[1]["description"] = json!("Feature 2 (easier now)");
+    tampered[1]["steps"] = json!(["nothing to check"]);
+    tampered.pop();
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Edit",
+            json!({"file_path": "feature_list.json", "old_string": "\"Feature 2\"", "new_string": "\"Feature 2 (done)\""}),
+        ),
+        ("Write", json!({"file_path": "tampered.json", "content": serde_json::to_string_pretty(&tampered).unwrap()})),
+        ("Bash", json!({"command": "cp tampered.json feature_list.json && rm tampered.json && echo 'All done!' >> claude-progress.txt && git add -A && git commit -qm 'Simplify features'"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Everything passes now.")));
+    // Session 3 only talks.
+    steps.push(Step::Reply(Reply::text("Looking.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stopped: --max-sessions 3 reached"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Refused on the spot, with what is allowed.
+    let r = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    assert!(r[0].2, "{r:?}");
+    assert!(
+        r[0].1.starts_with("Refused by baton's policy: feature_list.json may only change in \"passes\", and this Edit would also change more: feature 2: \"description\" was changed."),
+        "{}",
+        r[0].1
+    );
+    // Restored, with the legal flip of feature 1 kept.
+    assert_eq!(p.file("feature_list.json"), features(&[true, false, false]));
+    let log = git(&p, &["log", "--format=%s"]);
+    assert!(
+        log.starts_with("baton: restore feature_list.json after session 2\n"),
+        "{log}"
+    );
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    let s = state(&p);
+    let g = &s["sessions"][1]["gates"];
+    assert_eq!(g["flipped"], json!([1]));
+    assert_eq!(
+        g["violations"],
+        json!([
+            "feature 2: \"description\", \"steps\" was changed",
+            "feature 3 (\"Feature 3\") was removed"
+        ])
+    );
+    assert_eq!(s["sessions"][1]["gates"]["refusals"], 1);
+    // Briefed to the next session.
+    let brief = prompt_of(&server, 4);
+    assert!(
+        brief.contains("- VIOLATION, undone by baton: feature 3 (\"Feature 3\") was removed."),
+        "{brief}"
+    );
+    assert!(brief.contains("- Newly passing: #1."), "{brief}");
+    assert!(
+        brief.contains("- 1 tool call(s) were refused by baton's policy."),
+        "{brief}"
+    );
+}
+
+#[test]
+fn uncommitted_work_and_missing_notes_are_committed_and_briefed() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "src/half.txt", "content": "half-done work\n"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "feature_list.json", "content": features(&[true, false, false])}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("I implemented feature 1.")));
+    steps.push(Step::Reply(Reply::text("Reading the brief.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // Nothing lost: committed by baton under a labelled commit.
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    let show = git(&p, &["show", "--stat", "--format=%s%n%b", "HEAD"]);
+    assert!(
+        show.starts_with("baton: commit work session 2 left uncommitted"),
+        "{show}"
+    );
+    assert!(show.contains("src/half.txt"), "{show}");
+    assert_eq!(git(&p, &["show", "HEAD:src/half.txt"]), "half-done work\n");
+    let brief = prompt_of(&server, 4);
+    assert!(
+        brief.contains("- The session left uncommitted work; baton committed it as"),
+        "{brief}"
+    );
+    assert!(brief.contains("src/half.txt"), "{brief}");
+    assert!(
+        brief.contains("- The progress notes were not updated. Write them this time."),
+        "{brief}"
+    );
+    assert_eq!(state(&p)["sessions"][1]["gates"]["notes_updated"], false);
+}
+
+#[test]
+fn sessions_that_only_claim_success_stall_with_exit_3() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    for _ in 0..5 {
+        steps.push(Step::Reply(Reply::text(
+            "All features are implemented and verified. The project is done!",
+        )));
+    }
+    let (out, server) = run(&p, steps, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("stalled: 3 coding sessions in a row without a newly passing feature"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.requests().len(), 2 + 3);
+    assert_eq!(
+        p.file("feature_list.json"),
+        features(&[false, false, false])
+    );
+}
+
+#[test]
+fn premature_passes_from_the_initializer_are_reset() {
+    let p = new_project();
+    let steps = initializer(&features(&[true, true, false]));
+    let (out, _s) = run(&p, steps, &["--max-sessions", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        p.file("feature_list.json"),
+        features(&[false, false, false])
+    );
+    assert!(git(&p, &["log", "--format=%s"]).starts_with("baton: reset premature passes"));
+}
+
+#[test]
+fn an_initializer_that_writes_invalid_json_is_retried_once_then_fails() {
+    let p = new_project();
+    let bad = "[\n  {\"category\": \"functional\", \"description\": \"x\",\n";
+    let mut steps = initializer(bad);
+    steps.extend(initializer(bad));
+    let (out, server) = run(&p, steps, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("baton: error: the initializer did not produce a valid feature list after 2 sessions: feature_list.json:3:0: not valid JSON"),
+        "{err}"
+    );
+    let retry = prompt_of(&server, 2);
+    assert!(retry.contains("A previous initializer session did not leave a usable feature_list.json: feature_list.json:3:0: not valid JSON"), "{retry}");
+    // Nothing lost: the broken attempt is in history.
+    assert!(git(&p, &["log", "--oneline"]).contains("Initial feature list"));
+}
+
+#[test]
+fn an_initializer_retry_that_succeeds_goes_on() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false]));
+    steps.extend(initializer(&features(&[false, false, false])));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        prompt_of(&server, 2).contains("feature_list.json has 2 features; at least 3 are required")
+    );
+    assert!(p.path().join(".baton/accepted_feature_list.json").exists());
+}
+
+#[test]
+fn a_killed_run_resumes_without_losing_or_double_counting() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "src/work.txt", "content": "work before the crash\n"}),
+        ),
+        ("Bash", json!({"command": "touch started; sleep 30"})),
+    ])));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let mut child = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = p.path().join("started");
+    let t0 = std::time::Instant::now();
+    while !started.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(started.exists(), "session 2 never started its command");
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let _ = Command::new("bash")
+        .args(["-c", "pkill -f 'sleep 30' || true"])
+        .status();
+    assert_eq!(state(&p)["in_progress"]["number"], 2);
+
+    let mut steps = honest(1, &[true, false, false]);
+    steps.truncate(2);
+    let (out, _s) = run(&p, steps, &["--max-sessions", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("resuming: session 0002 (coding) did not finish; running its gates now"),
+        "{}",
+        stderr(&out)
+    );
+    let s = state(&p);
+    let numbers: Vec<u64> = s["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["number"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    assert_eq!(s["sessions"][1]["outcome"], "killed");
+    assert_eq!(s["in_progress"], Value::Null);
+    // The killed session's work was committed by baton, and the next session built on it.
+    assert_eq!(
+        git(&p, &["show", "HEAD~1:src/work.txt"]),
+        "work before the crash\n"
+    );
+    assert_eq!(s["sessions"][2]["gates"]["flipped"], json!([1]));
+}
+
+#[test]
+fn commits_work_without_any_git_identity_and_global_config_is_untouched() {
+    let p = new_project();
+    let home = tempfile::tempdir().unwrap();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .env("HOME", home.path())
+        .env(
+            "GIT_CONFIG_GLOBAL",
+            home.path().join("nonexistent-gitconfig"),
+        )
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_AUTHOR_NAME")
+        .env_remove("GIT_AUTHOR_EMAIL")
+        .env_remove("GIT_COMMITTER_NAME")
+        .env_remove("GIT_COMMITTER_EMAIL")
+        .env_remove("EMAIL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        git(&p, &["log", "--format=%an <%ae>"])
+            .lines()
+            .all(|l| l == "baton <baton@localhost>")
+    );
+    assert!(git(&p, &["log", "--oneline"]).contains("Implement feature 1"));
+    assert!(!home.path().join(".gitconfig").exists());
+    assert!(!home.path().join("nonexistent-gitconfig").exists());
+}
+
+#[test]
+fn a_project_from_another_harness_is_adopted_as_is() {
+    let p = Project::with_toml("");
+    std::fs::remove_file(p.path().join("baton.toml")).unwrap();
+    git(&p, &["init", "-q"]);
+    std::fs::write(p.path().join("app_spec.txt"), "spec\n").unwrap();
+    std::fs::write(
+        p.path().join("feature_list.json"),
+        features(&[true, false, false]),
+    )
+    .unwrap();
+    std::fs::write(
+        p.path().join("claude-progress.txt"),
+        "Earlier harness: feature 1 done.\n",
+    )
+    .unwrap();
+    std::fs::write(p.path().join("init.sh"), "#!/usr/bin/env bash\necho up\n").unwrap();
+    git(&p, &["add", "-A"]);
+    git(&p, &["commit", "-qm", "made elsewhere"]);
+    let mut steps = honest(2, &[true, true, false]);
+    steps.extend(honest(3, &[true, true, true]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--pause", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("adopted feature_list.json: 3 features, 1 passing"),
+        "{}",
+        stderr(&out)
+    );
+    // .baton/ never reaches git, even without a .gitignore entry.
+    assert!(!git(&p, &["ls-files"]).contains(".baton"));
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    assert!(prompt_of(&server, 0).contains("Earlier harness: feature 1 done."));
+}
+
+#[test]
+fn status_reports_progress_sessions_and_next_features() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let (out, _s) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("status")
+        .arg(p.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("features  1/3 passing (33%)\n  functional               1/2    \n  style                    0/1    \n"), "{text}");
+    assert!(
+        text.contains("sessions  2 · 480 tokens · $0.0024 · 0 violations undone · 0 refusals"),
+        "{text}"
+    );
+    assert!(text.contains("tree      clean"), "{text}");
+    assert!(text.contains("  #2    [functional] Feature 2"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let out = baton(&server, Wire::Anthropic)
+        .args(["status", "--json"])
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["passing"].as_u64(), v["total"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(v["sessions"][1]["flipped"], json!([1]));
+    assert_eq!(v["sessions"][1]["commits"], 1);
+    assert_eq!(v["tree_clean"], true);
+    assert_eq!(v["next"][0]["number"], 2);
+}
+
+#[test]
+fn new_creates_a_project_and_refuses_to_overwrite_one() {
+    let root = tempfile::tempdir().unwrap();
+    let spec = root.path().join("spec.txt");
+    std::fs::write(&spec, "Build a todo app.\n").unwrap();
+    let dir = root.path().join("todo");
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    let new = |args: &[&str]| {
+        baton(&server, Wire::Anthropic)
+            .arg("new")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let d = dir.to_str().unwrap();
+    let s = spec.to_str().unwrap();
+    let out = new(&[d, "--spec", s, "--features", "50"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("app_spec.txt")).unwrap(),
+        "Build a todo app.\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".gitignore")).unwrap(),
+        ".baton/\n"
+    );
+    let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap();
+    assert!(toml.contains("features = 50 "), "{toml}");
+    baton_config::Config::load(&dir).unwrap();
+    assert!(dir.join(".git").is_dir());
+
+    let out = new(&[d, "--spec", s]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("already holds baton.toml; use --force"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(new(&[d, "--spec", s, "--force"]).status.code(), Some(0));
+
+    let out = new(&[
+        root.path().join("x").to_str().unwrap(),
+        "--spec",
+        "/nonexistent/spec.txt",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("cannot read the spec /nonexistent/spec.txt"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(&spec, "  \n").unwrap();
+    let out = new(&[root.path().join("y").to_str().unwrap(), "--spec", s]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is empty; describe what to build"),
+        "{}",
+        stderr(&out)
+    );
+}
