@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod policy;
+pub use policy::*;
+
 /// File name of the project configuration inside a project directory.
 pub const CONFIG_FILE: &str = "baton.toml";
 
@@ -64,6 +67,10 @@ pub struct Config {
     pub run: RunConfig,
     /// The identity of commits baton makes (its own and the agent's).
     pub git: GitConfig,
+    /// Which `Bash` commands the agent may run.
+    pub policy: PolicyConfig,
+    /// OS-level confinement of the agent's processes.
+    pub sandbox: SandboxConfig,
 }
 
 /// The handoff files (DESIGN §2). The defaults are the pattern's well-known names, so

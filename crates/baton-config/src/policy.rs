@@ -1,0 +1,119 @@
+//! `[policy]` and `[sandbox]`: which commands the agent may run and how the
+//! processes it starts are confined. The rules themselves live in `baton-policy`;
+//! these are the settings a project can change.
+
+use serde::Deserialize;
+
+/// How `Bash` commands are judged.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyMode {
+    /// Every command is parsed and must be proven safe by the allowlist and its
+    /// validators (the default).
+    #[default]
+    Allowlist,
+    /// No command is checked (the sandbox, when enabled, still applies).
+    Off,
+}
+
+/// `[policy]`: the command policy of the `Bash` tool.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// `"allowlist"` (default) or `"off"`.
+    pub mode: PolicyMode,
+    /// Command names allowed in addition to the built-in allowlist. A name with a
+    /// built-in validator keeps it; other names are allowed with any arguments.
+    pub allow: Vec<String>,
+    /// Command names removed from the allowlist (built-in or added).
+    pub deny: Vec<String>,
+    /// Packages `npx` / `npm exec` / `yarn dlx` / `pnpm dlx` may run, besides the
+    /// built-in list.
+    pub npx_packages: Vec<String>,
+    /// Process names `kill`/`pkill`/`killall` may target, besides the built-in
+    /// dev-server names (node, vite, python, uvicorn, ...).
+    pub dev_server_names: Vec<String>,
+    /// Environment variables removed from every agent process, besides the provider
+    /// API keys.
+    pub secret_env: Vec<String>,
+}
+
+/// Which network the sandboxed processes may reach.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxNetwork {
+    /// No restriction (the default: package installs need the network).
+    #[default]
+    Open,
+    /// TCP connections only to loopback ports; needs Landlock ABI 4 or later.
+    Loopback,
+}
+
+/// `[sandbox]`: the OS-level confinement of every process baton starts for the agent.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// Confine agent processes with Landlock and `no_new_privs` (Linux; a warning
+    /// where the kernel lacks Landlock).
+    pub enabled: bool,
+    /// `"open"` (default) or `"loopback"`.
+    pub network: SandboxNetwork,
+    /// Extra directories the agent's processes may write (absolute, or `~/...`).
+    pub writable: Vec<String>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            network: SandboxNetwork::Open,
+            writable: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Config;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn policy_and_sandbox_parse() {
+        let cfg = Config::from_toml_str(
+            "[policy]\nmode = \"off\"\nallow = [\"docker\"]\nnpx_packages = [\"cowsay\"]\n\
+             [sandbox]\nenabled = false\nnetwork = \"loopback\"\nwritable = [\"~/.gradle\"]\n",
+            "baton.toml",
+        )
+        .unwrap();
+        assert_eq!(cfg.policy.mode, PolicyMode::Off);
+        assert_eq!(cfg.policy.allow, vec!["docker".to_string()]);
+        assert_eq!(cfg.policy.npx_packages, vec!["cowsay".to_string()]);
+        assert_eq!(
+            cfg.sandbox,
+            SandboxConfig {
+                enabled: false,
+                network: SandboxNetwork::Loopback,
+                writable: vec!["~/.gradle".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn defaults_are_allowlist_and_sandbox_on() {
+        let cfg = Config::from_toml_str("", "baton.toml").unwrap();
+        assert_eq!(cfg.policy.mode, PolicyMode::Allowlist);
+        assert!(cfg.sandbox.enabled);
+        assert_eq!(cfg.sandbox.network, SandboxNetwork::Open);
+    }
+
+    #[test]
+    fn unknown_mode_names_the_line() {
+        let err = Config::from_toml_str("[policy]\nmode = \"strict\"\n", "baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(err.contains("allowlist"), "{err}");
+    }
+}
