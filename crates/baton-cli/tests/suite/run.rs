@@ -603,3 +603,83 @@ fn new_creates_a_project_and_refuses_to_overwrite_one() {
         stderr(&out)
     );
 }
+
+#[test]
+fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Bash",
+            json!({"command": "touch started; sleep 1; echo finished > done.txt"}),
+        ),
+        ("Bash", json!({"command": "echo never > never.txt"})),
+    ])));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let child = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = p.path().join("started");
+    let t0 = std::time::Instant::now();
+    while !started.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(started.exists());
+    let pid = child.id();
+    assert!(
+        Command::new("bash")
+            .args(["-c", &format!("kill -INT {pid}")])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    // The call in flight finished; the next one never ran; gates ran; nothing pending.
+    assert_eq!(p.file("done.txt"), "finished\n");
+    assert!(!p.path().join("never.txt").exists());
+    let s = state(&p);
+    assert_eq!(s["in_progress"], Value::Null);
+    assert_eq!(s["sessions"][1]["outcome"], "interrupted");
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    assert!(
+        stderr(&out).contains("interrupted; `baton run` again resumes"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn dev_servers_live_across_sessions_and_stop_when_the_run_ends() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "sleep 300 > /dev/null 2>&1 & echo $! > server.pid; echo 'server.pid' >> .gitignore"}),
+    )));
+    steps.push(Step::Reply(Reply::text("Server started.")));
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "kill -0 $(cat server.pid) && echo alive"}),
+    )));
+    steps.push(Step::Reply(Reply::text("Still up.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let alive = tool_results(Wire::Anthropic, &server.requests()[5].body);
+    assert_eq!(alive[0].1, "alive\nExit code: 0");
+    assert!(
+        stderr(&out).contains("stopped 1 process group(s) started during the run"),
+        "{}",
+        stderr(&out)
+    );
+    let pid = p.file("server.pid").trim().to_string();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.contains(") Z"),
+        "still running: {stat}"
+    );
+}
