@@ -13,9 +13,11 @@ use crate::state::State;
 /// Lines of the progress notes' tail shown.
 const NOTES_LINES: usize = 40;
 /// Bytes of the notes' tail shown at most.
-const NOTES_BYTES: usize = 2_400;
-/// Failing features listed.
+const NOTES_BYTES: usize = 2_000;
+/// Failing features listed (the first with its steps, the rest one line each).
 const NEXT_FEATURES: usize = 5;
+/// Steps of the first failing feature shown.
+const STEPS_SHOWN: usize = 10;
 
 fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -127,22 +129,32 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
     if failing.is_empty() {
         let _ = writeln!(b, "- None: every feature passes.");
     }
-    for (i, f) in failing {
+    for (k, (i, f)) in failing.into_iter().enumerate() {
+        if k > 0 {
+            let _ = writeln!(
+                b,
+                "{}. [{}] {}",
+                i + 1,
+                f.category,
+                cut(&f.description, 120)
+            );
+            continue;
+        }
         let _ = writeln!(
             b,
             "{}. [{}] {}",
             i + 1,
             f.category,
-            cut(&f.description, 200)
+            cut(&f.description, 300)
         );
-        for s in f.steps.iter().take(8) {
+        for s in f.steps.iter().take(STEPS_SHOWN) {
             let _ = writeln!(b, "   - {}", cut(s, 140));
         }
-        if f.steps.len() > 8 {
+        if f.steps.len() > STEPS_SHOWN {
             let _ = writeln!(
                 b,
                 "   - … {} more steps in the feature list",
-                f.steps.len() - 8
+                f.steps.len() - STEPS_SHOWN
             );
         }
     }
