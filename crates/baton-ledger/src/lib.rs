@@ -108,6 +108,21 @@ fn element_offsets(text: &str) -> Vec<usize> {
     out
 }
 
+/// The line where top-level element `index` starts, computed when asked.
+#[derive(Clone, Copy)]
+struct LazyLine<'a> {
+    text: &'a str,
+    index: usize,
+}
+
+impl LazyLine<'_> {
+    fn get(self) -> usize {
+        element_offsets(self.text)
+            .get(self.index)
+            .map_or(1, |&o| line_of(self.text, o))
+    }
+}
+
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
@@ -121,21 +136,21 @@ impl FeatureList {
             column: e.column(),
             message: e.to_string(),
         })?;
-        let shape = |line: usize, message: String| LedgerError::Shape {
+        let shape = |line: LazyLine<'_>, message: String| LedgerError::Shape {
             path: path.to_string(),
-            line,
+            line: line.get(),
             message,
         };
         let Value::Array(items) = value else {
             return Err(shape(
-                1,
+                LazyLine { text: "", index: 0 },
                 "the feature list must be a JSON array of feature objects".into(),
             ));
         };
-        let offsets = element_offsets(text);
         let mut features = Vec::with_capacity(items.len());
         for (i, item) in items.into_iter().enumerate() {
-            let line = offsets.get(i).map_or(1, |&o| line_of(text, o));
+            // Positions are only worked out for an error: parsing stays linear.
+            let line = LazyLine { text, index: i };
             let n = i + 1;
             let Value::Object(fields) = item else {
                 return Err(shape(line, format!("feature {n} is not an object")));
@@ -300,6 +315,15 @@ fn diff_fields(a: &Map<String, Value>, b: &Map<String, Value>) -> String {
         .join(", ")
 }
 
+/// Whether two features are equal in everything but `passes`, without copying them.
+fn same_content(a: &Feature, b: &Feature) -> bool {
+    let count = |f: &Feature| f.fields.len() - usize::from(f.fields.contains_key("passes"));
+    count(a) == count(b)
+        && a.fields
+            .iter()
+            .all(|(k, v)| k == "passes" || b.fields.get(k) == Some(v))
+}
+
 /// Compare `current_text` with `accepted`. Only `passes` may change: a feature keeps
 /// the flip of the current feature with exactly its content (at the same position, or
 /// anywhere if the list was reordered); anything else is restored from `accepted`.
@@ -315,38 +339,40 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
             };
         }
     };
-    let mut list = accepted.clone();
+    let mut passes: Vec<bool> = accepted.features.iter().map(|f| f.passes).collect();
     let mut violations = Vec::new();
     let n = accepted.features.len();
-    let contents: Vec<Map<String, Value>> =
-        accepted.features.iter().map(Feature::content).collect();
-    let current_contents: Vec<Map<String, Value>> =
-        current.features.iter().map(Feature::content).collect();
     let mut used = vec![false; current.features.len()];
     let mut matched: Vec<Option<usize>> = vec![None; n];
     // 1: unchanged in place; 2: unchanged elsewhere (moved); 3: what is left, by position.
     for i in 0..n {
-        if current_contents.get(i) == Some(&contents[i]) {
+        if current
+            .features
+            .get(i)
+            .is_some_and(|c| same_content(&accepted.features[i], c))
+        {
             matched[i] = Some(i);
             used[i] = true;
         }
     }
     // Unused current features by content, so moves are found in linear time.
+    let key = |f: &Feature| Value::Object(f.content()).to_string();
     let mut by_content: std::collections::HashMap<String, std::collections::VecDeque<usize>> =
         std::collections::HashMap::new();
-    for (j, c) in current_contents.iter().enumerate() {
-        if !used[j] {
-            by_content
-                .entry(Value::Object(c.clone()).to_string())
-                .or_default()
-                .push_back(j);
+    if matched.iter().any(Option::is_none) {
+        for (j, c) in current.features.iter().enumerate() {
+            if !used[j] {
+                by_content.entry(key(c)).or_default().push_back(j);
+            }
         }
     }
     let mut moved = 0;
     let unmatched: Vec<usize> = (0..n).filter(|&i| matched[i].is_none()).collect();
     for i in unmatched {
-        let key = Value::Object(contents[i].clone()).to_string();
-        if let Some(j) = by_content.get_mut(&key).and_then(|q| q.pop_front()) {
+        if let Some(j) = by_content
+            .get_mut(&key(&accepted.features[i]))
+            .and_then(|q| q.pop_front())
+        {
             matched[i] = Some(j);
             used[j] = true;
             moved += 1;
@@ -354,7 +380,7 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
     }
     for i in 0..n {
         match matched[i] {
-            Some(j) => list.features[i].passes = current.features[j].passes,
+            Some(j) => passes[i] = current.features[j].passes,
             None if i < used.len() && !used[i] => {
                 used[i] = true;
                 violations.push(Violation::Edited(
@@ -376,12 +402,23 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
     if moved > 0 && violations.is_empty() {
         violations.push(Violation::Reordered(moved));
     }
-    let flipped = (0..list.features.len())
-        .filter(|&i| list.features[i].passes && !accepted.features[i].passes)
+    let flipped = (0..n)
+        .filter(|&i| passes[i] && !accepted.features[i].passes)
         .collect();
-    let unflipped = (0..list.features.len())
-        .filter(|&i| !list.features[i].passes && accepted.features[i].passes)
+    let unflipped = (0..n)
+        .filter(|&i| !passes[i] && accepted.features[i].passes)
         .collect();
+    // Without violations the current list is the accepted one with its flips: keep it
+    // instead of copying the accepted one.
+    let list = if violations.is_empty() {
+        current
+    } else {
+        let mut list = accepted.clone();
+        for (f, p) in list.features.iter_mut().zip(passes) {
+            f.passes = p;
+        }
+        list
+    };
     Reconciled {
         list,
         flipped,
