@@ -64,10 +64,8 @@ fn project_dir(dir: &Path) -> anyhow::Result<PathBuf> {
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let dir = project_dir(&args.dir)?;
     let cfg = Config::load(&dir)?;
-    if let Some(p) = args.pause {
-        if !(p.is_finite() && p >= 0.0) {
-            bail!("--pause must be a non-negative number of seconds");
-        }
+    if args.pause.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
+        bail!("--pause must be a non-negative number of seconds");
     }
     let has_list = dir.join(&cfg.project.feature_list).exists()
         || dir.join(".baton/accepted_feature_list.json").exists();

@@ -38,34 +38,40 @@ impl FeatureListGuard<'_> {
     }
 }
 
+impl FeatureListGuard<'_> {
+    /// Why this call may not run, if it writes more than `passes` into the list.
+    fn refusal(&self, tool: &str, input: &Value) -> Option<String> {
+        if !matches!(tool, "Write" | "Edit") {
+            return None;
+        }
+        let target = paths::resolve(&self.project, input["file_path"].as_str()?);
+        let list_path = self.project.join(&self.feature_list);
+        if target != list_path {
+            return None;
+        }
+        let current = std::fs::read_to_string(&list_path).unwrap_or_default();
+        let base = FeatureList::parse(&current, &self.feature_list).ok()?;
+        let next = self.proposed(tool, input, &current)?;
+        let r = reconcile(&base, &next, &self.feature_list);
+        if r.violations.is_empty() {
+            return None;
+        }
+        let what: Vec<String> = r.violations.iter().map(ToString::to_string).collect();
+        Some(format!(
+            "{} may only change in \"passes\", and this {tool} would also change more: {}. \
+             To record a feature you verified end to end, change only its \"passes\" from false to true \
+             (for example with Edit on that feature's \"passes\" line).",
+            self.feature_list,
+            what.join("; ")
+        ))
+    }
+}
+
 impl ToolGate for FeatureListGuard<'_> {
     fn check(&self, tool: &str, input: &Value) -> GateDecision {
-        if matches!(tool, "Write" | "Edit") {
-            if let Some(fp) = input["file_path"].as_str() {
-                let target = paths::resolve(&self.project, fp);
-                let list_path = self.project.join(&self.feature_list);
-                if target == list_path {
-                    let current = std::fs::read_to_string(&list_path).unwrap_or_default();
-                    if let (Ok(base), Some(next)) = (
-                        FeatureList::parse(&current, &self.feature_list),
-                        self.proposed(tool, input, &current),
-                    ) {
-                        let r = reconcile(&base, &next, &self.feature_list);
-                        if !r.violations.is_empty() {
-                            let what: Vec<String> =
-                                r.violations.iter().map(ToString::to_string).collect();
-                            return GateDecision::Refuse(format!(
-                                "{} may only change in \"passes\", and this {tool} would also change more: {}. \
-                                 To record a feature you verified end to end, change only its \"passes\" from false to true \
-                                 (for example with Edit on that feature's \"passes\" line).",
-                                self.feature_list,
-                                what.join("; ")
-                            ));
-                        }
-                    }
-                }
-            }
+        match self.refusal(tool, input) {
+            Some(reason) => GateDecision::Refuse(reason),
+            None => self.inner.check(tool, input),
         }
-        self.inner.check(tool, input)
     }
 }

@@ -189,11 +189,7 @@ fn cut(s: &str, max: usize) -> String {
 /// The status as text that fits 100 columns.
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
-    let pct = if s.total > 0 {
-        s.passing * 100 / s.total
-    } else {
-        0
-    };
+    let pct = (s.passing * 100).checked_div(s.total).unwrap_or(0);
     let _ = writeln!(o, "{}", cut(&s.project, 100));
     let _ = writeln!(o, "features  {}/{} passing ({pct}%)", s.passing, s.total);
     for c in &s.categories {
