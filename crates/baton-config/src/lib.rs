@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod policy;
+mod verify;
 pub use policy::*;
+pub use verify::*;
 
 /// File name of the project configuration inside a project directory.
 pub const CONFIG_FILE: &str = "baton.toml";
@@ -71,6 +73,12 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// OS-level confinement of the agent's processes.
     pub sandbox: SandboxConfig,
+    /// Checks baton runs itself, and the independent verifier.
+    pub verify: VerifyConfig,
+    /// The built-in browser (Playwright MCP with the system Chromium).
+    pub browser: BrowserConfig,
+    /// MCP servers started for each run, by name.
+    pub mcp: BTreeMap<String, McpServerConfig>,
 }
 
 /// The handoff files (DESIGN §2). The defaults are the pattern's well-known names, so
@@ -90,6 +98,9 @@ pub struct ProjectConfig {
     pub features: u32,
     /// Fewest features baton accepts from the initializer.
     pub min_features: u32,
+    /// What is built: `web` (verified in a browser), `cli`, `library` or `service`
+    /// (verified through commands).
+    pub kind: String,
 }
 
 impl Default for ProjectConfig {
@@ -101,6 +112,7 @@ impl Default for ProjectConfig {
             init_script: "init.sh".into(),
             features: 200,
             min_features: 20,
+            kind: "web".into(),
         }
     }
 }
@@ -295,6 +307,27 @@ impl Config {
         ] {
             if v.is_empty() || v.starts_with('/') || v.split('/').any(|c| c == "..") {
                 return Err(invalid(field, "must be a relative path inside the project"));
+            }
+        }
+        if !["web", "cli", "library", "service"].contains(&self.project.kind.as_str()) {
+            return Err(invalid(
+                "project.kind",
+                &format!(
+                    "unknown kind {:?}; expected \"web\", \"cli\", \"library\" or \"service\"",
+                    self.project.kind
+                ),
+            ));
+        }
+        for name in self.mcp.keys() {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(invalid(
+                    &format!("mcp.{name}"),
+                    "server names may use letters, digits, - and _ only",
+                ));
             }
         }
         if self.project.min_features > self.project.features {

@@ -1,0 +1,76 @@
+//! `[verify]`, `[browser]` and `[mcp.<name>]`: how baton checks the agent's claims.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// Checks baton runs itself, and the independent verifier.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifyConfig {
+    /// Seconds one `verify` command may run.
+    pub timeout_secs: u64,
+    /// Seconds the regression sweep before each coding session may take in all.
+    pub sweep_secs: u64,
+    /// Run `init.sh` before running checks (so servers are up).
+    pub run_init: bool,
+    /// After each coding session, a fresh verifier session re-walks the new flips.
+    pub agent: bool,
+    /// Model of the verifier (default: the coder's).
+    pub model: Option<String>,
+    /// Turns the verifier may take.
+    pub max_turns: u32,
+}
+
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        Self {
+            timeout_secs: 120,
+            sweep_secs: 300,
+            run_init: true,
+            agent: false,
+            model: None,
+            max_turns: 60,
+        }
+    }
+}
+
+/// The built-in browser: the Playwright MCP server driving the system Chromium.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BrowserConfig {
+    /// Offer the browser tools (`mcp__playwright__*`).
+    pub enabled: bool,
+    /// The Chromium binary.
+    pub chromium: String,
+    /// How to start the Playwright MCP server (command and arguments before baton's own).
+    pub command: Vec<String>,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            chromium: "/usr/bin/chromium".into(),
+            command: vec![
+                "npx".into(),
+                "--no-install".into(),
+                "@playwright/mcp".into(),
+            ],
+        }
+    }
+}
+
+/// One MCP server started for the run; its tools are offered as `mcp__<name>__<tool>`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Program to run.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
