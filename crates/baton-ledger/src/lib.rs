@@ -288,6 +288,8 @@ pub struct Reconciled {
     pub unflipped: Vec<usize>,
     /// What changed that may not change.
     pub violations: Vec<Violation>,
+    /// Features (0-based) that gained a `verify` command.
+    pub verify_added: Vec<usize>,
 }
 
 impl Reconciled {
@@ -305,7 +307,7 @@ fn diff_fields(a: &Map<String, Value>, b: &Map<String, Value>) -> String {
         }
     }
     for k in b.keys() {
-        if k != "passes" && !a.contains_key(k) {
+        if k != "passes" && k != VERIFY && !a.contains_key(k) {
             keys.push(k);
         }
     }
@@ -316,13 +318,19 @@ fn diff_fields(a: &Map<String, Value>, b: &Map<String, Value>) -> String {
 }
 
 /// Whether two features are equal in everything but `passes`, without copying them.
+/// A `verify` command may be added to a feature that has none (an agent records
+/// how its flip can be re-checked); changing or removing one is an edit.
 fn same_content(a: &Feature, b: &Feature) -> bool {
-    let count = |f: &Feature| f.fields.len() - usize::from(f.fields.contains_key("passes"));
+    let free = |k: &str| k == "passes" || (k == VERIFY && !a.fields.contains_key(VERIFY));
+    let count = |f: &Feature| f.fields.keys().filter(|k| !free(k)).count();
     count(a) == count(b)
         && a.fields
             .iter()
-            .all(|(k, v)| k == "passes" || b.fields.get(k) == Some(v))
+            .all(|(k, v)| free(k) || b.fields.get(k) == Some(v))
 }
+
+/// The key of the optional check command of a feature.
+pub const VERIFY: &str = "verify";
 
 /// Compare `current_text` with `accepted`. Only `passes` may change: a feature keeps
 /// the flip of the current feature with exactly its content (at the same position, or
@@ -336,10 +344,12 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
                 flipped: Vec::new(),
                 unflipped: Vec::new(),
                 violations: vec![Violation::Invalid(e.to_string())],
+                verify_added: Vec::new(),
             };
         }
     };
     let mut passes: Vec<bool> = accepted.features.iter().map(|f| f.passes).collect();
+    let mut verify_added: Vec<(usize, Value)> = Vec::new();
     let mut violations = Vec::new();
     let n = accepted.features.len();
     let mut used = vec![false; current.features.len()];
@@ -356,7 +366,11 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
         }
     }
     // Unused current features by content, so moves are found in linear time.
-    let key = |f: &Feature| Value::Object(f.content()).to_string();
+    let key = |f: &Feature| {
+        let mut c = f.content();
+        c.shift_remove(VERIFY);
+        Value::Object(c).to_string()
+    };
     let mut by_content: std::collections::HashMap<String, std::collections::VecDeque<usize>> =
         std::collections::HashMap::new();
     if matched.iter().any(Option::is_none) {
@@ -372,6 +386,7 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
         if let Some(j) = by_content
             .get_mut(&key(&accepted.features[i]))
             .and_then(|q| q.pop_front())
+            .filter(|&j| same_content(&accepted.features[i], &current.features[j]))
         {
             matched[i] = Some(j);
             used[j] = true;
@@ -380,7 +395,14 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
     }
     for i in 0..n {
         match matched[i] {
-            Some(j) => passes[i] = current.features[j].passes,
+            Some(j) => {
+                passes[i] = current.features[j].passes;
+                if !accepted.features[i].fields.contains_key(VERIFY) {
+                    if let Some(v) = current.features[j].fields.get(VERIFY) {
+                        verify_added.push((i, v.clone()));
+                    }
+                }
+            }
             None if i < used.len() && !used[i] => {
                 used[i] = true;
                 violations.push(Violation::Edited(
@@ -417,13 +439,18 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
         for (f, p) in list.features.iter_mut().zip(passes) {
             f.passes = p;
         }
+        for (i, v) in &verify_added {
+            list.features[*i].fields.insert(VERIFY.into(), v.clone());
+        }
         list
     };
+    let verify_added = verify_added.into_iter().map(|(i, _)| i).collect();
     Reconciled {
         list,
         flipped,
         unflipped,
         violations,
+        verify_added,
     }
 }
 
@@ -550,6 +577,52 @@ mod tests {
             acc.to_json()
         );
         let r = reconcile(&acc, &text.replace("\"true\"", "\"false\""), "f.json");
+        assert_eq!(
+            r.violations,
+            vec![Violation::Edited(1, "\"verify\"".into())]
+        );
+    }
+
+    #[test]
+    fn a_verify_command_may_be_added_but_not_changed_or_removed() {
+        let with = f("a", true).replace("\"passes\"", "\"verify\":\"test -f a\",\"passes\"");
+        let r = reconcile(
+            &accepted(),
+            &list(&[with.clone(), f("b", false), f("c", true)]),
+            "f.json",
+        );
+        assert_eq!(r.violations, vec![]);
+        assert_eq!(
+            (r.flipped.clone(), r.verify_added.clone()),
+            (vec![0], vec![0])
+        );
+        assert_eq!(r.list.features[0].fields["verify"], "test -f a");
+        // Added alongside a violation elsewhere: kept in the restored list.
+        let r = reconcile(
+            &accepted(),
+            &list(&[with.clone(), f("B", false), f("c", true)]),
+            "f.json",
+        );
+        assert_eq!(r.list.features[0].fields["verify"], "test -f a");
+        assert_eq!(r.verify_added, vec![0]);
+        // Once accepted, it is content like any other key.
+        let acc = r.list;
+        let weaker = with.replace("test -f a", "true");
+        let r = reconcile(
+            &acc,
+            &list(&[weaker, f("b", false), f("c", true)]),
+            "f.json",
+        );
+        assert_eq!(
+            r.violations,
+            vec![Violation::Edited(1, "\"verify\"".into())]
+        );
+        assert_eq!(r.list.features[0].fields["verify"], "test -f a");
+        let r = reconcile(
+            &acc,
+            &list(&[f("a", true), f("b", false), f("c", true)]),
+            "f.json",
+        );
         assert_eq!(
             r.violations,
             vec![Violation::Edited(1, "\"verify\"".into())]
