@@ -397,10 +397,10 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
         match matched[i] {
             Some(j) => {
                 passes[i] = current.features[j].passes;
-                if !accepted.features[i].fields.contains_key(VERIFY) {
-                    if let Some(v) = current.features[j].fields.get(VERIFY) {
-                        verify_added.push((i, v.clone()));
-                    }
+                if !accepted.features[i].fields.contains_key(VERIFY)
+                    && let Some(v) = current.features[j].fields.get(VERIFY)
+                {
+                    verify_added.push((i, v.clone()));
                 }
             }
             None if i < used.len() && !used[i] => {
