@@ -110,6 +110,8 @@ pub trait Observer: Send + Sync {
     fn tool_start(&self, _name: &str, _input: &Value) {}
     /// A tool call ended.
     fn tool_end(&self, _name: &str, _output: &ToolOutput, _refused: bool, _took: Duration) {}
+    /// A model turn was answered: its tokens and cost (this turn's, not the session's).
+    fn turn_end(&self, _turn: u32, _usage: &Usage, _cost_usd: f64) {}
 }
 
 /// An observer that ignores everything.
@@ -337,6 +339,7 @@ impl Session<'_> {
                 usage: resp.usage,
                 cost_usd: cost,
             })?;
+            self.observer.turn_end(turn, &resp.usage, cost);
             let text = resp.text();
             if !text.trim().is_empty() {
                 self.observer.assistant_text(
