@@ -63,6 +63,10 @@ impl RunEnd {
 pub trait Reporter: Send + Sync {
     /// One line for people.
     fn line(&self, text: &str);
+    /// A session is starting (its `line` is also sent).
+    fn session_start(&self, _number: u32, _kind: SessionKind) {}
+    /// A session was recorded, gates included; `passing` of `total` features pass now.
+    fn session_end(&self, _record: &SessionRecord, _passing: usize, _total: usize) {}
 }
 
 /// One `baton run` over a project.
@@ -254,6 +258,7 @@ impl Runner<'_> {
         };
         self.reporter
             .line(&format!("── session {number:04} · {} ──", kind.name()));
+        self.reporter.session_start(number, kind);
         let guard = FeatureListGuard {
             inner: self.policy,
             project: dir.clone(),
@@ -342,6 +347,7 @@ impl Runner<'_> {
         let g = &record.gates;
         let passing = accepted.as_ref().map_or(0, FeatureList::passing);
         let total = accepted.as_ref().map_or(0, |l| l.features.len());
+        self.reporter.session_end(&record, passing, total);
         let mut line = format!(
             "session {:04} {} · {} · {} turns · {} tokens · ${:.4} · passing {passing}/{total}",
             record.number,
