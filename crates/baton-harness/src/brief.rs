@@ -9,6 +9,7 @@ use baton_ledger::FeatureList;
 use crate::files::Files;
 use crate::git;
 use crate::state::State;
+use crate::verify::CheckRun;
 
 /// Lines of the progress notes' tail shown.
 const NOTES_LINES: usize = 40;
@@ -28,7 +29,13 @@ fn cut(s: &str, max: usize) -> String {
 }
 
 /// The brief for session `number`.
-pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> String {
+pub fn brief(
+    files: &Files,
+    list: &FeatureList,
+    state: &State,
+    number: u32,
+    sweep: Option<&CheckRun>,
+) -> String {
     let mut b = String::new();
     let total = list.features.len();
     let _ = writeln!(b, "# Brief from baton (session {number})\n");
@@ -78,6 +85,29 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
                     files.names.feature_list
                 );
             }
+            for f in &g.verify_failed {
+                let _ = writeln!(
+                    b,
+                    "- The flip of #{} was REVERTED: its verify command `{}` failed: {}",
+                    f.feature,
+                    cut(&f.command, 100),
+                    cut(&one_line(&f.reason), 300)
+                );
+            }
+            if !g.verified.is_empty() {
+                let _ = writeln!(
+                    b,
+                    "- Confirmed by their verify commands: {}.",
+                    nums(&g.verified)
+                );
+            }
+            for (n, why) in &g.verifier_rejected {
+                let _ = writeln!(
+                    b,
+                    "- The independent verifier REJECTED #{n} and its flip was reverted: {}",
+                    cut(&one_line(why), 300)
+                );
+            }
             if !g.leftover_files.is_empty() {
                 let shown: Vec<&str> = g
                     .leftover_files
@@ -112,6 +142,41 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
                     g.refusals
                 );
             }
+        }
+    }
+
+    if let Some(run) = sweep {
+        let _ = writeln!(b, "\n## Regression sweep baton ran just now");
+        if let Some(e) = &run.init_error {
+            let _ = writeln!(
+                b,
+                "- ./{} failed: {}",
+                files.names.init_script,
+                cut(&one_line(e), 300)
+            );
+        }
+        if run.failed.is_empty() {
+            let _ = writeln!(
+                b,
+                "- {} passing feature(s) re-checked with their verify commands: all still pass.",
+                run.passed.len()
+            );
+        }
+        for f in &run.failed {
+            let _ = writeln!(
+                b,
+                "- #{} BROKE and was set back to failing: `{}` failed: {}. Fix it first.",
+                f.feature,
+                cut(&f.command, 100),
+                cut(&one_line(&f.reason), 300)
+            );
+        }
+        if !run.skipped.is_empty() {
+            let _ = writeln!(
+                b,
+                "- {} check(s) not run: the sweep's time box ran out.",
+                run.skipped.len()
+            );
         }
     }
 
@@ -184,6 +249,10 @@ pub fn brief(files: &Files, list: &FeatureList, state: &State, number: u32) -> S
         let _ = writeln!(b, "{tail}");
     }
     b
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn nums(v: &[usize]) -> String {

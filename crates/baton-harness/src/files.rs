@@ -115,4 +115,7 @@ pub struct LedgerEntry {
     /// The commit that holds it, where there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// Evidence files of the session (relative to the project), for flips.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
 }

@@ -1,5 +1,6 @@
 //! The checks after every session (DESIGN §3), in order: the feature-list ledger,
-//! the clean tree, the progress notes, and baton's own commit of any restore.
+//! the verify commands of new flips, the clean tree and the progress notes, and
+//! baton's own commit of anything it changed in the feature list.
 
 use baton_agent::transcript::now_ms;
 use baton_ledger::{FeatureList, reconcile};
@@ -8,17 +9,30 @@ use serde::{Deserialize, Serialize};
 use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry};
 use crate::git;
+use crate::verify::{CheckFailure, CheckRun, Checker};
 
 /// What the gates found after one session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GateReport {
-    /// Features (1-based) newly passing.
+    /// Features (1-based) newly passing, after every check.
     pub flipped: Vec<usize>,
-    /// Features (1-based) set back to failing.
+    /// Features (1-based) set back to failing by the session itself.
     pub unflipped: Vec<usize>,
     /// Changes to the feature list that were not allowed, and were undone.
     pub violations: Vec<String>,
-    /// The commit in which baton restored the feature list.
+    /// New flips whose `verify` command failed, and were reverted.
+    #[serde(default)]
+    pub verify_failed: Vec<CheckFailure>,
+    /// New flips confirmed by their `verify` command.
+    #[serde(default)]
+    pub verified: Vec<usize>,
+    /// Features that gained a `verify` command.
+    #[serde(default)]
+    pub verify_added: Vec<usize>,
+    /// The independent verifier's rejections (feature, reason), reverted.
+    #[serde(default)]
+    pub verifier_rejected: Vec<(usize, String)>,
+    /// The commit in which baton restored or corrected the feature list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_commit: Option<String>,
     /// Files the session left uncommitted.
@@ -30,44 +44,70 @@ pub struct GateReport {
     pub notes_updated: bool,
     /// Tool calls refused during the session.
     pub refusals: u32,
+    /// Evidence files kept for the session (relative to the project).
+    #[serde(default)]
+    pub evidence: Vec<String>,
 }
 
 impl GateReport {
     /// Whether anything needs the next session's attention.
     pub fn has_findings(&self) -> bool {
         !self.violations.is_empty()
+            || !self.verify_failed.is_empty()
+            || !self.verifier_rejected.is_empty()
             || !self.leftover_files.is_empty()
             || !self.notes_updated
             || !self.unflipped.is_empty()
     }
 }
 
-/// Run the gates after session `session`. `accepted` is the last accepted feature list
-/// (`None` after an initializer, which has none yet); returns the report and the new
-/// accepted list.
-pub fn run(
-    files: &Files,
-    session: u32,
-    accepted: Option<&FeatureList>,
-    notes_before: &str,
-) -> Result<(GateReport, Option<FeatureList>), HarnessError> {
-    let mut report = GateReport::default();
-    let fl_name = files.names.feature_list.clone();
-    let fl_path = files.feature_list();
+/// The gates of one session, run step by step.
+pub struct Gates<'a> {
+    /// Project files.
+    pub files: &'a Files,
+    /// The session just ended.
+    pub session: u32,
+    /// What was found so far.
+    pub report: GateReport,
+    /// The feature list as it must now be (None before an initializer produced one).
+    pub list: Option<FeatureList>,
+    /// Whether baton changed the feature list and must commit it.
+    changed: bool,
+    /// Why baton changed it, for its commit message.
+    reasons: Vec<String>,
+}
 
-    // 1. Ledger: only `passes` may change.
-    let mut new_accepted = accepted.cloned();
-    let mut restored = false;
-    if let Some(acc) = accepted {
+impl<'a> Gates<'a> {
+    /// Step 1, the ledger: compare with `accepted` (none after an initializer) and
+    /// restore anything but legal flips.
+    pub fn ledger(
+        files: &'a Files,
+        session: u32,
+        accepted: Option<&FeatureList>,
+    ) -> Result<Self, HarnessError> {
+        let mut g = Self {
+            files,
+            session,
+            report: GateReport::default(),
+            list: None,
+            changed: false,
+            reasons: Vec::new(),
+        };
+        let Some(acc) = accepted else {
+            return Ok(g);
+        };
+        let fl_name = &files.names.feature_list;
+        let fl_path = files.feature_list();
         let text = match std::fs::read_to_string(&fl_path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(io(&fl_path)(e)),
         };
-        let r = reconcile(acc, &text, &fl_name);
-        report.flipped = r.flipped.iter().map(|i| i + 1).collect();
-        report.unflipped = r.unflipped.iter().map(|i| i + 1).collect();
-        report.violations = r
+        let r = reconcile(acc, &text, fl_name);
+        g.report.flipped = r.flipped.iter().map(|i| i + 1).collect();
+        g.report.unflipped = r.unflipped.iter().map(|i| i + 1).collect();
+        g.report.verify_added = r.verify_added.iter().map(|i| i + 1).collect();
+        g.report.violations = r
             .violations
             .iter()
             .map(|v| {
@@ -79,96 +119,169 @@ pub fn run(
             })
             .collect();
         if r.needs_restore() {
-            std::fs::write(&fl_path, r.list.to_json()).map_err(io(&fl_path))?;
-            restored = true;
+            g.changed = true;
+            g.reasons
+                .extend(g.report.violations.iter().map(|v| format!("undid: {v}")));
         }
-        new_accepted = Some(r.list);
+        g.list = Some(r.list);
+        Ok(g)
     }
 
-    // 2. (Verification of flips comes with the verify issue.)
+    /// Step 2, verify: run the `verify` command of every new flip; revert those that fail.
+    pub async fn verify(&mut self, checker: &Checker<'_>) {
+        let Some(list) = &self.list else { return };
+        let new: Vec<usize> = self.report.flipped.iter().map(|n| n - 1).collect();
+        let run: CheckRun = checker.run(list, &new, None).await;
+        self.report.verified = run.passed.clone();
+        for f in &run.failed {
+            self.reasons.push(format!(
+                "reverted the flip of feature {}: its verify command failed",
+                f.feature
+            ));
+        }
+        let failed: Vec<usize> = run.failed.iter().map(|f| f.feature).collect();
+        self.revert(&failed);
+        self.report.verify_failed = run.failed;
+    }
 
-    // 3. Clean tree: commit what the session left, nothing discarded.
-    let dirty = git::dirty_paths(&files.dir)?;
-    let leftovers: Vec<String> = dirty
-        .into_iter()
-        .filter(|p| !(restored && *p == fl_name))
-        .collect();
-    if !leftovers.is_empty() {
-        let shown: Vec<&str> = leftovers.iter().take(20).map(String::as_str).collect();
-        let more = leftovers.len().saturating_sub(shown.len());
-        let msg = format!(
-            "baton: commit work session {session} left uncommitted\n\nThe session ended with uncommitted changes; baton committed them so nothing is lost.\n\n{}{}",
-            shown.iter().map(|p| format!("- {p}\n")).collect::<String>(),
-            if more > 0 {
-                format!("- … and {more} more\n")
-            } else {
-                String::new()
+    /// Set features (1-based) back to failing, as baton's decision.
+    pub fn revert(&mut self, features: &[usize]) {
+        let Some(list) = &mut self.list else { return };
+        for &n in features {
+            if let Some(f) = list.features.get_mut(n - 1) {
+                f.passes = false;
+                self.changed = true;
             }
-        );
-        let exclude: Vec<&str> = if restored {
-            vec![fl_name.as_str()]
-        } else {
-            vec![]
-        };
-        report.leftover_commit = git::commit(&files.dir, &msg, &[], &exclude)?;
-        report.leftover_files = leftovers;
+        }
+        self.report.flipped.retain(|n| !features.contains(n));
     }
 
-    // Progress notes: the session must leave notes for the next.
-    let notes_now = files.read_notes();
-    report.notes_updated = !notes_now.trim().is_empty() && notes_now != notes_before;
-
-    // 4. Baton's own commit of the restore.
-    if restored {
-        let msg = format!(
-            "baton: restore {fl_name} after session {session}\n\nOnly \"passes\" may change in {fl_name}; baton undid:\n{}",
-            report
-                .violations
-                .iter()
-                .map(|v| format!("- {v}\n"))
-                .collect::<String>()
-        );
-        report.restore_commit = git::commit(&files.dir, &msg, &[fl_name.as_str()], &[])?;
+    /// Record that the verifier rejected `rejections` (feature, reason) and revert them.
+    pub fn reject(&mut self, rejections: Vec<(usize, String)>) {
+        let features: Vec<usize> = rejections.iter().map(|r| r.0).collect();
+        for (n, _) in &rejections {
+            self.reasons.push(format!(
+                "reverted the flip of feature {n}: the independent verifier rejected it"
+            ));
+        }
+        self.revert(&features);
+        self.report.verifier_rejected.extend(rejections);
     }
 
-    // The record: every flip and every violation in the ledger.
-    let head = git::head(&files.dir);
-    if let Some(list) = &new_accepted {
+    /// Steps 3 and 4: write the list baton decided, commit what the session left
+    /// uncommitted (nothing discarded), check the notes, commit baton's own changes,
+    /// and record everything in the ledger and the accepted copy.
+    pub fn finish(
+        mut self,
+        notes_before: &str,
+    ) -> Result<(GateReport, Option<FeatureList>), HarnessError> {
+        let files = self.files;
+        let fl_name = files.names.feature_list.clone();
+        if self.changed {
+            if let Some(list) = &self.list {
+                let p = files.feature_list();
+                std::fs::write(&p, list.to_json()).map_err(io(&p))?;
+            }
+        }
+        let dirty = git::dirty_paths(&files.dir)?;
+        let leftovers: Vec<String> = dirty
+            .into_iter()
+            .filter(|p| !(self.changed && *p == fl_name))
+            .collect();
+        if !leftovers.is_empty() {
+            let shown: Vec<&str> = leftovers.iter().take(20).map(String::as_str).collect();
+            let more = leftovers.len().saturating_sub(shown.len());
+            let msg = format!(
+                "baton: commit work session {} left uncommitted\n\nThe session ended with uncommitted changes; baton committed them so nothing is lost.\n\n{}{}",
+                self.session,
+                shown.iter().map(|p| format!("- {p}\n")).collect::<String>(),
+                if more > 0 {
+                    format!("- … and {more} more\n")
+                } else {
+                    String::new()
+                }
+            );
+            let exclude: Vec<&str> = if self.changed {
+                vec![fl_name.as_str()]
+            } else {
+                vec![]
+            };
+            self.report.leftover_commit = git::commit(&files.dir, &msg, &[], &exclude)?;
+            self.report.leftover_files = leftovers;
+        }
+        let notes_now = files.read_notes();
+        self.report.notes_updated = !notes_now.trim().is_empty() && notes_now != notes_before;
+        if self.changed {
+            let msg = format!(
+                "baton: correct {fl_name} after session {}\n\nOnly \"passes\" may change in {fl_name}, and only for features that pass their checks. baton:\n{}",
+                self.session,
+                self.reasons
+                    .iter()
+                    .map(|v| format!("- {v}\n"))
+                    .collect::<String>()
+            );
+            self.report.restore_commit = git::commit(&files.dir, &msg, &[fl_name.as_str()], &[])?;
+        }
+        if let Some(list) = &self.list {
+            self.record(list)?;
+            files.save_accepted(list)?;
+        }
+        Ok((self.report, self.list))
+    }
+
+    fn record(&self, list: &FeatureList) -> Result<(), HarnessError> {
+        let head = git::head(&self.files.dir);
+        let r = &self.report;
         let entry = |kind: &str, feature: Option<usize>, detail: String, commit: Option<String>| {
             LedgerEntry {
                 t_ms: now_ms(),
-                session,
+                session: self.session,
                 kind: kind.into(),
                 feature,
                 detail,
                 commit,
+                evidence: Vec::new(),
             }
         };
-        for &n in &report.flipped {
-            files.append_ledger(&entry(
-                "flip",
-                Some(n),
-                list.features[n - 1].description.clone(),
-                head.clone(),
+        let desc = |n: usize| {
+            list.features
+                .get(n - 1)
+                .map(|f| f.description.clone())
+                .unwrap_or_default()
+        };
+        for &n in &r.flipped {
+            let mut e = entry("flip", Some(n), desc(n), head.clone());
+            e.evidence = r.evidence.clone();
+            self.files.append_ledger(&e)?;
+        }
+        for &n in &r.unflipped {
+            self.files
+                .append_ledger(&entry("unflip", Some(n), desc(n), head.clone()))?;
+        }
+        for f in &r.verify_failed {
+            self.files.append_ledger(&entry(
+                "verify_failed",
+                Some(f.feature),
+                format!("{}: `{}` failed: {}", desc(f.feature), f.command, f.reason),
+                r.restore_commit.clone(),
             ))?;
         }
-        for &n in &report.unflipped {
-            files.append_ledger(&entry(
-                "unflip",
-                Some(n),
-                list.features[n - 1].description.clone(),
-                head.clone(),
+        for (n, why) in &r.verifier_rejected {
+            self.files.append_ledger(&entry(
+                "verifier_rejected",
+                Some(*n),
+                format!("{}: {why}", desc(*n)),
+                r.restore_commit.clone(),
             ))?;
         }
-        for v in &report.violations {
-            files.append_ledger(&entry(
+        for v in &r.violations {
+            self.files.append_ledger(&entry(
                 "violation",
                 None,
                 v.clone(),
-                report.restore_commit.clone(),
+                r.restore_commit.clone(),
             ))?;
         }
-        files.save_accepted(list)?;
+        Ok(())
     }
-    Ok((report, new_accepted))
 }

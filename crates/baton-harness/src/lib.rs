@@ -21,5 +21,6 @@ pub mod prompts;
 pub mod run;
 pub mod state;
 pub mod status;
+pub mod verify;
 
 pub use error::HarnessError;

@@ -16,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry};
-use crate::gates::{self, GateReport};
+use crate::gates::{GateReport, Gates};
 use crate::guard::FeatureListGuard;
 use crate::state::{InProgress, SessionKind, SessionRecord, State};
+use crate::verify::{self, CheckRun, Checker};
 use crate::{brief, git, prompts};
 
 /// Limits given on the command line; `None` falls back to `baton.toml`.
@@ -114,7 +115,7 @@ impl Runner<'_> {
                 ip.number,
                 ip.kind.name()
             ));
-            let f = self.finish(&ip, None, &mut accepted)?;
+            let f = self.finish(&ip, None, &mut accepted).await?;
             self.record(&mut state, f.record, &mut accepted)?;
         }
         let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
@@ -219,6 +220,7 @@ impl Runner<'_> {
                 list.passing()
             ),
             commit: git::head(&self.files.dir),
+            evidence: Vec::new(),
         })?;
         self.reporter.line(&format!(
             "adopted {}: {} features, {} passing",
@@ -239,12 +241,17 @@ impl Runner<'_> {
         let dir = &self.files.dir;
         let mut transcript = Transcript::create_next(dir)?;
         let number = transcript.number();
+        let sweep = match kind {
+            SessionKind::Coding => self.sweep(number, accepted).await?,
+            SessionKind::Initializer => None,
+        };
         let ip = InProgress {
             number,
             kind,
             started_ms: now_ms(),
             head_before: git::head(dir),
             notes_before: self.files.read_notes(),
+            sweep: sweep.clone(),
         };
         let mut saved = state.clone();
         saved.in_progress = Some(ip.clone());
@@ -252,7 +259,7 @@ impl Runner<'_> {
         let prompt = match (kind, accepted.as_ref()) {
             (SessionKind::Coding, Some(list)) => prompts::coding(
                 &self.files.names,
-                &brief::brief(&self.files, list, state, number),
+                &brief::brief(&self.files, list, state, number, sweep.as_ref()),
             ),
             _ => prompts::initializer(&self.files.names, problem),
         };
@@ -288,11 +295,93 @@ impl Runner<'_> {
             .run_until(&mut transcript, &system, &prompt, &self.stop)
             .await;
         let error = result.err();
-        self.finish(&ip, error, accepted)
+        self.finish(&ip, error, accepted).await
+    }
+
+    /// The checker for verify commands, through the run's tools and policy.
+    fn checker(&self) -> Checker<'_> {
+        let init = &self.files.names.init_script;
+        Checker {
+            tools: &self.tools,
+            policy: self.policy,
+            timeout: Duration::from_secs(self.cfg.verify.timeout_secs.max(1)),
+            init_script: (self.cfg.verify.run_init && self.files.dir.join(init).is_file())
+                .then(|| init.clone()),
+        }
+    }
+
+    /// The regression sweep: re-run the checks of every passing feature, in list
+    /// order and time-boxed, and set back whatever broke, in a commit of baton's.
+    async fn sweep(
+        &self,
+        number: u32,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<Option<CheckRun>, HarnessError> {
+        let Some(list) = accepted.as_mut() else {
+            return Ok(None);
+        };
+        let passing: Vec<usize> = (0..list.features.len())
+            .filter(|&i| list.features[i].passes && verify::command_of(list, i).is_some())
+            .collect();
+        if passing.is_empty() {
+            return Ok(None);
+        }
+        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
+        let run = self.checker().run(list, &passing, Some(budget)).await;
+        if run.failed.is_empty() {
+            self.reporter.line(&format!(
+                "sweep: {} passing feature(s) re-checked, all still pass",
+                run.passed.len()
+            ));
+            return Ok(Some(run));
+        }
+        for f in &run.failed {
+            list.features[f.feature - 1].passes = false;
+        }
+        let path = self.files.feature_list();
+        std::fs::write(&path, list.to_json()).map_err(io(&path))?;
+        let broke = run
+            .failed
+            .iter()
+            .map(|f| format!("#{}", f.feature))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let msg = format!(
+            "baton: regression sweep before session {number} set back {broke}\n\n{}",
+            run.failed
+                .iter()
+                .map(|f| format!("- feature {}: `{}` failed\n", f.feature, f.command))
+                .collect::<String>()
+        );
+        let commit = git::commit(
+            &self.files.dir,
+            &msg,
+            &[self.files.names.feature_list.as_str()],
+            &[],
+        )?;
+        for f in &run.failed {
+            self.files.append_ledger(&LedgerEntry {
+                t_ms: now_ms(),
+                session: number,
+                kind: "regression".into(),
+                feature: Some(f.feature),
+                detail: format!(
+                    "`{}` failed before session {number}: {}",
+                    f.command, f.reason
+                ),
+                commit: commit.clone(),
+                evidence: Vec::new(),
+            })?;
+        }
+        self.files.save_accepted(list)?;
+        self.reporter.line(&format!(
+            "sweep: {broke} broke and were set back to failing"
+        ));
+        Ok(Some(run))
     }
 
     /// Gates and the session's record, from its transcript (also for a killed session).
-    fn finish(
+    async fn finish(
         &self,
         ip: &InProgress,
         error: Option<AgentError>,
@@ -302,8 +391,11 @@ impl Runner<'_> {
             SessionKind::Coding => accepted.clone(),
             SessionKind::Initializer => None,
         };
-        let (mut gates, new_accepted) =
-            gates::run(&self.files, ip.number, base.as_ref(), &ip.notes_before)?;
+        let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
+        if ip.kind == SessionKind::Coding {
+            g.verify(&self.checker()).await;
+        }
+        let (mut gates, new_accepted) = g.finish(&ip.notes_before)?;
         if ip.kind == SessionKind::Coding {
             *accepted = new_accepted;
         } else {
@@ -327,6 +419,8 @@ impl Runner<'_> {
             cost_usd: cost,
             commits: git::commits_since(&self.files.dir, ip.head_before.as_deref()),
             gates,
+            sweep: ip.sweep.clone(),
+            verifier_cost_usd: 0.0,
         };
         Ok(Finished { record, error })
     }
@@ -428,6 +522,7 @@ impl Runner<'_> {
             feature: None,
             detail: format!("initial feature list ({} features)", list.features.len()),
             commit: git::head(&self.files.dir),
+            evidence: Vec::new(),
         })?;
         Ok(Some(list))
     }

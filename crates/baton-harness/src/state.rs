@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{HarnessError, io};
 use crate::gates::GateReport;
+use crate::verify::CheckRun;
 
 /// The kind of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +53,12 @@ pub struct SessionRecord {
     pub gates: GateReport,
     /// Commits made during the session (the agent's and baton's).
     pub commits: usize,
+    /// The regression sweep run before the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<CheckRun>,
+    /// Cost in USD of the independent verifier's session after it.
+    #[serde(default)]
+    pub verifier_cost_usd: f64,
 }
 
 /// A session that was started and has not been recorded as ended.
@@ -67,6 +74,9 @@ pub struct InProgress {
     pub head_before: Option<String>,
     /// The progress notes when it started.
     pub notes_before: String,
+    /// The regression sweep run before it.
+    #[serde(default)]
+    pub sweep: Option<CheckRun>,
 }
 
 /// The whole record.
@@ -119,8 +129,11 @@ impl State {
         std::fs::rename(&tmp, &path).map_err(io(&path))
     }
 
-    /// Total cost of every recorded session.
+    /// Total cost of every recorded session, verifiers included.
     pub fn total_cost(&self) -> f64 {
-        self.sessions.iter().map(|s| s.cost_usd).sum()
+        self.sessions
+            .iter()
+            .map(|s| s.cost_usd + s.verifier_cost_usd)
+            .sum()
     }
 }

@@ -2,6 +2,7 @@ mod exec;
 mod faults;
 mod log;
 mod run;
+mod verify;
 mod wire;
 
 use std::path::Path;

@@ -232,7 +232,7 @@ fn tampering_with_the_feature_list_is_undone_flips_kept_and_briefed() {
     assert_eq!(p.file("feature_list.json"), features(&[true, false, false]));
     let log = git(&p, &["log", "--format=%s"]);
     assert!(
-        log.starts_with("baton: restore feature_list.json after session 2\n"),
+        log.starts_with("baton: correct feature_list.json after session 2\n"),
         "{log}"
     );
     assert_eq!(git(&p, &["status", "--porcelain"]), "");

@@ -70,6 +70,8 @@ fn state_with_findings() -> State {
             usage: Default::default(),
             cost_usd: 0.5,
             commits: 2,
+            sweep: None,
+            verifier_cost_usd: 0.0,
             gates: GateReport {
                 flipped: vec![66],
                 unflipped: vec![12],
@@ -79,6 +81,7 @@ fn state_with_findings() -> State {
                 leftover_commit: Some("0123456789abcdef".into()),
                 notes_updated: false,
                 refusals: 2,
+                ..Default::default()
             },
         }],
         in_progress: None,
@@ -89,7 +92,7 @@ fn state_with_findings() -> State {
 #[test]
 fn brief_of_a_200_feature_project_with_long_notes_is_under_2000_tokens() {
     let (_d, files, list) = project_with(200, 400);
-    let b = baton_harness::brief::brief(&files, &list, &state_with_findings(), 42);
+    let b = baton_harness::brief::brief(&files, &list, &state_with_findings(), 42, None);
     let tokens = b.len() / 4;
     assert!(tokens < 2000, "{tokens} tokens:\n{b}");
     for expected in [

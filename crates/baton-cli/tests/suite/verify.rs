@@ -1,0 +1,233 @@
+//! Checks baton runs itself: verify commands of new flips, the regression sweep.
+
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::*;
+
+const TOML: &str =
+    "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\nstall_sessions = 5\n";
+
+/// Three features, each checked by the existence of its file.
+fn features(passes: &[bool]) -> String {
+    let list: Vec<Value> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"category": "functional", "description": format!("Feature {}", i + 1),
+                   "steps": ["run it"], "verify": format!("test -f src/f{}.txt", i + 1), "passes": p})
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+fn project() -> Project {
+    let p = Project::with_toml(TOML);
+    std::fs::write(p.path().join("app_spec.txt"), "spec\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    std::fs::write(
+        p.path().join("feature_list.json"),
+        features(&[false, false, false]),
+    )
+    .unwrap();
+    std::fs::write(p.path().join("claude-progress.txt"), "start\n").unwrap();
+    std::fs::write(
+        p.path().join("init.sh"),
+        "#!/usr/bin/env bash\necho up >> init.log\n",
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args(args)
+            .current_dir(p.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    git(&["init", "-q"]);
+    std::fs::write(p.path().join(".gitignore"), ".baton/\ninit.log\n").unwrap();
+    git(&["add", "-A"]);
+    std::process::Command::new("chmod")
+        .args(["+x", "init.sh"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "start"]);
+    p
+}
+
+fn session(files: &[&str], passes: &[bool], extra: &str) -> Vec<Step> {
+    let mut cmd = String::new();
+    for f in files {
+        cmd.push_str(&format!("mkdir -p src && echo ok > {f} && "));
+    }
+    cmd.push_str(extra);
+    cmd.push_str("echo note >> claude-progress.txt && git add -A && git commit -qm work");
+    vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": features(passes)}),
+            ),
+            ("Bash", json!({"command": cmd})),
+        ])),
+        Step::Reply(Reply::text("done")),
+    ]
+}
+
+fn state(p: &Project) -> Value {
+    serde_json::from_str(&p.file(".baton/state.json")).unwrap()
+}
+
+fn prompt_of(server: &ScriptedServer, i: usize) -> String {
+    server.requests()[i].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
+    let p = project();
+    // Session 1 flips #1 (really built) and #2 (not built: a false flip).
+    let mut steps = session(&["src/f1.txt"], &[true, true, false], "");
+    steps.push(Step::Reply(Reply::text("reading the brief")));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(p.file("feature_list.json"), features(&[true, false, false]));
+    let g = &state(&p)["sessions"][0]["gates"];
+    assert_eq!(g["flipped"], json!([1]));
+    assert_eq!(g["verified"], json!([1]));
+    assert_eq!(g["verify_failed"][0]["feature"], 2);
+    assert_eq!(g["verify_failed"][0]["command"], "test -f src/f2.txt");
+    assert_eq!(g["verify_failed"][0]["reason"], "Exit code: 1");
+    // init.sh ran before the checks.
+    assert!(p.file("init.log").contains("up"));
+    let log = std::process::Command::new("git")
+        .args(["log", "--format=%B", "-1"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    let msg = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        msg.contains("reverted the flip of feature 2: its verify command failed"),
+        "{msg}"
+    );
+    let brief = prompt_of(&server, 2);
+    assert!(brief.contains("- The flip of #2 was REVERTED: its verify command `test -f src/f2.txt` failed: Exit code: 1"), "{brief}");
+    assert!(
+        brief.contains("- Confirmed by their verify commands: #1."),
+        "{brief}"
+    );
+    let ledger = p.file(".baton/ledger.jsonl");
+    assert!(
+        ledger.contains("\"kind\":\"verify_failed\",\"feature\":2"),
+        "{ledger}"
+    );
+}
+
+#[test]
+fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
+    let p = project();
+    let mut steps = session(&["src/f1.txt"], &[true, false, false], "");
+    // Session 2 builds #2 but breaks #1 on the way.
+    steps.extend(session(
+        &["src/f2.txt"],
+        &[true, true, false],
+        "rm src/f1.txt && ",
+    ));
+    steps.push(Step::Reply(Reply::text("reading the brief")));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sweep: #1 broke and were set back to failing"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(p.file("feature_list.json"), features(&[false, true, false]));
+    let s = state(&p);
+    assert_eq!(s["sessions"][2]["sweep"]["failed"][0]["feature"], 1);
+    assert_eq!(s["sessions"][2]["sweep"]["passed"], json!([2]));
+    let brief = prompt_of(&server, 4);
+    assert!(
+        brief.contains("## Regression sweep baton ran just now"),
+        "{brief}"
+    );
+    assert!(brief.contains("- #1 BROKE and was set back to failing: `test -f src/f1.txt` failed: Exit code: 1. Fix it first."), "{brief}");
+    let log = std::process::Command::new("git")
+        .args(["log", "--format=%s"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&log.stdout)
+            .starts_with("baton: regression sweep before session 3 set back #1")
+    );
+    assert!(
+        p.file(".baton/ledger.jsonl")
+            .contains("\"kind\":\"regression\"")
+    );
+}
+
+#[test]
+fn an_agent_may_add_a_verify_command_when_it_flips_and_baton_runs_it() {
+    let p = project();
+    // Feature list without checks; the agent adds one with its flip.
+    let plain =
+        features(&[false, false, false]).replace(",\n    \"verify\": \"test -f src/f1.txt\"", "");
+    std::fs::write(p.path().join("feature_list.json"), &plain).unwrap();
+    let o = std::process::Command::new("git")
+        .args(["commit", "-qam", "plain"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let flipped = plain.replacen(
+        "\"passes\": false",
+        "\"verify\": \"grep -q ok src/f1.txt\",\n    \"passes\": true",
+        1,
+    );
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": flipped}),
+            ),
+            (
+                "Bash",
+                json!({"command": "mkdir -p src && echo ok > src/f1.txt && echo n >> claude-progress.txt && git add -A && git commit -qm f1"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("done")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let g = &state(&p)["sessions"][0]["gates"];
+    assert_eq!(g["violations"], json!([]));
+    assert_eq!(g["verify_added"], json!([1]));
+    assert_eq!(g["verified"], json!([1]));
+    assert!(
+        p.file(".baton/accepted_feature_list.json")
+            .contains("grep -q ok src/f1.txt")
+    );
+}

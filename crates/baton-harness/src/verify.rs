@@ -1,0 +1,127 @@
+//! Checks baton runs itself: a feature's `"verify"` command, run through the same
+//! `Bash` tool, policy and sandbox as the agent's commands, after `init.sh` is up.
+
+use std::time::{Duration, Instant};
+
+use baton_ledger::{FeatureList, VERIFY};
+use baton_tools::{GateDecision, ToolGate, Toolbox};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// Characters of a failed check's output kept as its reason.
+const REASON_CHARS: usize = 1_500;
+
+/// A check that failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckFailure {
+    /// The feature (1-based).
+    pub feature: usize,
+    /// The command.
+    pub command: String,
+    /// Why: the command's output and exit code (the end of it), or the policy's refusal.
+    pub reason: String,
+}
+
+/// The result of running a set of checks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckRun {
+    /// Features (1-based) whose check passed.
+    pub passed: Vec<usize>,
+    /// Checks that failed.
+    pub failed: Vec<CheckFailure>,
+    /// Features not checked because the time box ran out.
+    pub skipped: Vec<usize>,
+    /// `init.sh` failed (its output), if it was run and failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_error: Option<String>,
+}
+
+fn tail(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.trim_end().to_string();
+    }
+    format!(
+        "…{}",
+        s.chars().skip(n - max).collect::<String>().trim_end()
+    )
+}
+
+/// The `verify` command of a feature, if it has one.
+pub fn command_of(list: &FeatureList, index: usize) -> Option<String> {
+    list.features
+        .get(index)?
+        .fields
+        .get(VERIFY)
+        .and_then(|v| v.as_str())
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+}
+
+/// Everything needed to run checks.
+pub struct Checker<'a> {
+    /// The tools (their `Bash` runs the checks, owned by the run).
+    pub tools: &'a Toolbox,
+    /// The command policy.
+    pub policy: &'a dyn ToolGate,
+    /// Time one check may take.
+    pub timeout: Duration,
+    /// The start script to run first (relative to the project), if any.
+    pub init_script: Option<String>,
+}
+
+impl Checker<'_> {
+    async fn bash(&self, command: &str, timeout: Duration) -> (bool, String) {
+        let input = json!({"command": command, "timeout": timeout.as_millis() as u64});
+        if let GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
+            return (false, format!("refused by baton's policy: {why}"));
+        }
+        let out = self.tools.call("Bash", &input).await;
+        (!out.is_error, out.content)
+    }
+
+    /// Run the checks of `features` (0-based indices into `list`) in order, stopping
+    /// when `budget` (if any) is spent. Features without a check are left out.
+    pub async fn run(
+        &self,
+        list: &FeatureList,
+        features: &[usize],
+        budget: Option<Duration>,
+    ) -> CheckRun {
+        let mut run = CheckRun::default();
+        let todo: Vec<(usize, String)> = features
+            .iter()
+            .filter_map(|&i| command_of(list, i).map(|c| (i, c)))
+            .collect();
+        if todo.is_empty() {
+            return run;
+        }
+        let started = Instant::now();
+        if let Some(init) = &self.init_script {
+            let (ok, out) = self
+                .bash(&format!("./{init}"), Duration::from_secs(600))
+                .await;
+            if !ok {
+                run.init_error = Some(tail(&out, REASON_CHARS));
+            }
+        }
+        for (i, command) in todo {
+            if budget.is_some_and(|b| started.elapsed() >= b) {
+                run.skipped.push(i + 1);
+                continue;
+            }
+            let (ok, out) = self.bash(&command, self.timeout).await;
+            if ok {
+                run.passed.push(i + 1);
+            } else {
+                run.failed.push(CheckFailure {
+                    feature: i + 1,
+                    command,
+                    reason: tail(&out, REASON_CHARS),
+                });
+            }
+        }
+        run
+    }
+}
