@@ -26,6 +26,7 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
         last["cache_control"] = ephemeral.clone();
     }
     let mut messages = serde_json::to_value(req.messages).unwrap_or(Value::Array(Vec::new()));
+    images_as_content(&mut messages);
     if let Some(block) = messages
         .as_array_mut()
         .and_then(|m| m.last_mut())
@@ -48,6 +49,49 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": cfg.thinking_budget});
     }
     body
+}
+
+/// Images the conversation keeps sending, newest first; older ones are replaced by a
+/// note (they stay on disk as evidence), so screenshots do not grow every request.
+const IMAGES_KEPT: usize = 4;
+
+/// Turn `tool_result` blocks with `images` into the API's content arrays.
+fn images_as_content(messages: &mut Value) {
+    let mut seen = 0;
+    let Some(msgs) = messages.as_array_mut() else {
+        return;
+    };
+    for m in msgs.iter_mut().rev() {
+        let Some(blocks) = m["content"].as_array_mut() else {
+            continue;
+        };
+        for b in blocks.iter_mut().rev() {
+            let Some(images) = b.as_object_mut().and_then(|o| o.shift_remove("images")) else {
+                continue;
+            };
+            let text = b["content"].as_str().unwrap_or_default().to_string();
+            let mut content = vec![json!({"type": "text", "text": text})];
+            for img in images
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .rev()
+            {
+                seen += 1;
+                if seen <= IMAGES_KEPT {
+                    content.insert(
+                        1,
+                        json!({"type": "image", "source": {
+                        "type": "base64", "media_type": img["media_type"], "data": img["data"]}}),
+                    );
+                } else {
+                    content.push(json!({"type": "text", "text": "[an older screenshot was left out; it is kept as an evidence file]"}));
+                }
+            }
+            b["content"] = Value::Array(content);
+        }
+    }
 }
 
 enum Partial {

@@ -55,7 +55,19 @@ pub enum Block {
         /// The call failed.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// Images returned with the text (sent to the model, kept as evidence files).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageData>,
     },
+}
+
+/// A base64-encoded image in a tool result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageData {
+    /// MIME type, e.g. `image/png`.
+    pub media_type: String,
+    /// The bytes, base64-encoded.
+    pub data: String,
 }
 
 /// One message of the conversation.

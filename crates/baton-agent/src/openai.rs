@@ -53,13 +53,21 @@ fn convert(m: &Message, out: &mut Vec<Value>) {
                     tool_use_id,
                     content,
                     is_error,
+                    images,
                 } = b
                 {
-                    let content = if *is_error {
+                    let mut content = if *is_error {
                         format!("Error: {content}")
                     } else {
                         content.clone()
                     };
+                    if !images.is_empty() {
+                        // Chat completions carry no images in tool messages.
+                        content.push_str(&format!(
+                            "\n[{} image(s) omitted: this API takes no images in tool results; they are kept as evidence files]",
+                            images.len()
+                        ));
+                    }
                     out.push(
                         json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
                     );

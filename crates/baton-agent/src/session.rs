@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{ModelClient, ModelError, RetryNotice};
-use crate::model::{Block, Message, Request, Role, StopReason, ToolDef, Usage};
+use crate::model::{Block, ImageData, Message, Request, Role, StopReason, ToolDef, Usage};
 use crate::pricing::PriceTable;
 use crate::transcript::{Event, Transcript, TranscriptError};
 
@@ -429,6 +429,15 @@ impl Session<'_> {
             };
             let took = t0.elapsed();
             self.observer.tool_end(name, &out, refused, took);
+            let evidence = keep_evidence(
+                &self.tools.context().project_dir,
+                transcript.number(),
+                turn,
+                results.len(),
+                name,
+                input,
+                &out,
+            );
             transcript.record(Event::ToolResult {
                 turn,
                 tool_use_id: id.clone(),
@@ -437,11 +446,20 @@ impl Session<'_> {
                 is_error: out.is_error,
                 refused,
                 duration_ms: took.as_millis() as u64,
+                evidence,
             })?;
             results.push(Block::ToolResult {
                 tool_use_id: id.clone(),
                 content: out.content,
                 is_error: out.is_error,
+                images: out
+                    .images
+                    .into_iter()
+                    .map(|i| ImageData {
+                        media_type: i.media_type,
+                        data: i.data,
+                    })
+                    .collect(),
             });
         }
         Ok(results)
@@ -454,4 +472,51 @@ struct State {
     usage: Usage,
     cost: f64,
     final_text: String,
+}
+
+/// Keep what a verifying tool call showed: every image (a screenshot) and, for tools
+/// from MCP servers (the browser), the call and its text, under
+/// `.baton/evidence/<session>/`. Returns the files written, relative to the project.
+fn keep_evidence(
+    project: &std::path::Path,
+    session: u32,
+    turn: u32,
+    index: usize,
+    name: &str,
+    input: &Value,
+    out: &ToolOutput,
+) -> Vec<String> {
+    use base64::Engine as _;
+    if out.images.is_empty() && !name.starts_with("mcp__") {
+        return Vec::new();
+    }
+    let rel_dir = format!(".baton/evidence/{session:04}");
+    let dir = project.join(&rel_dir);
+    if std::fs::create_dir_all(&dir).is_err() {
+        return Vec::new();
+    }
+    let stem = format!("t{turn:03}-{index}-{}", name.replace("__", "-"));
+    let mut files = Vec::new();
+    let text = format!(
+        "tool: {name}\ninput: {input}\nerror: {}\n\n{}\n",
+        out.is_error, out.content
+    );
+    if std::fs::write(dir.join(format!("{stem}.txt")), text).is_ok() {
+        files.push(format!("{rel_dir}/{stem}.txt"));
+    }
+    for (k, img) in out.images.iter().enumerate() {
+        let ext = match img.media_type.as_str() {
+            "image/jpeg" => "jpg",
+            "image/gif" => "gif",
+            "image/webp" => "webp",
+            _ => "png",
+        };
+        if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(img.data.as_bytes()) {
+            let file = format!("{stem}-{k}.{ext}");
+            if std::fs::write(dir.join(&file), bytes).is_ok() {
+                files.push(format!("{rel_dir}/{file}"));
+            }
+        }
+    }
+    files
 }

@@ -125,6 +125,9 @@ pub enum Event {
         refused: bool,
         /// How long it ran.
         duration_ms: u64,
+        /// Evidence files kept for it (images, browser calls), relative to the project.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        evidence: Vec<String>,
     },
     /// The session ended.
     SessionEnd {

@@ -80,7 +80,14 @@ impl CappedOutput {
 }
 
 fn command(ctx: &ToolContext, line: &str) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("bash");
+    let mut cmd = match ctx.launcher.as_deref() {
+        Some([program, args @ ..]) => {
+            let mut c = tokio::process::Command::new(program);
+            c.args(args).arg("bash");
+            c
+        }
+        _ => tokio::process::Command::new("bash"),
+    };
     cmd.arg("-c")
         .arg(line)
         .current_dir(&ctx.project_dir)

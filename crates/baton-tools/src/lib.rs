@@ -37,6 +37,17 @@ pub struct ToolOutput {
     pub content: String,
     /// The call failed; `content` says why and what to do instead.
     pub is_error: bool,
+    /// Images returned with the text (e.g. a browser screenshot).
+    pub images: Vec<Image>,
+}
+
+/// An image in a tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// MIME type, e.g. `image/png`.
+    pub media_type: String,
+    /// The bytes, base64-encoded.
+    pub data: String,
 }
 
 impl ToolOutput {
@@ -45,6 +56,7 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
     /// A failed result.
@@ -52,8 +64,24 @@ impl ToolOutput {
         Self {
             content: content.into(),
             is_error: true,
+            images: Vec::new(),
         }
     }
+}
+
+/// Tools from outside baton (an MCP server's), offered next to the built-in ones.
+/// Their names must not clash with the built-in tools' (`mcp__<server>__<tool>`).
+pub trait ExternalTools: Send + Sync + std::fmt::Debug {
+    /// Specs of the tools offered now.
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Whether `name` is one of these tools.
+    fn handles(&self, name: &str) -> bool;
+    /// Run one call. Failures (bad input, a dead server) are errors for the model.
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        input: &'a Value,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ToolOutput> + Send + 'a>>;
 }
 
 /// A tool as offered to the model.
@@ -103,6 +131,9 @@ pub struct ToolContext {
     pub processes: Arc<ProcessRegistry>,
     /// Environment variables removed from every command (API keys and other secrets).
     pub env_remove: Vec<String>,
+    /// A command prefix `Bash` runs through (program first), e.g. baton's own OS
+    /// sandbox launcher; `bash -c COMMAND` is appended. `None` runs bash directly.
+    pub launcher: Option<Vec<std::ffi::OsString>>,
 }
 
 impl ToolContext {
@@ -115,6 +146,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             processes: Arc::new(ProcessRegistry::new()),
             env_remove: DEFAULT_SECRET_VARS.iter().map(|s| s.to_string()).collect(),
+            launcher: None,
         }
     }
 }
@@ -127,10 +159,11 @@ pub const DEFAULT_SECRET_VARS: &[&str] = &[
     "BATON_API_KEY",
 ];
 
-/// The built-in tools, bound to one project.
+/// The built-in tools, bound to one project, and any attached external tools.
 #[derive(Debug, Clone)]
 pub struct Toolbox {
     ctx: ToolContext,
+    external: Arc<std::sync::RwLock<Vec<Arc<dyn ExternalTools>>>>,
 }
 
 /// Names of the built-in tools, in the order they are offered.
@@ -139,7 +172,21 @@ pub const BUILTIN_TOOLS: &[&str] = &["Bash", "Read", "Write", "Edit", "Glob", "G
 impl Toolbox {
     /// The built-in tools acting in `ctx`.
     pub fn new(ctx: ToolContext) -> Self {
-        Self { ctx }
+        Self {
+            ctx,
+            external: Arc::default(),
+        }
+    }
+
+    /// Offer `tools` too, from now on, in this toolbox and every clone of it.
+    pub fn attach(&self, tools: Arc<dyn ExternalTools>) {
+        if let Ok(mut e) = self.external.write() {
+            e.push(tools);
+        }
+    }
+
+    fn externals(&self) -> Vec<Arc<dyn ExternalTools>> {
+        self.external.read().map(|e| e.clone()).unwrap_or_default()
     }
 
     /// The context the tools act in.
@@ -149,7 +196,11 @@ impl Toolbox {
 
     /// Specs of every tool, as offered to the model.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        builtin_specs()
+        let mut specs = builtin_specs();
+        for e in self.externals() {
+            specs.extend(e.specs());
+        }
+        specs
     }
 
     /// Run one call. Unknown tools and malformed input are errors for the model.
@@ -180,10 +231,21 @@ impl Toolbox {
                 Ok(i) => blocking(ctx, move |c| search::grep(c, i)).await,
                 Err(e) => e,
             },
-            other => ToolOutput::error(format!(
-                "Unknown tool {other:?}. Available tools: {}.",
-                BUILTIN_TOOLS.join(", ")
-            )),
+            other => {
+                let externals = self.externals();
+                match externals.iter().find(|e| e.handles(other)) {
+                    Some(e) => e.call(other, input).await,
+                    None => {
+                        let mut names: Vec<String> =
+                            BUILTIN_TOOLS.iter().map(|s| s.to_string()).collect();
+                        names.extend(externals.iter().flat_map(|e| e.specs()).map(|s| s.name));
+                        ToolOutput::error(format!(
+                            "Unknown tool {other:?}. Available tools: {}.",
+                            names.join(", ")
+                        ))
+                    }
+                }
+            }
         }
     }
 }
