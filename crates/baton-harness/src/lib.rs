@@ -21,6 +21,7 @@ pub mod prompts;
 pub mod run;
 pub mod state;
 pub mod status;
+pub mod verifier;
 pub mod verify;
 
 pub use error::HarnessError;

@@ -66,9 +66,31 @@ pub fn initializer(names: &ProjectConfig, problem: Option<&str>) -> String {
 }
 
 /// A coding session's first message: the prompt, then the brief.
-pub fn coding(names: &ProjectConfig, brief: &str) -> String {
+pub fn coding(names: &ProjectConfig, brief: &str, browser: bool) -> String {
     format!(
         "{}\n\n{brief}",
-        fill(CODING, names).replace("{browser}", "")
+        fill(CODING, names).replace("{browser}", how_to_verify(&names.kind, browser))
     )
+}
+
+/// How a user would exercise a feature, by project kind.
+pub fn how_to_verify(kind: &str, browser: bool) -> &'static str {
+    match (kind, browser) {
+        ("web", true) => {
+            " in the real browser through the mcp__playwright__ tools (navigate, type, click, read the page snapshot), taking a screenshot of each state you verified"
+        }
+        ("web", false) => {
+            ", exercising the running app over HTTP against the dev server (curl, or browser-automation scripts the project has)"
+        }
+        ("cli", _) => {
+            ", running the program the way its users would, with real arguments, input and files"
+        }
+        ("library", _) => {
+            ", through a small program or test that uses the library's public interface the way its users would"
+        }
+        ("service", _) => {
+            ", sending real requests to the running service and checking its responses"
+        }
+        _ => "",
+    }
 }

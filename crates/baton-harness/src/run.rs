@@ -20,7 +20,7 @@ use crate::gates::{GateReport, Gates};
 use crate::guard::FeatureListGuard;
 use crate::state::{InProgress, SessionKind, SessionRecord, State};
 use crate::verify::{self, CheckRun, Checker};
-use crate::{brief, git, prompts};
+use crate::{brief, git, prompts, verifier};
 
 /// Limits given on the command line; `None` falls back to `baton.toml`.
 #[derive(Debug, Clone, Default)]
@@ -260,6 +260,7 @@ impl Runner<'_> {
             (SessionKind::Coding, Some(list)) => prompts::coding(
                 &self.files.names,
                 &brief::brief(&self.files, list, state, number, sweep.as_ref()),
+                self.cfg.browser.enabled,
             ),
             _ => prompts::initializer(&self.files.names, problem),
         };
@@ -296,6 +297,62 @@ impl Runner<'_> {
             .await;
         let error = result.err();
         self.finish(&ip, error, accepted).await
+    }
+
+    /// Run the independent verifier over the session's new flips and reject those
+    /// it does not confirm. Returns its cost.
+    async fn verifier(&self, g: &mut Gates<'_>) -> Result<f64, HarnessError> {
+        let Some(current) = g.list.clone() else {
+            return Ok(0.0);
+        };
+        let flips = g.report.flipped.clone();
+        let mut client_cfg = self.client.config().clone();
+        if let Some(m) = &self.cfg.verify.model {
+            client_cfg.model = m.clone();
+        }
+        let client = ModelClient::new(client_cfg)
+            .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
+        let gate = verifier::ReadOnly { inner: self.policy };
+        let a = &self.cfg.agent;
+        let session = Session {
+            client: &client,
+            tools: &self.tools,
+            gate: &gate,
+            observer: self.observer,
+            prices: self.prices,
+            limits: Limits {
+                max_turns: self.cfg.verify.max_turns.max(1),
+                max_tokens: a.max_session_tokens,
+                max_duration: (a.max_session_minutes > 0.0)
+                    .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
+                max_continuations: a.max_continuations,
+            },
+        };
+        let mut transcript = Transcript::create_next(&self.files.dir)?;
+        self.reporter.line(&format!(
+            "── session {:04} · verifier of session {:04} · checking {} ──",
+            transcript.number(),
+            g.session,
+            list(&flips)
+        ));
+        let browser = self.cfg.browser.enabled && self.cfg.project.kind == "web";
+        let prompt = verifier::prompt(&current, &flips, &self.files.names.init_script, browser);
+        let system = prompts::SYSTEM.replace("{dir}", &self.files.dir.display().to_string());
+        let result = session
+            .run_until(&mut transcript, &system, &prompt, &self.stop)
+            .await?;
+        let verdicts = (result.outcome == baton_agent::session::Outcome::Completed)
+            .then(|| verifier::parse_verdict(&result.final_text))
+            .flatten();
+        let rejected = verifier::rejections(&flips, verdicts.as_deref());
+        if !rejected.is_empty() {
+            self.reporter.line(&format!(
+                "  verifier rejected {}",
+                list(&rejected.iter().map(|r| r.0).collect::<Vec<_>>())
+            ));
+        }
+        g.reject(rejected);
+        Ok(result.cost_usd)
     }
 
     /// The checker for verify commands, through the run's tools and policy.
@@ -392,17 +449,29 @@ impl Runner<'_> {
             SessionKind::Initializer => None,
         };
         let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
+        let mut verifier_cost = 0.0;
         if ip.kind == SessionKind::Coding {
             g.verify(&self.checker()).await;
+            if self.cfg.verify.agent && !g.report.flipped.is_empty() {
+                verifier_cost = self.verifier(&mut g).await?;
+            }
         }
+        let summary = summarize(&self.files.dir, ip.number);
+        g.report.refusals = summary.refusals;
+        g.report.evidence = summary.evidence;
         let (mut gates, new_accepted) = g.finish(&ip.notes_before)?;
         if ip.kind == SessionKind::Coding {
             *accepted = new_accepted;
         } else {
             *accepted = self.accept_initial(ip.number, &mut gates)?;
         }
-        let (outcome, turns, usage, cost, refusals) = summarize(&self.files.dir, ip.number);
-        gates.refusals = refusals;
+        let Summary {
+            outcome,
+            turns,
+            usage,
+            cost,
+            ..
+        } = summary;
         let outcome = match (&error, outcome) {
             (Some(_), _) => "error".to_string(),
             (None, Some(o)) => o,
@@ -420,7 +489,7 @@ impl Runner<'_> {
             commits: git::commits_since(&self.files.dir, ip.head_before.as_deref()),
             gates,
             sweep: ip.sweep.clone(),
-            verifier_cost_usd: 0.0,
+            verifier_cost_usd: verifier_cost,
         };
         Ok(Finished { record, error })
     }
@@ -550,15 +619,30 @@ fn list(v: &[usize]) -> String {
         .join(", ")
 }
 
-/// Outcome (if the session ended), turns, usage, cost and refusals from a transcript.
-pub fn summarize(dir: &std::path::Path, number: u32) -> (Option<String>, u32, Usage, f64, u32) {
+/// What a session's transcript says about it.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// How it ended, if it ended.
+    pub outcome: Option<String>,
+    /// Model turns.
+    pub turns: u32,
+    /// Tokens.
+    pub usage: Usage,
+    /// Cost in USD.
+    pub cost: f64,
+    /// Tool calls refused.
+    pub refusals: u32,
+    /// Evidence files kept for it.
+    pub evidence: Vec<String>,
+}
+
+/// Read session `number`'s transcript into a [`Summary`] (empty if unreadable).
+pub fn summarize(dir: &std::path::Path, number: u32) -> Summary {
     let path: PathBuf = dir
         .join(transcript::SESSIONS_DIR)
         .join(format!("{number:04}.jsonl"));
-    let records = transcript::read(&path).unwrap_or_default();
-    let (mut outcome, mut turns, mut usage, mut cost, mut refusals) =
-        (None, 0, Usage::default(), 0.0, 0);
-    for r in records {
+    let mut s = Summary::default();
+    for r in transcript::read(&path).unwrap_or_default() {
         match r.event {
             Event::Assistant {
                 turn,
@@ -566,14 +650,19 @@ pub fn summarize(dir: &std::path::Path, number: u32) -> (Option<String>, u32, Us
                 cost_usd,
                 ..
             } => {
-                turns = turns.max(turn);
-                usage.add(&u);
-                cost += cost_usd;
+                s.turns = s.turns.max(turn);
+                s.usage.add(&u);
+                s.cost += cost_usd;
             }
-            Event::ToolResult { refused: true, .. } => refusals += 1,
-            Event::SessionEnd { outcome: o, .. } => outcome = Some(o),
+            Event::ToolResult {
+                refused, evidence, ..
+            } => {
+                s.refusals += u32::from(refused);
+                s.evidence.extend(evidence);
+            }
+            Event::SessionEnd { outcome, .. } => s.outcome = Some(outcome),
             _ => {}
         }
     }
-    (outcome, turns, usage, cost, refusals)
+    s
 }

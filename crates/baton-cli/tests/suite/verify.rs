@@ -231,3 +231,125 @@ fn an_agent_may_add_a_verify_command_when_it_flips_and_baton_runs_it() {
             .contains("grep -q ok src/f1.txt")
     );
 }
+
+#[test]
+fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
+    let p = project();
+    // No verify commands: only the verifier stands between a claim and the ledger.
+    let plain = |passes: &[bool]| {
+        let mut v: Vec<Value> = serde_json::from_str(&features(passes)).unwrap();
+        for f in &mut v {
+            f.as_object_mut().unwrap().shift_remove("verify");
+        }
+        serde_json::to_string_pretty(&v).unwrap() + "\n"
+    };
+    std::fs::write(
+        p.path().join("feature_list.json"),
+        plain(&[false, false, false]),
+    )
+    .unwrap();
+    let o = std::process::Command::new("git")
+        .args(["commit", "-qam", "plain"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(
+        p.path().join("baton.toml"),
+        format!("{TOML}[verify]\nagent = true\nmodel = \"verifier-model\"\n[prices.\"verifier-model\"]\ninput = 10.0\noutput = 10.0\n"),
+    )
+    .unwrap();
+    let steps = vec![
+        // Coding session: builds #1, claims #1 and #2.
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": plain(&[true, true, false])}),
+            ),
+            (
+                "Bash",
+                json!({"command": "mkdir -p src && echo ok > src/f1.txt && echo n >> claude-progress.txt && git add -A && git commit -qm 'f1 and f2'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Both work.")),
+        // Verifier: checks, tries to "help" by writing the missing file, gives its verdict.
+        Step::Reply(Reply::tools(&[
+            (
+                "Bash",
+                json!({"command": "test -f src/f1.txt && echo f1-ok; test -f src/f2.txt || echo f2-missing"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "src/f2.txt", "content": "ok\n"}),
+            ),
+        ])),
+        Step::Reply(Reply::text(
+            "Checked.\n{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"file present\"}, {\"feature\": 2, \"pass\": false, \"reason\": \"src/f2.txt does not exist; nothing implements feature 2\"}]}",
+        )),
+        // Next coding session reads its brief.
+        Step::Reply(Reply::text("reading")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("verifier of session 0001 · checking #1, #2"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(p.file("feature_list.json"), plain(&[true, false, false]));
+    assert!(
+        !p.path().join("src/f2.txt").exists(),
+        "the verifier's Write must be refused"
+    );
+    let reqs = server.requests();
+    // The verifier runs on its own model with its own prompt.
+    assert_eq!(reqs[2].body["model"], "verifier-model");
+    let vprompt = reqs[2].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        vprompt.starts_with("You are an independent QA engineer."),
+        "{vprompt}"
+    );
+    assert!(
+        vprompt.contains("Feature 2 [functional]: Feature 2"),
+        "{vprompt}"
+    );
+    let refused = tool_results(Wire::Anthropic, &reqs[3].body);
+    assert!(
+        refused[1]
+            .1
+            .contains("you are the verifier: you may not edit the project"),
+        "{refused:?}"
+    );
+    let s = state(&p);
+    let g = &s["sessions"][0]["gates"];
+    assert_eq!(g["flipped"], json!([1]));
+    assert_eq!(
+        g["verifier_rejected"],
+        json!([[2, "src/f2.txt does not exist; nothing implements feature 2"]])
+    );
+    // Its cost is counted apart from the coder's: 2 turns of 100 in + 20 out at $10/M.
+    assert!(
+        (s["sessions"][0]["verifier_cost_usd"].as_f64().unwrap() - 0.0024).abs() < 1e-9,
+        "{s}"
+    );
+    let brief = reqs[4].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        brief.contains("- The independent verifier REJECTED #2 and its flip was reverted: src/f2.txt does not exist; nothing implements feature 2"),
+        "{brief}"
+    );
+    // The verifier's transcript is a session of its own.
+    assert!(p.path().join(".baton/sessions/0002.jsonl").exists());
+    assert_eq!(s["sessions"][1]["number"], 3);
+}

@@ -1,0 +1,146 @@
+//! The independent verifier: a fresh session with its own skeptical prompt that
+//! re-walks the steps of each newly flipped feature and may not edit the project.
+//! Its structured verdict decides; a feature without a passing verdict is reverted.
+
+use baton_ledger::FeatureList;
+use baton_tools::{GateDecision, ToolGate};
+use serde_json::Value;
+
+/// Refuses every edit; defers to the policy for the rest.
+pub struct ReadOnly<'a> {
+    /// The command policy.
+    pub inner: &'a dyn ToolGate,
+}
+
+impl ToolGate for ReadOnly<'_> {
+    fn check(&self, tool: &str, input: &Value) -> GateDecision {
+        match tool {
+            "Write" | "Edit" => GateDecision::Refuse(
+                "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict.".into(),
+            ),
+            _ => self.inner.check(tool, input),
+        }
+    }
+}
+
+/// The verifier's first message: the claimed features with their steps.
+pub fn prompt(list: &FeatureList, features: &[usize], init_script: &str, browser: bool) -> String {
+    let mut p = String::from(
+        "You are an independent QA engineer. Another engineer, in a session that just ended, claims the features below now work end to end. \
+         Do not trust that claim, the code comments, the commit messages or the progress notes: check for yourself.\n\n",
+    );
+    p.push_str(&format!(
+        "1. Start the app with ./{init_script} (run long-lived servers in the background).\n\
+         2. For each feature, walk through every step as a user would{}, and look at what actually happens.\n\
+         3. A feature passes only if every step works as described. Anything missing, broken, faked or only partly done is a fail.\n\
+         4. You may not edit any file of the project.\n\n",
+        if browser { ", in the browser through the mcp__playwright__ tools, taking a screenshot of what you checked" } else { "" }
+    ));
+    p.push_str("Features to check:\n");
+    for &n in features {
+        if let Some(f) = list.features.get(n - 1) {
+            p.push_str(&format!(
+                "\nFeature {n} [{}]: {}\n",
+                f.category, f.description
+            ));
+            for s in &f.steps {
+                p.push_str(&format!("  - {s}\n"));
+            }
+        }
+    }
+    p.push_str(
+        "\nEnd your answer with exactly one JSON object, and nothing after it:\n\
+         {\"results\": [{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you saw\"}]}\n\
+         with one entry for every feature above.",
+    );
+    p
+}
+
+/// The verdicts in the verifier's final text: (feature, pass, reason). `None` if it
+/// holds no `{"results": [...]}` object.
+pub fn parse_verdict(text: &str) -> Option<Vec<(usize, bool, String)>> {
+    let starts: Vec<usize> = text
+        .char_indices()
+        .filter(|(_, c)| *c == '{')
+        .map(|(i, _)| i)
+        .collect();
+    for &start in starts.iter().rev().chain(starts.iter()) {
+        let mut it = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        if let Some(Ok(v)) = it.next() {
+            if let Some(results) = v.get("results").and_then(Value::as_array) {
+                let verdicts = results
+                    .iter()
+                    .filter_map(|r| {
+                        let n = r.get("feature")?.as_u64()? as usize;
+                        let pass = r.get("pass")?.as_bool()?;
+                        let reason = r
+                            .get("reason")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string();
+                        Some((n, pass, reason))
+                    })
+                    .collect();
+                return Some(verdicts);
+            }
+        }
+    }
+    None
+}
+
+/// The flips to reject: failed verdicts with their reason, and claims without a verdict.
+pub fn rejections(
+    features: &[usize],
+    verdicts: Option<&[(usize, bool, String)]>,
+) -> Vec<(usize, String)> {
+    features
+        .iter()
+        .filter_map(
+            |&n| match verdicts.and_then(|v| v.iter().find(|(f, _, _)| *f == n)) {
+                Some((_, true, _)) => None,
+                Some((_, false, reason)) => Some((
+                    n,
+                    if reason.is_empty() {
+                        "failed, no reason given".into()
+                    } else {
+                        reason.clone()
+                    },
+                )),
+                None => Some((
+                    n,
+                    "the verifier gave no verdict for it, so it is not confirmed".into(),
+                )),
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_are_found_after_prose_and_in_fences() {
+        let t = "I checked both.\n```json\n{\"results\": [{\"feature\": 2, \"pass\": true, \"reason\": \"works\"}, {\"feature\": 5, \"pass\": false, \"reason\": \"button does nothing\"}]}\n```";
+        let v = parse_verdict(t).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                (2, true, "works".into()),
+                (5, false, "button does nothing".into())
+            ]
+        );
+        assert_eq!(
+            rejections(&[2, 5, 7], Some(&v)),
+            vec![
+                (5, "button does nothing".into()),
+                (
+                    7,
+                    "the verifier gave no verdict for it, so it is not confirmed".into()
+                )
+            ]
+        );
+        assert_eq!(parse_verdict("all good {not json}"), None);
+        assert_eq!(rejections(&[1], None).len(), 1);
+    }
+}
