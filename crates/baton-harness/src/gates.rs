@@ -177,11 +177,11 @@ impl<'a> Gates<'a> {
     ) -> Result<(GateReport, Option<FeatureList>), HarnessError> {
         let files = self.files;
         let fl_name = files.names.feature_list.clone();
-        if self.changed {
-            if let Some(list) = &self.list {
-                let p = files.feature_list();
-                std::fs::write(&p, list.to_json()).map_err(io(&p))?;
-            }
+        if self.changed
+            && let Some(list) = &self.list
+        {
+            let p = files.feature_list();
+            std::fs::write(&p, list.to_json()).map_err(io(&p))?;
         }
         let dirty = git::dirty_paths(&files.dir)?;
         let leftovers: Vec<String> = dirty

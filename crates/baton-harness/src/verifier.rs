@@ -66,23 +66,23 @@ pub fn parse_verdict(text: &str) -> Option<Vec<(usize, bool, String)>> {
         .collect();
     for &start in starts.iter().rev().chain(starts.iter()) {
         let mut it = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
-        if let Some(Ok(v)) = it.next() {
-            if let Some(results) = v.get("results").and_then(Value::as_array) {
-                let verdicts = results
-                    .iter()
-                    .filter_map(|r| {
-                        let n = r.get("feature")?.as_u64()? as usize;
-                        let pass = r.get("pass")?.as_bool()?;
-                        let reason = r
-                            .get("reason")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string();
-                        Some((n, pass, reason))
-                    })
-                    .collect();
-                return Some(verdicts);
-            }
+        if let Some(Ok(v)) = it.next()
+            && let Some(results) = v.get("results").and_then(Value::as_array)
+        {
+            let verdicts = results
+                .iter()
+                .filter_map(|r| {
+                    let n = r.get("feature")?.as_u64()? as usize;
+                    let pass = r.get("pass")?.as_bool()?;
+                    let reason = r
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    Some((n, pass, reason))
+                })
+                .collect();
+            return Some(verdicts);
         }
     }
     None
