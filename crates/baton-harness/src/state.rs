@@ -133,7 +133,6 @@ impl State {
     pub fn total_cost(&self) -> f64 {
         self.sessions
             .iter()
-            .map(|s| s.cost_usd + s.verifier_cost_usd)
-            .sum()
+            .fold(0.0, |a, s| a + s.cost_usd + s.verifier_cost_usd)
     }
 }

@@ -31,6 +31,26 @@ pub struct Status {
     pub tree_clean: bool,
     /// A session that started and was not recorded as ended (a killed run).
     pub unfinished_session: Option<u32>,
+    /// Cost in USD divided by the features passing (0 while none passes).
+    pub cost_per_passing_usd: f64,
+    /// The project's budget in USD, or null when none is set.
+    pub budget_usd: Option<f64>,
+    /// What is left of it (never below 0), or null when none is set.
+    pub budget_left_usd: Option<f64>,
+}
+
+impl Status {
+    /// The same status with `budget` (USD; 0 or less means none) and what is left of it.
+    pub fn with_budget(mut self, budget: f64) -> Self {
+        if budget > 0.0 {
+            self.budget_usd = Some(budget);
+            self.budget_left_usd = Some((budget - self.totals.cost_usd).max(0.0));
+        } else {
+            self.budget_usd = None;
+            self.budget_left_usd = None;
+        }
+        self
+    }
 }
 
 /// Passing and total of one category.
@@ -61,6 +81,12 @@ pub struct SessionStatus {
     pub tokens: u64,
     /// Cost in USD.
     pub cost_usd: f64,
+    /// Cost in USD of the independent verifier's session after it.
+    pub verifier_cost_usd: f64,
+    /// Flips the verify commands or the verifier reverted.
+    pub reverted: Vec<usize>,
+    /// Features the regression sweep before it set back.
+    pub regressions: Vec<usize>,
     /// Features (1-based) newly passing.
     pub flipped: Vec<usize>,
     /// Features set back to failing.
@@ -84,12 +110,18 @@ pub struct Totals {
     pub sessions: usize,
     /// Tokens of every kind.
     pub tokens: u64,
-    /// Cost in USD.
+    /// Cost in USD, the verifiers' included.
     pub cost_usd: f64,
+    /// Cost in USD of the independent verifiers alone.
+    pub verifier_cost_usd: f64,
     /// Refused tool calls.
     pub refusals: u32,
     /// Feature-list violations undone.
     pub violations: usize,
+    /// Flips reverted by verify commands or the verifier.
+    pub reverted: usize,
+    /// Features the regression sweeps set back.
+    pub regressions: usize,
 }
 
 /// A failing feature.
@@ -125,6 +157,19 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             turns: s.turns,
             tokens: s.usage.total(),
             cost_usd: s.cost_usd,
+            verifier_cost_usd: s.verifier_cost_usd,
+            reverted: s
+                .gates
+                .verify_failed
+                .iter()
+                .map(|f| f.feature)
+                .chain(s.gates.verifier_rejected.iter().map(|r| r.0))
+                .collect(),
+            regressions: s
+                .sweep
+                .as_ref()
+                .map(|w| w.failed.iter().map(|f| f.feature).collect())
+                .unwrap_or_default(),
             flipped: s.gates.flipped.clone(),
             unflipped: s.gates.unflipped.clone(),
             violations: s.gates.violations.clone(),
@@ -137,10 +182,15 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
     let totals = Totals {
         sessions: sessions.len(),
         tokens: sessions.iter().map(|s| s.tokens).sum(),
-        cost_usd: sessions.iter().map(|s| s.cost_usd).sum(),
+        // fold from +0.0: an empty f64 sum is -0.0, which prints as "$-0.0000".
+        cost_usd: sessions.iter().fold(0.0, |a, s| a + s.cost_usd + s.verifier_cost_usd),
+        verifier_cost_usd: sessions.iter().fold(0.0, |a, s| a + s.verifier_cost_usd),
         refusals: sessions.iter().map(|s| s.refusals).sum(),
         violations: sessions.iter().map(|s| s.violations.len()).sum(),
+        reverted: sessions.iter().map(|s| s.reverted.len()).sum(),
+        regressions: sessions.iter().map(|s| s.regressions.len()).sum(),
     };
+    let cost_usd = totals.cost_usd;
     Ok(Status {
         project: files.dir.display().to_string(),
         passing: list.passing(),
@@ -172,6 +222,13 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             .map(|d| d.is_empty())
             .unwrap_or(false),
         unfinished_session: state.in_progress.map(|i| i.number),
+        cost_per_passing_usd: if list.passing() > 0 {
+            cost_usd / list.passing() as f64
+        } else {
+            0.0
+        },
+        budget_usd: None,
+        budget_left_usd: None,
     })
 }
 
@@ -186,11 +243,80 @@ fn cut(s: &str, max: usize) -> String {
     }
 }
 
+/// A path cut from the left so its end (the project's name) stays visible.
+fn cut_left(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        s.to_string()
+    } else {
+        format!("…{}", s.chars().skip(n + 1 - max).collect::<String>())
+    }
+}
+
+/// `12`, `12.3k`, `4.5M`: a count in at most six characters.
+pub fn compact(n: u64) -> String {
+    let v = n as f64;
+    if v >= 1e9 {
+        format!("{:.1}B", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+/// `42s`, `3m05s`, `2h07m`.
+pub fn duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// A 20-cell bar of `part` out of `whole`.
+fn bar(part: usize, whole: usize) -> String {
+    let filled = (part * 20).checked_div(whole).unwrap_or(0).min(20);
+    format!("{}{}", "█".repeat(filled), "░".repeat(20 - filled))
+}
+
+/// Sessions shown in the text table (the most recent); `--json` has them all.
+pub const TABLE_SESSIONS: usize = 20;
+
+/// What the gates found after a session, in a few words.
+fn findings(x: &SessionStatus) -> String {
+    let mut f = Vec::new();
+    if matches!(x.outcome.as_str(), "error" | "killed") {
+        f.push(x.outcome.clone());
+    }
+    if !x.violations.is_empty() {
+        f.push(format!("{} restored", x.violations.len()));
+    }
+    if !x.unflipped.is_empty() {
+        f.push(format!("{} set back", x.unflipped.len()));
+    }
+    if x.leftover_files > 0 {
+        f.push("dirty".to_string());
+    }
+    if !x.notes_updated {
+        f.push("no notes".to_string());
+    }
+    if x.refusals > 0 {
+        f.push(format!("{} refused", x.refusals));
+    }
+    f.join(", ")
+}
+
 /// The status as text that fits 100 columns.
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
     let pct = (s.passing * 100).checked_div(s.total).unwrap_or(0);
-    let _ = writeln!(o, "{}", cut(&s.project, 100));
+    let _ = writeln!(o, "{}", cut_left(&s.project, 100));
     let _ = writeln!(o, "features  {}/{} passing ({pct}%)", s.passing, s.total);
     for c in &s.categories {
         let _ = writeln!(
@@ -201,6 +327,9 @@ pub fn render(s: &Status) -> String {
             c.total
         );
     }
+    if s.total > 0 {
+        let _ = writeln!(o, "          {} {pct}%", bar(s.passing, s.total));
+    }
     let _ = writeln!(
         o,
         "sessions  {} · {} tokens · ${:.4} · {} violations undone · {} refusals",
@@ -210,6 +339,24 @@ pub fn render(s: &Status) -> String {
         s.totals.violations,
         s.totals.refusals
     );
+    if s.totals.verifier_cost_usd > 0.0 || s.totals.reverted > 0 || s.totals.regressions > 0 {
+        let _ = writeln!(
+            o,
+            "checks    {} flips reverted · {} regressions set back · verifier ${:.4} (in the total)",
+            s.totals.reverted, s.totals.regressions, s.totals.verifier_cost_usd
+        );
+    }
+    let mut cost = format!("cost      ${:.2} in all", s.totals.cost_usd);
+    if s.passing > 0 {
+        let _ = write!(cost, " · ${:.2} per passing feature", s.cost_per_passing_usd);
+    }
+    if let (Some(b), Some(left)) = (s.budget_usd, s.budget_left_usd) {
+        let _ = write!(cost, " · budget ${b:.2}, ${left:.2} left");
+        if left <= 0.0 {
+            cost.push_str(" (spent)");
+        }
+    }
+    let _ = writeln!(o, "{cost}");
     let _ = writeln!(
         o,
         "tree      {}",
@@ -228,41 +375,35 @@ pub fn render(s: &Status) -> String {
     if !s.sessions.is_empty() {
         let _ = writeln!(
             o,
-            "\n  #  kind         outcome       time   turns     tokens      cost  flipped     findings"
+            "\n     #  kind         outcome        time  turns   tokens       cost  flipped       findings"
         );
-        for x in &s.sessions {
-            let mut findings = Vec::new();
-            if !x.violations.is_empty() {
-                findings.push(format!("{} restored", x.violations.len()));
-            }
-            if x.leftover_files > 0 {
-                findings.push("dirty".to_string());
-            }
-            if !x.notes_updated {
-                findings.push("no notes".to_string());
-            }
-            if x.refusals > 0 {
-                findings.push(format!("{} refused", x.refusals));
-            }
+        let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
+        if skip > 0 {
+            let _ = writeln!(
+                o,
+                "        … {skip} earlier session(s); `baton status --json` lists them all"
+            );
+        }
+        for x in &s.sessions[skip..] {
             let flipped = x
                 .flipped
                 .iter()
                 .map(|n| format!("#{n}"))
                 .collect::<Vec<_>>()
                 .join(",");
-            let _ = writeln!(
-                o,
-                "{:>3}  {:<11}  {:<11} {:>6} {:>7} {:>10} {:>9}  {:<10}  {}",
+            let line = format!(
+                "{:>6}  {:<11}  {:<12} {:>6} {:>6} {:>8} {:>10}  {:<12}  {}",
                 x.number,
                 x.kind,
-                cut(&x.outcome, 11),
-                format!("{:.0}s", x.duration_secs),
+                cut(&x.outcome, 12),
+                duration(x.duration_secs),
                 x.turns,
-                x.tokens,
+                compact(x.tokens),
                 format!("${:.4}", x.cost_usd),
-                cut(&flipped, 10),
-                cut(&findings.join(", "), 22)
+                cut(&flipped, 12),
+                findings(x)
             );
+            let _ = writeln!(o, "{}", cut(line.trim_end(), 100));
         }
     }
     if !s.next.is_empty() {
@@ -278,4 +419,20 @@ pub fn render(s: &Status) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod render_tests {
+    use super::*;
+
+    #[test]
+    fn helpers() {
+        assert_eq!(compact(9_999), "9999");
+        assert_eq!(compact(12_345), "12.3k");
+        assert_eq!(compact(4_500_000), "4.5M");
+        assert_eq!(duration(185.0), "3m05s");
+        assert_eq!(duration(7_620.0), "2h07m");
+        assert_eq!(bar(1, 3), "██████░░░░░░░░░░░░░░");
+        assert_eq!(cut_left("/a/very/long/path", 8), "…ng/path");
+    }
 }
