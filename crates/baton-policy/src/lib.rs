@@ -1,0 +1,350 @@
+//! `baton-policy` owns what the agent may run: the **command policy** that judges
+//! every `Bash` command before it runs, and the **OS sandbox** (Linux Landlock and
+//! `no_new_privs`) that confines whatever does run.
+//!
+//! The policy parses the command with a real bash grammar (tree-sitter-bash) and walks
+//! the whole tree: lists, pipelines, subshells, groups, `if`/`for`/`while`/`case`,
+//! function bodies, command and process substitutions, here-documents, redirections
+//! and assignments. Anything it cannot prove safe is refused: a command name that is
+//! not a literal word, a program outside the allowlist, an interpreter given inline
+//! code, a wrapper whose wrapped command is refused, a write outside the project,
+//! a secret location, a change to `.git` or `.baton`, and the escape hatches of
+//! allowed programs. Each refusal says which part was refused, why, and what to do
+//! instead, in words written for the model that sent the command.
+//!
+//! ```
+//! use baton_config::PolicyConfig;
+//! use baton_policy::Policy;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let policy = Policy::new(&PolicyConfig::default(), dir.path())?;
+//! assert!(policy.check("npm test 2>&1 | tail -20 && git status").is_allowed());
+//!
+//! let verdict = policy.check("git -c core.pager='sh -c id' log");
+//! assert!(!verdict.is_allowed());
+//! let refusal = &verdict.refusals()[0];
+//! assert!(refusal.reason.contains("-c"));
+//! println!("{}", verdict.message());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The policy is a [`baton_tools::ToolGate`]: give it to the agent loop and every
+//! `Bash` call (and every `Read` of a secret location) is judged before it runs.
+
+mod check;
+mod cmds;
+mod places;
+mod rules;
+pub mod sandbox;
+mod scripts;
+mod word;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use baton_config::{PolicyConfig, PolicyMode};
+use baton_tools::{GateDecision, ProcessRegistry, ToolGate};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::places::{Places, Secret};
+
+/// An error building a [`Policy`].
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The project directory does not exist or cannot be resolved.
+    #[error("policy: cannot resolve the project directory {path}: {source}")]
+    ProjectDir {
+        /// The directory given.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A name in `[policy]` is not usable.
+    #[error("policy: [policy] {field}: {message}")]
+    Config {
+        /// The key, e.g. `allow`.
+        field: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+/// One part of a command that was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The refused part of the command, as written (shortened when long).
+    pub part: String,
+    /// Why it was refused.
+    pub reason: String,
+    /// What is allowed instead.
+    pub instead: String,
+}
+
+/// The policy's judgement of one command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "lowercase")]
+pub enum Verdict {
+    /// The command may run.
+    Allowed,
+    /// The command must not run, for these reasons (at least one).
+    Refused {
+        /// Every refused part, in the order found.
+        refusals: Vec<Refusal>,
+    },
+}
+
+impl Verdict {
+    /// Whether the command may run.
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, Verdict::Allowed)
+    }
+
+    /// The refusals (empty when allowed).
+    pub fn refusals(&self) -> &[Refusal] {
+        match self {
+            Verdict::Allowed => &[],
+            Verdict::Refused { refusals } => refusals,
+        }
+    }
+
+    /// The refusal as text for the model: one line per refused part, each saying
+    /// the part, the reason and what to do instead.
+    pub fn message(&self) -> String {
+        let r = self.refusals();
+        match r {
+            [] => "allowed".to_string(),
+            [one] => format_refusal(one),
+            many => many
+                .iter()
+                .map(|x| format!("- {}", format_refusal(x)))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+fn format_refusal(r: &Refusal) -> String {
+    format!("`{}`: {}. Instead: {}", r.part, r.reason, r.instead)
+}
+
+/// The command policy of one project. Cheap to share (`Arc`); checks are
+/// independent and may run from several threads.
+#[derive(Debug)]
+pub struct Policy {
+    mode: PolicyMode,
+    pub(crate) places: Places,
+    pub(crate) user_allow: HashSet<String>,
+    pub(crate) deny: HashSet<String>,
+    pub(crate) npx_packages: HashSet<String>,
+    pub(crate) dev_servers: Vec<String>,
+    pub(crate) processes: Option<Arc<ProcessRegistry>>,
+}
+
+impl Policy {
+    /// The policy configured by `cfg` for the project at `project_dir`.
+    pub fn new(cfg: &PolicyConfig, project_dir: &Path) -> Result<Policy, PolicyError> {
+        let project = project_dir
+            .canonicalize()
+            .map_err(|source| PolicyError::ProjectDir {
+                path: project_dir.to_path_buf(),
+                source,
+            })?;
+        for (field, names) in [
+            ("allow", &cfg.allow),
+            ("deny", &cfg.deny),
+            ("dev_server_names", &cfg.dev_server_names),
+        ] {
+            if let Some(bad) = names
+                .iter()
+                .find(|n| n.is_empty() || n.contains(['/', ' ', '\t', '\n']))
+            {
+                return Err(PolicyError::Config {
+                    field,
+                    message: format!("{bad:?} is not a command name (no spaces or slashes)"),
+                });
+            }
+        }
+        let mut npx_packages: HashSet<String> =
+            rules::NPX_PACKAGES.iter().map(|s| s.to_string()).collect();
+        npx_packages.extend(cfg.npx_packages.iter().cloned());
+        let mut dev_servers: Vec<String> =
+            rules::DEV_SERVERS.iter().map(|s| s.to_string()).collect();
+        dev_servers.extend(cfg.dev_server_names.iter().cloned());
+        Ok(Policy {
+            mode: cfg.mode,
+            places: Places::new(&project),
+            user_allow: cfg.allow.iter().cloned().collect(),
+            deny: cfg.deny.iter().cloned().collect(),
+            npx_packages,
+            dev_servers,
+            processes: None,
+        })
+    }
+
+    /// The same policy, also allowing `kill` of any process in the groups `registry`
+    /// owns (the processes started in this run).
+    pub fn with_processes(mut self, registry: Arc<ProcessRegistry>) -> Policy {
+        self.processes = Some(registry);
+        self
+    }
+
+    /// The project directory (canonical).
+    pub fn project_dir(&self) -> &Path {
+        &self.places.project
+    }
+
+    /// Whether the policy checks anything (`mode = "allowlist"`).
+    pub fn enforcing(&self) -> bool {
+        self.mode == PolicyMode::Allowlist
+    }
+
+    /// Judge one `Bash` command line, as `bash -c` would run it in the project dir.
+    pub fn check(&self, command: &str) -> Verdict {
+        match self.mode {
+            PolicyMode::Off => Verdict::Allowed,
+            PolicyMode::Allowlist => {
+                let refusals = check::check(self, command);
+                if refusals.is_empty() {
+                    Verdict::Allowed
+                } else {
+                    Verdict::Refused { refusals }
+                }
+            }
+        }
+    }
+
+    /// Judge a `Read` of `file_path` (absolute or relative to the project): refused
+    /// when it reaches a secret location.
+    pub fn check_read(&self, file_path: &str) -> Verdict {
+        if self.mode == PolicyMode::Off {
+            return Verdict::Allowed;
+        }
+        let project = &self.places.project;
+        let path = if Path::new(file_path).is_absolute() {
+            PathBuf::from(file_path)
+        } else {
+            project.join(file_path)
+        };
+        let mut candidates = vec![path.to_string_lossy().into_owned()];
+        let real = places::real_path(&path);
+        if real != path {
+            candidates.push(real.to_string_lossy().into_owned());
+        }
+        for c in candidates {
+            let escaped = escape_glob(&c);
+            if let Some(Secret::Inside(what)) = self.places.secret(&escaped, project, false) {
+                return Verdict::Refused {
+                    refusals: vec![Refusal {
+                        part: file_path.to_string(),
+                        reason: format!(
+                            "{what} is a secret location (credentials, keys or other users' files)"
+                        ),
+                        instead:
+                            "read files of the project; credentials are never shown to the agent"
+                                .into(),
+                    }],
+                };
+            }
+        }
+        Verdict::Allowed
+    }
+}
+
+fn escape_glob(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl ToolGate for Policy {
+    fn check(&self, tool: &str, input: &Value) -> GateDecision {
+        let verdict = match tool {
+            "Bash" => match input.get("command").and_then(Value::as_str) {
+                Some(cmd) => Policy::check(self, cmd),
+                // Malformed input is reported by the tool itself.
+                None => Verdict::Allowed,
+            },
+            "Read" => match input.get("file_path").and_then(Value::as_str) {
+                Some(p) => self.check_read(p),
+                None => Verdict::Allowed,
+            },
+            _ => Verdict::Allowed,
+        };
+        match verdict {
+            Verdict::Allowed => GateDecision::Allow,
+            v @ Verdict::Refused { .. } => GateDecision::Refuse(v.message()),
+        }
+    }
+}
+
+/// Everything an agent session needs from this crate, set up from `baton.toml`.
+#[derive(Debug)]
+pub struct SessionGuard {
+    /// The gate to give the agent loop.
+    pub policy: Policy,
+    /// A warning for the user, when the OS sandbox is enabled but not available.
+    pub warning: Option<String>,
+}
+
+impl SessionGuard {
+    /// Set up `ctx` for an agent session: remove the secret variables from its
+    /// commands, route `Bash` through the OS sandbox when `[sandbox] enabled` (and the
+    /// kernel supports it), and build the policy gate knowing the session's processes.
+    ///
+    /// `exe` is the `baton` binary that provides the hidden `__sandbox` launcher
+    /// (normally `std::env::current_exe()`).
+    pub fn new(
+        ctx: &mut baton_tools::ToolContext,
+        policy: &PolicyConfig,
+        sandbox: &baton_config::SandboxConfig,
+        exe: &Path,
+    ) -> Result<SessionGuard, PolicyError> {
+        ctx.env_remove = secret_env(policy);
+        let gate = Policy::new(policy, &ctx.project_dir)?.with_processes(ctx.processes.clone());
+        let mut warning = None;
+        if sandbox.enabled {
+            match sandbox::probe() {
+                sandbox::Support::Landlock(_) => {
+                    let spec = sandbox::SandboxSpec::new(
+                        &ctx.project_dir,
+                        &sandbox.writable,
+                        sandbox.network,
+                    );
+                    ctx.launcher = Some(spec.launcher(exe));
+                    if sandbox.network == baton_config::SandboxNetwork::Loopback {
+                        warning = Some("[sandbox] network = \"loopback\" is not enforced by the kernel (Landlock rules match TCP ports, not addresses); the command policy still limits curl and wget to localhost".to_string());
+                    }
+                }
+                sandbox::Support::Unsupported => {
+                    warning = Some("this kernel does not enforce Landlock, so the agent's commands run without the OS sandbox (the command policy still applies); set [sandbox] enabled = false to silence this".to_string());
+                }
+            }
+        }
+        Ok(SessionGuard {
+            policy: gate,
+            warning,
+        })
+    }
+}
+
+/// Environment variables to remove from every agent process: the provider keys
+/// ([`baton_tools::DEFAULT_SECRET_VARS`]) and those listed in `[policy] secret_env`.
+pub fn secret_env(cfg: &PolicyConfig) -> Vec<String> {
+    let mut v: Vec<String> = baton_tools::DEFAULT_SECRET_VARS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for s in &cfg.secret_env {
+        if !v.contains(s) {
+            v.push(s.clone());
+        }
+    }
+    v
+}

@@ -1,0 +1,381 @@
+//! The OS sandbox of the agent's processes (Linux, Landlock).
+//!
+//! baton cannot confine a child between `fork` and `exec` without `unsafe` code, so
+//! the `Bash` tool starts every command through baton itself:
+//! `baton __sandbox --project DIR [--writable DIR]... -- bash -c CMD`. That process
+//! calls [`confine`] on itself (Landlock rules plus `no_new_privs`, both inherited by
+//! everything it starts) and then replaces itself with the command.
+//!
+//! Under the sandbox, processes may **write** only under the project directory, the
+//! temp dirs, the package caches toolchains need (`~/.npm`, `~/.cache`,
+//! `~/.cargo/registry`, …), a few devices (`/dev/null`, `/dev/tty`, …) and the
+//! directories listed in `[sandbox] writable`; they may **read** everything except
+//! secret locations (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.netrc`,
+//! `/etc/shadow`, other users' homes, …). Landlock also stops them from tracing
+//! processes outside the sandbox, so `/proc/<baton>/environ` (which holds the API
+//! keys) cannot be read.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use baton_config::SandboxNetwork;
+
+/// An error setting up the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel refused the Landlock ruleset.
+    #[error("sandbox: cannot apply the Landlock rules: {0}")]
+    Landlock(String),
+    /// The sandboxed command could not be started.
+    #[error("sandbox: cannot run {program}: {source}")]
+    Exec {
+        /// The program.
+        program: String,
+        /// The error from `exec`.
+        source: std::io::Error,
+    },
+    /// The launcher was called without a command.
+    #[error("sandbox: no command given after --")]
+    NoCommand,
+}
+
+/// What the sandbox of one process allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// The project directory (read and write).
+    pub project: PathBuf,
+    /// More directories to make writable (`[sandbox] writable`, `~/` expanded).
+    pub writable: Vec<PathBuf>,
+    /// Network restriction asked for.
+    pub network: SandboxNetwork,
+}
+
+/// How much of the sandbox the kernel enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Support {
+    /// Landlock is available (with this ABI version).
+    Landlock(u8),
+    /// The kernel has no Landlock (or it is disabled): commands run unconfined.
+    Unsupported,
+}
+
+/// Package caches and tool directories under the home directory that toolchains
+/// write to.
+pub const HOME_CACHES: &[&str] = &[
+    ".npm",
+    ".cache",
+    ".cargo/registry",
+    ".cargo/git",
+    ".rustup/tmp",
+    ".rustup/downloads",
+    ".yarn",
+    ".pnpm-store",
+    ".local/share/pnpm",
+    ".node-gyp",
+    "go/pkg",
+    ".m2",
+    ".gradle",
+    ".bun/install",
+    ".deno",
+    ".local/lib",
+    ".local/share/virtualenv",
+    ".pyenv/cache",
+    ".ipython",
+    ".jupyter",
+];
+
+/// Names in the home directory that sandboxed processes may not read.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".docker",
+    ".kube",
+    ".azure",
+    ".password-store",
+    ".pgpass",
+    ".npmrc",
+    ".pypirc",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".node_repl_history",
+    ".lesshst",
+    ".viminfo",
+];
+
+/// Names under `~/.config` and `~/.cargo` that sandboxed processes may not read.
+const NESTED_SECRETS: &[(&str, &str)] = &[
+    (".config", "gcloud"),
+    (".config", "gh"),
+    (".config", "hub"),
+    (".cargo", "credentials"),
+    (".cargo", "credentials.toml"),
+];
+
+/// Files of `/etc` that sandboxed processes may not read.
+const ETC_SECRETS: &[&str] = &[
+    "shadow",
+    "gshadow",
+    "shadow-",
+    "gshadow-",
+    "sudoers",
+    "sudoers.d",
+    "ssh",
+    "security",
+];
+
+impl SandboxSpec {
+    /// The spec for `project` with extra writable dirs (absolute, or `~/…`).
+    pub fn new(project: &Path, writable: &[String], network: SandboxNetwork) -> Self {
+        let home = home();
+        let writable = writable
+            .iter()
+            .filter_map(|w| match (w.strip_prefix("~/"), &home) {
+                (Some(rest), Some(h)) => Some(h.join(rest)),
+                (Some(_), None) => None,
+                (None, _) => Some(PathBuf::from(w)),
+            })
+            .collect();
+        Self {
+            project: project.to_path_buf(),
+            writable,
+            network,
+        }
+    }
+
+    /// The arguments of `baton __sandbox` that confine a command to this spec,
+    /// starting with `exe` and ending with `--` (append the command).
+    pub fn launcher(&self, exe: &Path) -> Vec<OsString> {
+        let mut v: Vec<OsString> = vec![
+            exe.as_os_str().to_os_string(),
+            "__sandbox".into(),
+            "--project".into(),
+            self.project.as_os_str().to_os_string(),
+        ];
+        for w in &self.writable {
+            v.push("--writable".into());
+            v.push(w.as_os_str().to_os_string());
+        }
+        if self.network == SandboxNetwork::Loopback {
+            v.push("--network".into());
+            v.push("loopback".into());
+        }
+        v.push("--".into());
+        v
+    }
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+}
+
+fn temp_dirs() -> Vec<PathBuf> {
+    let mut v = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
+    if let Some(t) = std::env::var_os("TMPDIR").map(PathBuf::from)
+        && t.is_absolute()
+        && t != Path::new("/")
+    {
+        v.push(t);
+    }
+    v
+}
+
+/// The entries of `dir` except `skip`, as paths.
+fn entries_except(dir: &Path, skip: &[&str]) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.filter_map(Result::ok)
+        .filter(|e| !skip.iter().any(|s| e.file_name() == *s))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Where sandboxed processes may read, and where they may write.
+pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let home = home();
+    let mut read = Vec::new();
+    // Everything at the top, except the homes and /etc, which are opened up entry by entry.
+    read.extend(entries_except(Path::new("/"), &["home", "root", "etc"]));
+    read.extend(entries_except(Path::new("/etc"), ETC_SECRETS));
+    if let Some(h) = &home {
+        let nested: Vec<&str> = NESTED_SECRETS.iter().map(|(d, _)| *d).collect();
+        let mut skip: Vec<&str> = HOME_SECRETS.to_vec();
+        skip.extend(nested.iter().copied());
+        read.extend(entries_except(h, &skip));
+        for dir in nested {
+            let names: Vec<&str> = NESTED_SECRETS
+                .iter()
+                .filter(|(d, _)| *d == dir)
+                .map(|(_, n)| *n)
+                .collect();
+            read.extend(entries_except(&h.join(dir), &names));
+        }
+    }
+    let mut write = vec![spec.project.clone()];
+    write.extend(temp_dirs());
+    if let Some(h) = &home {
+        write.extend(HOME_CACHES.iter().map(|c| h.join(c)));
+    }
+    write.extend(spec.writable.iter().cloned());
+    for dev in [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/tty",
+        "/dev/ptmx",
+        "/dev/pts",
+        "/dev/shm",
+        "/dev/random",
+        "/dev/urandom",
+    ] {
+        write.push(PathBuf::from(dev));
+    }
+    (read, write)
+}
+
+/// Whether this kernel enforces Landlock, and which ABI.
+#[cfg(target_os = "linux")]
+pub fn probe() -> Support {
+    use landlock::{ABI, Access, AccessFs, Compatible, Ruleset, RulesetAttr};
+    // Try each ABI from the newest; creating a ruleset succeeds only where the
+    // kernel knows every right asked for.
+    for (abi, n) in [
+        (ABI::V6, 6u8),
+        (ABI::V5, 5),
+        (ABI::V4, 4),
+        (ABI::V3, 3),
+        (ABI::V2, 2),
+        (ABI::V1, 1),
+    ] {
+        let created = Ruleset::default()
+            .set_compatibility(landlock::CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.create());
+        if created.is_ok() {
+            return Support::Landlock(n);
+        }
+    }
+    Support::Unsupported
+}
+
+/// Whether this kernel enforces Landlock (never, off Linux).
+#[cfg(not(target_os = "linux"))]
+pub fn probe() -> Support {
+    Support::Unsupported
+}
+
+/// Confine this process (and everything it starts) to `spec`, and set
+/// `no_new_privs`. Returns what the kernel enforces; where Landlock is missing the
+/// process stays unconfined (best effort) and [`Support::Unsupported`] is returned.
+#[cfg(target_os = "linux")]
+pub fn confine(spec: &SandboxSpec) -> Result<Support, SandboxError> {
+    use landlock::{
+        ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        RulesetStatus,
+    };
+    let err = |e: &dyn std::fmt::Display| SandboxError::Landlock(e.to_string());
+    let abi = ABI::V5;
+    let all = AccessFs::from_all(abi);
+    let read = AccessFs::from_read(abi);
+    let file_only = AccessFs::from_file(abi);
+    let mut rs = Ruleset::default()
+        .handle_access(all)
+        .map_err(|e| err(&e))?
+        .create()
+        .map_err(|e| err(&e))?;
+    let (reads, writes) = rules(spec);
+    for (paths, access) in [(reads, read), (writes, all)] {
+        for p in paths {
+            let Ok(fd) = PathFd::new(&p) else { continue };
+            let access = if p.is_dir() {
+                access
+            } else {
+                access & file_only
+            };
+            rs = rs
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|e| err(&e))?;
+        }
+    }
+    let status = rs.restrict_self().map_err(|e| err(&e))?;
+    Ok(match status.ruleset {
+        RulesetStatus::NotEnforced => Support::Unsupported,
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => match probe() {
+            Support::Landlock(n) => Support::Landlock(n),
+            Support::Unsupported => Support::Landlock(1),
+        },
+    })
+}
+
+/// Off Linux there is no sandbox: the process stays unconfined.
+#[cfg(not(target_os = "linux"))]
+pub fn confine(_spec: &SandboxSpec) -> Result<Support, SandboxError> {
+    Ok(Support::Unsupported)
+}
+
+/// Confine this process to `spec`, then replace it with `command` (program and
+/// arguments). Returns only on error.
+pub fn exec_confined(spec: &SandboxSpec, command: &[OsString]) -> SandboxError {
+    use std::os::unix::process::CommandExt as _;
+    let Some((program, args)) = command.split_first() else {
+        return SandboxError::NoCommand;
+    };
+    if let Err(e) = confine(spec) {
+        return e;
+    }
+    let source = std::process::Command::new(program).args(args).exec();
+    SandboxError::Exec {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launcher_lists_the_spec_and_ends_with_dashdash() {
+        let spec = SandboxSpec {
+            project: PathBuf::from("/p"),
+            writable: vec![PathBuf::from("/w")],
+            network: SandboxNetwork::Open,
+        };
+        let v = spec.launcher(Path::new("/bin/baton"));
+        let v: Vec<String> = v.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            v,
+            [
+                "/bin/baton",
+                "__sandbox",
+                "--project",
+                "/p",
+                "--writable",
+                "/w",
+                "--"
+            ]
+        );
+    }
+
+    #[test]
+    fn secrets_are_not_readable_and_caches_are_writable() {
+        let spec = SandboxSpec::new(Path::new("/p"), &[], SandboxNetwork::Open);
+        let (read, write) = rules(&spec);
+        let home = home().unwrap_or_default();
+        assert!(!read.contains(&home.join(".ssh")));
+        assert!(!read.contains(&PathBuf::from("/etc/shadow")));
+        assert!(
+            !read
+                .iter()
+                .any(|p| p == Path::new("/home") || p == Path::new("/root"))
+        );
+        assert!(write.contains(&PathBuf::from("/p")));
+        assert!(write.contains(&home.join(".npm")));
+    }
+}

@@ -1,0 +1,982 @@
+//! Programs with a language of their own: git subcommands and configuration keys,
+//! sed scripts and awk programs, each checked for its escape hatches.
+
+use crate::check::{Checker, Cmd};
+use crate::cmds::{Arg, parse_args};
+use crate::word::Word;
+
+/// git subcommands baton lets through (with the checks below).
+const GIT_SUBCOMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "commit",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "fetch",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "hash-object",
+    "init",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-tree",
+    "mktag",
+    "mktree",
+    "mv",
+    "name-rev",
+    "notes",
+    "pull",
+    "push",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "reflog",
+    "remote",
+    "repack",
+    "replace",
+    "rerere",
+    "reset",
+    "restore",
+    "revert",
+    "rev-list",
+    "rev-parse",
+    "rm",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "sparse-checkout",
+    "stash",
+    "status",
+    "stripspace",
+    "submodule",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "update-index",
+    "update-ref",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+    "maintenance",
+    "prune",
+    "citool",
+    "shortlog",
+];
+
+/// Options whose value may be computed (it cannot be taken for an option).
+const GIT_VALUE_OPTS: &[&str] = &[
+    "-m",
+    "--message",
+    "-F",
+    "--file",
+    "--author",
+    "--date",
+    "-b",
+    "-B",
+    "--format",
+    "--pretty",
+    "--grep",
+    "--since",
+    "--until",
+    "--after",
+    "--before",
+    "-t",
+    "--template-message",
+    "-n",
+    "--max-count",
+    "-e",
+];
+
+/// `git SUB ARGS`: the subcommand's own escape hatches.
+pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
+    if !GIT_SUBCOMMANDS.contains(&sub) {
+        let (reason, instead) = match sub {
+            "filter-branch" | "filter-repo" => (
+                "git filter-branch runs shell filters over history",
+                "change files and commit",
+            ),
+            "daemon" | "instaweb" | "http-backend" | "upload-pack" | "receive-pack" | "shell"
+            | "upload-archive" => (
+                "this git subcommand serves the repository or runs a server",
+                "use local git commands",
+            ),
+            "credential" | "credential-store" | "credential-cache" => (
+                "git credential reads stored credentials",
+                "credentials are never available to the agent",
+            ),
+            "send-email" | "request-pull" | "imap-send" => {
+                ("this git subcommand sends mail", "commit locally")
+            }
+            "difftool" | "mergetool" | "web--browse" | "help" | "gui" | "gitk" => (
+                "this git subcommand starts other programs (tools, browsers, pagers)",
+                "use git diff and git merge",
+            ),
+            _ => (
+                "not a git subcommand baton knows; git aliases are refused because an alias can run shell commands",
+                "use git's own subcommand (status, add, commit, log, diff, branch, checkout, …)",
+            ),
+        };
+        c.refuse(&cmd.part, format!("git {sub}: {reason}"), instead);
+        return;
+    }
+    // Computed arguments that could be options.
+    let mut prev: Option<String> = None;
+    let mut dashdash = false;
+    for w in &cmd.args {
+        match w.literal() {
+            Some(l) => {
+                if l == "--" {
+                    dashdash = true;
+                }
+                prev = Some(l);
+            }
+            None => {
+                let value_of = prev.as_deref().is_some_and(|p| GIT_VALUE_OPTS.contains(&p));
+                let inline_value = w.static_text().is_none() && {
+                    let lit: String = w
+                        .chars
+                        .iter()
+                        .map_while(|ch| match ch {
+                            crate::word::Ch::Quoted(x) | crate::word::Ch::Bare(x) => Some(*x),
+                            crate::word::Ch::Dyn => None,
+                        })
+                        .collect();
+                    lit.starts_with('-')
+                        && lit
+                            .split_once('=')
+                            .is_some_and(|(o, _)| GIT_VALUE_OPTS.contains(&o))
+                };
+                if !(dashdash || value_of || inline_value || !w.may_start_with('-')) {
+                    c.refuse(
+                        &cmd.part,
+                        format!("git {sub} gets a computed argument {} that could be an option (some git options run programs)", w.text),
+                        "write git's options literally; computed messages go after -m, computed paths after --",
+                    );
+                }
+                prev = None;
+            }
+        }
+    }
+    let lits: Vec<String> = cmd.args.iter().filter_map(|w| w.literal()).collect();
+    let has = |names: &[&str]| {
+        lits.iter().any(|l| {
+            let n = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+            names.contains(&n)
+        })
+    };
+    let short_has = |flag: char| {
+        lits.iter()
+            .any(|l| l.starts_with('-') && !l.starts_with("--") && l[1..].contains(flag))
+    };
+    for l in &lits {
+        if l.starts_with("ext::") || l.starts_with("fd::") {
+            c.refuse(
+                &cmd.part,
+                "the ext:: and fd:: transports run commands",
+                "use https:// or a local path as the remote",
+            );
+        }
+    }
+    match sub {
+        "config" => git_config(c, cmd, &lits),
+        "push" => {
+            if has(&[
+                "--force",
+                "--force-with-lease",
+                "--force-if-includes",
+                "--mirror",
+                "--delete",
+                "--prune",
+            ]) || short_has('f')
+                || short_has('d')
+                || lits
+                    .iter()
+                    .any(|l| !l.starts_with('-') && (l.starts_with('+') || l.starts_with(':')))
+            {
+                c.refuse(
+                    &cmd.part,
+                    "git push may not force, mirror or delete remote history",
+                    "push new commits without --force (integrate with git pull --rebase first)",
+                );
+            }
+            if has(&["--receive-pack", "--exec"]) {
+                c.refuse(
+                    &cmd.part,
+                    "git push --receive-pack/--exec runs a program",
+                    "push without it",
+                );
+            }
+        }
+        "clone" | "fetch" | "pull" | "ls-remote" | "archive" | "remote" | "submodule" => {
+            if has(&[
+                "--upload-pack",
+                "--receive-pack",
+                "--exec",
+                "--config",
+                "--template",
+                "--remote",
+            ]) || (matches!(sub, "clone" | "fetch" | "pull" | "ls-remote")
+                && (short_has('u') || short_has('c')))
+            {
+                c.refuse(&cmd.part, format!("git {sub} with --upload-pack/--exec/-c/--template runs programs or sets configuration"), format!("run git {sub} with a plain URL"));
+            }
+            if sub == "submodule" && lits.iter().any(|l| l == "foreach") {
+                c.refuse(
+                    &cmd.part,
+                    "git submodule foreach runs a shell command in each submodule",
+                    "run the command in each submodule directory yourself",
+                );
+            }
+            if sub == "archive" {
+                output_opts(c, cmd);
+            }
+        }
+        "init" if has(&["--template", "--separate-git-dir"]) => {
+            c.refuse(
+                &cmd.part,
+                "git init --template installs hooks from another directory",
+                "run git init without --template",
+            );
+        }
+        "clean" => {
+            let x = short_has('x') || short_has('X');
+            let keeps = cmd.args.windows(2).any(|p| {
+                p[0].literal().as_deref() == Some("-e")
+                    && p[1]
+                        .literal()
+                        .is_some_and(|v| v.trim_matches('/') == ".baton")
+            }) || lits.iter().any(|l| {
+                matches!(
+                    l.as_str(),
+                    "--exclude=.baton" | "--exclude=.baton/" | "-e.baton" | "-e.baton/"
+                )
+            });
+            if x && !keeps {
+                c.refuse(
+                    &cmd.part,
+                    "git clean -x also deletes ignored files, including baton's .baton/ records",
+                    "use git clean -fd (without -x), or add -e .baton",
+                );
+            }
+        }
+        "grep" if has(&["--open-files-in-pager"]) || lits.iter().any(|l| l.starts_with("-O")) => {
+            c.refuse(
+                &cmd.part,
+                "git grep -O opens a pager program",
+                "use git grep without -O",
+            );
+        }
+        "rebase" => {
+            let parsed = parse_args(
+                &cmd.args,
+                "xsX",
+                &["exec", "strategy", "strategy-option", "onto"],
+                false,
+            );
+            for a in parsed {
+                if let Arg::Opt {
+                    name,
+                    value: Some(v),
+                } = a
+                    && (name == "-x" || name == "--exec")
+                {
+                    c.inline(&v.word(), &cmd.cwd, &cmd.part, "git rebase --exec");
+                }
+            }
+        }
+        "bisect" => {
+            if let Some(pos) = cmd
+                .args
+                .iter()
+                .position(|w| w.literal().as_deref() == Some("run"))
+            {
+                let rest = &cmd.args[pos + 1..];
+                if let Some(name) = rest.first().and_then(|w| w.literal()) {
+                    let inner = Cmd {
+                        name,
+                        args: rest[1..].to_vec(),
+                        cwd: cmd.cwd.clone(),
+                        part: cmd.part.clone(),
+                    };
+                    c.run(&inner);
+                } else if !rest.is_empty() {
+                    c.refuse(
+                        &cmd.part,
+                        "git bisect run with a computed command",
+                        "write the command literally",
+                    );
+                }
+            }
+        }
+        "log" | "diff" | "show" | "format-patch" | "whatchanged" | "range-diff" | "shortlog" => {
+            output_opts(c, cmd);
+        }
+        "worktree" => {
+            if lits.first().map(String::as_str) == Some("add")
+                && let Some(path) = cmd.args.iter().skip(1).find(|w| !w.may_start_with('-'))
+            {
+                c.write_target(path, &cmd.cwd, &cmd.part, false);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `--output=FILE` / `-o DIR` write files.
+fn output_opts(c: &mut Checker, cmd: &Cmd) {
+    for a in parse_args(&cmd.args, "o", &["output", "output-directory"], false) {
+        if let Arg::Opt {
+            name,
+            value: Some(v),
+        } = a
+            && matches!(name.as_str(), "-o" | "--output" | "--output-directory")
+        {
+            c.write_target(&v.word(), &cmd.cwd, &cmd.part, false);
+        }
+    }
+}
+
+/// Configuration keys the agent may set: none of them runs a program.
+fn safe_config_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    const EXACT: &[&str] = &[
+        "user.name",
+        "user.email",
+        "init.defaultbranch",
+        "core.autocrlf",
+        "core.eol",
+        "core.filemode",
+        "core.ignorecase",
+        "core.quotepath",
+        "core.safecrlf",
+        "core.whitespace",
+        "commit.gpgsign",
+        "tag.gpgsign",
+        "pull.rebase",
+        "pull.ff",
+        "push.default",
+        "push.autosetupremote",
+        "merge.ff",
+        "merge.conflictstyle",
+        "rebase.autostash",
+        "rebase.autosquash",
+        "fetch.prune",
+        "color.ui",
+        "diff.renames",
+        "diff.algorithm",
+        "status.showuntrackedfiles",
+        "log.date",
+        "gc.auto",
+        "advice.detachedhead",
+        "commit.verbose",
+        "branch.autosetupmerge",
+        "core.precomposeunicode",
+        "help.autocorrect",
+    ];
+    if EXACT.contains(&k.as_str()) || k.starts_with("advice.") || k.starts_with("color.") {
+        return true;
+    }
+    let parts: Vec<&str> = k.split('.').collect();
+    match parts.as_slice() {
+        ["branch", _, last] => matches!(*last, "remote" | "merge" | "rebase" | "description"),
+        ["remote", _, last] => matches!(
+            *last,
+            "url" | "pushurl" | "fetch" | "push" | "tagopt" | "prune"
+        ),
+        _ => false,
+    }
+}
+
+fn git_config(c: &mut Checker, cmd: &Cmd, lits: &[String]) {
+    if cmd.args.iter().any(|w| w.literal().is_none()) {
+        // Values may be computed (user.email "$EMAIL"), keys may not: checked below.
+    }
+    let mut write = false;
+    let mut global = false;
+    let mut positionals: Vec<&Word> = Vec::new();
+    let mut i = 0;
+    let args = &cmd.args;
+    while i < args.len() {
+        let w = &args[i];
+        i += 1;
+        let Some(l) = w.literal() else {
+            positionals.push(w);
+            continue;
+        };
+        let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+        match name {
+            "--global" | "--system" | "--file" | "-f" | "--blob" => {
+                global = true;
+                if (name == "--file" || name == "-f" || name == "--blob") && !l.contains('=') {
+                    i += 1;
+                }
+            }
+            "--unset" | "--unset-all" | "--add" | "--replace-all" | "--rename-section"
+            | "--remove-section" => write = true,
+            "--edit" | "-e" => {
+                c.refuse(
+                    &cmd.part,
+                    "git config --edit opens an editor",
+                    "set keys with git config KEY VALUE",
+                );
+                return;
+            }
+            "--type" | "--default" | "--comment" | "--value" => {
+                if !l.contains('=') {
+                    i += 1;
+                }
+            }
+            _ if l.starts_with('-') => {}
+            _ => positionals.push(w),
+        }
+    }
+    let mut pos: Vec<&Word> = positionals;
+    if let Some(first) = pos.first().and_then(|w| w.literal()) {
+        match first.as_str() {
+            "get" | "list" => return,
+            "set" | "unset" | "rename-section" | "remove-section" => {
+                write = true;
+                pos.remove(0);
+            }
+            "edit" => {
+                c.refuse(
+                    &cmd.part,
+                    "git config edit opens an editor",
+                    "set keys with git config KEY VALUE",
+                );
+                return;
+            }
+            _ => {}
+        }
+    }
+    if pos.len() >= 2 {
+        write = true;
+    }
+    let _ = lits;
+    if !write {
+        return;
+    }
+    if global {
+        c.refuse(
+            &cmd.part,
+            "git config --global/--system/--file changes configuration outside the project",
+            "set repository settings without --global (git config user.name NAME)",
+        );
+        return;
+    }
+    let Some(key) = pos.first() else { return };
+    match key.literal() {
+        Some(k) if safe_config_key(&k) => {}
+        Some(k) => c.refuse(
+            &cmd.part,
+            format!("git config {k}: baton lets the agent set only plain settings; keys like core.hooksPath, core.pager, core.fsmonitor, core.sshCommand, alias.*, filters and diff drivers make git run programs"),
+            "set only plain settings such as user.name, user.email, init.defaultBranch, pull.rebase, branch.*, remote.*.url",
+        ),
+        None => c.refuse(&cmd.part, "git config with a computed key", "write the key literally"),
+    }
+}
+
+impl Checker<'_> {
+    /// `sed`: the script is parsed; `e`, `w`, `W`, `r`, `R` and the `e`/`w` flags of
+    /// `s` are escape hatches or file access and are judged.
+    pub(crate) fn sed(&mut self, c: &Cmd) {
+        let parsed = parse_args(
+            &c.args,
+            "efl",
+            &["expression", "file", "line-length"],
+            false,
+        );
+        let mut scripts: Vec<Word> = Vec::new();
+        let mut files: Vec<&Word> = Vec::new();
+        let mut in_place = false;
+        let mut sandbox = false;
+        let mut explicit = false;
+        for a in &parsed {
+            match a {
+                Arg::Opt { name, value } => match name.as_str() {
+                    "-e" | "--expression" => {
+                        explicit = true;
+                        if let Some(v) = value {
+                            scripts.push(v.word());
+                        }
+                    }
+                    "-f" | "--file" => {
+                        self.refuse(
+                            &c.part,
+                            "sed -f reads its script from a file, which baton cannot check",
+                            "give the script inline: sed -e 's/a/b/' FILE",
+                        );
+                        return;
+                    }
+                    "-i" | "--in-place" => in_place = true,
+                    "--sandbox" => sandbox = true,
+                    _ => {}
+                },
+                Arg::Pos(w) => files.push(w),
+                Arg::Unknown(w) => {
+                    self.refuse(
+                        &c.part,
+                        format!(
+                            "sed gets a computed argument {} that could be an option",
+                            w.text
+                        ),
+                        "write sed's options literally",
+                    );
+                }
+            }
+        }
+        if !explicit {
+            if files.is_empty() {
+                return;
+            }
+            scripts.push(files.remove(0).clone());
+        }
+        if in_place {
+            for f in &files {
+                self.write_target(f, &c.cwd, &c.part, true);
+            }
+        }
+        for s in &scripts {
+            let Some(text) = s.literal() else {
+                self.refuse(&c.part, "the sed script is computed when the command runs (a value could add an `e` or `w` command)", "write the sed script literally in single quotes");
+                continue;
+            };
+            if sandbox {
+                continue;
+            }
+            match sed_script(&text) {
+                Ok(files_used) => {
+                    for (kind, f) in files_used {
+                        let w = Word::quoted(&f);
+                        if kind == 'w' {
+                            self.write_target(&w, &c.cwd, &c.part, false);
+                        } else if let Some(what) = self.secret_in(&w, &c.cwd, false) {
+                            self.refuse(&c.part, format!("sed reads {what}"), "read files of the project");
+                        }
+                    }
+                }
+                Err(reason) => self.refuse(&c.part, format!("sed: {reason}"), "use plain s/…/…/ substitutions, d, p and addresses; write results with shell redirection"),
+            }
+        }
+    }
+
+    /// `awk`: the program may not run commands (`system`, pipes) or write files.
+    pub(crate) fn awk(&mut self, c: &Cmd) {
+        let parsed = parse_args(
+            &c.args,
+            "FvfeEliW",
+            &[
+                "field-separator",
+                "assign",
+                "file",
+                "source",
+                "exec",
+                "load",
+                "include",
+            ],
+            true,
+        );
+        let mut program: Option<Word> = None;
+        let mut sandbox = false;
+        for a in &parsed {
+            match a {
+                Arg::Opt { name, value } => match name.as_str() {
+                    "-f" | "--file" | "-E" | "--exec" | "-l" | "--load" | "-i" | "--include" => {
+                        self.refuse(&c.part, format!("awk {name} loads a program or extension from a file, which baton cannot check"), "give the awk program inline in single quotes");
+                        return;
+                    }
+                    "-e" | "--source" => program = value.as_ref().map(|v| v.word()),
+                    "--sandbox" => sandbox = true,
+                    "-W" if value.as_ref().and_then(|v| v.literal()).as_deref()
+                        == Some("sandbox") =>
+                    {
+                        sandbox = true
+                    }
+                    _ => {}
+                },
+                Arg::Pos(w) => {
+                    if program.is_none() {
+                        program = Some((*w).clone());
+                    }
+                }
+                Arg::Unknown(w) => {
+                    self.refuse(
+                        &c.part,
+                        format!(
+                            "awk gets a computed argument {} that could be an option",
+                            w.text
+                        ),
+                        "write awk's options literally",
+                    );
+                }
+            }
+        }
+        let Some(p) = program else { return };
+        let Some(text) = p.literal() else {
+            self.refuse(
+                &c.part,
+                "the awk program is computed when the command runs",
+                "write the awk program literally in single quotes",
+            );
+            return;
+        };
+        if sandbox {
+            return;
+        }
+        if let Err(reason) = awk_program(&text) {
+            self.refuse(&c.part, format!("awk: {reason}"), "use awk to filter and print; write results with shell redirection (awk '…' in > out)");
+        }
+    }
+}
+
+/// Parse a sed script; the files it reads (`r`, `R`) and writes (`w`, `W`, `s///w`).
+fn sed_script(s: &str) -> Result<Vec<(char, String)>, String> {
+    let ch: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    let mut files = Vec::new();
+    let skip_ws = |i: &mut usize| {
+        while *i < ch.len() && (ch[*i] == ' ' || ch[*i] == '\t') {
+            *i += 1;
+        }
+    };
+    let to_eol = |i: &mut usize| -> String {
+        let start = *i;
+        while *i < ch.len() && ch[*i] != '\n' {
+            *i += 1;
+        }
+        ch[start..*i].iter().collect::<String>()
+    };
+    // Read a delimited part (regex or replacement), handling escapes.
+    let delimited = |i: &mut usize, d: char| -> Result<(), String> {
+        while *i < ch.len() {
+            let x = ch[*i];
+            if x == '\\' {
+                *i += 2;
+                continue;
+            }
+            if x == '\n' && d != '\n' {
+                return Err("a newline inside a regular expression".into());
+            }
+            *i += 1;
+            if x == d {
+                return Ok(());
+            }
+        }
+        Err("an unterminated regular expression".into())
+    };
+    loop {
+        // Separators.
+        while i < ch.len() && (ch[i].is_whitespace() || ch[i] == ';') {
+            i += 1;
+        }
+        if i >= ch.len() {
+            break;
+        }
+        // Addresses: number, $, /re/, \cREc, first~step, +N, ~N, and a second one.
+        for n in 0..2 {
+            if i >= ch.len() {
+                break;
+            }
+            let start = i;
+            match ch[i] {
+                '0'..='9' => {
+                    while i < ch.len() && (ch[i].is_ascii_digit() || ch[i] == '~') {
+                        i += 1;
+                    }
+                }
+                '$' => i += 1,
+                '/' => {
+                    i += 1;
+                    delimited(&mut i, '/')?;
+                }
+                '\\' if i + 1 < ch.len() => {
+                    let d = ch[i + 1];
+                    i += 2;
+                    delimited(&mut i, d)?;
+                }
+                '+' | '~' if n == 1 => {
+                    i += 1;
+                    while i < ch.len() && ch[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                }
+                _ => {}
+            }
+            if i > start {
+                while i < ch.len() && (ch[i] == 'I' || ch[i] == 'M') {
+                    i += 1;
+                }
+            }
+            skip_ws(&mut i);
+            if n == 0 && i < ch.len() && ch[i] == ',' {
+                i += 1;
+                skip_ws(&mut i);
+                continue;
+            }
+            break;
+        }
+        skip_ws(&mut i);
+        while i < ch.len() && ch[i] == '!' {
+            i += 1;
+            skip_ws(&mut i);
+        }
+        if i >= ch.len() {
+            return Err("an address without a command".into());
+        }
+        let cmd = ch[i];
+        i += 1;
+        match cmd {
+            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x'
+            | 'z' | 'F' => {}
+            '#' | ':' | 'b' | 't' | 'T' => {
+                // Labels and comments run to the end of the line (or ; for branches).
+                while i < ch.len() && ch[i] != '\n' && !(cmd != '#' && cmd != ':' && ch[i] == ';') {
+                    i += 1;
+                }
+            }
+            'q' | 'Q' | 'l' | 'L' => {
+                skip_ws(&mut i);
+                while i < ch.len() && ch[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            'a' | 'i' | 'c' => {
+                // Text to the end of the line; a trailing backslash continues it.
+                loop {
+                    let line = to_eol(&mut i);
+                    if line.ends_with('\\') && i < ch.len() {
+                        i += 1;
+                        continue;
+                    }
+                    break;
+                }
+            }
+            'r' | 'R' | 'w' | 'W' => {
+                skip_ws(&mut i);
+                let f = to_eol(&mut i);
+                if f.is_empty() {
+                    return Err(format!("`{cmd}` without a file"));
+                }
+                let kind = if cmd == 'w' || cmd == 'W' { 'w' } else { 'r' };
+                if f == "/dev/stdout" || f == "/dev/stderr" {
+                    continue;
+                }
+                files.push((kind, f));
+            }
+            'e' => return Err("the `e` command runs a shell command".into()),
+            'v' => {
+                to_eol(&mut i);
+            }
+            's' | 'y' => {
+                let Some(&d) = ch.get(i) else {
+                    return Err(format!("`{cmd}` without a delimiter"));
+                };
+                if d == '\n' || d == '\\' {
+                    return Err("an unusual delimiter".into());
+                }
+                i += 1;
+                delimited(&mut i, d)?;
+                delimited(&mut i, d)?;
+                if cmd == 's' {
+                    while i < ch.len() {
+                        match ch[i] {
+                            'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => i += 1,
+                            'e' => {
+                                return Err(
+                                    "the `e` flag of s/// runs the result as a shell command"
+                                        .into(),
+                                );
+                            }
+                            'w' => {
+                                i += 1;
+                                skip_ws(&mut i);
+                                let f = to_eol(&mut i);
+                                if f != "/dev/stdout" && f != "/dev/stderr" {
+                                    files.push(('w', f));
+                                }
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+            }
+            other => return Err(format!("unknown command `{other}`")),
+        }
+    }
+    Ok(files)
+}
+
+/// Check an awk program: no `system(`, no pipes to or from commands, no output
+/// redirection to files, no extensions.
+fn awk_program(p: &str) -> Result<(), String> {
+    let ch: Vec<char> = p.chars().collect();
+    let mut i = 0;
+    // Whether the previous significant token ends an operand (so `/` divides).
+    let mut operand = false;
+    let mut ident = String::new();
+    let mut in_print = false;
+    let mut depth = 0i32;
+    while i < ch.len() {
+        let c = ch[i];
+        if c.is_ascii_alphanumeric() || c == '_' {
+            ident.push(c);
+            i += 1;
+            continue;
+        }
+        if !ident.is_empty() {
+            let word = std::mem::take(&mut ident);
+            match word.as_str() {
+                "system" => return Err("system() runs a shell command".into()),
+                "print" | "printf" => {
+                    in_print = true;
+                    depth = 0;
+                }
+                _ => {}
+            }
+            operand = !matches!(
+                word.as_str(),
+                "print" | "printf" | "return" | "in" | "getline"
+            );
+        }
+        match c {
+            '"' => {
+                i += 1;
+                while i < ch.len() && ch[i] != '"' {
+                    if ch[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                operand = true;
+                continue;
+            }
+            '/' if !operand => {
+                i += 1;
+                while i < ch.len() && ch[i] != '/' {
+                    if ch[i] == '\\' {
+                        i += 1;
+                    } else if ch[i] == '[' {
+                        // A bracket expression may hold '/'.
+                        while i < ch.len() && ch[i] != ']' {
+                            i += 1;
+                        }
+                    }
+                    i += 1;
+                }
+                i += 1;
+                operand = true;
+                continue;
+            }
+            '#' => {
+                while i < ch.len() && ch[i] != '\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            '@' => return Err("@load/@include bring in code from files".into()),
+            '|' => {
+                if ch.get(i + 1) == Some(&'|') {
+                    i += 2;
+                    operand = false;
+                    continue;
+                }
+                return Err(
+                    "a pipe to or from a command (| getline, print | \"cmd\") runs a shell command"
+                        .into(),
+                );
+            }
+            '>' if in_print && depth == 0 => {
+                return Err("print > FILE writes files from inside awk".into());
+            }
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ';' | '\n' | '{' | '}' => in_print = false,
+            _ => {}
+        }
+        if !c.is_whitespace() {
+            operand = matches!(c, ')' | ']' | '$');
+        }
+        i += 1;
+    }
+    if ident == "system" {
+        return Err("system() runs a shell command".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sed_scripts() {
+        assert!(sed_script("s/a/b/g").is_ok());
+        assert!(sed_script("1,5d;/^#/d").is_ok());
+        assert!(sed_script("s|x|y|;$a\\\nend").is_ok());
+        assert!(sed_script("/foo/,+2{s/a/b/;p}").is_ok());
+        assert!(sed_script("s/a/b/e").is_err());
+        assert!(sed_script("1e id").is_err());
+        assert!(sed_script("s/x/y/;e").is_err());
+        assert_eq!(
+            sed_script("w out.txt").ok(),
+            Some(vec![('w', "out.txt".to_string())])
+        );
+        assert_eq!(
+            sed_script("s/a/b/w /etc/x").ok(),
+            Some(vec![('w', "/etc/x".to_string())])
+        );
+        assert!(sed_script("s/a\\/b/c/").is_ok());
+    }
+
+    #[test]
+    fn awk_programs() {
+        assert!(awk_program("{print $1}").is_ok());
+        assert!(awk_program("$3 > 100 {print $1, $2}").is_ok());
+        assert!(awk_program("{s += $1} END {print s / NR}").is_ok());
+        assert!(awk_program("/a|b/ {print}").is_ok());
+        assert!(awk_program("NR==1 || NR==2").is_ok());
+        assert!(awk_program("BEGIN {system(\"id\")}").is_err());
+        assert!(awk_program("{print | \"sh\"}").is_err());
+        assert!(awk_program("BEGIN {\"id\" | getline x}").is_err());
+        assert!(awk_program("{print > \"/etc/x\"}").is_err());
+        assert!(awk_program("{print ($1 > 2)}").is_ok());
+    }
+}

@@ -1,0 +1,147 @@
+//! The policy as the agent loop's gate, and the `[policy]` settings.
+
+use std::sync::Arc;
+
+use baton_config::{PolicyConfig, PolicyMode};
+use baton_policy::Policy;
+use baton_tools::{GateDecision, ProcessRegistry, ToolGate};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::project;
+
+#[test]
+fn bash_refusals_reach_the_model_with_part_reason_and_instead() {
+    let (_dir, policy) = project();
+    let gate: &dyn ToolGate = &policy;
+    assert_eq!(
+        gate.check("Bash", &json!({"command": "npm test && git status"})),
+        GateDecision::Allow
+    );
+    let GateDecision::Refuse(msg) = gate.check("Bash", &json!({"command": "ls; rm -rf .git"}))
+    else {
+        panic!("allowed");
+    };
+    assert!(msg.starts_with("`rm -rf .git`: "), "{msg}");
+    assert!(
+        msg.contains(".git/, which only git and baton may change"),
+        "{msg}"
+    );
+    assert!(msg.contains("Instead: "), "{msg}");
+}
+
+#[test]
+fn reads_of_secret_locations_are_refused_and_other_tools_pass() {
+    let (dir, policy) = project();
+    let home = std::env::var("HOME").unwrap();
+    let gate: &dyn ToolGate = &policy;
+    assert!(matches!(
+        gate.check("Read", &json!({"file_path": format!("{home}/.ssh/id_rsa")})),
+        GateDecision::Refuse(_)
+    ));
+    assert!(matches!(
+        gate.check("Read", &json!({"file_path": "/etc/shadow"})),
+        GateDecision::Refuse(_)
+    ));
+    assert_eq!(
+        gate.check("Read", &json!({"file_path": "package.json"})),
+        GateDecision::Allow
+    );
+    // A symlink in the project pointing at a secret is followed.
+    std::os::unix::fs::symlink("/etc/shadow", dir.path().join("innocent.txt")).unwrap();
+    assert!(matches!(
+        gate.check("Read", &json!({"file_path": "innocent.txt"})),
+        GateDecision::Refuse(_)
+    ));
+    assert_eq!(
+        gate.check("Write", &json!({"file_path": "/etc/x", "content": ""})),
+        GateDecision::Allow,
+        "write confinement belongs to the tool itself"
+    );
+}
+
+#[test]
+fn mode_off_allows_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = PolicyConfig {
+        mode: PolicyMode::Off,
+        ..PolicyConfig::default()
+    };
+    let policy = Policy::new(&cfg, dir.path()).unwrap();
+    assert!(policy.check("rm -rf .git; eval x").is_allowed());
+    assert!(!policy.enforcing());
+}
+
+#[test]
+fn allow_deny_and_package_lists_come_from_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = PolicyConfig {
+        allow: vec!["docker".into(), "shellcheck".into()],
+        deny: vec!["curl".into()],
+        npx_packages: vec!["cowsay".into()],
+        dev_server_names: vec!["my-server".into()],
+        ..PolicyConfig::default()
+    };
+    let policy = Policy::new(&cfg, dir.path()).unwrap();
+    assert!(policy.check("shellcheck init.sh").is_allowed());
+    assert!(policy.check("docker ps").is_allowed());
+    let v = policy.check("curl -s http://localhost:3000");
+    assert!(v.message().contains("[policy] deny"), "{}", v.message());
+    assert!(policy.check("npx cowsay hi").is_allowed());
+    assert!(policy.check("pkill -f my-server").is_allowed());
+    // Validators still apply to allowed names that have them.
+    assert!(!policy.check("git -c x=y log").is_allowed());
+}
+
+#[test]
+fn bad_config_names_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = PolicyConfig {
+        allow: vec!["rm -rf".into()],
+        ..PolicyConfig::default()
+    };
+    let err = Policy::new(&cfg, dir.path()).unwrap_err().to_string();
+    assert!(err.contains("[policy] allow"), "{err}");
+}
+
+#[test]
+fn kill_is_allowed_for_processes_of_this_run_only() {
+    let (dir, policy) = project();
+    let registry = Arc::new(ProcessRegistry::new());
+    let policy = policy.with_processes(registry.clone());
+    use std::os::unix::process::CommandExt as _;
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(
+        !policy.check(&format!("kill {pid}")).is_allowed(),
+        "not adopted yet"
+    );
+    registry.adopt(pid);
+    assert!(policy.check(&format!("kill {pid}")).is_allowed());
+    assert!(policy.check(&format!("kill -TERM -{pid}")).is_allowed());
+    // This test process is neither this run's nor a dev server.
+    let me = std::process::id();
+    assert!(!policy.check(&format!("kill {me}")).is_allowed());
+    // A pid file in the project naming an owned process.
+    std::fs::write(dir.path().join("server.pid"), format!("{pid}\n")).unwrap();
+    assert!(policy.check("kill $(cat server.pid)").is_allowed());
+    std::fs::write(dir.path().join("server.pid"), "1\n").unwrap();
+    assert!(!policy.check("kill $(cat server.pid)").is_allowed());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn verdicts_serialize_for_json_output() {
+    let (_dir, policy) = project();
+    let v = serde_json::to_value(policy.check("eval x")).unwrap();
+    assert_eq!(v["verdict"], "refused");
+    assert_eq!(v["refusals"][0]["part"], "eval x");
+    assert!(v["refusals"][0]["instead"].as_str().unwrap().len() > 5);
+    let v = serde_json::to_value(policy.check("ls")).unwrap();
+    assert_eq!(v, json!({"verdict": "allowed"}));
+}
