@@ -10,7 +10,8 @@ use baton_agent::pricing::PriceTable;
 use baton_agent::session::{Limits, Outcome, Session};
 use baton_agent::transcript::Transcript;
 use baton_config::Config;
-use baton_tools::{AllowAll, ToolContext, Toolbox};
+use baton_policy::SessionGuard;
+use baton_tools::{ToolContext, Toolbox};
 
 use crate::live::LiveView;
 
@@ -95,7 +96,13 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let tools = Toolbox::new(ToolContext::new(dir.clone()));
+        let mut ctx = ToolContext::new(dir.clone());
+        let exe = std::env::current_exe().context("cannot find the baton executable")?;
+        let guard = SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
+        if let Some(w) = &guard.warning {
+            eprintln!("baton: warning: {w}");
+        }
+        let tools = Toolbox::new(ctx);
         let cancel = tools.context().cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -113,7 +120,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         let session = Session {
             client: &client,
             tools: &tools,
-            gate: &AllowAll,
+            gate: &guard.policy,
             observer: &LiveView,
             prices: &prices,
             limits,

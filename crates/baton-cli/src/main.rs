@@ -3,6 +3,7 @@
 mod exec;
 mod live;
 mod log;
+mod policy_cmd;
 mod run_cmd;
 
 use std::path::PathBuf;
@@ -78,6 +79,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The command policy: `baton policy check [--json] [--dir DIR] -- COMMAND`
+    /// judges a bash command as the agent's Bash tool would (exit 0 allowed, 1 refused).
+    Policy(policy_cmd::PolicyArgs),
+    /// Internal: run a command inside baton's OS sandbox (used by the Bash tool).
+    #[command(name = "__sandbox", hide = true)]
+    Sandbox(policy_cmd::SandboxArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +102,8 @@ fn main() -> ExitCode {
         Command::Log { dir, session, json } => {
             log::run(&dir, session, json).map(|()| ExitCode::SUCCESS)
         }
+        Command::Policy(args) => policy_cmd::run(args),
+        Command::Sandbox(args) => policy_cmd::sandbox(args),
     };
     match result {
         Ok(code) => code,

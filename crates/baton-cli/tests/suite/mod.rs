@@ -1,6 +1,7 @@
 mod exec;
 mod faults;
 mod log;
+mod policy;
 mod run;
 mod verify;
 mod wire;

@@ -1,0 +1,270 @@
+//! The command policy and the OS sandbox through the real binary: `baton policy
+//! check`, and `baton exec` sessions whose commands are refused or confined.
+
+use std::process::Command;
+
+use baton_agent::transcript::Event;
+use baton_testkit::{Reply, Step, Wire};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn check(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_baton"))
+        .current_dir(dir)
+        .args(["policy", "check"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn policy_check_exit_codes_and_reasons() {
+    let p = Project::new();
+    let ok = check(p.path(), &["--", "npm test 2>&1 | tail -20 && git status"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    assert_eq!(stdout(&ok), "allowed\n");
+
+    let bad = check(p.path(), &["--", "ls; rm -rf .git"]);
+    assert_eq!(bad.status.code(), Some(1));
+    let out = stdout(&bad);
+    assert!(out.starts_with("refused:\n- `rm -rf .git`: "), "{out}");
+    assert!(out.contains("Instead: "), "{out}");
+
+    // Several words are joined, as a shell would pass them.
+    let words = check(p.path(), &["--", "git", "-c", "core.pager=id", "log"]);
+    assert_eq!(words.status.code(), Some(1));
+}
+
+#[test]
+fn policy_check_json() {
+    let p = Project::new();
+    let out = check(p.path(), &["--json", "--", "eval \"$X\""]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["verdict"], "refused");
+    assert_eq!(v["command"], "eval \"$X\"");
+    assert_eq!(v["refusals"][0]["part"], "eval \"$X\"");
+    assert!(
+        v["refusals"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("eval")
+    );
+    assert!(!v["refusals"][0]["instead"].as_str().unwrap().is_empty());
+
+    let out = check(p.path(), &["--json", "--", "cargo test"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        v,
+        json!({"verdict": "allowed", "command": "cargo test", "refusals": []})
+    );
+}
+
+#[test]
+fn policy_check_reads_the_project_config() {
+    let p = Project::with_toml("[policy]\nallow = [\"shellcheck\"]\ndeny = [\"curl\"]\n");
+    let dir = p.path().to_str().unwrap();
+    let here = tempfile::tempdir().unwrap();
+    assert_eq!(
+        check(here.path(), &["--dir", dir, "--", "shellcheck init.sh"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        check(here.path(), &["--", "shellcheck init.sh"])
+            .status
+            .code(),
+        Some(1),
+        "without --dir the defaults apply"
+    );
+    let out = check(
+        here.path(),
+        &["--dir", dir, "--", "curl http://localhost:3000"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("[policy] deny"), "{}", stdout(&out));
+
+    let broken = Project::with_toml("[policy]\nmode = \"strict\"\n");
+    let out = check(
+        here.path(),
+        &["--dir", broken.path().to_str().unwrap(), "--", "ls"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("baton.toml"), "{}", stderr(&out));
+}
+
+#[test]
+fn refused_command_is_recorded_and_never_runs() {
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "echo ran > marker.txt; eval \"echo hi\""}),
+            )),
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "echo fine > ok.txt"}),
+            )),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !p.path().join("marker.txt").exists(),
+        "no part of a refused command runs"
+    );
+    assert_eq!(p.file("ok.txt"), "fine\n");
+    let reqs = server.requests();
+    let results = tool_results(Wire::Anthropic, &reqs[1].body);
+    assert!(results[0].2, "refusal is an error for the model");
+    assert!(
+        results[0]
+            .1
+            .starts_with("Refused by baton's policy: `eval \"echo hi\"`: eval: eval runs"),
+        "{}",
+        results[0].1
+    );
+    assert!(results[0].1.contains("Instead: "), "{}", results[0].1);
+    let t = p.transcript(1);
+    let refused: Vec<bool> = t
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::ToolResult { refused, .. } => Some(*refused),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused, vec![true, false]);
+}
+
+#[test]
+fn policy_off_lets_everything_through() {
+    let p = Project::with_toml("[policy]\nmode = \"off\"\n[sandbox]\nenabled = false\n");
+    let (out, _server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "eval 'echo ran > marker.txt'"}),
+            )),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(p.file("marker.txt"), "ran\n");
+}
+
+#[test]
+fn agent_environment_has_no_api_key() {
+    let p = Project::with_toml("[policy]\nsecret_env = [\"MY_DB_PASSWORD\"]\n");
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool("Bash", json!({"command": "env > env.txt"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let out = baton(&server, Wire::Anthropic)
+        .env("MY_DB_PASSWORD", "hunter2")
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "show env"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let env = p.file("env.txt");
+    assert!(env.contains("PATH="), "{env}");
+    assert!(!env.contains("sk-test-key"), "API key leaked: {env}");
+    assert!(!env.contains("ANTHROPIC_API_KEY"), "{env}");
+    assert!(
+        !env.contains("hunter2"),
+        "[policy] secret_env leaked: {env}"
+    );
+}
+
+/// The kernel test: a script the agent wrote (allowed by the policy: it is a
+/// project script) tries to write outside the project; Landlock stops it, and the
+/// project stays writable.
+#[test]
+fn sandbox_stops_a_project_script_writing_outside() {
+    if !matches!(
+        baton_policy::sandbox::probe(),
+        baton_policy::sandbox::Support::Landlock(_)
+    ) {
+        eprintln!("NOTE: this kernel has no Landlock; the sandbox test is skipped");
+        return;
+    }
+    let home = std::env::var("HOME").unwrap();
+    let outside = tempfile::Builder::new()
+        .prefix(".baton-sandbox-test-")
+        .tempdir_in(&home)
+        .unwrap();
+    let target = outside.path().join("escaped.txt");
+    let script = format!(
+        "#!/bin/bash\necho escaped > {t}\necho \"write status $?\"\necho inside > inside.txt\n",
+        t = target.display()
+    );
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Write",
+                json!({"file_path": "escape.sh", "content": script}),
+            )),
+            Step::Reply(Reply::tool("Bash", json!({"command": "bash escape.sh"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    let result = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;
+    assert!(
+        !target.exists(),
+        "the kernel let the script write outside: {result}"
+    );
+    assert!(result.contains("Permission denied"), "{result}");
+    assert!(result.contains("write status 1"), "{result}");
+    assert_eq!(
+        p.file("inside.txt"),
+        "inside\n",
+        "the project stays writable"
+    );
+}
+
+#[test]
+fn sandbox_can_be_disabled() {
+    let home = std::env::var("HOME").unwrap();
+    let outside = tempfile::Builder::new()
+        .prefix(".baton-sandbox-test-")
+        .tempdir_in(&home)
+        .unwrap();
+    let target = outside.path().join("written.txt");
+    let p = Project::with_toml("[sandbox]\nenabled = false\n");
+    std::fs::write(
+        p.path().join("w.sh"),
+        format!("echo yes > {}\n", target.display()),
+    )
+    .unwrap();
+    let (out, _server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool("Bash", json!({"command": "bash w.sh"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");
+}
