@@ -683,3 +683,45 @@ fn dev_servers_live_across_sessions_and_stop_when_the_run_ends() {
         "still running: {stat}"
     );
 }
+
+#[test]
+fn run_without_spec_or_feature_list_says_what_to_do() {
+    let p = Project::new();
+    let (out, server) = run(&p, vec![], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("has neither app_spec.txt nor feature_list.json: nothing to build (create a project with `baton new DIR --spec FILE`)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(server.requests().is_empty());
+    let (out, _s) = {
+        let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+        let out = baton(&server, Wire::Anthropic)
+            .args(["run", "/nonexistent/baton-project"])
+            .output()
+            .unwrap();
+        (out, server)
+    };
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("/nonexistent/baton-project is not a directory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_damaged_feature_list_in_an_adopted_project_is_named_by_line() {
+    let p = Project::new();
+    std::fs::write(p.path().join("app_spec.txt"), "spec\n").unwrap();
+    std::fs::write(p.path().join("feature_list.json"), "[\n  {\"category\": \"a\", \"description\": \"b\", \"steps\": [], \"passes\": \"no\"}\n]\n").unwrap();
+    git(&p, &["init", "-q"]);
+    let (out, _s) = run(&p, vec![], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("feature_list.json:2: feature 1: \"passes\" must be true or false"),
+        "{}",
+        stderr(&out)
+    );
+}
