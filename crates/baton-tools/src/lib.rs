@@ -307,6 +307,9 @@ fn expected_fields(tool: &str) -> String {
             parts.push(format!("{name}{opt}: {ty}"));
         }
     }
+    // Alphabetical whatever the map's order (serde_json's preserve_order feature may be
+    // on in the workspace), so the message is the same in every build.
+    parts.sort();
     format!("{{{}}}", parts.join(", "))
 }
 
