@@ -1,13 +1,26 @@
-//! The live view of a session on stderr: tool calls as they start and end, retries,
-//! and the model's words between tool calls.
+//! What a person (or a program) sees while baton works.
+//!
+//! - [`LiveView`]: one session (`baton exec`), one line per event on stderr.
+//! - [`RunView`]: a whole `baton run`, in one of three [`Mode`]s: progress bars on
+//!   a terminal (features passing, the current session with its elapsed time, turns,
+//!   tokens and cost, the tool call in flight with a spinner, gate results and
+//!   retries printed above as they land); plain lines (stderr not a terminal, or
+//!   `--quiet`, which leaves out tool calls and the model's words); or JSON events on
+//!   stdout, one per line (`--json`; schema in docs/report.md).
 
 use std::io::Write as _;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use baton_agent::client::RetryNotice;
+use baton_agent::model::Usage;
 use baton_agent::session::Observer;
+use baton_agent::transcript::now_ms;
+use baton_harness::run::{Reporter, RunEnd};
+use baton_harness::state::{SessionKind, SessionRecord};
 use baton_tools::ToolOutput;
-use serde_json::Value;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
 
 /// Prints one line per event to stderr.
 pub struct LiveView;
@@ -47,15 +60,34 @@ fn say(line: &str) {
     let _ = writeln!(e, "{line}");
 }
 
+fn retry_line(turn: u32, n: &RetryNotice) -> String {
+    format!(
+        "  ↻ turn {turn}: attempt {}/{} failed, retrying in {}: {}",
+        n.attempt,
+        n.max_attempts,
+        secs(n.delay),
+        one_line(&n.error, 160)
+    )
+}
+
+fn tool_end_line(name: &str, out: &ToolOutput, refused: bool, took: Duration) -> String {
+    let last_line = out.content.lines().last().unwrap_or_default();
+    if refused {
+        format!("  ⛔ {name} refused: {}", one_line(&out.content, 160))
+    } else if out.is_error {
+        format!(
+            "  ✗ {name} failed ({}): {}",
+            secs(took),
+            one_line(last_line, 120)
+        )
+    } else {
+        format!("  ✓ {name} ({})", secs(took))
+    }
+}
+
 impl Observer for LiveView {
     fn retry(&self, turn: u32, n: &RetryNotice) {
-        say(&format!(
-            "  ↻ turn {turn}: attempt {}/{} failed, retrying in {}: {}",
-            n.attempt,
-            n.max_attempts,
-            secs(n.delay),
-            one_line(&n.error, 160)
-        ));
+        say(&retry_line(turn, n));
     }
 
     fn assistant_text(&self, text: &str, more_to_come: bool) {
@@ -69,20 +101,593 @@ impl Observer for LiveView {
     }
 
     fn tool_end(&self, name: &str, out: &ToolOutput, refused: bool, took: Duration) {
-        let last_line = out.content.lines().last().unwrap_or_default();
-        if refused {
-            say(&format!(
-                "  ⛔ {name} refused: {}",
-                one_line(&out.content, 160)
-            ));
-        } else if out.is_error {
-            say(&format!(
-                "  ✗ {name} failed ({}): {}",
-                secs(took),
-                one_line(last_line, 120)
-            ));
-        } else {
-            say(&format!("  ✓ {name} ({})", secs(took)));
+        say(&tool_end_line(name, out, refused, took));
+    }
+}
+
+/// How [`RunView`] shows a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Progress bars and a spinner on stderr (a terminal).
+    Bars,
+    /// Lines on stderr; `quiet` leaves out tool calls and the model's words.
+    Lines {
+        /// Run-level lines and retries only.
+        quiet: bool,
+    },
+    /// One JSON event per line on stdout.
+    Json,
+}
+
+/// A token count for people: `950`, `12.3k`, `4.5M`.
+pub fn tokens(n: u64) -> String {
+    let v = n as f64;
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+/// The current session, as far as it has gone.
+#[derive(Debug, Clone)]
+struct Current {
+    number: u32,
+    kind: SessionKind,
+    turns: u32,
+    tokens: u64,
+    cost: f64,
+}
+
+#[derive(Debug)]
+struct Totals {
+    passing: usize,
+    total: usize,
+    sessions: usize,
+    /// Cost of the sessions recorded.
+    spent: f64,
+    current: Option<Current>,
+}
+
+struct Bars {
+    multi: MultiProgress,
+    features: ProgressBar,
+    session: ProgressBar,
+    tool: ProgressBar,
+}
+
+/// Where JSON events go.
+type Sink = Box<dyn std::io::Write + Send>;
+
+/// The live view of `baton run`: an [`Observer`] of each session and the run's
+/// [`Reporter`].
+pub struct RunView {
+    mode: Mode,
+    budget: Option<f64>,
+    totals: Mutex<Totals>,
+    bars: Option<Bars>,
+    sink: Mutex<Sink>,
+}
+
+/// Where the run stands when the view starts.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    /// Project directory.
+    pub project: String,
+    /// Features passing.
+    pub passing: usize,
+    /// Features in all.
+    pub total: usize,
+    /// Sessions recorded before this run.
+    pub sessions: usize,
+    /// What they cost.
+    pub spent_usd: f64,
+    /// The budget, if one is set.
+    pub budget_usd: Option<f64>,
+}
+
+impl RunView {
+    /// A view in `mode`; bars draw to `target` (stderr in use, hidden in tests) and
+    /// JSON events go to `sink` (stdout in use).
+    pub fn new(mode: Mode, start: &Start, target: ProgressDrawTarget, sink: Sink) -> Self {
+        let bars = (mode == Mode::Bars).then(|| {
+            let multi = MultiProgress::with_draw_target(target);
+            let features = multi.add(ProgressBar::new(start.total as u64));
+            features.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:.bold} [{bar:32.green/dim}] {pos}/{len} passing · {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("█▉▊▋▌▍▎▏ "),
+            );
+            features.set_prefix("features");
+            features.set_position(start.passing as u64);
+            let session = multi.add(ProgressBar::new_spinner());
+            session.set_style(
+                ProgressStyle::with_template("{prefix:.bold} {msg} · {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            session.set_prefix("session ");
+            session.set_message("starting");
+            let tool = multi.add(ProgressBar::new_spinner());
+            tool.set_style(
+                ProgressStyle::with_template("  {spinner:.cyan} {msg} {elapsed:.dim}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            tool.enable_steady_tick(Duration::from_millis(120));
+            session.enable_steady_tick(Duration::from_millis(500));
+            Bars {
+                multi,
+                features,
+                session,
+                tool,
+            }
+        });
+        let view = Self {
+            mode,
+            budget: start.budget_usd,
+            totals: Mutex::new(Totals {
+                passing: start.passing,
+                total: start.total,
+                sessions: start.sessions,
+                spent: start.spent_usd,
+                current: None,
+            }),
+            bars,
+            sink: Mutex::new(sink),
+        };
+        view.refresh();
+        view.event(
+            "run_start",
+            json!({
+                "project": start.project,
+                "passing": start.passing,
+                "total": start.total,
+                "sessions": start.sessions,
+                "cost_usd": start.spent_usd,
+                "budget_usd": start.budget_usd,
+            }),
+        );
+        view
+    }
+
+    fn totals(&self) -> std::sync::MutexGuard<'_, Totals> {
+        self.totals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The run's cost so far, the current session's included.
+    fn spent_now(t: &Totals) -> f64 {
+        t.spent + t.current.as_ref().map_or(0.0, |c| c.cost)
+    }
+
+    /// One JSON event, in JSON mode: `{"t_ms", "type", ...fields}`.
+    fn event(&self, kind: &str, fields: Value) {
+        if self.mode != Mode::Json {
+            return;
         }
+        let mut obj = serde_json::Map::new();
+        obj.insert("t_ms".into(), json!(now_ms()));
+        obj.insert("type".into(), json!(kind));
+        if let Value::Object(m) = fields {
+            obj.extend(m);
+        }
+        let mut sink = self
+            .sink
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _ = writeln!(sink, "{}", Value::Object(obj));
+        let _ = sink.flush();
+    }
+
+    /// A line for people (above the bars, or on stderr); nothing in JSON mode.
+    pub fn println(&self, line: &str) {
+        match (&self.bars, self.mode) {
+            (_, Mode::Json) => {}
+            (Some(b), _) => {
+                if b.multi.is_hidden() {
+                    return;
+                }
+                let _ = b.multi.println(line);
+            }
+            (None, _) => say(line),
+        }
+    }
+
+    fn refresh(&self) {
+        let Some(b) = &self.bars else { return };
+        let t = self.totals();
+        b.features.set_length(t.total as u64);
+        b.features.set_position(t.passing as u64);
+        let spent = Self::spent_now(&t);
+        let money = match self.budget {
+            Some(budget) => format!(
+                "${spent:.2} spent · ${:.2} of ${budget:.2} left",
+                (budget - spent).max(0.0)
+            ),
+            None => format!("${spent:.2} spent"),
+        };
+        b.features.set_message(money);
+        match &t.current {
+            Some(c) => b.session.set_message(format!(
+                "{:04} {} · {} turns · {} tokens · ${:.4}",
+                c.number,
+                c.kind.name(),
+                c.turns,
+                tokens(c.tokens),
+                c.cost
+            )),
+            None => b.session.set_message("between sessions"),
+        }
+    }
+
+    /// The run ended: clear the bars, send `run_end`.
+    pub fn finish(&self, end: Result<&RunEnd, &str>) {
+        if let Some(b) = &self.bars {
+            b.tool.finish_and_clear();
+            b.session.finish_and_clear();
+            b.features.finish_and_clear();
+            let _ = b.multi.clear();
+        }
+        let t = self.totals();
+        let (outcome, code, reason) = match end {
+            Ok(RunEnd::Complete) => ("complete", 0, "every feature passes".to_string()),
+            Ok(RunEnd::Limit(l)) => ("limit", 2, l.clone()),
+            Ok(RunEnd::Stalled(n)) => (
+                "stalled",
+                3,
+                format!("{n} coding sessions in a row without a newly passing feature"),
+            ),
+            Ok(RunEnd::Interrupted) => ("interrupted", 130, "interrupted".to_string()),
+            Err(e) => ("error", 1, e.to_string()),
+        };
+        let spent = Self::spent_now(&t);
+        let fields = json!({
+            "outcome": outcome,
+            "exit_code": code,
+            "reason": reason,
+            "passing": t.passing,
+            "total": t.total,
+            "sessions": t.sessions,
+            "cost_usd": spent,
+            "budget_usd": self.budget,
+            "budget_left_usd": self.budget.map(|b| (b - spent).max(0.0)),
+        });
+        drop(t);
+        self.event("run_end", fields);
+    }
+
+    fn session_number(&self) -> Option<u32> {
+        self.totals().current.as_ref().map(|c| c.number)
+    }
+}
+
+impl Reporter for RunView {
+    fn line(&self, text: &str) {
+        match self.mode {
+            Mode::Json => self.event("message", json!({ "text": text })),
+            Mode::Bars | Mode::Lines { .. } => self.println(text),
+        }
+    }
+
+    fn session_start(&self, number: u32, kind: SessionKind) {
+        self.totals().current = Some(Current {
+            number,
+            kind,
+            turns: 0,
+            tokens: 0,
+            cost: 0.0,
+        });
+        if let Some(b) = &self.bars {
+            b.session.reset_elapsed();
+            b.tool.set_message("waiting for the model…");
+            b.tool.reset_elapsed();
+        }
+        self.refresh();
+        self.event(
+            "session_start",
+            json!({ "session": number, "kind": kind.name() }),
+        );
+    }
+
+    fn session_end(&self, r: &SessionRecord, passing: usize, total: usize) {
+        {
+            let mut t = self.totals();
+            t.passing = passing;
+            t.total = total;
+            t.sessions += 1;
+            t.spent += r.cost_usd;
+            t.current = None;
+        }
+        if let Some(b) = &self.bars {
+            b.tool.set_message("gates done");
+        }
+        self.refresh();
+        let g = &r.gates;
+        self.event(
+            "session_end",
+            json!({
+                "session": r.number,
+                "kind": r.kind.name(),
+                "outcome": r.outcome,
+                "duration_secs": r.ended_ms.saturating_sub(r.started_ms) as f64 / 1000.0,
+                "turns": r.turns,
+                "tokens": r.usage.total(),
+                "usage": r.usage,
+                "cost_usd": r.cost_usd,
+                "commits": r.commits,
+                "passing": passing,
+                "total": total,
+            }),
+        );
+        self.event(
+            "gates",
+            json!({
+                "session": r.number,
+                "flipped": g.flipped,
+                "unflipped": g.unflipped,
+                "violations": g.violations,
+                "restore_commit": g.restore_commit,
+                "leftover_files": g.leftover_files,
+                "leftover_commit": g.leftover_commit,
+                "notes_updated": g.notes_updated,
+                "refusals": g.refusals,
+            }),
+        );
+    }
+}
+
+impl Observer for RunView {
+    fn retry(&self, turn: u32, n: &RetryNotice) {
+        match self.mode {
+            Mode::Json => self.event(
+                "retry",
+                json!({
+                    "session": self.session_number(),
+                    "turn": turn,
+                    "attempt": n.attempt,
+                    "max_attempts": n.max_attempts,
+                    "error": n.error,
+                    "delay_ms": n.delay.as_millis() as u64,
+                }),
+            ),
+            Mode::Bars => {
+                self.println(&retry_line(turn, n));
+                if let Some(b) = &self.bars {
+                    b.tool.set_message(format!(
+                        "retrying turn {turn} in {} (attempt {}/{} failed)",
+                        secs(n.delay),
+                        n.attempt,
+                        n.max_attempts
+                    ));
+                    b.tool.reset_elapsed();
+                }
+            }
+            Mode::Lines { .. } => say(&retry_line(turn, n)),
+        }
+    }
+
+    fn assistant_text(&self, text: &str, more_to_come: bool) {
+        match self.mode {
+            Mode::Json => self.event(
+                "assistant_text",
+                json!({
+                    "session": self.session_number(),
+                    "text": text,
+                    "more_to_come": more_to_come,
+                }),
+            ),
+            Mode::Lines { quiet: true } => {}
+            Mode::Bars | Mode::Lines { quiet: false } => {
+                if more_to_come {
+                    self.println(&format!("· {}", one_line(text, 160)));
+                }
+            }
+        }
+    }
+
+    fn tool_start(&self, name: &str, input: &Value) {
+        match self.mode {
+            Mode::Json => self.event(
+                "tool_start",
+                json!({
+                    "session": self.session_number(),
+                    "name": name,
+                    "summary": key_argument(name, input),
+                }),
+            ),
+            Mode::Lines { quiet: true } => {}
+            Mode::Lines { quiet: false } => LiveView.tool_start(name, input),
+            Mode::Bars => {
+                if let Some(b) = &self.bars {
+                    b.tool
+                        .set_message(format!("{name} {}", key_argument(name, input)));
+                    b.tool.reset_elapsed();
+                }
+            }
+        }
+    }
+
+    fn tool_end(&self, name: &str, out: &ToolOutput, refused: bool, took: Duration) {
+        match self.mode {
+            Mode::Json => self.event(
+                "tool_end",
+                json!({
+                    "session": self.session_number(),
+                    "name": name,
+                    "is_error": out.is_error,
+                    "refused": refused,
+                    "duration_ms": took.as_millis() as u64,
+                    "last_line": one_line(out.content.lines().last().unwrap_or_default(), 200),
+                }),
+            ),
+            Mode::Lines { quiet: true } => {}
+            Mode::Lines { quiet: false } => LiveView.tool_end(name, out, refused, took),
+            Mode::Bars => {
+                let what = self
+                    .bars
+                    .as_ref()
+                    .map(|b| b.tool.message())
+                    .unwrap_or_default();
+                let line = tool_end_line(name, out, refused, took);
+                // Name the call, not only the tool: "✓ Bash npm test (1.2s)".
+                let line = if !refused && !out.is_error {
+                    format!("  ✓ {what} ({})", secs(took))
+                } else {
+                    line
+                };
+                self.println(&line);
+                if let Some(b) = &self.bars {
+                    b.tool.set_message("waiting for the model…");
+                    b.tool.reset_elapsed();
+                }
+            }
+        }
+    }
+
+    fn turn_end(&self, turn: u32, usage: &Usage, cost_usd: f64) {
+        let session = {
+            let mut t = self.totals();
+            if let Some(c) = t.current.as_mut() {
+                c.turns = turn;
+                c.tokens += usage.total();
+                c.cost += cost_usd;
+            }
+            t.current.as_ref().map(|c| c.number)
+        };
+        self.refresh();
+        self.event(
+            "turn_end",
+            json!({
+                "session": session,
+                "turn": turn,
+                "usage": usage,
+                "cost_usd": cost_usd,
+            }),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A sink tests can read back.
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn start() -> Start {
+        Start {
+            project: "/p".into(),
+            passing: 1,
+            total: 3,
+            sessions: 2,
+            spent_usd: 0.5,
+            budget_usd: Some(2.0),
+        }
+    }
+
+    fn usage() -> Usage {
+        Usage {
+            input_tokens: 100,
+            output_tokens: 20,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }
+    }
+
+    fn drive(v: &RunView) {
+        v.session_start(3, SessionKind::Coding);
+        v.tool_start("Bash", &json!({"command": "npm test"}));
+        v.tool_end(
+            "Bash",
+            &ToolOutput::ok("ok\nExit code: 0"),
+            false,
+            Duration::from_millis(5),
+        );
+        v.turn_end(1, &usage(), 0.25);
+        v.retry(
+            2,
+            &RetryNotice {
+                attempt: 1,
+                max_attempts: 8,
+                error: "HTTP 529".into(),
+                delay: Duration::from_millis(10),
+            },
+        );
+        v.turn_end(2, &usage(), 0.25);
+    }
+
+    #[test]
+    fn bars_follow_the_session_and_the_budget() {
+        let v = RunView::new(
+            Mode::Bars,
+            &start(),
+            ProgressDrawTarget::hidden(),
+            Box::new(std::io::sink()),
+        );
+        drive(&v);
+        let b = v.bars.as_ref().unwrap();
+        assert_eq!(
+            b.session.message(),
+            "0003 coding · 2 turns · 240 tokens · $0.5000"
+        );
+        assert_eq!(b.features.message(), "$1.00 spent · $1.00 of $2.00 left");
+        assert_eq!(b.features.position(), 1);
+        assert_eq!(
+            b.tool.message(),
+            "retrying turn 2 in 0.0s (attempt 1/8 failed)"
+        );
+        v.finish(Ok(&RunEnd::Complete));
+    }
+
+    #[test]
+    fn json_events_carry_the_session_and_running_cost() {
+        let buf = Buf::default();
+        let v = RunView::new(
+            Mode::Json,
+            &start(),
+            ProgressDrawTarget::hidden(),
+            Box::new(buf.clone()),
+        );
+        drive(&v);
+        v.finish(Ok(&RunEnd::Limit("--max-sessions 1 reached".into())));
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let events: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "run_start",
+                "session_start",
+                "tool_start",
+                "tool_end",
+                "turn_end",
+                "retry",
+                "turn_end",
+                "run_end"
+            ]
+        );
+        assert_eq!(events[2]["summary"], "npm test");
+        assert_eq!(events[5]["session"], 3);
+        assert_eq!(events[7]["cost_usd"], 1.0);
+        assert_eq!(events[7]["budget_left_usd"], 1.0);
+        assert_eq!(events[7]["exit_code"], 2);
     }
 }

@@ -1,20 +1,152 @@
-//! `baton log`: a transcript as a readable conversation, or its JSON lines.
+//! `baton log`: a transcript as a readable conversation, or its JSON lines;
+//! filtered to one tool or to what went wrong; highlighted on a terminal.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::Path;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 use baton_agent::model::Block;
 use baton_agent::transcript::{self, Event, Record};
+use serde_json::Value;
 
 use crate::live::{key_argument, one_line};
 
 /// Lines of a tool result shown before the rest is cut.
 const RESULT_LINES: usize = 8;
 
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// When stdout is a terminal and `NO_COLOR` is not set.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour, given whether stdout is a terminal and `NO_COLOR`.
+    pub fn enabled(self, terminal: bool, no_color: bool) -> bool {
+        match self {
+            Self::Auto => terminal && !no_color,
+            Self::Always => true,
+            Self::Never => false,
+        }
+    }
+}
+
+/// Arguments of `baton log`.
+#[derive(Debug, clap::Args)]
+pub struct LogArgs {
+    /// The project directory.
+    dir: PathBuf,
+    /// Session number (default: the latest).
+    #[arg(long)]
+    session: Option<u32>,
+    /// Print the transcript's JSON lines instead (filters apply to them too).
+    #[arg(long)]
+    json: bool,
+    /// Only the calls of this tool and their results (e.g. Bash, mcp__browser__click).
+    #[arg(long, value_name = "NAME")]
+    tool: Option<String>,
+    /// Only what went wrong: failed and refused tool calls, retries, a session error.
+    #[arg(long)]
+    errors: bool,
+    /// Colour the output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    color: ColorChoice,
+}
+
+/// Which records to show.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this tool's calls and results.
+    pub tool: Option<String>,
+    /// Only failures, refusals, retries and errors.
+    pub errors: bool,
+}
+
+impl Filter {
+    /// Whether anything is filtered out.
+    pub fn active(&self) -> bool {
+        self.tool.is_some() || self.errors
+    }
+
+    /// Whether `r` is shown.
+    pub fn keep(&self, r: &Record) -> bool {
+        if !self.active() {
+            return true;
+        }
+        match &r.event {
+            Event::SessionStart { .. } | Event::SessionEnd { .. } => true,
+            Event::User { .. } | Event::Request { .. } | Event::Assistant { .. } => false,
+            Event::Retry { .. } => self.errors && self.tool.is_none(),
+            Event::ToolResult {
+                name,
+                is_error,
+                refused,
+                ..
+            } => {
+                self.tool
+                    .as_ref()
+                    .is_none_or(|t| t.eq_ignore_ascii_case(name))
+                    && (!self.errors || *is_error || *refused)
+            }
+        }
+    }
+}
+
+/// ANSI styles, or nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    /// Colour when `on`.
+    pub fn new(on: bool) -> Self {
+        Self { on }
+    }
+
+    fn p(self, style: &str, text: &str) -> String {
+        if self.on && !text.is_empty() {
+            format!("\x1b[{style}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+    fn bold(self, t: &str) -> String {
+        self.p("1", t)
+    }
+    fn dim(self, t: &str) -> String {
+        self.p("2", t)
+    }
+    fn red(self, t: &str) -> String {
+        self.p("1;31", t)
+    }
+    fn refused(self, t: &str) -> String {
+        self.p("1;97;41", t)
+    }
+    fn green(self, t: &str) -> String {
+        self.p("32", t)
+    }
+    fn yellow(self, t: &str) -> String {
+        self.p("33", t)
+    }
+    fn cyan(self, t: &str) -> String {
+        self.p("1;36", t)
+    }
+    fn blue(self, t: &str) -> String {
+        self.p("1;34", t)
+    }
+}
+
 /// Run `baton log`.
-pub fn run(dir: &Path, session: Option<u32>, json: bool) -> anyhow::Result<()> {
+pub fn run(args: LogArgs) -> anyhow::Result<()> {
+    let dir = &args.dir;
     let sessions = transcript::list_sessions(dir)?;
     if sessions.is_empty() {
         bail!(
@@ -22,7 +154,7 @@ pub fn run(dir: &Path, session: Option<u32>, json: bool) -> anyhow::Result<()> {
             dir.join(transcript::SESSIONS_DIR).display()
         );
     }
-    let path = match session {
+    let path = match args.session {
         Some(n) => match sessions.iter().find(|(m, _)| *m == n) {
             Some((_, p)) => p.clone(),
             None => bail!(
@@ -38,15 +170,24 @@ pub fn run(dir: &Path, session: Option<u32>, json: bool) -> anyhow::Result<()> {
         None => sessions.last().map(|(_, p)| p.clone()).unwrap_or_default(),
     };
     let records = transcript::read(&path)?;
-    let out = if json {
+    let filter = Filter {
+        tool: args.tool,
+        errors: args.errors,
+    };
+    let out = if args.json {
         let mut s = String::new();
-        for r in &records {
+        for r in records.iter().filter(|r| filter.keep(r)) {
             s.push_str(&serde_json::to_string(r).context("encode")?);
             s.push('\n');
         }
         s
     } else {
-        render(&records)
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let paint = Paint::new(
+            args.color
+                .enabled(std::io::stdout().is_terminal(), no_color),
+        );
+        render(&records, &filter, paint)
     };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()) {
@@ -71,10 +212,23 @@ fn cut_lines(text: &str, n: usize) -> String {
     )
 }
 
-/// The transcript as text for people.
-pub fn render(records: &[Record]) -> String {
+/// The transcript as text for people: every record `filter` keeps, styled by `paint`.
+pub fn render(records: &[Record], filter: &Filter, paint: Paint) -> String {
     let mut s = String::new();
+    // For filtered views: each call's tool and input, to head its result.
+    let mut calls: HashMap<&str, (&str, &Value)> = HashMap::new();
+    let mut shown = 0usize;
     for r in records {
+        if let Event::Assistant { content, .. } = &r.event {
+            for b in content {
+                if let Block::ToolUse { id, name, input } = b {
+                    calls.insert(id, (name, input));
+                }
+            }
+        }
+        if !filter.keep(r) {
+            continue;
+        }
         let _ = match &r.event {
             Event::SessionStart {
                 session,
@@ -85,11 +239,14 @@ pub fn render(records: &[Record]) -> String {
                 ..
             } => writeln!(
                 s,
-                "session {session:04} · {provider} {model} · {project_dir}\ntools: {}\n",
-                tools.join(", ")
+                "{}\n{}\n",
+                paint.bold(&format!(
+                    "session {session:04} · {provider} {model} · {project_dir}"
+                )),
+                paint.dim(&format!("tools: {}", tools.join(", ")))
             ),
             Event::User { content } => {
-                let _ = writeln!(s, "── user");
+                let _ = writeln!(s, "{}", paint.cyan("── user"));
                 for b in content {
                     if let Block::Text { text } = b {
                         s.push_str(&indent(text, "   "));
@@ -104,11 +261,17 @@ pub fn render(records: &[Record]) -> String {
                 max_attempts,
                 error,
                 delay_ms,
-            } => writeln!(
-                s,
-                "   ↻ turn {turn}: attempt {attempt}/{max_attempts} failed, retried after {delay_ms} ms: {}",
-                one_line(error, 200)
-            ),
+            } => {
+                shown += 1;
+                writeln!(
+                    s,
+                    "   {}",
+                    paint.yellow(&format!(
+                        "↻ turn {turn}: attempt {attempt}/{max_attempts} failed, retried after {delay_ms} ms: {}",
+                        one_line(error, 200)
+                    ))
+                )
+            }
             Event::Assistant {
                 turn,
                 content,
@@ -118,25 +281,36 @@ pub fn render(records: &[Record]) -> String {
             } => {
                 let _ = writeln!(
                     s,
-                    "── assistant · turn {turn} · {} in / {} out / {} cache read / {} cache write · ${cost_usd:.4}{}",
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    match stop_reason {
-                        baton_agent::model::StopReason::MaxTokens => " · cut by max_tokens",
-                        _ => "",
-                    }
+                    "{}{}",
+                    paint.blue(&format!("── assistant · turn {turn}")),
+                    paint.dim(&format!(
+                        " · {} in / {} out / {} cache read / {} cache write · ${cost_usd:.4}{}",
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_read_tokens,
+                        usage.cache_write_tokens,
+                        match stop_reason {
+                            baton_agent::model::StopReason::MaxTokens => " · cut by max_tokens",
+                            _ => "",
+                        }
+                    ))
                 );
                 for b in content {
                     match b {
                         Block::Text { text } => s.push_str(&indent(text, "   ")),
-                        Block::Thinking { thinking, .. } => {
-                            s.push_str(&indent(&one_line(thinking, 200), "   (thinking) "))
+                        Block::Thinking { thinking, .. } => s.push_str(
+                            &paint.dim(&indent(&one_line(thinking, 200), "   (thinking) ")),
+                        ),
+                        Block::RedactedThinking { .. } => {
+                            s.push_str(&paint.dim("   (redacted thinking)\n"))
                         }
-                        Block::RedactedThinking { .. } => s.push_str("   (redacted thinking)\n"),
                         Block::ToolUse { name, input, .. } => {
-                            let _ = writeln!(s, "   → {name} {}", key_argument(name, input));
+                            let _ = writeln!(
+                                s,
+                                "   → {} {}",
+                                paint.bold(name),
+                                key_argument(name, input)
+                            );
                         }
                         Block::ToolResult { .. } => {}
                     }
@@ -144,6 +318,8 @@ pub fn render(records: &[Record]) -> String {
                 Ok(())
             }
             Event::ToolResult {
+                turn,
+                tool_use_id,
                 name,
                 content,
                 is_error,
@@ -151,15 +327,36 @@ pub fn render(records: &[Record]) -> String {
                 duration_ms,
                 ..
             } => {
+                shown += 1;
+                if filter.active() {
+                    let arg = calls
+                        .get(tool_use_id.as_str())
+                        .map(|(n, i)| key_argument(n, i))
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        s,
+                        "{} {}",
+                        paint.blue(&format!("── turn {turn} →")),
+                        format!("{} {arg}", paint.bold(name)).trim_end()
+                    );
+                }
                 let mark = if *refused {
-                    "⛔ REFUSED"
+                    paint.refused("⛔ REFUSED")
                 } else if *is_error {
-                    "✗ ERROR"
+                    paint.red("✗ ERROR")
                 } else {
-                    "✓"
+                    paint.green("✓")
                 };
                 let _ = writeln!(s, "   ← {name} {mark} ({duration_ms} ms)");
-                s.push_str(&indent(&cut_lines(content, RESULT_LINES), "     │ "));
+                let gutter = if *refused || *is_error {
+                    paint.red("│")
+                } else {
+                    paint.dim("│")
+                };
+                s.push_str(&indent(
+                    &cut_lines(content, RESULT_LINES),
+                    &format!("     {gutter} "),
+                ));
                 Ok(())
             }
             Event::SessionEnd {
@@ -170,17 +367,49 @@ pub fn render(records: &[Record]) -> String {
                 error,
                 ..
             } => {
+                if filter.active() && shown == 0 {
+                    let _ = writeln!(s, "{}", paint.dim("   (nothing matches the filter)"));
+                }
+                let o = if outcome == "completed" {
+                    paint.green(outcome)
+                } else {
+                    paint.red(outcome)
+                };
                 let _ = writeln!(
                     s,
-                    "\n── end: {outcome} · {turns} turns · {} tokens · ${cost_usd:.4}",
-                    usage.total()
+                    "\n{} {o}{}",
+                    paint.bold("── end:"),
+                    paint.bold(&format!(
+                        " · {turns} turns · {} tokens · ${cost_usd:.4}",
+                        usage.total()
+                    ))
                 );
                 match error {
-                    Some(e) => writeln!(s, "   error: {e}"),
+                    Some(e) => writeln!(s, "   {}", paint.red(&format!("error: {e}"))),
                     None => Ok(()),
                 }
             }
         };
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn color_choice() {
+        assert!(ColorChoice::Auto.enabled(true, false));
+        assert!(!ColorChoice::Auto.enabled(true, true));
+        assert!(!ColorChoice::Auto.enabled(false, false));
+        assert!(ColorChoice::Always.enabled(false, true));
+        assert!(!ColorChoice::Never.enabled(true, false));
+    }
+
+    #[test]
+    fn paint_off_is_plain() {
+        assert_eq!(Paint::new(false).red("x"), "x");
+        assert_eq!(Paint::new(true).red("x"), "\x1b[1;31mx\x1b[0m");
+    }
 }

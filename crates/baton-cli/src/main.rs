@@ -4,6 +4,7 @@ mod exec;
 mod live;
 mod log;
 mod policy_cmd;
+mod report_cmd;
 mod run_cmd;
 
 use std::path::PathBuf;
@@ -69,16 +70,13 @@ enum Command {
     /// (turns, tokens, time); 130 interrupted (Ctrl-C); 1 error.
     Exec(exec::ExecArgs),
     /// Print a session transcript as a readable conversation.
-    Log {
-        /// The project directory.
-        dir: PathBuf,
-        /// Session number (default: the latest).
-        #[arg(long)]
-        session: Option<u32>,
-        /// Print the transcript's JSON lines instead.
-        #[arg(long)]
-        json: bool,
-    },
+    ///
+    /// Tool calls show their key argument; results are cut after a few lines with a
+    /// marker; refusals and errors are highlighted. Filter with --tool and --errors.
+    Log(log::LogArgs),
+    /// Write the run report: one self-contained HTML page (charts, features with
+    /// the session and commit that made them pass, gate findings, costs, budget left).
+    Report(report_cmd::ReportArgs),
     /// The command policy: `baton policy check [--json] [--dir DIR] -- COMMAND`
     /// judges a bash command as the agent's Bash tool would (exit 0 allowed, 1 refused).
     Policy(policy_cmd::PolicyArgs),
@@ -99,9 +97,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run_cmd::run(args),
         Command::Status { dir, json } => run_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
         Command::Exec(args) => exec::run(args),
-        Command::Log { dir, session, json } => {
-            log::run(&dir, session, json).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),
         Command::Policy(args) => policy_cmd::run(args),
         Command::Sandbox(args) => policy_cmd::sandbox(args),
     };

@@ -1,7 +1,9 @@
 //! `baton new`, `baton run` and `baton status`.
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -9,12 +11,13 @@ use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::run::{Reporter, RunOptions, Runner};
-use baton_tools::{AllowAll, ToolContext, Toolbox};
+use baton_harness::run::{RunEnd, RunOptions, Runner};
+use baton_tools::{ToolContext, Toolbox};
+use indicatif::ProgressDrawTarget;
 use tokio_util::sync::CancellationToken;
 
 use crate::exec::client_config;
-use crate::live::LiveView;
+use crate::live::{Mode, RunView, Start};
 
 /// Arguments of `baton run`.
 #[derive(Debug, clap::Args)]
@@ -39,14 +42,13 @@ pub struct RunArgs {
     /// Model name.
     #[arg(long)]
     model: Option<String>,
-}
-
-struct Lines;
-
-impl Reporter for Lines {
-    fn line(&self, text: &str) {
-        eprintln!("{text}");
-    }
+    /// Plain lines on stderr for sessions, gates and retries only (no progress bars,
+    /// no tool calls).
+    #[arg(long, conflicts_with = "json")]
+    quiet: bool,
+    /// One JSON event per line on stdout, for programs (schema: docs/report.md).
+    #[arg(long)]
+    json: bool,
 }
 
 fn project_dir(dir: &Path) -> anyhow::Result<PathBuf> {
@@ -83,36 +85,68 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         args.model.as_deref(),
     )?)?;
     let prices = PriceTable::new(&cfg.prices);
+    let budget = args.budget_usd.unwrap_or(cfg.run.budget_usd).max(0.0);
+    let budget = (budget > 0.0).then_some(budget);
+    let files = Files::new(dir.clone(), cfg.project.clone());
+    let before = baton_harness::status::status(&files)?;
+    let mode = if args.json {
+        Mode::Json
+    } else if args.quiet || !std::io::stderr().is_terminal() {
+        Mode::Lines { quiet: args.quiet }
+    } else {
+        Mode::Bars
+    };
+    let view = Arc::new(RunView::new(
+        mode,
+        &Start {
+            project: dir.display().to_string(),
+            passing: before.passing,
+            total: before.total,
+            sessions: before.totals.sessions,
+            spent_usd: before.totals.cost_usd,
+            budget_usd: budget,
+        },
+        ProgressDrawTarget::stderr(),
+        Box::new(std::io::stdout()),
+    ));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let tools = Toolbox::new(ToolContext::new(dir.clone()));
+        // The command policy and OS sandbox, as for `baton exec`, for the whole run.
+        let mut ctx = ToolContext::new(dir.clone());
+        let exe = std::env::current_exe().context("cannot find the baton executable")?;
+        let guard = baton_policy::SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
+        if let Some(w) = &guard.warning {
+            view.println(&format!("baton: warning: {w}"));
+        }
+        let tools = Toolbox::new(ctx);
         let hard = tools.context().cancel.clone();
         let stop = CancellationToken::new();
         let signal_stop = stop.clone();
+        let signal_view = Arc::clone(&view);
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nbaton: stopping after the current tool call (Ctrl-C again to stop now)"
+                signal_view.println(
+                    "\nbaton: stopping after the current tool call (Ctrl-C again to stop now)",
                 );
                 signal_stop.cancel();
                 if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("\nbaton: stopping now");
+                    signal_view.println("\nbaton: stopping now");
                     hard.cancel();
                 }
             }
         });
-        let policy = AllowAll;
+        let policy = &guard.policy;
         let runner = Runner {
-            files: Files::new(dir.clone(), cfg.project.clone()),
+            files,
             cfg,
             client: &client,
             prices: &prices,
-            policy: &policy,
-            observer: &LiveView,
-            reporter: &Lines,
+            policy,
+            observer: &*view,
+            reporter: &*view,
             tools: tools.clone(),
             stop,
             opts: RunOptions {
@@ -129,23 +163,38 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             .shutdown(Duration::from_secs(3))
             .await;
         if stopped > 0 {
-            eprintln!("baton: stopped {stopped} process group(s) started during the run");
+            view.println(&format!(
+                "baton: stopped {stopped} process group(s) started during the run"
+            ));
         }
-        let end = result?;
+        let end = match result {
+            Ok(end) => end,
+            Err(e) => {
+                view.finish(Err(&format!("{e:#}")));
+                return Err(e.into());
+            }
+        };
+        view.finish(Ok(&end));
         let files = Files::new(dir.clone(), Config::load(&dir)?.project);
         let s = baton_harness::status::status(&files)?;
         let why = match &end {
-            baton_harness::run::RunEnd::Complete => "complete: every feature passes".to_string(),
-            baton_harness::run::RunEnd::Limit(l) => format!("stopped: {l}"),
-            baton_harness::run::RunEnd::Stalled(n) => {
+            RunEnd::Complete => "complete: every feature passes".to_string(),
+            RunEnd::Limit(l) => format!("stopped: {l}"),
+            RunEnd::Stalled(n) => {
                 format!("stalled: {n} coding sessions in a row without a newly passing feature")
             }
-            baton_harness::run::RunEnd::Interrupted => {
-                "interrupted; `baton run` again resumes".to_string()
-            }
+            RunEnd::Interrupted => "interrupted; `baton run` again resumes".to_string(),
         };
+        let left = budget
+            .map(|b| {
+                format!(
+                    " · ${:.2} of ${b:.2} budget left",
+                    (b - s.totals.cost_usd).max(0.0)
+                )
+            })
+            .unwrap_or_default();
         eprintln!(
-            "baton: {why} · {}/{} passing · {} sessions · ${:.4}",
+            "baton: {why} · {}/{} passing · {} sessions · ${:.4}{left}",
             s.passing, s.total, s.totals.sessions, s.totals.cost_usd
         );
         Ok(ExitCode::from(end.exit_code()))
@@ -168,7 +217,8 @@ pub fn new(dir: &Path, spec: &Path, features: u32, force: bool) -> anyhow::Resul
 pub fn status(dir: &Path, json: bool) -> anyhow::Result<()> {
     let dir = project_dir(dir)?;
     let cfg = Config::load(&dir)?;
-    let s = baton_harness::status::status(&Files::new(dir, cfg.project))?;
+    let s = baton_harness::status::status(&Files::new(dir, cfg.project))?
+        .with_budget(cfg.run.budget_usd);
     if json {
         println!(
             "{}",

@@ -183,7 +183,9 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         sessions: sessions.len(),
         tokens: sessions.iter().map(|s| s.tokens).sum(),
         // fold from +0.0: an empty f64 sum is -0.0, which prints as "$-0.0000".
-        cost_usd: sessions.iter().fold(0.0, |a, s| a + s.cost_usd + s.verifier_cost_usd),
+        cost_usd: sessions
+            .iter()
+            .fold(0.0, |a, s| a + s.cost_usd + s.verifier_cost_usd),
         verifier_cost_usd: sessions.iter().fold(0.0, |a, s| a + s.verifier_cost_usd),
         refusals: sessions.iter().map(|s| s.refusals).sum(),
         violations: sessions.iter().map(|s| s.violations.len()).sum(),
@@ -348,7 +350,11 @@ pub fn render(s: &Status) -> String {
     }
     let mut cost = format!("cost      ${:.2} in all", s.totals.cost_usd);
     if s.passing > 0 {
-        let _ = write!(cost, " · ${:.2} per passing feature", s.cost_per_passing_usd);
+        let _ = write!(
+            cost,
+            " · ${:.2} per passing feature",
+            s.cost_per_passing_usd
+        );
     }
     if let (Some(b), Some(left)) = (s.budget_usd, s.budget_left_usd) {
         let _ = write!(cost, " · budget ${b:.2}, ${left:.2} left");

@@ -1,0 +1,105 @@
+//! Small formatting helpers shared by the page and the charts.
+
+/// `s` with the characters HTML gives meaning to escaped (text and attributes).
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A count for people: `950`, `12.3k`, `4.5M`, `1.2B`.
+pub fn compact(v: f64) -> String {
+    let a = v.abs();
+    let (d, suffix) = if a >= 1e9 {
+        (1e9, "B")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e3 {
+        (1e3, "k")
+    } else {
+        return if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        };
+    };
+    let x = v / d;
+    if x.abs() >= 100.0 || x.fract() == 0.0 {
+        format!("{x:.0}{suffix}")
+    } else {
+        format!("{x:.1}{suffix}")
+    }
+}
+
+/// Dollars with `places` decimals.
+pub fn usd(v: f64, places: usize) -> String {
+    format!("${v:.places$}")
+}
+
+/// A duration for people: `42s`, `3m 05s`, `2h 07m`.
+pub fn duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// Unix milliseconds as `YYYY-MM-DD HH:MM` UTC.
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(compact(950.0), "950");
+        assert_eq!(compact(12_345.0), "12.3k");
+        assert_eq!(compact(2_000_000.0), "2M");
+        assert_eq!(compact(0.5), "0.5");
+        assert_eq!(usd(1.23456, 2), "$1.23");
+        assert_eq!(duration(42.4), "42s");
+        assert_eq!(duration(185.0), "3m 05s");
+        assert_eq!(duration(7620.0), "2h 07m");
+        assert_eq!(utc(0), "1970-01-01 00:00");
+        assert_eq!(utc(1_700_000_000_000), "2023-11-14 22:13");
+        assert_eq!(utc(951_825_600_000), "2000-02-29 12:00");
+    }
+}
