@@ -103,6 +103,9 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             eprintln!("baton: warning: {w}");
         }
         let tools = Toolbox::new(ctx);
+        // MCP servers of baton.toml and the browser: their tools join the built-in ones.
+        let hub = baton_mcp::McpHub::start(baton_mcp::specs_from_config(&cfg, &dir)).await?;
+        tools.attach(hub.clone());
         let cancel = tools.context().cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -126,6 +129,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             limits,
         };
         let result = session.run(&mut transcript, &system, &args.prompt).await;
+        hub.shutdown().await;
         let stopped = tools
             .context()
             .processes

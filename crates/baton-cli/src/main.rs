@@ -1,5 +1,6 @@
 //! The `baton` command. See `baton --help` and DESIGN.md §5.
 
+mod doctor_cmd;
 mod exec;
 mod live;
 mod log;
@@ -80,6 +81,13 @@ enum Command {
     /// The command policy: `baton policy check [--json] [--dir DIR] -- COMMAND`
     /// judges a bash command as the agent's Bash tool would (exit 0 allowed, 1 refused).
     Policy(policy_cmd::PolicyArgs),
+    /// Check the parts baton uses outside itself: git, bash, Node, @playwright/mcp (run
+    /// as [browser] command would run it), Chromium and Landlock, with the command to
+    /// install what is missing.
+    ///
+    /// The browser's parts are required when DIR's baton.toml enables the browser (or
+    /// with --browser). Exit codes: 0 every required part is present; 1 otherwise.
+    Doctor(doctor_cmd::DoctorArgs),
     /// Internal: run a command inside baton's OS sandbox (used by the Bash tool).
     #[command(name = "__sandbox", hide = true)]
     Sandbox(policy_cmd::SandboxArgs),
@@ -100,6 +108,7 @@ fn main() -> ExitCode {
         Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),
         Command::Policy(args) => policy_cmd::run(args),
+        Command::Doctor(args) => doctor_cmd::run(args),
         Command::Sandbox(args) => policy_cmd::sandbox(args),
     };
     match result {

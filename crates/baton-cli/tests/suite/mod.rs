@@ -1,3 +1,4 @@
+mod browser;
 mod exec;
 mod faults;
 mod log;

@@ -1,0 +1,252 @@
+//! `baton doctor`: are the outside parts baton uses on this machine, and how to
+//! install what is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use baton_config::Config;
+use baton_policy::sandbox::{self, Support};
+
+/// Arguments of `baton doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The project directory whose baton.toml says how the browser is run (default:
+    /// the current directory; no baton.toml means the defaults).
+    dir: Option<PathBuf>,
+    /// Require the browser's parts (Node, @playwright/mcp, Chromium) even if the
+    /// project does not enable the browser.
+    #[arg(long)]
+    browser: bool,
+}
+
+/// How long one probe may run (npx may be slow the first time).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Oldest Node major version `@playwright/mcp` supports.
+const MIN_NODE: u32 = 18;
+
+/// One line of the report: `ok`, `missing` (a required part) or `absent` (an
+/// optional one).
+struct Check {
+    name: &'static str,
+    required: bool,
+    result: Result<String, Missing>,
+}
+
+/// Why a part is missing and how to install it.
+struct Missing {
+    why: String,
+    fix: String,
+}
+
+/// Run `baton doctor`.
+pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
+    let cfg = Config::load(&dir)?;
+    let browser_required = args.browser || cfg.browser.enabled;
+    let why_browser = if cfg.browser.enabled {
+        "the browser is enabled in baton.toml"
+    } else if args.browser {
+        "--browser"
+    } else {
+        "the browser is off in baton.toml; [browser] enabled = true needs these"
+    };
+    println!("baton doctor: {} ({why_browser})", dir.display());
+
+    let checks = vec![
+        Check {
+            name: "git",
+            required: true,
+            result: probe("git", &["--version"], &dir)
+                .map_err(|why| missing(why, "apt-get install git")),
+        },
+        Check {
+            name: "bash",
+            required: true,
+            result: probe("bash", &["--version"], &dir)
+                .map_err(|why| missing(why, "apt-get install bash")),
+        },
+        Check {
+            name: "node",
+            required: browser_required,
+            result: node(&dir),
+        },
+        Check {
+            name: "playwright",
+            required: browser_required,
+            result: playwright_mcp(&cfg.browser.command, &dir),
+        },
+        Check {
+            name: "chromium",
+            required: browser_required,
+            result: chromium(&cfg.browser.chromium, &dir),
+        },
+        Check {
+            name: "landlock",
+            required: false,
+            result: landlock(),
+        },
+    ];
+
+    let mut missing_required = 0;
+    for c in &checks {
+        match &c.result {
+            Ok(found) => println!("  ok       {:<11} {found}", c.name),
+            Err(m) => {
+                let status = if c.required {
+                    missing_required += 1;
+                    "missing"
+                } else {
+                    "absent"
+                };
+                println!("  {status:<8} {:<11} {}", c.name, m.why);
+                println!("  {:<20} {}", "", m.fix);
+            }
+        }
+    }
+    if missing_required == 0 {
+        println!("all required parts are present");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{missing_required} required part(s) missing");
+        Ok(ExitCode::from(1))
+    }
+}
+
+fn missing(why: String, install: &str) -> Missing {
+    Missing {
+        why,
+        fix: format!("install: {install}"),
+    }
+}
+
+fn node(dir: &Path) -> Result<String, Missing> {
+    let fix = "apt-get install nodejs npm";
+    let version = probe("node", &["--version"], dir).map_err(|why| missing(why, fix))?;
+    let major: Option<u32> = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok());
+    match major {
+        Some(m) if m >= MIN_NODE => Ok(version),
+        _ => Err(missing(
+            format!("{version} is too old: @playwright/mcp needs Node {MIN_NODE} or newer"),
+            fix,
+        )),
+    }
+}
+
+/// `@playwright/mcp`, resolved the way `[browser] command` runs it, from `dir`.
+fn playwright_mcp(command: &[String], dir: &Path) -> Result<String, Missing> {
+    let install = "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -g @playwright/mcp (or without -g inside the project)";
+    let Some((program, args)) = command.split_first() else {
+        return Err(Missing {
+            why: "[browser] command is empty".to_string(),
+            fix: "set [browser] command in baton.toml, e.g. [\"npx\", \"--no-install\", \"@playwright/mcp\"]".to_string(),
+        });
+    };
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.push("--version");
+    let line = command.join(" ");
+    match probe(program, &args, dir) {
+        Ok(v) => Ok(format!(
+            "@playwright/mcp {} ({line})",
+            v.trim_start_matches("Version ")
+        )),
+        Err(why) => Err(missing(format!("`{line}` does not run: {why}"), install)),
+    }
+}
+
+fn chromium(path: &str, dir: &Path) -> Result<String, Missing> {
+    let install = "apt-get install chromium";
+    if !Path::new(path).exists() {
+        return Err(missing(
+            format!("{path} not found ([browser] chromium)"),
+            install,
+        ));
+    }
+    probe(path, &["--version"], dir)
+        .map(|v| format!("{v} ({path})"))
+        .map_err(|why| missing(why, install))
+}
+
+fn landlock() -> Result<String, Missing> {
+    match sandbox::probe() {
+        Support::Landlock(abi) => Ok(format!(
+            "ABI {abi}: Bash commands can run in baton's OS sandbox"
+        )),
+        Support::Unsupported => Err(Missing {
+            why: "this kernel does not enforce Landlock: Bash commands run without the OS sandbox (the command policy still applies)".to_string(),
+            fix: "use a Linux kernel 5.13 or newer with Landlock enabled (lsm=landlock)".to_string(),
+        }),
+    }
+}
+
+/// Run `program args` in `dir` with no input; the first non-empty line it printed
+/// (stdout, else stderr) if it exits 0, else why not.
+fn probe(program: &str, args: &[&str], dir: &Path) -> Result<String, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{program} not found"),
+            _ => format!("cannot run {program}: {e}"),
+        })?;
+    // Read both pipes while waiting, so a chatty program cannot block on a full pipe.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < PROBE_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{program} did not answer within {} s",
+                    PROBE_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("cannot wait for {program}: {e}")),
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    let first = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_string)
+    };
+    let text = first(&stdout).or_else(|| first(&stderr));
+    if status.success() {
+        Ok(text.unwrap_or_else(|| "(no version printed)".to_string()))
+    } else {
+        Err(format!(
+            "exit {}{}",
+            status
+                .code()
+                .map_or("by signal".to_string(), |c| c.to_string()),
+            text.map(|t| format!(": {t}")).unwrap_or_default()
+        ))
+    }
+}

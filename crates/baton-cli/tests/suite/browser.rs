@@ -1,0 +1,396 @@
+//! The browser and MCP servers through the real `baton` binary: `baton exec` with
+//! `[browser] enabled = true` drives the real `@playwright/mcp` and Chromium against a
+//! page on 127.0.0.1; an MCP server that crashes mid-session; `baton doctor`.
+//!
+//! The browser's parts are found as in baton-mcp's tests: `$BATON_PLAYWRIGHT_MCP`
+//! (the package's `cli.js`), else `.ci/npm/node_modules/@playwright/mcp/cli.js`
+//! where `.ci/run` installs it; Chromium at `$BATON_CHROMIUM`, else
+//! `/usr/bin/chromium`. Missing parts fail the test on CI (`CI=true`) and skip it
+//! elsewhere, with a note.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use baton_agent::transcript::Event;
+use baton_testkit::{Reply, Step, Wire};
+use serde_json::{Value, json};
+
+use super::*;
+
+struct BrowserParts {
+    cli: PathBuf,
+    chromium: PathBuf,
+}
+
+fn browser_parts(test: &str) -> Option<BrowserParts> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cli = std::env::var_os("BATON_PLAYWRIGHT_MCP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".ci/npm/node_modules/@playwright/mcp/cli.js"));
+    let chromium = std::env::var_os("BATON_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut missing = Vec::new();
+    if !node {
+        missing.push("node".to_string());
+    }
+    if !cli.is_file() {
+        missing.push(cli.display().to_string());
+    }
+    if !chromium.is_file() {
+        missing.push(chromium.display().to_string());
+    }
+    if missing.is_empty() {
+        return Some(BrowserParts {
+            cli: cli.canonicalize().unwrap_or(cli),
+            chromium,
+        });
+    }
+    let msg = format!("{test}: missing {}", missing.join(", "));
+    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+        panic!("{msg}; .ci/run installs these");
+    }
+    eprintln!("SKIPPED {msg}");
+    None
+}
+
+/// A page with a text input and a button that changes a text, on 127.0.0.1.
+fn serve_page() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let Ok(read_half) = stream.try_clone() else {
+                continue;
+            };
+            let mut reader = BufReader::new(read_half);
+            let mut request_line = String::new();
+            let _ = reader.read_line(&mut request_line);
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let (status, body) = if request_line.starts_with("GET / ") {
+                ("200 OK", PAGE)
+            } else {
+                ("404 Not Found", "not found")
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{port}/")
+}
+
+const PAGE: &str = r#"<!doctype html>
+<html><head><title>Greeter</title></head>
+<body>
+<h1>Greeter</h1>
+<label for="name">Your name</label>
+<input id="name" type="text">
+<button id="go" onclick="document.getElementById('out').textContent = 'Hello, ' + document.getElementById('name').value + '!'">Greet</button>
+<p id="out">Nobody greeted yet</p>
+</body></html>
+"#;
+
+/// The text of the tool results in the last message of a recorded Anthropic
+/// request, and the images among them: (texts, image media types).
+fn results_of(body: &Value) -> (Vec<(String, bool)>, Vec<String>) {
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    let mut texts = Vec::new();
+    let mut images = Vec::new();
+    for b in last["content"].as_array().cloned().unwrap_or_default() {
+        if b["type"] != "tool_result" {
+            continue;
+        }
+        let is_error = b["is_error"].as_bool().unwrap_or(false);
+        match &b["content"] {
+            Value::String(s) => texts.push((s.clone(), is_error)),
+            Value::Array(parts) => {
+                let mut text = String::new();
+                for p in parts {
+                    match p["type"].as_str() {
+                        Some("text") => text.push_str(p["text"].as_str().unwrap_or_default()),
+                        Some("image") => images.push(
+                            p["source"]["media_type"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_string(),
+                        ),
+                        _ => {}
+                    }
+                }
+                texts.push((text, is_error));
+            }
+            _ => {}
+        }
+    }
+    (texts, images)
+}
+
+/// Processes whose command line mentions `dir` (the browser's do: its output and
+/// temp directories are in the project).
+fn processes_mentioning(dir: &Path) -> Vec<(u32, String)> {
+    let needle = dir.display().to_string();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmd.contains(&needle) {
+            found.push((pid, cmd));
+        }
+    }
+    found
+}
+
+#[test]
+fn exec_drives_the_real_browser_and_keeps_the_evidence() {
+    let Some(parts) = browser_parts("exec_drives_the_real_browser_and_keeps_the_evidence") else {
+        return;
+    };
+    let url = serve_page();
+    let p = Project::with_toml(&format!(
+        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        parts.chromium.display().to_string(),
+        parts.cli.display().to_string()
+    ));
+    let tool = |name: &str, input: Value| {
+        Step::Reply(Reply::tool(&format!("mcp__playwright__{name}"), input))
+    };
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            tool("browser_navigate", json!({"url": url})),
+            tool("browser_snapshot", json!({})),
+            tool(
+                "browser_type",
+                json!({"element": "Your name", "target": "e3", "text": "Ada"}),
+            ),
+            tool(
+                "browser_click",
+                json!({"element": "Greet button", "target": "e4"}),
+            ),
+            tool("browser_snapshot", json!({})),
+            tool("browser_take_screenshot", json!({"scale": "css"})),
+            Step::Reply(Reply::text("The greeting works: verified in the browser.")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "The greeting works: verified in the browser.\n"
+    );
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 7);
+    // The browser tools were offered with the server's schemas.
+    let offered: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        offered.contains(&"mcp__playwright__browser_click"),
+        "{offered:?}"
+    );
+    // What the model got back, call by call.
+    let (nav, _) = results_of(&reqs[1].body);
+    assert!(nav[0].0.contains("Page Title: Greeter"), "{nav:?}");
+    let (snap, _) = results_of(&reqs[2].body);
+    assert!(!snap[0].1, "{snap:?}");
+    assert!(
+        snap[0].0.contains("textbox \"Your name\" [ref=e3]")
+            && snap[0].0.contains("button \"Greet\" [ref=e4]"),
+        "the refs the script uses: {snap:?}"
+    );
+    assert!(snap[0].0.contains("Nobody greeted yet"), "{snap:?}");
+    for (i, req) in reqs.iter().enumerate().take(5).skip(3) {
+        let (r, _) = results_of(&req.body);
+        assert!(!r[0].1, "call {i} failed: {r:?}");
+    }
+    let (snap, _) = results_of(&reqs[5].body);
+    assert!(snap[0].0.contains("Hello, Ada!"), "{snap:?}");
+    let (shot, images) = results_of(&reqs[6].body);
+    assert!(!shot[0].1, "{shot:?}");
+    assert_eq!(images, ["image/png"], "the screenshot reached the model");
+
+    // Evidence: the screenshot and every browser call's text.
+    let dir = p.path().join(".baton/evidence/0001");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let pngs: Vec<&String> = files.iter().filter(|f| f.ends_with(".png")).collect();
+    assert_eq!(pngs.len(), 1, "{files:?}");
+    let png = std::fs::read(dir.join(pngs[0])).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a real PNG");
+    let txts: Vec<&String> = files.iter().filter(|f| f.ends_with(".txt")).collect();
+    assert_eq!(txts.len(), 6, "{files:?}");
+    let clicked = txts
+        .iter()
+        .map(|f| std::fs::read_to_string(dir.join(f)).unwrap())
+        .find(|t| t.contains("Hello, Ada!"))
+        .unwrap_or_else(|| panic!("no evidence with the greeting: {files:?}"));
+    assert!(
+        clicked.starts_with("tool: mcp__playwright__browser_snapshot\n"),
+        "{clicked}"
+    );
+
+    // The transcript lists the evidence with the results.
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    let kept: usize = t
+        .iter()
+        .map(|r| match &r.event {
+            Event::ToolResult { evidence, .. } => evidence.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(kept, 7, "six texts and one image");
+
+    // The browser ended with the session.
+    assert_eq!(processes_mentioning(p.path()), Vec::<(u32, String)>::new());
+}
+
+#[test]
+fn an_mcp_server_that_crashes_mid_session_gives_a_tool_error_and_the_session_goes_on() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../baton-mcp/tests/support/test_server.py")
+        .canonicalize()
+        .unwrap();
+    let p = Project::with_toml(&format!(
+        "[mcp.test]\ncommand = \"python3\"\nargs = [{:?}]\n",
+        script.display().to_string()
+    ));
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool("mcp__test__echo", json!({"text": "before"}))),
+            Step::Reply(Reply::tool("mcp__test__crash", json!({}))),
+            Step::Reply(Reply::tool("mcp__test__echo", json!({"text": "after"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    let result = |i: usize| tool_results(Wire::Anthropic, &reqs[i].body)[0].clone();
+    assert_eq!(result(1).1, "before");
+    let (_, crashed, is_error) = result(2);
+    assert!(is_error);
+    assert!(
+        crashed.contains("MCP server \"test\" died during the call of crash")
+            && crashed.contains("crashing on purpose")
+            && crashed.contains("baton restarted it"),
+        "{crashed}"
+    );
+    let (_, after, is_error) = result(3);
+    assert_eq!((after.as_str(), is_error), ("after", false));
+    assert_eq!(end_of(&p.transcript(1)), ("completed".to_string(), None));
+}
+
+#[test]
+fn exec_stops_with_an_error_naming_a_server_that_cannot_start() {
+    let p = Project::with_toml("[mcp.broken]\ncommand = \"/nonexistent/server\"\n");
+    let (out, server) = exec(&p, Wire::Anthropic, vec![], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("MCP server \"broken\": cannot run `/nonexistent/server`"),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no model request was made");
+}
+
+fn doctor(dir: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("doctor")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn doctor_says_what_is_missing_and_how_to_install_it() {
+    let p = Project::with_toml(
+        "[browser]\nenabled = true\nchromium = \"/nonexistent/chromium\"\ncommand = [\"node\", \"/nonexistent/cli.js\"]\n",
+    );
+    let out = doctor(p.path());
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("(the browser is enabled in baton.toml)"),
+        "{text}"
+    );
+    assert!(text.contains("  ok       git "), "{text}");
+    assert!(text.contains("  ok       bash "), "{text}");
+    assert!(
+        text.contains("  missing  chromium    /nonexistent/chromium not found"),
+        "{text}"
+    );
+    assert!(text.contains("install: apt-get install chromium"), "{text}");
+    assert!(
+        text.contains("  missing  playwright  `node /nonexistent/cli.js` does not run"),
+        "{text}"
+    );
+    assert!(
+        text.contains("install: PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -g @playwright/mcp"),
+        "{text}"
+    );
+    assert!(text.contains("2 required part(s) missing"), "{text}");
+
+    // With the browser off, its parts are optional.
+    let p = Project::with_toml("[browser]\nchromium = \"/nonexistent/chromium\"\n");
+    let out = doctor(p.path());
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("  absent   chromium "), "{text}");
+}
+
+#[test]
+fn doctor_finds_the_installed_browser() {
+    let Some(parts) = browser_parts("doctor_finds_the_installed_browser") else {
+        return;
+    };
+    let p = Project::with_toml(&format!(
+        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        parts.chromium.display().to_string(),
+        parts.cli.display().to_string()
+    ));
+    let out = doctor(p.path());
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("  ok       node        v"), "{text}");
+    assert!(
+        text.contains("  ok       playwright  @playwright/mcp 0."),
+        "{text}"
+    );
+    assert!(text.contains("  ok       chromium    Chromium "), "{text}");
+    assert!(text.ends_with("all required parts are present\n"), "{text}");
+}
