@@ -297,10 +297,16 @@ fn findings(x: &SessionStatus) -> String {
         f.push(x.outcome.clone());
     }
     if !x.violations.is_empty() {
-        f.push(format!("{} restored", x.violations.len()));
+        f.push(format!("{} restore", x.violations.len()));
     }
     if !x.unflipped.is_empty() {
         f.push(format!("{} set back", x.unflipped.len()));
+    }
+    if !x.reverted.is_empty() {
+        f.push(format!("{} reverted", x.reverted.len()));
+    }
+    if !x.regressions.is_empty() {
+        f.push(format!("{} regressed", x.regressions.len()));
     }
     if x.leftover_files > 0 {
         f.push("dirty".to_string());
@@ -381,13 +387,13 @@ pub fn render(s: &Status) -> String {
     if !s.sessions.is_empty() {
         let _ = writeln!(
             o,
-            "\n     #  kind         outcome        time  turns   tokens       cost  flipped       findings"
+            "\n    #  kind         outcome      time  turns tokens     cost  flipped     findings"
         );
         let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
         if skip > 0 {
             let _ = writeln!(
                 o,
-                "        … {skip} earlier session(s); `baton status --json` lists them all"
+                "       … {skip} earlier session(s); `baton status --json` lists them all"
             );
         }
         for x in &s.sessions[skip..] {
@@ -398,15 +404,15 @@ pub fn render(s: &Status) -> String {
                 .collect::<Vec<_>>()
                 .join(",");
             let line = format!(
-                "{:>6}  {:<11}  {:<12} {:>6} {:>6} {:>8} {:>10}  {:<12}  {}",
+                "{:>5}  {:<11}  {:<10} {:>6} {:>5} {:>6} {:>8}  {:<10}  {}",
                 x.number,
                 x.kind,
-                cut(&x.outcome, 12),
+                cut(&x.outcome, 10),
                 duration(x.duration_secs),
                 x.turns,
                 compact(x.tokens),
                 format!("${:.4}", x.cost_usd),
-                cut(&flipped, 12),
+                cut(&flipped, 10),
                 findings(x)
             );
             let _ = writeln!(o, "{}", cut(line.trim_end(), 100));

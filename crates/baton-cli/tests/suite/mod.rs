@@ -1,9 +1,11 @@
-mod browser;
+mod events;
 mod exec;
 mod faults;
 mod log;
 mod policy;
+mod report;
 mod run;
+mod status_log;
 mod verify;
 mod wire;
 
