@@ -47,6 +47,7 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         command: "python3".into(),
         args: vec![script.display().to_string()],
         env: BTreeMap::new(),
+        env_remove: vec![],
         cwd: dir.path().to_path_buf(),
         files: vec![],
     }])

@@ -255,11 +255,12 @@ fn describe(e: &ServiceError) -> String {
 impl Server {
     /// The server's name for the tool offered as `name`.
     fn tool_of(&self, name: &str) -> String {
-        let tools = self.tools.read().map(|t| t.clone()).unwrap_or_default();
-        match tools.iter().find(|o| o.spec.name == name) {
-            Some(o) => o.tool.clone(),
-            None => name[self.prefix.len()..].to_string(),
-        }
+        let known = self.tools.read().ok().and_then(|t| {
+            t.iter()
+                .find(|o| o.spec.name == name)
+                .map(|o| o.tool.clone())
+        });
+        known.unwrap_or_else(|| name.strip_prefix(&self.prefix).unwrap_or(name).to_string())
     }
 
     /// A connection to call through, starting the server again if it is down and
@@ -416,7 +417,7 @@ async fn start_live(
     }
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args).current_dir(&spec.cwd);
-    for k in baton_tools::DEFAULT_SECRET_VARS {
+    for k in &spec.env_remove {
         cmd.env_remove(k);
     }
     cmd.envs(&spec.env);

@@ -32,6 +32,9 @@ pub struct ServerSpec {
     pub args: Vec<String>,
     /// Extra environment (added to baton's own).
     pub env: BTreeMap<String, String>,
+    /// Variables of baton's own environment the server does not get (secrets),
+    /// unless `env` sets them.
+    pub env_remove: Vec<String>,
     /// Working directory (the project).
     pub cwd: PathBuf,
     /// Files written (parents created) before each start, e.g. the server's own
@@ -52,8 +55,15 @@ impl ServerSpec {
 /// The servers of a project: every `[mcp.<name>]` in name order, then, when
 /// `[browser] enabled`, the browser as the server named `playwright` (see
 /// [`playwright_spec`]). A `[mcp.playwright]` of the project's own replaces the
-/// built-in browser server.
+/// built-in browser server. No server gets the provider keys
+/// ([`baton_tools::DEFAULT_SECRET_VARS`]) or the `[policy] secret_env` variables.
 pub fn specs_from_config(cfg: &Config, project_dir: &Path) -> Vec<ServerSpec> {
+    let mut secrets = default_secrets();
+    for v in &cfg.policy.secret_env {
+        if !secrets.contains(v) {
+            secrets.push(v.clone());
+        }
+    }
     let mut specs: Vec<ServerSpec> = cfg
         .mcp
         .iter()
@@ -62,14 +72,24 @@ pub fn specs_from_config(cfg: &Config, project_dir: &Path) -> Vec<ServerSpec> {
             command: s.command.clone(),
             args: s.args.clone(),
             env: s.env.clone(),
+            env_remove: secrets.clone(),
             cwd: project_dir.to_path_buf(),
             files: Vec::new(),
         })
         .collect();
     if cfg.browser.enabled && !cfg.mcp.contains_key(PLAYWRIGHT_SERVER) {
-        specs.push(playwright_spec(&cfg.browser, project_dir));
+        let mut browser = playwright_spec(&cfg.browser, project_dir);
+        browser.env_remove = secrets;
+        specs.push(browser);
     }
     specs
+}
+
+fn default_secrets() -> Vec<String> {
+    baton_tools::DEFAULT_SECRET_VARS
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// The Playwright MCP server as `[browser]` configures it: `command` followed by
@@ -78,7 +98,7 @@ pub fn specs_from_config(cfg: &Config, project_dir: &Path) -> Vec<ServerSpec> {
 /// configuration file (`<project>/.baton/playwright/config.json`, written before
 /// each start) that adds [`CHROMIUM_ARGS`] to Chromium's command line. `--isolated`
 /// gives every start a new, empty profile; `--no-sandbox` because baton runs as
-/// root in CI. Temporary files (the profile) go to `<project>/.baton/playwright/tmp`
+/// root in CI. The provider keys are removed from its environment. Temporary files (the profile) go to `<project>/.baton/playwright/tmp`
 /// (`TMPDIR`), so a browser that was killed leaves nothing outside the project.
 pub fn playwright_spec(browser: &BrowserConfig, project_dir: &Path) -> ServerSpec {
     let dir = project_dir.join(".baton").join("playwright");
@@ -109,6 +129,7 @@ pub fn playwright_spec(browser: &BrowserConfig, project_dir: &Path) -> ServerSpe
         command,
         args,
         env: BTreeMap::from([("TMPDIR".to_string(), tmp.display().to_string())]),
+        env_remove: default_secrets(),
         cwd: project_dir.to_path_buf(),
         files: vec![
             (config_path, format!("{config:#}\n")),
@@ -164,7 +185,7 @@ mod tests {
     #[test]
     fn mcp_sections_become_specs_in_name_order() {
         let c = cfg(
-            "[mcp.zeta]\ncommand = \"z\"\n[mcp.alpha]\ncommand = \"python3\"\nargs = [\"s.py\"]\nenv = { K = \"v\" }\n",
+            "[policy]\nsecret_env = [\"DB_PASSWORD\"]\n[mcp.zeta]\ncommand = \"z\"\n[mcp.alpha]\ncommand = \"python3\"\nargs = [\"s.py\"]\nenv = { K = \"v\" }\n",
         );
         let specs = specs_from_config(&c, Path::new("/p"));
         assert_eq!(
@@ -174,6 +195,13 @@ mod tests {
                 command: "python3".into(),
                 args: vec!["s.py".into()],
                 env: BTreeMap::from([("K".to_string(), "v".to_string())]),
+                env_remove: vec![
+                    "ANTHROPIC_API_KEY".into(),
+                    "ANTHROPIC_AUTH_TOKEN".into(),
+                    "OPENAI_API_KEY".into(),
+                    "BATON_API_KEY".into(),
+                    "DB_PASSWORD".into(),
+                ],
                 cwd: "/p".into(),
                 files: vec![],
             }

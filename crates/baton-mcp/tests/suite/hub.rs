@@ -106,10 +106,13 @@ async fn environment_and_working_directory_are_the_specs() {
     let mut spec = test_server("test", d.path(), &[]);
     spec.env
         .insert("MCP_TEST_VAR".into(), "set by baton.toml".into());
+    // Removed from baton's environment, unless the spec sets it.
+    spec.env_remove = vec!["HOME".into(), "MCP_TEST_VAR".into()];
     spec.files = vec![(d.path().join("conf/server.json"), "{}\n".into())];
     let hub = McpHub::start(vec![spec]).await.unwrap();
     let who = whoami(&call(&hub, "mcp__test__whoami", json!({})).await);
     assert_eq!(who["var"], "set by baton.toml");
+    assert_eq!(who["home"], Value::Null);
     assert_eq!(
         std::path::Path::new(who["cwd"].as_str().unwrap())
             .canonicalize()

@@ -16,6 +16,7 @@ pub fn test_server(name: &str, cwd: &Path, extra: &[&str]) -> ServerSpec {
         command: "python3".to_string(),
         args,
         env: BTreeMap::new(),
+        env_remove: vec![],
         cwd: cwd.to_path_buf(),
         files: vec![],
     }

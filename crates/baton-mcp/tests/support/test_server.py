@@ -3,7 +3,7 @@
 
 Tools: echo, image, fail, crash, sleep, whoami, spawn, odd.name.
   crash   writes a line to stderr and exits at once without answering.
-  whoami  answers with the process id, the working directory and $MCP_TEST_VAR.
+  whoami  answers with the process id, the working directory, $MCP_TEST_VAR and $HOME.
 Option: --fail-start  print a message to stderr and exit 2 before reading anything.
 """
 import json
@@ -55,7 +55,7 @@ TOOLS = [
     },
     {
         "name": "whoami",
-        "description": "Process id, working directory and $MCP_TEST_VAR.",
+        "description": "Process id, working directory, $MCP_TEST_VAR and $HOME.",
         "inputSchema": {"type": "object", "properties": {}},
     },
     {
@@ -104,6 +104,7 @@ def call(name, args):
             "pid": os.getpid(),
             "cwd": os.getcwd(),
             "var": os.environ.get("MCP_TEST_VAR"),
+            "home": os.environ.get("HOME"),
         }
         return {"content": [text(json.dumps(who))]}
     if name == "spawn":
