@@ -489,6 +489,11 @@ async fn failed(
     if let Some(r) = reader {
         let _ = tokio::time::timeout(Duration::from_secs(2), r).await;
     }
+    let reason = if spec.name == crate::PLAYWRIGHT_SERVER {
+        format!("{reason} (`baton doctor` checks Node, @playwright/mcp and Chromium)")
+    } else {
+        reason
+    };
     McpError::Start {
         server: spec.name.clone(),
         command: spec.command_line(),

@@ -270,6 +270,16 @@ async fn a_server_that_cannot_start_is_named_with_what_it_printed() {
         "{msg}"
     );
 
+    // For the browser, the error points at `baton doctor`.
+    let err = McpHub::start(vec![test_server("playwright", d.path(), &["--fail-start"])])
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("(`baton doctor` checks Node, @playwright/mcp and Chromium)"),
+        "{err}"
+    );
+
     let mut missing = test_server("nothere", d.path(), &[]);
     missing.command = "/nonexistent/mcp-server".into();
     let err = McpHub::start(vec![missing]).await.unwrap_err();
