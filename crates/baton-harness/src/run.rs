@@ -102,6 +102,27 @@ struct Finished {
 impl Runner<'_> {
     /// Run sessions until a stop condition. Resumes from `.baton/state.json` and git.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
+        // MCP servers (the browser among them) live for the whole run.
+        let specs = baton_mcp::specs_from_config(&self.cfg, &self.files.dir);
+        let hub = if specs.is_empty() {
+            None
+        } else {
+            let hub = baton_mcp::McpHub::start(specs)
+                .await
+                .map_err(|e| HarnessError::Input(format!("cannot start the MCP servers: {e}")))?;
+            self.reporter
+                .line(&format!("mcp: started {}", hub.servers().join(", ")));
+            self.tools.attach(hub.clone());
+            Some(hub)
+        };
+        let end = self.run_sessions().await;
+        if let Some(hub) = hub {
+            hub.shutdown().await;
+        }
+        end
+    }
+
+    async fn run_sessions(&self) -> Result<RunEnd, HarnessError> {
         let dir = &self.files.dir;
         if !git::is_repo(dir) {
             git::git(dir, &["init", "-q"])?;
