@@ -50,6 +50,7 @@ async fn bench() -> Result<(), Box<dyn std::error::Error>> {
         env_remove: vec![],
         cwd: dir.path().to_path_buf(),
         files: vec![],
+        hidden_tools: vec![],
     }])
     .await?;
     let tools = Toolbox::new(ToolContext::new(dir.path().to_path_buf()));

@@ -146,7 +146,7 @@ impl McpHub {
             match start_live(&spec, &hub.options).await {
                 Ok((live, tools)) => hub.servers.push(Server {
                     prefix: format!("mcp__{}__", spec.name),
-                    tools: RwLock::new(offered(&spec.name, tools)),
+                    tools: RwLock::new(offered(&spec, tools)),
                     state: tokio::sync::Mutex::new(State {
                         live: Some(live),
                         generation: 1,
@@ -197,6 +197,11 @@ impl McpHub {
             return ToolOutput::error(format!("{name} is not a tool of any MCP server."));
         };
         let tool = server.tool_of(name);
+        if server.spec.hidden_tools.contains(&tool) {
+            return ToolOutput::error(format!(
+                "{name} is not available: baton does not offer it (it would run code outside the command policy and the sandbox)."
+            ));
+        }
         let mut params = CallToolRequestParams::new(tool.clone());
         match input {
             Value::Object(m) => params = params.with_arguments(m.clone()),
@@ -295,7 +300,7 @@ impl Server {
 
     fn set_tools(&self, tools: Vec<rmcp::model::Tool>) {
         if let Ok(mut t) = self.tools.write() {
-            *t = offered(&self.spec.name, tools);
+            *t = offered(&self.spec, tools);
         }
     }
 
@@ -367,12 +372,15 @@ impl Server {
     }
 }
 
-/// Offer `tools` of server `server` under their prefixed names (the first of any
-/// two names that clean to the same one wins).
-fn offered(server: &str, tools: Vec<rmcp::model::Tool>) -> Vec<Offered> {
+/// Offer the `tools` of `spec`'s server under their prefixed names, less its
+/// hidden ones (the first of any two names that clean to the same one wins).
+fn offered(spec: &ServerSpec, tools: Vec<rmcp::model::Tool>) -> Vec<Offered> {
     let mut out: Vec<Offered> = Vec::with_capacity(tools.len());
     for t in tools {
-        let name = tool_name(server, &t.name);
+        if spec.hidden_tools.iter().any(|h| *h == t.name) {
+            continue;
+        }
+        let name = tool_name(&spec.name, &t.name);
         if out.iter().any(|o| o.spec.name == name) {
             continue;
         }

@@ -9,6 +9,12 @@ use serde_json::json;
 /// Name of the browser's server: its tools are `mcp__playwright__browser_*`.
 pub const PLAYWRIGHT_SERVER: &str = "playwright";
 
+/// Tools of `@playwright/mcp` baton does not offer: `browser_run_code_unsafe` runs
+/// arbitrary JavaScript in the server's Node process (its own description says
+/// "RCE-equivalent"), outside the command policy and the sandbox every `Bash`
+/// command goes through.
+pub const PLAYWRIGHT_HIDDEN_TOOLS: &[&str] = &["browser_run_code_unsafe"];
+
 /// Flags baton gives Chromium besides those of `@playwright/mcp` (`--headless`,
 /// `--no-sandbox`): no GPU, and none of the background traffic a closed network
 /// refuses (update checks, sync, field trials, first-run pages, QUIC probes).
@@ -40,6 +46,8 @@ pub struct ServerSpec {
     /// Files written (parents created) before each start, e.g. the server's own
     /// configuration: `(path, contents)`.
     pub files: Vec<(PathBuf, String)>,
+    /// Tools of the server baton does not offer, and refuses if called.
+    pub hidden_tools: Vec<String>,
 }
 
 impl ServerSpec {
@@ -75,6 +83,7 @@ pub fn specs_from_config(cfg: &Config, project_dir: &Path) -> Vec<ServerSpec> {
             env_remove: secrets.clone(),
             cwd: project_dir.to_path_buf(),
             files: Vec::new(),
+            hidden_tools: Vec::new(),
         })
         .collect();
     if cfg.browser.enabled && !cfg.mcp.contains_key(PLAYWRIGHT_SERVER) {
@@ -98,7 +107,8 @@ fn default_secrets() -> Vec<String> {
 /// configuration file (`<project>/.baton/playwright/config.json`, written before
 /// each start) that adds [`CHROMIUM_ARGS`] to Chromium's command line. `--isolated`
 /// gives every start a new, empty profile; `--no-sandbox` because baton runs as
-/// root in CI. The provider keys are removed from its environment. Temporary files (the profile) go to `<project>/.baton/playwright/tmp`
+/// root in CI. The provider keys are removed from its environment, and
+/// [`PLAYWRIGHT_HIDDEN_TOOLS`] are not offered. Temporary files (the profile) go to `<project>/.baton/playwright/tmp`
 /// (`TMPDIR`), so a browser that was killed leaves nothing outside the project.
 pub fn playwright_spec(browser: &BrowserConfig, project_dir: &Path) -> ServerSpec {
     let dir = project_dir.join(".baton").join("playwright");
@@ -139,6 +149,7 @@ pub fn playwright_spec(browser: &BrowserConfig, project_dir: &Path) -> ServerSpe
                     .to_string(),
             ),
         ],
+        hidden_tools: PLAYWRIGHT_HIDDEN_TOOLS.iter().map(|s| s.to_string()).collect(),
     }
 }
 
@@ -204,6 +215,7 @@ mod tests {
                 ],
                 cwd: "/p".into(),
                 files: vec![],
+                hidden_tools: vec![],
             }
         );
         assert_eq!(specs[1].name, "zeta");
@@ -224,6 +236,7 @@ mod tests {
         );
         assert_eq!(s.cwd, PathBuf::from("/p"));
         assert_eq!(s.env["TMPDIR"], "/p/.baton/playwright/tmp");
+        assert_eq!(s.hidden_tools, ["browser_run_code_unsafe"]);
         assert_eq!(
             s.files[1].0,
             PathBuf::from("/p/.baton/playwright/tmp/README")

@@ -98,6 +98,10 @@ async fn navigate_type_click_snapshot_and_screenshot_in_real_chromium() {
         );
     }
 
+    assert!(
+        !names.contains(&"mcp__playwright__browser_run_code_unsafe".to_string()),
+        "the unsafe tool is hidden"
+    );
     let out = call(&hub, "browser_navigate", json!({"url": url})).await;
     eprintln!("navigate:\n{}", out.content);
     let snap = call(&hub, "browser_snapshot", json!({})).await.content;

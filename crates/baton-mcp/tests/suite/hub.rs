@@ -57,6 +57,23 @@ async fn tools_are_listed_with_prefixed_names_descriptions_and_schemas() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_tools_are_not_offered_and_refused() {
+    let d = dir();
+    let mut spec = test_server("test", d.path(), &[]);
+    spec.hidden_tools = vec!["crash".into()];
+    let hub = McpHub::start(vec![spec]).await.unwrap();
+    assert!(hub.specs().iter().all(|s| s.name != "mcp__test__crash"));
+    let out = call(&hub, "mcp__test__crash", json!({})).await;
+    assert!(out.is_error);
+    assert!(out.content.contains("is not available"), "{}", out.content);
+    // Not called: the server is the same process.
+    assert!(hub.server_pid("test").await.is_some());
+    let out = call(&hub, "mcp__test__echo", json!({"text": "x"})).await;
+    assert_eq!(out.content, "x");
+    hub.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_come_back_faithfully() {
     let d = dir();
     let hub = McpHub::start(vec![test_server("test", d.path(), &[])])

@@ -19,6 +19,7 @@ pub fn test_server(name: &str, cwd: &Path, extra: &[&str]) -> ServerSpec {
         env_remove: vec![],
         cwd: cwd.to_path_buf(),
         files: vec![],
+        hidden_tools: vec![],
     }
 }
 
