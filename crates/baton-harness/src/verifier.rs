@@ -18,6 +18,11 @@ impl ToolGate for ReadOnly<'_> {
             "Write" | "Edit" => GateDecision::Refuse(
                 "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict.".into(),
             ),
+            // Browser tools can write files (a screenshot's `filename`); the verifier's
+            // screenshots go back to it and into the evidence without one.
+            t if t.starts_with("mcp__") && input.get("filename").is_some() => GateDecision::Refuse(
+                "you are the verifier: you may not write files into the project; call this tool without \"filename\" (screenshots are kept as evidence anyway)".into(),
+            ),
             _ => self.inner.check(tool, input),
         }
     }
@@ -118,6 +123,30 @@ pub fn rejections(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verifier_may_not_write_even_through_the_browser() {
+        let gate = ReadOnly {
+            inner: &baton_tools::AllowAll,
+        };
+        let refused =
+            |tool: &str, input: Value| matches!(gate.check(tool, &input), GateDecision::Refuse(_));
+        assert!(refused(
+            "Write",
+            serde_json::json!({"file_path": "a", "content": ""})
+        ));
+        assert!(refused("Edit", serde_json::json!({})));
+        assert!(refused(
+            "mcp__playwright__browser_take_screenshot",
+            serde_json::json!({"filename": "x.png"})
+        ));
+        assert!(!refused(
+            "mcp__playwright__browser_take_screenshot",
+            serde_json::json!({})
+        ));
+        assert!(!refused("Bash", serde_json::json!({"command": "ls"})));
+        assert!(!refused("Read", serde_json::json!({"file_path": "a"})));
+    }
 
     #[test]
     fn verdicts_are_found_after_prose_and_in_fences() {

@@ -394,3 +394,127 @@ fn doctor_finds_the_installed_browser() {
     assert!(text.contains("  ok       chromium    Chromium "), "{text}");
     assert!(text.ends_with("all required parts are present\n"), "{text}");
 }
+
+#[test]
+fn a_run_verifies_in_the_real_browser_and_links_the_evidence_to_the_flip() {
+    let Some(parts) =
+        browser_parts("a_run_verifies_in_the_real_browser_and_links_the_evidence_to_the_flip")
+    else {
+        return;
+    };
+    let url = serve_page();
+    let p = Project::with_toml(&format!(
+        "[run]\npause_secs = 0\n[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        parts.chromium.display().to_string(),
+        parts.cli.display().to_string()
+    ));
+    let list = |passes: bool| {
+        serde_json::to_string_pretty(&json!([{
+            "category": "functional",
+            "description": "A visitor types a name, presses Greet and is greeted by name",
+            "steps": ["open the page", "type Ada into Your name", "press Greet", "see Hello, Ada!"],
+            "passes": passes
+        }]))
+        .unwrap()
+            + "\n"
+    };
+    std::fs::write(p.path().join("app_spec.txt"), "A greeter page.\n").unwrap();
+    std::fs::write(p.path().join("feature_list.json"), list(false)).unwrap();
+    std::fs::write(
+        p.path().join("claude-progress.txt"),
+        "Page served by the test.\n",
+    )
+    .unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &["commit", "-qm", "start"],
+    ] {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(p.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let tool = |name: &str, input: Value| (format!("mcp__playwright__{name}"), input);
+    let calls = [
+        tool("browser_navigate", json!({"url": url})),
+        tool(
+            "browser_type",
+            json!({"element": "Your name", "target": "e3", "text": "Ada"}),
+        ),
+        tool(
+            "browser_click",
+            json!({"element": "Greet button", "target": "e4"}),
+        ),
+        tool("browser_snapshot", json!({})),
+        tool("browser_take_screenshot", json!({"scale": "css"})),
+    ];
+    let mut steps: Vec<Step> = calls
+        .iter()
+        .map(|(n, i)| Step::Reply(Reply::tool(n, i.clone())))
+        .collect();
+    steps.push(Step::Reply(Reply::tools(&[
+        ("Write", json!({"file_path": "feature_list.json", "content": list(true)})),
+        ("Bash", json!({"command": "echo 'Verified the greeting in the browser.' >> claude-progress.txt && git add -A && git commit -qm 'Verify the greeting'"})),
+    ])));
+    steps.push(Step::Reply(Reply::text(
+        "Verified in the browser; screenshot taken.",
+    )));
+    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The model saw the page change in the snapshot.
+    let (snap, _) = results_of(&server.requests()[4].body);
+    assert!(snap[0].0.contains("Hello, Ada!"), "{snap:?}");
+    // The flip in the ledger links the session's evidence, which is on disk.
+    let ledger = std::fs::read_to_string(p.path().join(".baton/ledger.jsonl")).unwrap();
+    let flip: Value = ledger
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["kind"] == "flip")
+        .unwrap_or_else(|| panic!("no flip in {ledger}"));
+    assert_eq!(flip["feature"], 1);
+    assert!(
+        flip["commit"].as_str().is_some_and(|c| c.len() == 40),
+        "{flip}"
+    );
+    let evidence: Vec<String> = flip["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert!(evidence.iter().any(|f| f.ends_with(".png")), "{evidence:?}");
+    assert!(
+        evidence.iter().filter(|f| f.ends_with(".txt")).count() >= 5,
+        "{evidence:?}"
+    );
+    for f in &evidence {
+        assert!(p.path().join(f).is_file(), "{f}");
+    }
+    let shot = evidence.iter().find(|f| f.ends_with(".png")).unwrap();
+    assert!(
+        std::fs::read(p.path().join(shot))
+            .unwrap()
+            .starts_with(b"\x89PNG\r\n\x1a\n")
+    );
+    // The browser is gone with the run.
+    let t0 = std::time::Instant::now();
+    while !processes_mentioning(p.path()).is_empty()
+        && t0.elapsed() < std::time::Duration::from_secs(10)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        processes_mentioning(p.path()),
+        vec![],
+        "browser processes outlived the run"
+    );
+}
