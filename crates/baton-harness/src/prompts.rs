@@ -77,7 +77,7 @@ pub fn coding(names: &ProjectConfig, brief: &str, browser: bool) -> String {
 pub fn how_to_verify(kind: &str, browser: bool) -> &'static str {
     match (kind, browser) {
         ("web", true) => {
-            " in the real browser through the mcp__playwright__ tools (navigate, type, click, read the page snapshot), taking a screenshot of each state you verified"
+            " in the real browser through the mcp__playwright__ tools (browser_navigate, then browser_snapshot to read the page and its element refs, browser_type, browser_click), taking a screenshot of each state you verified"
         }
         ("web", false) => {
             ", exercising the running app over HTTP against the dev server (curl, or browser-automation scripts the project has)"
