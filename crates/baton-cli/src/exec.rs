@@ -41,6 +41,7 @@ and report plainly what you did and what you could not do. The working directory
 /// Settings resolved from flags, environment and `baton.toml`, in that order.
 pub fn client_config(
     cfg: &Config,
+    secrets: &crate::secrets::Secrets,
     provider_flag: Option<&str>,
     model_flag: Option<&str>,
 ) -> anyhow::Result<ClientConfig> {
@@ -61,7 +62,7 @@ pub fn client_config(
         model,
         base_url: env(provider.base_url_var())
             .unwrap_or_else(|| provider.default_base_url().to_string()),
-        api_key: env(provider.key_var()),
+        api_key: secrets.get(provider.key_var()),
         max_output_tokens: cfg.agent.max_output_tokens,
         thinking_budget: cfg.agent.thinking_budget,
         retry: cfg.retry.clone(),
@@ -69,7 +70,7 @@ pub fn client_config(
 }
 
 /// Run `baton exec`.
-pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     if !args.dir.is_dir() {
         bail!("{} is not a directory", args.dir.display());
     }
@@ -80,6 +81,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let cfg = Config::load(&dir)?;
     let client = ModelClient::new(client_config(
         &cfg,
+        secrets,
         args.provider.as_deref(),
         args.model.as_deref(),
     )?)?;

@@ -7,6 +7,7 @@ mod log;
 mod policy_cmd;
 mod report_cmd;
 mod run_cmd;
+mod secrets;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -94,6 +95,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Take the provider keys out of this process's environment block, so the agent's
+    // commands cannot read them from /proc/<baton>/environ; baton keeps its own copy.
+    let secrets = secrets::take();
+    if !secrets.scrubbed {
+        eprintln!(
+            "baton: warning: could not take the API keys out of /proc/self/environ; the agent's commands may be able to read them there"
+        );
+    }
+    // Defense in depth where the kernel honours it: no dumping, no reading our memory.
+    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     let cli = Cli::parse();
     let result = match cli.command {
         Command::New {
@@ -102,9 +113,9 @@ fn main() -> ExitCode {
             features,
             force,
         } => run_cmd::new(&dir, &spec, features, force).map(|()| ExitCode::SUCCESS),
-        Command::Run(args) => run_cmd::run(args),
+        Command::Run(args) => run_cmd::run(args, &secrets),
         Command::Status { dir, json } => run_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
-        Command::Exec(args) => exec::run(args),
+        Command::Exec(args) => exec::run(args, &secrets),
         Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),
         Command::Policy(args) => policy_cmd::run(args),

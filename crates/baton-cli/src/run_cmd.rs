@@ -63,7 +63,7 @@ fn project_dir(dir: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// Run `baton run`.
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     let dir = project_dir(&args.dir)?;
     let cfg = Config::load(&dir)?;
     if args.pause.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
@@ -81,6 +81,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let client = ModelClient::new(client_config(
         &cfg,
+        secrets,
         args.provider.as_deref(),
         args.model.as_deref(),
     )?)?;

@@ -304,6 +304,7 @@ pub fn confine(spec: &SandboxSpec) -> Result<Support, SandboxError> {
         }
     }
     let status = rs.restrict_self().map_err(|e| err(&e))?;
+    drop_ptrace();
     Ok(match status.ruleset {
         RulesetStatus::NotEnforced => Support::Unsupported,
         RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => match probe() {
@@ -311,6 +312,24 @@ pub fn confine(spec: &SandboxSpec) -> Result<Support, SandboxError> {
             Support::Unsupported => Support::Landlock(1),
         },
     })
+}
+
+/// Give up `CAP_SYS_PTRACE` for good (bounding set and current sets), so confined
+/// commands, even run as root, cannot read the memory or `/proc/<pid>/environ` of
+/// baton itself, which holds the provider keys and is made non-dumpable for this.
+/// Best effort: without the right to change capabilities there are none to drop.
+#[cfg(target_os = "linux")]
+fn drop_ptrace() {
+    use rustix::thread::{
+        CapabilitySet, capabilities, remove_capability_from_bounding_set, set_capabilities,
+    };
+    let _ = remove_capability_from_bounding_set(CapabilitySet::SYS_PTRACE);
+    if let Ok(mut sets) = capabilities(None) {
+        sets.effective.remove(CapabilitySet::SYS_PTRACE);
+        sets.permitted.remove(CapabilitySet::SYS_PTRACE);
+        sets.inheritable.remove(CapabilitySet::SYS_PTRACE);
+        let _ = set_capabilities(None, sets);
+    }
 }
 
 /// Off Linux there is no sandbox: the process stays unconfined.

@@ -1,3 +1,4 @@
+mod browser;
 mod events;
 mod exec;
 mod faults;
@@ -5,6 +6,7 @@ mod log;
 mod policy;
 mod report;
 mod run;
+mod secrets;
 mod status_log;
 mod verify;
 mod wire;

@@ -1,0 +1,42 @@
+//! The provider keys reach no agent command: not in its environment, and not in
+//! baton's own `/proc/<pid>/environ`, which a command running as the same user could
+//! otherwise read.
+
+use baton_testkit::{Reply, Step, Wire};
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn no_ancestor_of_an_agent_command_shows_the_api_key_in_proc_environ() {
+    let p = Project::new();
+    // A project script (the policy does not look inside it) walks up its ancestors.
+    let script = "p=$PPID\nwhile [ \"$p\" -gt 1 ]; do\n  n=$(tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -c sk-test-key)\n  echo \"$p $n\"\n  p=$(awk '{print $4}' /proc/$p/stat)\ndone\ntr '\\0' '\\n' < /proc/self/environ | grep -c sk-test-key\n";
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                ("Write", json!({"file_path": "walk.sh", "content": script})),
+                ("Bash", json!({"command": "bash walk.sh"})),
+            ])),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    let lines: Vec<&str> = r[1].1.lines().collect();
+    // At least baton itself was looked at, and the key was found nowhere.
+    assert!(lines.len() >= 3, "{r:?}");
+    for l in &lines[..lines.len() - 1] {
+        if let Some((pid, n)) = l.split_once(' ') {
+            assert_eq!(n, "0", "process {pid} shows the key: {r:?}");
+        }
+    }
+    // The model still got answers: baton kept its own copy of the key.
+    assert_eq!(
+        server.requests()[1].header("x-api-key"),
+        Some("sk-test-key")
+    );
+}
