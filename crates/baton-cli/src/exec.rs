@@ -1,6 +1,6 @@
 //! `baton exec`: one agent session, no gates.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -37,6 +37,16 @@ pub struct ExecArgs {
 const SYSTEM_PROMPT: &str = "You are an expert software engineer working alone in a project directory on a Linux machine. \
 Act through the tools: inspect before you change, make small verified changes, run the project's own checks, \
 and report plainly what you did and what you could not do. The working directory is {dir}.";
+
+/// The tools for `dir` under the command policy and OS sandbox of `cfg`: secrets
+/// stripped from commands, `Bash` through the sandbox launcher where the kernel
+/// allows, and the policy gate (in the guard) knowing the tools' processes.
+pub fn guarded_tools(dir: &Path, cfg: &Config) -> anyhow::Result<(Toolbox, SessionGuard)> {
+    let mut ctx = ToolContext::new(dir.to_path_buf());
+    let exe = std::env::current_exe().context("cannot find the baton executable")?;
+    let guard = SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
+    Ok((Toolbox::new(ctx), guard))
+}
 
 /// Settings resolved from flags, environment and `baton.toml`, in that order.
 pub fn client_config(
@@ -98,13 +108,10 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let mut ctx = ToolContext::new(dir.clone());
-        let exe = std::env::current_exe().context("cannot find the baton executable")?;
-        let guard = SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
+        let (tools, guard) = guarded_tools(&dir, &cfg)?;
         if let Some(w) = &guard.warning {
             eprintln!("baton: warning: {w}");
         }
-        let tools = Toolbox::new(ctx);
         // MCP servers of baton.toml and the browser: their tools join the built-in ones.
         let hub = baton_mcp::McpHub::start(baton_mcp::specs_from_config(&cfg, &dir)).await?;
         tools.attach(hub.clone());

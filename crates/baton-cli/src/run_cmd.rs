@@ -12,7 +12,6 @@ use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
 use baton_harness::run::{RunEnd, RunOptions, Runner};
-use baton_tools::{ToolContext, Toolbox};
 use indicatif::ProgressDrawTarget;
 use tokio_util::sync::CancellationToken;
 
@@ -116,13 +115,10 @@ pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
         // The command policy and OS sandbox, as for `baton exec`, for the whole run.
-        let mut ctx = ToolContext::new(dir.clone());
-        let exe = std::env::current_exe().context("cannot find the baton executable")?;
-        let guard = baton_policy::SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
+        let (tools, guard) = crate::exec::guarded_tools(&dir, &cfg)?;
         if let Some(w) = &guard.warning {
             view.println(&format!("baton: warning: {w}"));
         }
-        let tools = Toolbox::new(ctx);
         let hard = tools.context().cancel.clone();
         let stop = CancellationToken::new();
         let signal_stop = stop.clone();

@@ -76,9 +76,17 @@ pub fn resolve_for_write(project: &Path, file_path: &str) -> Result<PathBuf, Str
     Ok(path)
 }
 
+/// Symlinks followed by hand (dangling ones) before giving up on a path.
+const MAX_LINKS: usize = 40;
+
 /// The path with every existing ancestor canonicalized (symlinks followed); the
-/// part that does not exist yet is appended unchanged.
-fn real_path(path: &Path) -> PathBuf {
+/// part that does not exist yet is appended unchanged. Dangling symlinks are
+/// followed lexically, at most [`MAX_LINKS`] deep (a loop stops there).
+pub fn real_path(path: &Path) -> PathBuf {
+    real_path_depth(path, 0)
+}
+
+fn real_path_depth(path: &Path, depth: usize) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
@@ -90,13 +98,15 @@ fn real_path(path: &Path) -> PathBuf {
             return normalize(&out);
         }
         // A dangling symlink: follow its target lexically.
-        if let Ok(target) = std::fs::read_link(&existing) {
+        if depth < MAX_LINKS
+            && let Ok(target) = std::fs::read_link(&existing)
+        {
             let parent = existing.parent().map(Path::to_path_buf).unwrap_or_default();
             let mut next = normalize(&parent.join(target));
             for part in rest.iter().rev() {
                 next.push(part);
             }
-            return real_path(&next);
+            return real_path_depth(&next, depth + 1);
         }
         match (
             existing.file_name().map(|n| n.to_os_string()),
@@ -167,6 +177,16 @@ mod tests {
         std::os::unix::fs::symlink("/tmp/nowhere-baton-test", p.join("dangling")).unwrap();
         let err = resolve_for_write(&p, "dangling").unwrap_err();
         assert!(err.contains("symlink"), "{err}");
+    }
+
+    #[test]
+    fn a_symlink_loop_does_not_hang_and_stays_inside() {
+        let (_d, p) = project();
+        std::os::unix::fs::symlink(p.join("b"), p.join("a")).unwrap();
+        std::os::unix::fs::symlink(p.join("a"), p.join("b")).unwrap();
+        // Resolves (without recursing forever) to a path inside the project.
+        let r = resolve_for_write(&p, "a/file.txt");
+        assert!(r.is_ok(), "{r:?}");
     }
 
     #[test]
