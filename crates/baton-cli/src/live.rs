@@ -131,6 +131,15 @@ pub fn tokens(n: u64) -> String {
     }
 }
 
+/// Dollars: cents from $1 up, tenths of a cent below.
+pub fn usd(v: f64) -> String {
+    if v.abs() >= 1.0 {
+        format!("${v:.2}")
+    } else {
+        format!("${v:.4}")
+    }
+}
+
 /// The current session, as far as it has gone.
 #[derive(Debug, Clone)]
 struct Current {
@@ -305,10 +314,11 @@ impl RunView {
         let spent = Self::spent_now(&t);
         let money = match self.budget {
             Some(budget) => format!(
-                "${spent:.2} spent · ${:.2} of ${budget:.2} left",
-                (budget - spent).max(0.0)
+                "{} spent · {} of ${budget:.2} left",
+                usd(spent),
+                usd((budget - spent).max(0.0))
             ),
-            None => format!("${spent:.2} spent"),
+            None => format!("{} spent", usd(spent)),
         };
         b.features.set_message(money);
         match &t.current {
@@ -646,6 +656,7 @@ mod tests {
             "0003 coding · 2 turns · 240 tokens · $0.5000"
         );
         assert_eq!(b.features.message(), "$1.00 spent · $1.00 of $2.00 left");
+        assert_eq!(usd(0.0031), "$0.0031");
         assert_eq!(b.features.position(), 1);
         assert_eq!(
             b.tool.message(),

@@ -274,7 +274,8 @@ pub fn cost(bars: &[SessionBar], budget: Option<f64>) -> String {
         "Cost per session and running total",
     );
     y_axis(&mut o, &f, max, false, |v| usd(v, 2));
-    y_axis(&mut o, &f, cmax, true, |v| usd(v, 0));
+    let places = if cmax < 100.0 { 2 } else { 0 };
+    y_axis(&mut o, &f, cmax, true, |v| usd(v, places));
     axis_line(&mut o, &f);
     let bw = (f.slot_w() * 0.8).max(0.6);
     let _ = write!(o, r#"<g class="bars" data-points="{}">"#, bars.len());
