@@ -409,7 +409,7 @@ impl Reporter for RunView {
             t.passing = passing;
             t.total = total;
             t.sessions += 1;
-            t.spent += r.cost_usd;
+            t.spent += r.cost_usd + r.verifier_cost_usd;
             t.current = None;
         }
         if let Some(b) = &self.bars {
@@ -428,6 +428,7 @@ impl Reporter for RunView {
                 "tokens": r.usage.total(),
                 "usage": r.usage,
                 "cost_usd": r.cost_usd,
+                "verifier_cost_usd": r.verifier_cost_usd,
                 "commits": r.commits,
                 "passing": passing,
                 "total": total,
