@@ -391,45 +391,10 @@ fn to_path(c: &[String]) -> PathBuf {
     p
 }
 
-/// The path with every existing ancestor canonicalized (symlinks followed); the
-/// part that does not exist yet is appended unchanged.
-pub(crate) fn real_path(path: &Path) -> PathBuf {
-    real_path_depth(path, 0)
-}
-
-fn real_path_depth(path: &Path, depth: usize) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(canon) = existing.canonicalize() {
-            let mut out = canon;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return to_path(&comps(&out));
-        }
-        if depth < 16
-            && let Ok(target) = std::fs::read_link(&existing)
-        {
-            let parent = existing.parent().map(Path::to_path_buf).unwrap_or_default();
-            let mut next = to_path(&comps(&parent.join(target)));
-            for part in rest.iter().rev() {
-                next.push(part);
-            }
-            return real_path_depth(&next, depth + 1);
-        }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
-}
+/// The path with every existing ancestor canonicalized (symlinks followed, loops
+/// bounded); the part that does not exist yet is appended unchanged. The same
+/// resolution as the file tools' write confinement.
+pub(crate) use baton_tools::paths::real_path;
 
 #[cfg(test)]
 mod tests {
