@@ -2,6 +2,7 @@
 
 mod doctor_cmd;
 mod exec;
+mod hook_cmd;
 mod live;
 mod log;
 mod policy_cmd;
@@ -89,6 +90,9 @@ enum Command {
     /// The browser's parts are required when DIR's baton.toml enables the browser (or
     /// with --browser). Exit codes: 0 every required part is present; 1 otherwise.
     Doctor(doctor_cmd::DoctorArgs),
+    /// Hooks for agent CLIs driven as session backends: `baton hook pre-tool-use`
+    /// judges a Claude Code tool call (hook JSON on stdin) by baton's rules.
+    Hook(hook_cmd::HookArgs),
     /// Internal: run a command inside baton's OS sandbox (used by the Bash tool).
     #[command(name = "__sandbox", hide = true)]
     Sandbox(policy_cmd::SandboxArgs),
@@ -120,6 +124,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),
         Command::Policy(args) => policy_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
+        Command::Hook(args) => hook_cmd::run(args),
         Command::Sandbox(args) => policy_cmd::sandbox(args),
     };
     match result {

@@ -2,6 +2,7 @@ mod browser;
 mod events;
 mod exec;
 mod faults;
+mod hook;
 mod log;
 mod policy;
 mod report;

@@ -1,0 +1,129 @@
+//! `baton hook pre-tool-use`: baton's rules inside an agent CLI. Claude Code runs it
+//! before every tool call (a `PreToolUse` hook in the settings file baton writes for a
+//! `claude-code` session) with the call as JSON on stdin; baton answers with the
+//! hook's JSON on stdout: `permissionDecision` `deny` with the reason, or `allow`.
+//!
+//! The judgement is the built-in loop's: the command policy of the project's
+//! `baton.toml` (and its `Read` rules), write confinement of the file tools (inside
+//! the project, never in `.git/` or `.baton/`), and in coding sessions the
+//! feature-list guard (`--feature-list NAME`). Claude Code's tool names are baton's.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use baton_config::Config;
+use baton_harness::guard::FeatureListGuard;
+use baton_policy::Policy;
+use baton_tools::{GateDecision, ToolGate, paths};
+use serde_json::{Value, json};
+
+/// Arguments of `baton hook`.
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum HookCommand {
+    /// Judge one tool call of an agent CLI (Claude Code's PreToolUse hook JSON on
+    /// stdin) and print the hook's answer: {"hookSpecificOutput": {"hookEventName":
+    /// "PreToolUse", "permissionDecision": "allow"|"deny", "permissionDecisionReason"}}.
+    ///
+    /// Exit code 0 with the answer; 2 (which the CLI reads as a refusal, with stderr
+    /// as the reason) when the input or baton.toml cannot be read.
+    PreToolUse(PreToolUseArgs),
+}
+
+/// Arguments of `baton hook pre-tool-use`.
+#[derive(Debug, clap::Args)]
+struct PreToolUseArgs {
+    /// The project directory (default: the hook input's `cwd`).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Guard this feature list (relative to the project): a Write or Edit of it may
+    /// change only "passes". Given for coding sessions.
+    #[arg(long)]
+    feature_list: Option<String>,
+}
+
+/// Run `baton hook …`.
+pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        HookCommand::PreToolUse(a) => {
+            let mut input = String::new();
+            let answer = std::io::stdin()
+                .read_to_string(&mut input)
+                .context("cannot read the hook input on stdin")
+                .and_then(|_| pre_tool_use(&a, &input));
+            match answer {
+                Ok(v) => {
+                    println!("{v}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    // Exit 2 blocks the call in Claude Code; never let an error allow it.
+                    eprintln!("baton hook: {e:#}");
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
+    }
+}
+
+/// The hook's answer to `input` (the hook JSON).
+fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
+    let call: Value = serde_json::from_str(input).context("the hook input is not JSON")?;
+    let tool = call["tool_name"]
+        .as_str()
+        .context("the hook input has no \"tool_name\"")?;
+    let tool_input = &call["tool_input"];
+    let dir = match (&a.dir, call["cwd"].as_str()) {
+        (Some(d), _) => d.clone(),
+        (None, Some(cwd)) => PathBuf::from(cwd),
+        (None, None) => anyhow::bail!("no project directory: give --dir or \"cwd\" in the input"),
+    };
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let cfg = Config::load(&dir)?;
+    let policy = Policy::new(&cfg.policy, &dir)?;
+    let decision = match confinement(&dir, tool, tool_input) {
+        Some(reason) => GateDecision::Refuse(reason),
+        None => match &a.feature_list {
+            Some(name) => FeatureListGuard {
+                inner: &policy,
+                project: dir.clone(),
+                feature_list: name.clone(),
+            }
+            .check(tool, tool_input),
+            None => ToolGate::check(&policy, tool, tool_input),
+        },
+    };
+    Ok(match decision {
+        GateDecision::Allow => json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "allowed by baton's policy",
+        }}),
+        GateDecision::Refuse(reason) => json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": format!("Refused by baton's policy: {reason}"),
+        }}),
+    })
+}
+
+/// Why a file tool's write may not happen: outside the project, or in `.git/` or
+/// `.baton/` (the built-in tools refuse the same in themselves).
+fn confinement(dir: &Path, tool: &str, input: &Value) -> Option<String> {
+    let key = match tool {
+        "Write" | "Edit" | "MultiEdit" => "file_path",
+        "NotebookEdit" => "notebook_path",
+        _ => return None,
+    };
+    let path = input[key].as_str()?;
+    paths::resolve_for_write(dir, path).err()
+}

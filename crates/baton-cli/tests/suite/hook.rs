@@ -1,0 +1,149 @@
+//! `baton hook pre-tool-use` through the real binary: Claude Code's PreToolUse hook
+//! JSON on stdin, the hook's answer on stdout.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use super::*;
+
+/// Run the hook with `input` on stdin and `args`; (exit code, parsed stdout).
+fn hook(input: &Value, args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["hook", "pre-tool-use"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), v, stderr(&out))
+}
+
+fn call(p: &Project, tool: &str, input: Value) -> Value {
+    json!({
+        "session_id": "s1",
+        "cwd": p.path(),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "tu1",
+    })
+}
+
+fn decision(v: &Value) -> (&str, &str) {
+    let o = &v["hookSpecificOutput"];
+    assert_eq!(o["hookEventName"], "PreToolUse", "{v}");
+    (
+        o["permissionDecision"].as_str().unwrap_or_default(),
+        o["permissionDecisionReason"].as_str().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn hook_allows_what_the_policy_allows() {
+    let p = Project::new();
+    for (tool, input) in [
+        (
+            "Bash",
+            json!({"command": "npm test 2>&1 | tail -20", "description": "x"}),
+        ),
+        ("Write", json!({"file_path": "src/a.txt", "content": "hi"})),
+        ("Read", json!({"file_path": "README.md"})),
+        ("Glob", json!({"pattern": "**/*.rs"})),
+        ("TodoWrite", json!({"todos": []})),
+    ] {
+        let (code, v, err) = hook(&call(&p, tool, input), &[]);
+        assert_eq!(code, Some(0), "{tool}: {err}");
+        assert_eq!(decision(&v).0, "allow", "{tool}: {v}");
+    }
+}
+
+#[test]
+fn hook_denies_refused_commands_with_the_policy_reason() {
+    let p = Project::new();
+    let (code, v, _) = hook(
+        &call(&p, "Bash", json!({"command": "ls; rm -rf .git"})),
+        &[],
+    );
+    assert_eq!(code, Some(0));
+    let (d, reason) = decision(&v);
+    assert_eq!(d, "deny");
+    assert!(
+        reason.starts_with("Refused by baton's policy: ") && reason.contains("rm -rf .git"),
+        "{reason}"
+    );
+    // The project's baton.toml is the policy: a denied command there is denied here.
+    let strict = Project::with_toml("[policy]\ndeny = [\"npm\"]\n");
+    let (_, v, err) = hook(&call(&strict, "Bash", json!({"command": "npm test"})), &[]);
+    assert_eq!(decision(&v).0, "deny", "{v} {err}");
+}
+
+#[test]
+fn hook_confines_file_writes_to_the_project() {
+    let p = Project::new();
+    let outside = tempfile::tempdir().unwrap();
+    for (tool, input) in [
+        (
+            "Write",
+            json!({"file_path": outside.path().join("x").to_str().unwrap(), "content": "x"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": "../escape.txt", "old_string": "a", "new_string": "b"}),
+        ),
+        ("Write", json!({"file_path": ".git/config", "content": "x"})),
+        (
+            "Write",
+            json!({"file_path": ".baton/state.json", "content": "{}"}),
+        ),
+    ] {
+        let (_, v, _) = hook(&call(&p, tool, input.clone()), &[]);
+        assert_eq!(decision(&v).0, "deny", "{tool} {input}: {v}");
+    }
+}
+
+#[test]
+fn hook_guards_the_feature_list_when_asked() {
+    let p = Project::new();
+    let list = r#"[
+  {"category": "a", "description": "one", "steps": ["s"], "passes": false}
+]
+"#;
+    std::fs::write(p.path().join("feature_list.json"), list).unwrap();
+    let edit_text =
+        json!({"file_path": "feature_list.json", "old_string": "\"one\"", "new_string": "\"two\""});
+    let flip = json!({"file_path": "feature_list.json", "old_string": "\"passes\": false", "new_string": "\"passes\": true"});
+    let guarded = ["--feature-list", "feature_list.json"];
+    let (_, v, _) = hook(&call(&p, "Edit", edit_text.clone()), &guarded);
+    let (d, reason) = decision(&v);
+    assert_eq!(d, "deny");
+    assert!(reason.contains("may only change in \"passes\""), "{reason}");
+    let (_, v, _) = hook(&call(&p, "Edit", flip), &guarded);
+    assert_eq!(decision(&v).0, "allow", "{v}");
+    // Without the flag (the initializer writes the list) the edit is allowed.
+    let (_, v, _) = hook(&call(&p, "Edit", edit_text), &[]);
+    assert_eq!(decision(&v).0, "allow", "{v}");
+}
+
+#[test]
+fn hook_blocks_on_bad_input_rather_than_allowing() {
+    let p = Project::new();
+    let (code, _, err) = hook(&json!({"cwd": p.path()}), &[]);
+    assert_eq!(code, Some(2), "exit 2 blocks the call in Claude Code");
+    assert!(err.contains("tool_name"), "{err}");
+    std::fs::write(p.path().join("baton.toml"), "[agent\n").unwrap();
+    let (code, _, err) = hook(&call(&p, "Bash", json!({"command": "ls"})), &[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("baton.toml"), "{err}");
+}
