@@ -30,6 +30,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod cli_session;
 pub mod client;
 pub mod model;
 pub mod openai;

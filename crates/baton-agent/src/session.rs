@@ -95,6 +95,15 @@ pub enum AgentError {
         /// Consecutive cut responses.
         count: u32,
     },
+    /// The agent CLI driven as the session backend failed (could not start, ended
+    /// without a result, or reported an error: auth, rate limits, API failures).
+    #[error("{program}: {message}")]
+    Cli {
+        /// The CLI program.
+        program: String,
+        /// What went wrong, with what the CLI said.
+        message: String,
+    },
     /// The transcript could not be written.
     #[error("transcript: {0}")]
     Transcript(#[from] TranscriptError),

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
+use baton_agent::cli_session::{self, CliBackend};
 use baton_agent::client::{ClientConfig, ModelClient, Provider};
 use baton_agent::pricing::PriceTable;
 use baton_agent::session::{Limits, Outcome, Session};
@@ -23,7 +24,7 @@ pub struct ExecArgs {
     /// The task for the agent.
     #[arg(long)]
     prompt: String,
-    /// Model provider: anthropic or openai.
+    /// Model provider: anthropic, openai or claude-code (an installed Claude Code CLI).
     #[arg(long)]
     provider: Option<String>,
     /// Model name (default: baton.toml, else the provider's default).
@@ -48,6 +49,73 @@ pub fn guarded_tools(dir: &Path, cfg: &Config) -> anyhow::Result<(Toolbox, Sessi
     Ok((Toolbox::new(ctx), guard))
 }
 
+/// The provider's name from the flag, `BATON_PROVIDER` or `baton.toml`, in that order.
+fn provider_name(cfg: &Config, provider_flag: Option<&str>) -> String {
+    provider_flag
+        .map(str::to_string)
+        .or_else(|| {
+            std::env::var("BATON_PROVIDER")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .or_else(|| cfg.agent.provider.clone())
+        .unwrap_or_else(|| "anthropic".to_string())
+}
+
+/// The agent CLI backend when the provider is `claude-code`: the program is
+/// `$BATON_CLAUDE` or `claude` on `PATH`; the API key baton holds (if any) is handed
+/// to it, else the CLI uses its own login (a subscription). MCP servers of
+/// `baton.toml` (the browser among them) go to it as `--mcp-config`.
+pub fn cli_backend(
+    cfg: &Config,
+    dir: &Path,
+    secrets: &crate::secrets::Secrets,
+    provider_flag: Option<&str>,
+    model_flag: Option<&str>,
+) -> anyhow::Result<Option<CliBackend>> {
+    if provider_name(cfg, provider_flag) != cli_session::PROVIDER {
+        return Ok(None);
+    }
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let model = model_flag
+        .map(str::to_string)
+        .or_else(|| env("BATON_MODEL"))
+        .or_else(|| cfg.agent.model.clone())
+        .unwrap_or_else(|| Provider::Anthropic.default_model().to_string());
+    let keys = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+    let specs = baton_mcp::specs_from_config(cfg, dir);
+    let mcp_config = if specs.is_empty() {
+        None
+    } else {
+        let mut servers = serde_json::Map::new();
+        for s in &specs {
+            for (path, contents) in &s.files {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("cannot create {}", parent.display()))?;
+                }
+                std::fs::write(path, contents)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            servers.insert(
+                s.name.clone(),
+                serde_json::json!({"command": s.command, "args": s.args, "env": s.env}),
+            );
+        }
+        Some(serde_json::json!({ "mcpServers": servers }))
+    };
+    Ok(Some(CliBackend {
+        program: env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
+        model,
+        baton_exe: std::env::current_exe().context("cannot find the baton executable")?,
+        env: keys
+            .iter()
+            .filter_map(|k| secrets.get(k).map(|v| (k.to_string(), v)))
+            .collect(),
+        mcp_config,
+    }))
+}
+
 /// Settings resolved from flags, environment and `baton.toml`, in that order.
 pub fn client_config(
     cfg: &Config,
@@ -56,12 +124,7 @@ pub fn client_config(
     model_flag: Option<&str>,
 ) -> anyhow::Result<ClientConfig> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let provider_name = provider_flag
-        .map(str::to_string)
-        .or_else(|| env("BATON_PROVIDER"))
-        .or_else(|| cfg.agent.provider.clone())
-        .unwrap_or_else(|| "anthropic".to_string());
-    let provider = Provider::parse(&provider_name)?;
+    let provider = Provider::parse(&provider_name(cfg, provider_flag))?;
     let model = model_flag
         .map(str::to_string)
         .or_else(|| env("BATON_MODEL"))
@@ -89,19 +152,23 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
     let cfg = Config::load(&dir)?;
+    let backend = cli_backend(
+        &cfg,
+        &dir,
+        secrets,
+        args.provider.as_deref(),
+        args.model.as_deref(),
+    )?;
+    if let Some(backend) = backend {
+        return run_cli(&dir, &cfg, &backend, &args);
+    }
     let client = ModelClient::new(client_config(
         &cfg,
         secrets,
         args.provider.as_deref(),
         args.model.as_deref(),
     )?)?;
-    let limits = Limits {
-        max_turns: args.max_turns.unwrap_or(cfg.agent.max_turns).max(1),
-        max_tokens: cfg.agent.max_session_tokens,
-        max_duration: (cfg.agent.max_session_minutes > 0.0)
-            .then(|| Duration::from_secs_f64(cfg.agent.max_session_minutes * 60.0)),
-        max_continuations: cfg.agent.max_continuations,
-    };
+    let limits = limits(&cfg, &args);
     let prices = PriceTable::new(&cfg.prices);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -116,17 +183,7 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         let hub = baton_mcp::McpHub::start(baton_mcp::specs_from_config(&cfg, &dir)).await?;
         tools.attach(hub.clone());
         let cancel = tools.context().cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!(
-                    "\nbaton: interrupted; stopping the session (Ctrl-C again to quit at once)"
-                );
-                cancel.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            }
-        });
+        on_ctrl_c(cancel);
         let mut transcript = Transcript::create_next(&dir)?;
         let system = SYSTEM_PROMPT.replace("{dir}", &dir.display().to_string());
         let session = Session {
@@ -147,34 +204,92 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         if stopped > 0 {
             eprintln!("baton: stopped {stopped} background process group(s) left by the session");
         }
-        let r = result.with_context(|| {
-            format!(
-                "session {:04} failed (transcript: {})",
-                transcript.number(),
-                transcript.path().display()
-            )
-        })?;
-        if !r.final_text.is_empty() {
-            println!("{}", r.final_text.trim_end());
+        finish(&dir, &transcript, result)
+    })
+}
+
+/// The session limits of `baton exec`.
+fn limits(cfg: &Config, args: &ExecArgs) -> Limits {
+    Limits {
+        max_turns: args.max_turns.unwrap_or(cfg.agent.max_turns).max(1),
+        max_tokens: cfg.agent.max_session_tokens,
+        max_duration: (cfg.agent.max_session_minutes > 0.0)
+            .then(|| Duration::from_secs_f64(cfg.agent.max_session_minutes * 60.0)),
+        max_continuations: cfg.agent.max_continuations,
+    }
+}
+
+/// Cancel `cancel` on Ctrl-C; exit at once on a second one.
+fn on_ctrl_c(cancel: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("\nbaton: interrupted; stopping the session (Ctrl-C again to quit at once)");
+            cancel.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
         }
-        let rel = r
-            .transcript
-            .strip_prefix(&dir)
-            .unwrap_or(&r.transcript)
-            .display()
-            .to_string();
-        eprintln!(
-            "session {:04} · {} · {} turns · {} tokens · ${:.4} · {rel}",
-            r.session,
-            r.outcome.name(),
-            r.turns,
-            r.usage.total(),
-            r.cost_usd
-        );
-        Ok(match r.outcome {
-            Outcome::Completed => ExitCode::SUCCESS,
-            Outcome::MaxTurns | Outcome::TokenLimit | Outcome::TimeLimit => ExitCode::from(2),
-            Outcome::Interrupted => ExitCode::from(130),
-        })
+    });
+}
+
+/// `baton exec` through an agent CLI: baton's rules apply through its hook.
+fn run_cli(
+    dir: &Path,
+    cfg: &Config,
+    backend: &CliBackend,
+    args: &ExecArgs,
+) -> anyhow::Result<ExitCode> {
+    let prices = PriceTable::new(&cfg.prices);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let stop = tokio_util::sync::CancellationToken::new();
+        on_ctrl_c(stop.clone());
+        let mut transcript = Transcript::create_next(dir)?;
+        let system = SYSTEM_PROMPT.replace("{dir}", &dir.display().to_string());
+        let session = backend.session(dir, None, limits(cfg, args), &LiveView, &prices);
+        let result = session
+            .run_until(&mut transcript, &system, &args.prompt, &stop)
+            .await;
+        finish(dir, &transcript, result)
+    })
+}
+
+/// Print the session's final text and summary line; the exit code of its outcome.
+fn finish(
+    dir: &Path,
+    transcript: &Transcript,
+    result: Result<baton_agent::session::SessionResult, baton_agent::session::AgentError>,
+) -> anyhow::Result<ExitCode> {
+    let r = result.with_context(|| {
+        format!(
+            "session {:04} failed (transcript: {})",
+            transcript.number(),
+            transcript.path().display()
+        )
+    })?;
+    if !r.final_text.is_empty() {
+        println!("{}", r.final_text.trim_end());
+    }
+    let rel = r
+        .transcript
+        .strip_prefix(dir)
+        .unwrap_or(&r.transcript)
+        .display()
+        .to_string();
+    eprintln!(
+        "session {:04} · {} · {} turns · {} tokens · ${:.4} · {rel}",
+        r.session,
+        r.outcome.name(),
+        r.turns,
+        r.usage.total(),
+        r.cost_usd
+    );
+    Ok(match r.outcome {
+        Outcome::Completed => ExitCode::SUCCESS,
+        Outcome::MaxTurns | Outcome::TokenLimit | Outcome::TimeLimit => ExitCode::from(2),
+        Outcome::Interrupted => ExitCode::from(130),
     })
 }

@@ -168,7 +168,7 @@ impl Default for GitConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
-    /// `anthropic` or `openai`; `None` means the built-in default (`anthropic`).
+    /// `anthropic`, `openai` or `claude-code` (an installed Claude Code CLI); `None` means the built-in default (`anthropic`).
     pub provider: Option<String>,
     /// Model name; `None` means the provider's default.
     pub model: Option<String>,
@@ -272,10 +272,13 @@ impl Config {
         if let Some(p) = &self.agent.provider
             && p != "anthropic"
             && p != "openai"
+            && p != "claude-code"
         {
             return Err(invalid(
                 "agent.provider",
-                &format!("unknown provider {p:?}; expected \"anthropic\" or \"openai\""),
+                &format!(
+                    "unknown provider {p:?}; expected \"anthropic\", \"openai\" or \"claude-code\""
+                ),
             ));
         }
         if self.agent.max_turns == 0 {
@@ -415,7 +418,7 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             err,
-            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\" or \"openai\""
+            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\", \"openai\" or \"claude-code\""
         );
         let err = Config::from_toml_str("[prices.m]\ninput = -1.0\n", "baton.toml")
             .err()

@@ -1,4 +1,5 @@
 mod browser;
+mod claude_code;
 mod events;
 mod exec;
 mod faults;
