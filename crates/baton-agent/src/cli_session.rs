@@ -73,11 +73,11 @@ pub struct CliBackend {
 
 impl CliBackend {
     /// A session in `project_dir` whose tool calls are judged by `baton hook
-    /// pre-tool-use`, with the feature-list guard on `feature_list` when given.
+    /// pre-tool-use` with `hook_args` (e.g. `--feature-list NAME`, `--read-only`).
     pub fn session<'a>(
         &self,
         project_dir: &Path,
-        feature_list: Option<&str>,
+        hook_args: &[String],
         limits: Limits,
         observer: &'a dyn Observer,
         prices: &'a PriceTable,
@@ -87,8 +87,9 @@ impl CliBackend {
             shell_quote(&self.baton_exe.display().to_string()),
             shell_quote(&project_dir.display().to_string())
         );
-        if let Some(f) = feature_list {
-            hook.push_str(&format!(" --feature-list {}", shell_quote(f)));
+        for a in hook_args {
+            hook.push(' ');
+            hook.push_str(&shell_quote(a));
         }
         CliSession {
             program: self.program.clone(),

@@ -249,7 +249,7 @@ fn run_cli(
         on_ctrl_c(stop.clone());
         let mut transcript = Transcript::create_next(dir)?;
         let system = SYSTEM_PROMPT.replace("{dir}", &dir.display().to_string());
-        let session = backend.session(dir, None, limits(cfg, args), &LiveView, &prices);
+        let session = backend.session(dir, &[], limits(cfg, args), &LiveView, &prices);
         let result = session
             .run_until(&mut transcript, &system, &args.prompt, &stop)
             .await;

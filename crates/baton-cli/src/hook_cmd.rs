@@ -6,7 +6,7 @@
 //! The judgement is the built-in loop's: the command policy of the project's
 //! `baton.toml` (and its `Read` rules), write confinement of the file tools (inside
 //! the project, never in `.git/` or `.baton/`), and in coding sessions the
-//! feature-list guard (`--feature-list NAME`). Claude Code's tool names are baton's.
+//! feature-list guard (`--feature-list NAME`); for the verifier no edits (`--read-only`). Claude Code's tool names are baton's.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use baton_config::Config;
 use baton_harness::guard::FeatureListGuard;
+use baton_harness::verifier::ReadOnly;
 use baton_policy::Policy;
 use baton_tools::{GateDecision, ToolGate, paths};
 use serde_json::{Value, json};
@@ -47,6 +48,9 @@ struct PreToolUseArgs {
     /// change only "passes". Given for coding sessions.
     #[arg(long)]
     feature_list: Option<String>,
+    /// Refuse every edit (the independent verifier's sessions).
+    #[arg(long)]
+    read_only: bool,
 }
 
 /// Run `baton hook …`.
@@ -90,17 +94,20 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
         .with_context(|| format!("cannot resolve {}", dir.display()))?;
     let cfg = Config::load(&dir)?;
     let policy = Policy::new(&cfg.policy, &dir)?;
+    let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
+        inner: &policy,
+        project: dir.clone(),
+        feature_list: name.clone(),
+    });
+    let gate: &dyn ToolGate = match &guard {
+        Some(g) => g,
+        None => &policy,
+    };
+    let read_only = ReadOnly { inner: gate };
     let decision = match confinement(&dir, tool, tool_input) {
         Some(reason) => GateDecision::Refuse(reason),
-        None => match &a.feature_list {
-            Some(name) => FeatureListGuard {
-                inner: &policy,
-                project: dir.clone(),
-                feature_list: name.clone(),
-            }
-            .check(tool, tool_input),
-            None => ToolGate::check(&policy, tool, tool_input),
-        },
+        None if a.read_only => read_only.check(tool, tool_input),
+        None => gate.check(tool, tool_input),
     };
     Ok(match decision {
         GateDecision::Allow => json!({"hookSpecificOutput": {

@@ -11,7 +11,7 @@ use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::run::{RunEnd, RunOptions, Runner};
+use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
 use indicatif::ProgressDrawTarget;
 use tokio_util::sync::CancellationToken;
 
@@ -78,12 +78,22 @@ pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
             cfg.project.feature_list
         );
     }
-    let client = ModelClient::new(client_config(
+    let cli = crate::exec::cli_backend(
         &cfg,
+        &dir,
         secrets,
         args.provider.as_deref(),
         args.model.as_deref(),
-    )?)?;
+    )?;
+    let client = match cli {
+        Some(_) => None,
+        None => Some(ModelClient::new(client_config(
+            &cfg,
+            secrets,
+            args.provider.as_deref(),
+            args.model.as_deref(),
+        )?)?),
+    };
     let prices = PriceTable::new(&cfg.prices);
     let budget = args.budget_usd.unwrap_or(cfg.run.budget_usd).max(0.0);
     let budget = (budget > 0.0).then_some(budget);
@@ -139,7 +149,11 @@ pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
         let runner = Runner {
             files,
             cfg,
-            client: &client,
+            backend: match (cli, &client) {
+                (Some(cli), _) => Backend::Cli(cli),
+                (None, Some(client)) => Backend::Loop(client),
+                (None, None) => bail!("no model client"),
+            },
             prices: &prices,
             policy,
             observer: &*view,

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use baton_agent::cli_session::CliBackend;
 use baton_agent::client::ModelClient;
 use baton_agent::model::Usage;
 use baton_agent::pricing::PriceTable;
@@ -70,14 +71,22 @@ pub trait Reporter: Send + Sync {
     fn session_end(&self, _record: &SessionRecord, _passing: usize, _total: usize) {}
 }
 
+/// What runs the sessions.
+pub enum Backend<'a> {
+    /// baton's own agent loop, with this model client.
+    Loop(&'a ModelClient),
+    /// An agent CLI (provider `claude-code`); baton's rules apply through its hook.
+    Cli(CliBackend),
+}
+
 /// One `baton run` over a project.
 pub struct Runner<'a> {
     /// Project files.
     pub files: Files,
     /// Settings.
     pub cfg: Config,
-    /// The model.
-    pub client: &'a ModelClient,
+    /// What runs the sessions.
+    pub backend: Backend<'a>,
     /// Prices.
     pub prices: &'a PriceTable,
     /// The command policy, behind the feature-list guard.
@@ -103,7 +112,11 @@ impl Runner<'_> {
     /// Run sessions until a stop condition. Resumes from `.baton/state.json` and git.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
         // MCP servers (the browser among them) live for the whole run.
-        let specs = baton_mcp::specs_from_config(&self.cfg, &self.files.dir);
+        // (An agent CLI starts them itself.)
+        let specs = match &self.backend {
+            Backend::Loop(_) => baton_mcp::specs_from_config(&self.cfg, &self.files.dir),
+            Backend::Cli(_) => Vec::new(),
+        };
         let hub = if specs.is_empty() {
             None
         } else {
@@ -298,24 +311,40 @@ impl Runner<'_> {
             SessionKind::Initializer => self.policy,
         };
         let a = &self.cfg.agent;
-        let session = Session {
-            client: self.client,
-            tools: &self.tools,
-            gate,
-            observer: self.observer,
-            prices: self.prices,
-            limits: Limits {
-                max_turns: a.max_turns,
-                max_tokens: a.max_session_tokens,
-                max_duration: (a.max_session_minutes > 0.0)
-                    .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
-                max_continuations: a.max_continuations,
-            },
+        let limits = Limits {
+            max_turns: a.max_turns,
+            max_tokens: a.max_session_tokens,
+            max_duration: (a.max_session_minutes > 0.0)
+                .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
+            max_continuations: a.max_continuations,
         };
         let system = prompts::SYSTEM.replace("{dir}", &dir.display().to_string());
-        let result = session
-            .run_until(&mut transcript, &system, &prompt, &self.stop)
-            .await;
+        let result = match &self.backend {
+            Backend::Loop(client) => {
+                let session = Session {
+                    client,
+                    tools: &self.tools,
+                    gate,
+                    observer: self.observer,
+                    prices: self.prices,
+                    limits,
+                };
+                session
+                    .run_until(&mut transcript, &system, &prompt, &self.stop)
+                    .await
+            }
+            Backend::Cli(cli) => {
+                let hook_args = match kind {
+                    SessionKind::Coding => {
+                        vec!["--feature-list".to_string(), guard.feature_list.clone()]
+                    }
+                    SessionKind::Initializer => Vec::new(),
+                };
+                cli.session(dir, &hook_args, limits, self.observer, self.prices)
+                    .run_until(&mut transcript, &system, &prompt, &self.stop)
+                    .await
+            }
+        };
         let error = result.err();
         self.finish(&ip, error, accepted).await
     }
@@ -327,28 +356,15 @@ impl Runner<'_> {
             return Ok(0.0);
         };
         let flips = g.report.flipped.clone();
-        let mut client_cfg = self.client.config().clone();
-        if let Some(m) = &self.cfg.verify.model {
-            client_cfg.model = m.clone();
-        }
-        let client = ModelClient::new(client_cfg)
-            .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
-        let gate = verifier::ReadOnly { inner: self.policy };
         let a = &self.cfg.agent;
-        let session = Session {
-            client: &client,
-            tools: &self.tools,
-            gate: &gate,
-            observer: self.observer,
-            prices: self.prices,
-            limits: Limits {
-                max_turns: self.cfg.verify.max_turns.max(1),
-                max_tokens: a.max_session_tokens,
-                max_duration: (a.max_session_minutes > 0.0)
-                    .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
-                max_continuations: a.max_continuations,
-            },
+        let limits = Limits {
+            max_turns: self.cfg.verify.max_turns.max(1),
+            max_tokens: a.max_session_tokens,
+            max_duration: (a.max_session_minutes > 0.0)
+                .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
+            max_continuations: a.max_continuations,
         };
+        let gate = verifier::ReadOnly { inner: self.policy };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
         self.reporter.line(&format!(
             "── session {:04} · verifier of session {:04} · checking {} ──",
@@ -359,9 +375,43 @@ impl Runner<'_> {
         let browser = self.cfg.browser.enabled && self.cfg.project.kind == "web";
         let prompt = verifier::prompt(&current, &flips, &self.files.names.init_script, browser);
         let system = prompts::SYSTEM.replace("{dir}", &self.files.dir.display().to_string());
-        let result = session
-            .run_until(&mut transcript, &system, &prompt, &self.stop)
-            .await?;
+        let result = match &self.backend {
+            Backend::Loop(client) => {
+                let mut client_cfg = client.config().clone();
+                if let Some(m) = &self.cfg.verify.model {
+                    client_cfg.model = m.clone();
+                }
+                let client = ModelClient::new(client_cfg)
+                    .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
+                let session = Session {
+                    client: &client,
+                    tools: &self.tools,
+                    gate: &gate,
+                    observer: self.observer,
+                    prices: self.prices,
+                    limits,
+                };
+                session
+                    .run_until(&mut transcript, &system, &prompt, &self.stop)
+                    .await?
+            }
+            Backend::Cli(cli) => {
+                let mut cli = cli.clone();
+                if let Some(m) = &self.cfg.verify.model {
+                    cli.model = m.clone();
+                }
+                let hook_args = ["--read-only".to_string()];
+                cli.session(
+                    &self.files.dir,
+                    &hook_args,
+                    limits,
+                    self.observer,
+                    self.prices,
+                )
+                .run_until(&mut transcript, &system, &prompt, &self.stop)
+                .await?
+            }
+        };
         let verdicts = (result.outcome == baton_agent::session::Outcome::Completed)
             .then(|| verifier::parse_verdict(&result.final_text))
             .flatten();

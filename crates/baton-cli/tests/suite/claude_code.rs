@@ -168,3 +168,108 @@ fn claude_code_refused_command_is_refused_by_batons_hook() {
     assert!(refused[0].1 && refused[0].2, "{refused:?}");
     assert!(refused[0].0.contains("rm -rf .git"), "{refused:?}");
 }
+
+/// A feature list of `n` failing features.
+fn feature_list(n: usize) -> String {
+    let list: Vec<serde_json::Value> = (1..=n)
+        .map(|i| {
+            json!({"category": "functional", "description": format!("Feature {i}"),
+                   "steps": [format!("check feature {i}")], "passes": false})
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+#[test]
+fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
+    let Some(cli) = claude() else { return };
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 3\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Two features.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let mut steps = vec![
+        // The initializer writes new files (Claude Code's Write needs no prior Read then).
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": feature_list(2)}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "claude-progress.txt", "content": "Session 1: list and init.sh.\n"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Initialized.")),
+    ];
+    for n in 1..=2 {
+        steps.push(Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": format!("./init.sh && mkdir -p src && echo 'feature {n}' > src/feature{n}.txt && sed -i '0,/\"passes\": false/s//\"passes\": true/' feature_list.json && echo 'Session: feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature {n}'")}),
+        )));
+        steps.push(Step::Reply(Reply::text(&format!("Feature {n} works."))));
+    }
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let home = tempfile::tempdir().unwrap();
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(&cli, &server, home.path(), &["run", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0);
+    assert!(
+        stderr(&out).contains("every feature passes"),
+        "{}",
+        stderr(&out)
+    );
+    let log = std::process::Command::new("git")
+        .args(["log", "--oneline"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(
+        log.contains("Implement feature 2") && log.contains("Initial feature list"),
+        "{log}"
+    );
+    // Status reads the CLI's sessions from baton's transcripts like any others.
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", dir, "--json"])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        (s["passing"].clone(), s["total"].clone()),
+        (json!(2), json!(2))
+    );
+    let sessions = s["sessions"].as_array().unwrap();
+    let kinds: Vec<_> = sessions.iter().map(|x| x["kind"].clone()).collect();
+    assert_eq!(
+        kinds,
+        [json!("initializer"), json!("coding"), json!("coding")]
+    );
+    for x in sessions {
+        assert_eq!(x["outcome"], "completed", "{x}");
+        assert_eq!(x["turns"], 2, "{x}");
+        assert!(x["cost_usd"].as_f64().unwrap() > 0.0, "{x}");
+    }
+    assert_eq!(sessions[1]["flipped"], json!([1]));
+    for n in 1..=3 {
+        assert_consistent(&p.transcript(n));
+    }
+    // Coding sessions ran with the feature-list guard in baton's hook.
+    let settings = p.file(".baton/claude-code/0002-settings.json");
+    assert!(settings.contains("--feature-list"), "{settings}");
+}

@@ -147,3 +147,20 @@ fn hook_blocks_on_bad_input_rather_than_allowing() {
     assert_eq!(code, Some(2));
     assert!(err.contains("baton.toml"), "{err}");
 }
+
+#[test]
+fn hook_read_only_refuses_every_edit_for_the_verifier() {
+    let p = Project::new();
+    let (_, v, _) = hook(
+        &call(&p, "Write", json!({"file_path": "a.txt", "content": "x"})),
+        &["--read-only"],
+    );
+    let (d, reason) = decision(&v);
+    assert_eq!(d, "deny");
+    assert!(reason.contains("you are the verifier"), "{reason}");
+    let (_, v, _) = hook(
+        &call(&p, "Bash", json!({"command": "ls"})),
+        &["--read-only"],
+    );
+    assert_eq!(decision(&v).0, "allow", "{v}");
+}
