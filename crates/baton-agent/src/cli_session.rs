@@ -291,7 +291,14 @@ impl CliSession<'_> {
                     .map(str::to_string)
                     .or_else(|| r["errors"].as_array().map(|e| format!("{e:?}")))
                     .unwrap_or_default();
-                Err(self.cli_err(format!("it failed ({other}): {said} {}", tail(&stderr))))
+                let kind = match other {
+                    "success" => "error".to_string(),
+                    o => o.replace('_', " "),
+                };
+                Err(self.cli_err(format!(
+                    "the CLI reported an {kind}: {said} {}",
+                    tail(&stderr)
+                )))
             }
         }
     }

@@ -83,6 +83,11 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             result: chromium(&cfg.browser.chromium, &dir),
         },
         Check {
+            name: "claude",
+            required: cfg.agent.provider.as_deref() == Some("claude-code"),
+            result: claude(&dir),
+        },
+        Check {
             name: "landlock",
             required: false,
             result: landlock(),
@@ -119,6 +124,17 @@ fn missing(why: String, install: &str) -> Missing {
         why,
         fix: format!("install: {install}"),
     }
+}
+
+/// The Claude Code CLI of `provider = "claude-code"` (`$BATON_CLAUDE`, else `claude`).
+fn claude(dir: &Path) -> Result<String, Missing> {
+    let program = std::env::var("BATON_CLAUDE")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "claude".to_string());
+    probe(&program, &["--version"], dir)
+        .map(|v| format!("{program}: {v}"))
+        .map_err(|why| missing(why, "npm install -g @anthropic-ai/claude-code"))
 }
 
 fn node(dir: &Path) -> Result<String, Missing> {

@@ -84,8 +84,8 @@ enum Command {
     /// judges a bash command as the agent's Bash tool would (exit 0 allowed, 1 refused).
     Policy(policy_cmd::PolicyArgs),
     /// Check the parts baton uses outside itself: git, bash, Node, @playwright/mcp (run
-    /// as [browser] command would run it), Chromium and Landlock, with the command to
-    /// install what is missing.
+    /// as [browser] command would run it), Chromium, Landlock and the Claude Code CLI
+    /// (required with provider claude-code), with the command to install what is missing.
     ///
     /// The browser's parts are required when DIR's baton.toml enables the browser (or
     /// with --browser). Exit codes: 0 every required part is present; 1 otherwise.

@@ -273,3 +273,104 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
     let settings = p.file(".baton/claude-code/0002-settings.json");
     assert!(settings.contains("--feature-list"), "{settings}");
 }
+
+fn doctor(p: &Project, claude: &std::path::Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("doctor")
+        .arg(p.path())
+        .env("BATON_CLAUDE", claude)
+        .output()
+        .unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+#[test]
+fn doctor_finds_the_claude_cli_and_requires_it_for_its_provider() {
+    let p = Project::with_toml("[agent]\nprovider = \"claude-code\"\n");
+    let (code, text) = doctor(&p, std::path::Path::new("/nonexistent/claude"));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("  missing  claude      /nonexistent/claude not found"),
+        "{text}"
+    );
+    assert!(
+        text.contains("install: npm install -g @anthropic-ai/claude-code"),
+        "{text}"
+    );
+    // Another provider does not need it.
+    let other = Project::new();
+    let (_, text) = doctor(&other, std::path::Path::new("/nonexistent/claude"));
+    assert!(text.contains("  absent   claude "), "{text}");
+
+    let Some(cli) = claude() else { return };
+    let (code, text) = doctor(&p, &cli);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("(Claude Code)"), "{text}");
+    assert!(text.contains("  ok       claude      "), "{text}");
+}
+
+#[test]
+fn claude_code_time_limit_stops_the_cli_and_its_commands() {
+    let Some(cli) = claude() else { return };
+    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.02\n");
+    let home = tempfile::tempdir().unwrap();
+    let marker = format!("baton-cc-limit-{}", std::process::id());
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": format!("timeout 30 tail -f /dev/null; touch {marker}")}),
+            )),
+            Step::Reply(Reply::text("never asked")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(
+        &cli,
+        &server,
+        home.path(),
+        &["exec", dir, "--prompt", "wait"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let (outcome, _) = end_of(&p.transcript(1));
+    assert_eq!(outcome, "time_limit");
+    assert_eq!(server.remaining(), 1, "the CLI was stopped mid-command");
+    // The CLI's command went with its process group.
+    let ps = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}
+
+#[test]
+fn claude_code_errors_are_surfaced_with_what_the_cli_said() {
+    let Some(cli) = claude() else { return };
+    let p = Project::new();
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        // No step: every request is answered 400 with the scripted server's own
+        // message, which the CLI reports after its retries (it retries some 400s,
+        // and 401s and 5xx for minutes, so those are not scripted here).
+        Vec::new(),
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(&cli, &server, home.path(), &["exec", dir, "--prompt", "hi"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("session 0001 failed"), "{err}");
+    let (outcome, error) = end_of(&p.transcript(1));
+    assert_eq!(outcome, "error");
+    let error = error.unwrap_or_default();
+    assert!(
+        error.contains("claude: the CLI reported an error: ") && error.contains("no step left"),
+        "{error}"
+    );
+    assert!(err.contains("no step left"), "{err}");
+}
