@@ -7,6 +7,12 @@
 //! in its own process group, which is stopped when `stop` is cancelled or the wall-time
 //! limit passes; turns are limited with `--max-turns`.
 //!
+//! With the OS sandbox on, the CLI's own shell commands (its `Bash`, and its hooks) go
+//! through baton's launcher: `CLAUDE_CODE_SHELL_PREFIX` is `<baton> --sandbox-shell`,
+//! which the CLI runs as `'<baton>' --sandbox-shell '<its command string>'`; the
+//! launcher reads the sandbox spec from `BATON_SANDBOX`, confines itself with Landlock,
+//! removes the secret variables and becomes `bash -c '<its command string>'`.
+//!
 //! The stream's events become transcript events: each assistant message (merged by
 //! message id) a `request` + `assistant` turn with its usage and cost from the price
 //! table, each tool result a `tool_result` (a hook refusal marked `refused`), and the
@@ -30,6 +36,16 @@ use crate::transcript::{Event, Transcript, TranscriptError};
 /// The provider name of this backend in config and transcripts.
 pub const PROVIDER: &str = "claude-code";
 
+/// The variable that makes Claude Code run each shell command as `'<program>' <flag>
+/// '<command string>'` (a prefix ending in ` -…` is split into program and flag).
+pub const SHELL_PREFIX_VAR: &str = "CLAUDE_CODE_SHELL_PREFIX";
+
+/// baton's flag for running a Claude Code command string in its sandbox.
+pub const SANDBOX_SHELL_FLAG: &str = "--sandbox-shell";
+
+/// The variable holding the sandbox spec (JSON) for `baton --sandbox-shell`.
+pub const SANDBOX_SPEC_VAR: &str = "BATON_SANDBOX";
+
 /// The prefix Claude Code gives a tool result its `PreToolUse` hook refused.
 const HOOK_REFUSAL: &str = "hook error: ";
 
@@ -50,6 +66,11 @@ pub struct CliSession<'a> {
     pub mcp_config: Option<Value>,
     /// Environment for the CLI besides baton's own (e.g. the API key baton holds).
     pub env: Vec<(String, String)>,
+    /// The baton executable whose `--sandbox-shell` runs the CLI's shell commands.
+    pub baton_exe: PathBuf,
+    /// The sandbox spec (JSON, for `BATON_SANDBOX`) when the CLI's shell commands run
+    /// through baton's sandbox launcher; `None` runs them as the CLI does.
+    pub command_sandbox: Option<String>,
     /// Told what happens.
     pub observer: &'a dyn Observer,
     /// Prices for each turn's cost.
@@ -69,6 +90,9 @@ pub struct CliBackend {
     pub env: Vec<(String, String)>,
     /// `{"mcpServers": {...}}` for `--mcp-config`, when MCP servers are configured.
     pub mcp_config: Option<Value>,
+    /// The sandbox spec (JSON, for `BATON_SANDBOX`) when the CLI's shell commands run
+    /// through baton's sandbox launcher (`[sandbox] enabled` and the kernel enforces it).
+    pub command_sandbox: Option<String>,
 }
 
 impl CliBackend {
@@ -99,6 +123,8 @@ impl CliBackend {
             hook_command: hook,
             mcp_config: self.mcp_config.clone(),
             env: self.env.clone(),
+            baton_exe: self.baton_exe.clone(),
+            command_sandbox: self.command_sandbox.clone(),
             observer,
             prices,
         }
@@ -227,7 +253,14 @@ impl CliSession<'_> {
         cmd.arg("--")
             .arg(prompt)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .env_remove(SHELL_PREFIX_VAR)
+            .env_remove(SANDBOX_SPEC_VAR);
+        if let Some(spec) = &self.command_sandbox {
+            let prefix = format!("{} {SANDBOX_SHELL_FLAG}", self.baton_exe.display());
+            cmd.env(SHELL_PREFIX_VAR, prefix)
+                .env(SANDBOX_SPEC_VAR, spec);
+        }
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)

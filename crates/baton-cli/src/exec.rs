@@ -104,6 +104,14 @@ pub fn cli_backend(
         }
         Some(serde_json::json!({ "mcpServers": servers }))
     };
+    // The CLI's shell commands go through baton's sandbox as the built-in Bash's do.
+    let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let (spec, warning) = baton_policy::session_sandbox(&cfg.sandbox, &project);
+    if let Some(w) = warning {
+        eprintln!("baton: warning: {w}");
+    }
+    let unset = baton_policy::secret_env(&cfg.policy);
+    let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset));
     Ok(Some(CliBackend {
         program: env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
         model,
@@ -113,6 +121,7 @@ pub fn cli_backend(
             .filter_map(|k| secrets.get(k).map(|v| (k.to_string(), v)))
             .collect(),
         mcp_config,
+        command_sandbox,
     }))
 }
 

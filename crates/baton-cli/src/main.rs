@@ -109,6 +109,15 @@ fn main() -> ExitCode {
     }
     // Defense in depth where the kernel honours it: no dumping, no reading our memory.
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    // Claude Code runs each shell command of a sandboxed claude-code session as
+    // `baton --sandbox-shell '<command string>'` (see cli_session).
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == baton_agent::cli_session::SANDBOX_SHELL_FLAG)
+    {
+        return policy_cmd::sandbox_shell(&argv[2..]);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::New {

@@ -100,6 +100,9 @@ pub struct SandboxArgs {
     /// `loopback` to ask for the loopback-only network.
     #[arg(long)]
     network: Option<String>,
+    /// A variable to remove from the command's environment (repeatable).
+    #[arg(long)]
+    unset: Vec<String>,
     /// The command to run confined (after --).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -115,7 +118,71 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
             _ => SandboxNetwork::Open,
         },
     };
-    let err = exec_confined(&spec, &args.command);
+    let err = exec_confined(&spec, &args.command, &args.unset);
     eprintln!("baton: {err}");
     Ok(ExitCode::from(126))
+}
+
+/// The `BATON_SANDBOX` value for `baton --sandbox-shell`: the spec and the variables
+/// to remove from the command's environment.
+pub fn shell_spec(spec: &SandboxSpec, unset: &[String]) -> String {
+    serde_json::json!({
+        "project": spec.project.display().to_string(),
+        "writable": spec.writable.iter().map(|w| w.display().to_string()).collect::<Vec<_>>(),
+        "network": if spec.network == SandboxNetwork::Loopback { "loopback" } else { "open" },
+        "unset": unset,
+    })
+    .to_string()
+}
+
+/// `baton --sandbox-shell '<command string>'`, as Claude Code runs a shell command
+/// with `CLAUDE_CODE_SHELL_PREFIX` set: confine this process to the spec in
+/// `BATON_SANDBOX` and become `bash -c '<command string>'` without the secret
+/// variables (nor `BATON_SANDBOX`). Without a valid spec nothing runs (exit 126).
+pub fn sandbox_shell(args: &[OsString]) -> ExitCode {
+    match shell_command(args) {
+        Ok((spec, command, unset)) => {
+            let err = exec_confined(&spec, &command, &unset);
+            eprintln!("baton: {err}");
+        }
+        Err(e) => eprintln!("baton: {e:#}"),
+    }
+    ExitCode::from(126)
+}
+
+fn shell_command(args: &[OsString]) -> anyhow::Result<(SandboxSpec, Vec<OsString>, Vec<String>)> {
+    let [script] = args else {
+        anyhow::bail!(
+            "--sandbox-shell takes one command string, got {}",
+            args.len()
+        );
+    };
+    let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
+    let raw = std::env::var(var).with_context(|| format!("--sandbox-shell: ${var} is not set"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&raw).with_context(|| format!("--sandbox-shell: bad ${var}"))?;
+    let Some(project) = v["project"].as_str() else {
+        anyhow::bail!("--sandbox-shell: ${var} has no project");
+    };
+    let strings = |k: &str| -> Vec<String> {
+        v[k].as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let spec = SandboxSpec {
+        project: PathBuf::from(project),
+        writable: strings("writable").into_iter().map(PathBuf::from).collect(),
+        network: match v["network"].as_str() {
+            Some("loopback") => SandboxNetwork::Loopback,
+            _ => SandboxNetwork::Open,
+        },
+    };
+    let mut unset = strings("unset");
+    unset.push(var.to_string());
+    let command = vec!["bash".into(), "-c".into(), script.clone()];
+    Ok((spec, command, unset))
 }

@@ -308,29 +308,32 @@ impl SessionGuard {
     ) -> Result<SessionGuard, PolicyError> {
         ctx.env_remove = secret_env(policy);
         let gate = Policy::new(policy, &ctx.project_dir)?.with_processes(ctx.processes.clone());
-        let mut warning = None;
-        if sandbox.enabled {
-            match sandbox::probe() {
-                sandbox::Support::Landlock(_) => {
-                    let spec = sandbox::SandboxSpec::new(
-                        &ctx.project_dir,
-                        &sandbox.writable,
-                        sandbox.network,
-                    );
-                    ctx.launcher = Some(spec.launcher(exe));
-                    if sandbox.network == baton_config::SandboxNetwork::Loopback {
-                        warning = Some("[sandbox] network = \"loopback\" is not enforced by the kernel (Landlock rules match TCP ports, not addresses); the command policy still limits curl and wget to localhost".to_string());
-                    }
-                }
-                sandbox::Support::Unsupported => {
-                    warning = Some("this kernel does not enforce Landlock, so the agent's commands run without the OS sandbox (the command policy still applies); set [sandbox] enabled = false to silence this".to_string());
-                }
-            }
-        }
+        let (spec, warning) = session_sandbox(sandbox, &ctx.project_dir);
+        ctx.launcher = spec.map(|s| s.launcher(exe));
         Ok(SessionGuard {
             policy: gate,
             warning,
         })
+    }
+}
+
+/// The OS sandbox for the agent's commands in `project`: the spec when `[sandbox]
+/// enabled` and the kernel enforces Landlock, and a warning for the user when it is
+/// enabled but not (fully) enforced.
+pub fn session_sandbox(
+    sandbox: &baton_config::SandboxConfig,
+    project: &Path,
+) -> (Option<sandbox::SandboxSpec>, Option<String>) {
+    if !sandbox.enabled {
+        return (None, None);
+    }
+    match sandbox::probe() {
+        sandbox::Support::Landlock(_) => {
+            let spec = sandbox::SandboxSpec::new(project, &sandbox.writable, sandbox.network);
+            let warning = (sandbox.network == baton_config::SandboxNetwork::Loopback).then(|| "[sandbox] network = \"loopback\" is not enforced by the kernel (Landlock rules match TCP ports, not addresses); the command policy still limits curl and wget to localhost".to_string());
+            (Some(spec), warning)
+        }
+        sandbox::Support::Unsupported => (None, Some("this kernel does not enforce Landlock, so the agent's commands run without the OS sandbox (the command policy still applies); set [sandbox] enabled = false to silence this".to_string())),
     }
 }
 

@@ -339,8 +339,13 @@ pub fn confine(_spec: &SandboxSpec) -> Result<Support, SandboxError> {
 }
 
 /// Confine this process to `spec`, then replace it with `command` (program and
-/// arguments). Returns only on error.
-pub fn exec_confined(spec: &SandboxSpec, command: &[OsString]) -> SandboxError {
+/// arguments) without the variables `env_remove` in its environment. Returns only on
+/// error.
+pub fn exec_confined(
+    spec: &SandboxSpec,
+    command: &[OsString],
+    env_remove: &[String],
+) -> SandboxError {
     use std::os::unix::process::CommandExt as _;
     let Some((program, args)) = command.split_first() else {
         return SandboxError::NoCommand;
@@ -348,7 +353,12 @@ pub fn exec_confined(spec: &SandboxSpec, command: &[OsString]) -> SandboxError {
     if let Err(e) = confine(spec) {
         return e;
     }
-    let source = std::process::Command::new(program).args(args).exec();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    for v in env_remove {
+        cmd.env_remove(v);
+    }
+    let source = cmd.exec();
     SandboxError::Exec {
         program: program.to_string_lossy().into_owned(),
         source,

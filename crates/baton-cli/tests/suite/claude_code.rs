@@ -39,8 +39,20 @@ fn baton_cc(
     home: &std::path::Path,
     args: &[&str],
 ) -> Output {
+    baton_cc_env(claude, server, home, args, &[])
+}
+
+/// [`baton_cc`] with more variables in baton's environment.
+fn baton_cc_env(
+    claude: &PathBuf,
+    server: &ScriptedServer,
+    home: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut c = baton(server, Wire::Anthropic);
-    c.env("BATON_PROVIDER", "claude-code")
+    c.envs(env.iter().copied())
+        .env("BATON_PROVIDER", "claude-code")
         .env("BATON_CLAUDE", claude)
         .env("HOME", home)
         .env("IS_SANDBOX", "1")
@@ -373,4 +385,121 @@ fn claude_code_errors_are_surfaced_with_what_the_cli_said() {
         "{error}"
     );
     assert!(err.contains("no step left"), "{err}");
+}
+
+/// Whether the kernel enforces Landlock (else a note, and the caller skips).
+fn landlock() -> bool {
+    let ok = matches!(
+        baton_policy::sandbox::probe(),
+        baton_policy::sandbox::Support::Landlock(_)
+    );
+    if !ok {
+        eprintln!("NOTE: this kernel has no Landlock; the sandbox test is skipped");
+    }
+    ok
+}
+
+#[test]
+fn claude_code_commands_run_without_the_secret_variables() {
+    let Some(cli) = claude() else { return };
+    if !landlock() {
+        return;
+    }
+    let p = Project::with_toml("[policy]\nsecret_env = [\"MY_DB_PASSWORD\"]\n");
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "env", "description": "show the environment"}),
+            )),
+            Step::Reply(Reply::text("Seen.")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc_env(
+        &cli,
+        &server,
+        home.path(),
+        &["exec", dir, "--prompt", "show the environment"],
+        &[
+            ("MY_DB_PASSWORD", "hunter2"),
+            ("MARKER_VISIBLE", "still-here"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    let results = tool_results(Wire::Anthropic, &reqs[1].body);
+    assert_eq!(results.len(), 1, "{results:?}");
+    let env = &results[0].1;
+    assert!(
+        env.contains("MARKER_VISIBLE=still-here"),
+        "the command ran and printed its environment: {env}"
+    );
+    for leaked in [
+        "ANTHROPIC_API_KEY",
+        "sk-test-key",
+        "MY_DB_PASSWORD",
+        "hunter2",
+        "BATON_SANDBOX",
+    ] {
+        assert!(!env.contains(leaked), "{leaked} reached the command: {env}");
+    }
+}
+
+#[test]
+fn claude_code_sandbox_stops_a_project_script_writing_outside() {
+    let Some(cli) = claude() else { return };
+    if !landlock() {
+        return;
+    }
+    // Outside the project and outside the temp dirs (the CLI's HOME here is a temp dir).
+    let real_home = std::env::var("HOME").unwrap();
+    let outside = tempfile::Builder::new()
+        .prefix(".baton-sandbox-test-")
+        .tempdir_in(&real_home)
+        .unwrap();
+    let target = outside.path().join("escaped.txt");
+    let script = format!(
+        "#!/bin/bash\necho escaped > {t}\necho \"write status $?\"\necho inside > inside.txt\n",
+        t = target.display()
+    );
+    let p = Project::new();
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Write",
+                json!({"file_path": p.path().join("escape.sh"), "content": script}),
+            )),
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "bash escape.sh", "description": "run the script"}),
+            )),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(
+        &cli,
+        &server,
+        home.path(),
+        &["exec", dir, "--prompt", "run the script"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    let result = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;
+    assert!(
+        !target.exists(),
+        "the kernel let the script write outside: {result}"
+    );
+    assert!(result.contains("Permission denied"), "{result}");
+    assert!(result.contains("write status 1"), "{result}");
+    assert_eq!(
+        p.file("inside.txt"),
+        "inside\n",
+        "the project stays writable"
+    );
 }
