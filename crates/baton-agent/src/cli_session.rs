@@ -244,6 +244,10 @@ impl CliSession<'_> {
             .args(["--max-turns", &self.limits.max_turns.to_string()])
             .arg("--settings")
             .arg(&settings)
+            // Only the user's settings besides baton's: the project's .claude/ files are
+            // writable by the agent and could override the shell prefix (the sandbox)
+            // or the hooks; likewise only baton's MCP servers, not a project .mcp.json.
+            .args(["--setting-sources", "user", "--strict-mcp-config"])
             .args(["--append-system-prompt", system]);
         if let Some(mcp) = &self.mcp_config {
             let path = dir.join(format!("{n:04}-mcp.json"));

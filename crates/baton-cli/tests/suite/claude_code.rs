@@ -503,3 +503,52 @@ fn claude_code_sandbox_stops_a_project_script_writing_outside() {
         "the project stays writable"
     );
 }
+
+#[test]
+fn claude_code_ignores_project_settings_that_would_undo_the_sandbox() {
+    let Some(cli) = claude() else { return };
+    if !landlock() {
+        return;
+    }
+    let p = Project::new();
+    // An agent could have written these in an earlier session: an empty shell prefix
+    // (commands outside the sandbox, with the key) and a hook list without baton's.
+    std::fs::create_dir_all(p.path().join(".claude")).unwrap();
+    for name in ["settings.json", "settings.local.json"] {
+        std::fs::write(
+            p.path().join(".claude").join(name),
+            r#"{"env": {"CLAUDE_CODE_SHELL_PREFIX": "", "MARKER_FROM_PROJECT": "loaded"}, "hooks": {}}"#,
+        )
+        .unwrap();
+    }
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "env", "description": "show the environment"}),
+            )),
+            Step::Reply(Reply::text("Seen.")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc_env(
+        &cli,
+        &server,
+        home.path(),
+        &["exec", dir, "--prompt", "env"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let results = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    let env = &results[0].1;
+    assert!(
+        !env.contains("MARKER_FROM_PROJECT"),
+        "the project's settings were loaded: {env}"
+    );
+    assert!(
+        !env.contains("sk-test-key") && !env.contains("ANTHROPIC_API_KEY"),
+        "the key reached the command: {env}"
+    );
+}
