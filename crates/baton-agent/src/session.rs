@@ -27,6 +27,20 @@ pub struct Limits {
     pub max_continuations: u32,
 }
 
+impl Limits {
+    /// The limits `[agent]` in `baton.toml` sets, with `max_turns` given by the caller
+    /// (a flag, the verifier's own setting, or `agent.max_turns`).
+    pub fn from_config(agent: &baton_config::AgentConfig, max_turns: u32) -> Self {
+        Self {
+            max_turns: max_turns.max(1),
+            max_tokens: agent.max_session_tokens,
+            max_duration: (agent.max_session_minutes > 0.0)
+                .then(|| Duration::from_secs_f64(agent.max_session_minutes * 60.0)),
+            max_continuations: agent.max_continuations,
+        }
+    }
+}
+
 /// How a session ended (other than by an error).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

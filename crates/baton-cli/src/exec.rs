@@ -219,13 +219,7 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
 
 /// The session limits of `baton exec`.
 fn limits(cfg: &Config, args: &ExecArgs) -> Limits {
-    Limits {
-        max_turns: args.max_turns.unwrap_or(cfg.agent.max_turns).max(1),
-        max_tokens: cfg.agent.max_session_tokens,
-        max_duration: (cfg.agent.max_session_minutes > 0.0)
-            .then(|| Duration::from_secs_f64(cfg.agent.max_session_minutes * 60.0)),
-        max_continuations: cfg.agent.max_continuations,
-    }
+    Limits::from_config(&cfg.agent, args.max_turns.unwrap_or(cfg.agent.max_turns))
 }
 
 /// Cancel `cancel` on Ctrl-C; exit at once on a second one.

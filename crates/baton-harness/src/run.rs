@@ -310,14 +310,7 @@ impl Runner<'_> {
             SessionKind::Coding => &guard,
             SessionKind::Initializer => self.policy,
         };
-        let a = &self.cfg.agent;
-        let limits = Limits {
-            max_turns: a.max_turns,
-            max_tokens: a.max_session_tokens,
-            max_duration: (a.max_session_minutes > 0.0)
-                .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
-            max_continuations: a.max_continuations,
-        };
+        let limits = Limits::from_config(&self.cfg.agent, self.cfg.agent.max_turns);
         let system = prompts::SYSTEM.replace("{dir}", &dir.display().to_string());
         let result = match &self.backend {
             Backend::Loop(client) => {
@@ -356,14 +349,7 @@ impl Runner<'_> {
             return Ok(0.0);
         };
         let flips = g.report.flipped.clone();
-        let a = &self.cfg.agent;
-        let limits = Limits {
-            max_turns: self.cfg.verify.max_turns.max(1),
-            max_tokens: a.max_session_tokens,
-            max_duration: (a.max_session_minutes > 0.0)
-                .then(|| Duration::from_secs_f64(a.max_session_minutes * 60.0)),
-            max_continuations: a.max_continuations,
-        };
+        let limits = Limits::from_config(&self.cfg.agent, self.cfg.verify.max_turns);
         let gate = verifier::ReadOnly { inner: self.policy };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
         self.reporter.line(&format!(
