@@ -213,3 +213,16 @@ pub fn end_of(records: &[Record]) -> (String, Option<String>) {
         other => panic!("no session_end: {other:?}"),
     }
 }
+
+/// The project's `.baton/state.json`.
+pub fn state(p: &Project) -> Value {
+    serde_json::from_str(&p.file(".baton/state.json")).unwrap()
+}
+
+/// The first user message of request `i`: the session's prompt and brief.
+pub fn prompt_of(server: &ScriptedServer, i: usize) -> String {
+    server.requests()[i].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}

@@ -111,18 +111,6 @@ fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer
     (out, server)
 }
 
-fn state(p: &Project) -> Value {
-    serde_json::from_str(&p.file(".baton/state.json")).unwrap()
-}
-
-/// The first user message of request `i`: the session's prompt and brief.
-fn prompt_of(server: &ScriptedServer, i: usize) -> String {
-    server.requests()[i].body["messages"][0]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[test]
 fn an_honest_run_completes() {
     let p = new_project();

@@ -77,17 +77,6 @@ fn session(files: &[&str], passes: &[bool], extra: &str) -> Vec<Step> {
     ]
 }
 
-fn state(p: &Project) -> Value {
-    serde_json::from_str(&p.file(".baton/state.json")).unwrap()
-}
-
-fn prompt_of(server: &ScriptedServer, i: usize) -> String {
-    server.requests()[i].body["messages"][0]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[test]
 fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
     let p = project();
