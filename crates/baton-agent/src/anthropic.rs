@@ -37,7 +37,7 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
     }
     let mut body = json!({
         "model": cfg.model,
-        "max_tokens": cfg.max_output_tokens,
+        "max_tokens": req.max_tokens.unwrap_or(cfg.max_output_tokens).min(cfg.max_output_tokens),
         "stream": true,
         "system": [{"type": "text", "text": req.system, "cache_control": ephemeral}],
         "messages": messages,

@@ -322,6 +322,11 @@ impl CliSession<'_> {
         match r["subtype"].as_str().unwrap_or_default() {
             "success" if r["is_error"] != json!(true) => Ok(Outcome::Completed),
             "error_max_turns" => Ok(Outcome::MaxTurns),
+            _ if usage_limited(r) => Err(AgentError::UsageLimit {
+                program: self.program.display().to_string(),
+                message: r["result"].as_str().unwrap_or("rate limited").to_string(),
+                reset_in: r["result"].as_str().and_then(reset_of),
+            }),
             other => {
                 let said = r["result"]
                     .as_str()
@@ -497,6 +502,28 @@ fn tail(stderr: &str) -> String {
     lines[lines.len().saturating_sub(5)..].join(" | ")
 }
 
+/// Whether the CLI's `result` says a usage or rate limit stopped it: an API error
+/// 429/529 (an API key's rate limit, overload), or a subscription's usage limit.
+fn usage_limited(r: &Value) -> bool {
+    if matches!(r["api_error_status"].as_u64(), Some(429 | 529)) {
+        return true;
+    }
+    let said = r["result"].as_str().unwrap_or_default().to_ascii_lowercase();
+    ["usage limit", "hit your limit", "rate limit", "request rejected (429)"]
+        .iter()
+        .any(|k| said.contains(k))
+}
+
+/// When a usage limit resets, from the CLI's words: `Claude AI usage limit
+/// reached|1767225600` (Unix seconds). Other wordings ("resets 3pm") name a local
+/// time without a date and are not trusted.
+fn reset_of(said: &str) -> Option<Duration> {
+    let (_, unix) = said.rsplit_once('|')?;
+    let unix: u64 = unix.trim().parse().ok()?;
+    let at = std::time::UNIX_EPOCH.checked_add(Duration::from_secs(unix))?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
 /// Anthropic usage JSON as baton's [`Usage`].
 fn usage_of(u: &Value) -> Usage {
     let n = |k: &str| u[k].as_u64().unwrap_or(0);
@@ -556,6 +583,22 @@ mod tests {
             result_text(&json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])),
             "a\nb"
         );
+    }
+
+    #[test]
+    fn usage_limits_are_recognised() {
+        assert!(usage_limited(&json!({"api_error_status": 429, "result": "API Error: Request rejected (429)"})));
+        assert!(usage_limited(&json!({"result": "Claude AI usage limit reached|1767225600"})));
+        assert!(usage_limited(&json!({"result": "You've hit your limit · resets 3pm (UTC)"})));
+        assert!(!usage_limited(&json!({"api_error_status": 400, "result": "API Error: 400 bad request"})));
+        let later = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 600;
+        let d = reset_of(&format!("Claude AI usage limit reached|{later}")).unwrap();
+        assert!(d > Duration::from_secs(590) && d <= Duration::from_secs(600), "{d:?}");
+        assert_eq!(reset_of("You've hit your limit · resets 3pm"), None);
     }
 
     #[test]

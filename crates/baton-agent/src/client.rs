@@ -95,6 +95,9 @@ pub struct ClientConfig {
     pub thinking_budget: u32,
     /// Retry policy.
     pub retry: RetryConfig,
+    /// Longest wait for a quota to reset (a 429 or 529 whose reset lies beyond the
+    /// retry cap, or one that outlasts every retry); zero = never wait that long.
+    pub max_wait: Duration,
 }
 
 /// A failed model request.
@@ -150,6 +153,20 @@ pub enum ModelError {
         /// What was wrong.
         message: String,
     },
+    /// The provider's quota (or capacity) will not be back within the allowed wait.
+    #[error(
+        "{message}; the limit resets in {}, beyond the longest wait allowed ({}; raise [run] max_wait_hours in baton.toml)",
+        crate::client::human(*reset_in),
+        crate::client::human(*max_wait)
+    )]
+    QuotaExhausted {
+        /// The last error the provider gave.
+        message: String,
+        /// When the limit resets (or the next probe would be), from now.
+        reset_in: Duration,
+        /// The wait allowed.
+        max_wait: Duration,
+    },
     /// The client is misconfigured.
     #[error("{0}")]
     Config(String),
@@ -175,8 +192,141 @@ impl ModelError {
                     | "request_too_large"
                     | "invalid_request"
             ),
-            Self::Config(_) | Self::Cancelled => false,
+            Self::Config(_) | Self::Cancelled | Self::QuotaExhausted { .. } => false,
         }
+    }
+
+    /// Whether this is a rate limit, a quota or lasting overload: worth waiting out
+    /// (until the reset the server names, or with slow probes) rather than failing.
+    pub fn is_quota(&self) -> bool {
+        match self {
+            Self::Http { status, .. } => matches!(status, 429 | 529),
+            Self::StreamError { kind, .. } => {
+                matches!(kind.as_str(), "rate_limit_error" | "overloaded_error")
+            }
+            _ => false,
+        }
+    }
+
+    /// The server's word on when to try again: `retry-after(-ms)` or the latest of
+    /// its rate-limit reset headers.
+    pub fn reset_hint(&self) -> Option<Duration> {
+        match self {
+            Self::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Whether the request did not fit the model's context window, and what the
+    /// server said of its size: `(tokens sent, window)` where it named them.
+    pub fn context_overflow(&self) -> Option<ContextOverflow> {
+        let message = match self {
+            Self::Http {
+                status: 400 | 413, message, ..
+            } => message,
+            Self::StreamError { message, .. } => message,
+            _ => return None,
+        };
+        ContextOverflow::parse(message)
+    }
+}
+
+/// A context-length error, with the numbers the server gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextOverflow {
+    /// Tokens the request had, where said.
+    pub tokens: Option<u64>,
+    /// The model's window (or prompt limit), where said.
+    pub window: Option<u64>,
+}
+
+impl ContextOverflow {
+    /// Recognise the context-length errors of Anthropic (`prompt is too long: 46112
+    /// tokens > 40000 maximum`, `input length and max_tokens exceed context limit:
+    /// 188240 + 21333 > 200000`), OpenAI (`context_length_exceeded`, `maximum context
+    /// length is 8192 tokens. However, your messages resulted in 9000 tokens`) and the
+    /// OpenAI-compatible servers that use the same words (vLLM, llama.cpp, Ollama).
+    pub fn parse(message: &str) -> Option<Self> {
+        let m = message.to_ascii_lowercase();
+        let known = [
+            "prompt is too long",
+            "context_length_exceeded",
+            "maximum context length",
+            "context length",
+            "exceed context limit",
+            "exceeds the context",
+            "context window",
+            "too many tokens",
+            "prompt too long",
+        ];
+        if !known.iter().any(|k| m.contains(k)) {
+            return None;
+        }
+        let nums = numbers(&m);
+        // "N tokens > M maximum" / "X + Y > Z": the window follows the last '>'.
+        if let Some((before, after)) = m.rsplit_once('>') {
+            let b = numbers(before);
+            let a = numbers(after);
+            if let (Some(&w), Some(&t)) = (a.first(), b.first()) {
+                let tokens = if before.contains('+') {
+                    b.iter().sum()
+                } else {
+                    t
+                };
+                return Some(Self {
+                    tokens: Some(tokens),
+                    window: Some(w),
+                });
+            }
+        }
+        // "maximum context length is W tokens ... resulted in T tokens" (OpenAI, vLLM).
+        if let Some(i) = m.find("context length") {
+            let w = numbers(&m[i..]).first().copied();
+            let t = m
+                .find("resulted in")
+                .or_else(|| m.find("requested"))
+                .and_then(|j| numbers(&m[j..]).first().copied());
+            return Some(Self {
+                tokens: t,
+                window: w,
+            });
+        }
+        Some(Self {
+            tokens: nums.get(1).copied(),
+            window: nums.first().copied(),
+        })
+    }
+}
+
+/// The decimal numbers in `s`, in order (thousands separators allowed).
+fn numbers(s: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            cur.push(c);
+        } else if c == ',' && !cur.is_empty() && chars.peek().is_some_and(char::is_ascii_digit) {
+            continue;
+        } else if !cur.is_empty() {
+            out.extend(cur.parse::<u64>().ok());
+            cur.clear();
+        }
+    }
+    out.extend(cur.parse::<u64>().ok());
+    out
+}
+
+/// A duration for people: `45 s`, `12 min`, `3 h 20 min`.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    if s < 120 {
+        format!("{} s", s.max(u64::from(d.as_millis() > 0)))
+    } else if s < 3600 {
+        format!("{} min", s.div_ceil(60))
+    } else {
+        let m = s.div_ceil(60);
+        format!("{} h {} min", m / 60, m % 60)
     }
 }
 
@@ -191,6 +341,8 @@ pub struct RetryNotice {
     pub error: String,
     /// How long until the next attempt.
     pub delay: Duration,
+    /// A long wait for a quota to reset, not an ordinary backoff.
+    pub long_wait: bool,
 }
 
 pub(crate) type SseStream =
@@ -288,34 +440,68 @@ impl ModelClient {
         let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))?;
         let max = self.cfg.retry.max_attempts.max(1);
+        let cap = Duration::from_millis(self.cfg.retry.max_delay_ms);
         let mut attempt = 1;
+        let mut waited = Duration::ZERO;
+        let mut probes = 0u32;
         loop {
             let result = tokio::select! {
                 r = self.attempt(&body) => r,
                 () = cancel.cancelled() => return Err(ModelError::Cancelled),
             };
-            match result {
+            let e = match result {
                 Ok(r) => return Ok(r),
-                Err(e) if e.is_transient() && attempt < max => {
-                    let retry_after = match &e {
-                        ModelError::Http { retry_after, .. } => *retry_after,
-                        _ => None,
-                    };
-                    let delay = retry::delay(&self.cfg.retry, attempt, retry_after);
-                    on_retry(&RetryNotice {
-                        attempt,
-                        max_attempts: max,
-                        error: e.to_string(),
-                        delay,
-                    });
-                    tokio::select! {
-                        () = tokio::time::sleep(delay) => {}
-                        () = cancel.cancelled() => return Err(ModelError::Cancelled),
-                    }
-                    attempt += 1;
-                }
+                Err(e) if e.is_transient() => e,
                 Err(e) => return Err(e),
+            };
+            let hint = e.reset_hint();
+            let beyond_cap = hint.is_some_and(|h| h > cap);
+            if !beyond_cap && attempt < max {
+                let delay = retry::delay(&self.cfg.retry, attempt, hint);
+                on_retry(&RetryNotice {
+                    attempt,
+                    max_attempts: max,
+                    error: e.to_string(),
+                    delay,
+                    long_wait: false,
+                });
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = cancel.cancelled() => return Err(ModelError::Cancelled),
+                }
+                attempt += 1;
+                continue;
             }
+            if !(beyond_cap || e.is_quota()) {
+                return Err(e);
+            }
+            // A quota wall: wait until the reset the server named, or probe slowly
+            // (`quota_probe_secs`, doubling) when it named none.
+            let wait = match hint.filter(|_| beyond_cap) {
+                Some(h) => h + Duration::from_millis(250),
+                None => retry::probe_delay(&self.cfg.retry, probes).max(cap),
+            };
+            if waited + wait > self.cfg.max_wait {
+                return Err(ModelError::QuotaExhausted {
+                    message: e.to_string(),
+                    reset_in: wait,
+                    max_wait: self.cfg.max_wait,
+                });
+            }
+            on_retry(&RetryNotice {
+                attempt,
+                max_attempts: max,
+                error: e.to_string(),
+                delay: wait,
+                long_wait: true,
+            });
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = cancel.cancelled() => return Err(ModelError::Cancelled),
+            }
+            waited += wait;
+            probes += u32::from(!beyond_cap);
+            attempt = 1;
         }
     }
 
@@ -343,7 +529,7 @@ impl ModelClient {
         })?;
         let status = resp.status();
         if !status.is_success() {
-            let retry_after = retry_after(resp.headers());
+            let retry_after = retry_after(resp.headers()).or_else(|| reset_after(resp.headers()));
             let text = resp.text().await.unwrap_or_default();
             let mut message = error_message(&text);
             if matches!(status.as_u16(), 401 | 403) {
@@ -382,6 +568,75 @@ fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
     get("retry-after")
         .filter(|v| v.is_finite() && *v >= 0.0)
         .map(Duration::from_secs_f64)
+}
+
+/// The latest of the rate-limit reset headers, from now: Anthropic's
+/// `anthropic-ratelimit-*-reset` (RFC 3339 times; `-unified-reset` in Unix seconds)
+/// and OpenAI's `x-ratelimit-reset-*` (durations such as `6m0s`, `1.5s`, `20ms`).
+fn reset_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let now = std::time::SystemTime::now();
+    let mut latest: Option<Duration> = None;
+    for (name, value) in h {
+        let (name, Ok(v)) = (name.as_str(), value.to_str()) else {
+            continue;
+        };
+        let v = v.trim();
+        let d = if name.starts_with("anthropic-ratelimit-") && name.ends_with("-reset") {
+            match v.parse::<u64>() {
+                Ok(unix) => std::time::UNIX_EPOCH
+                    .checked_add(Duration::from_secs(unix))
+                    .and_then(|t| t.duration_since(now).ok()),
+                Err(_) => chrono::DateTime::parse_from_rfc3339(v)
+                    .ok()
+                    .and_then(|t| u64::try_from(t.timestamp_millis()).ok())
+                    .and_then(|ms| {
+                        std::time::UNIX_EPOCH
+                            .checked_add(Duration::from_millis(ms))
+                            .and_then(|t| t.duration_since(now).ok())
+                    }),
+            }
+        } else if name.starts_with("x-ratelimit-reset") {
+            go_duration(v)
+        } else {
+            None
+        };
+        if let Some(d) = d {
+            latest = Some(latest.map_or(d, |l| l.max(d)));
+        }
+    }
+    latest
+}
+
+/// A Go-style duration: `1h2m3.5s`, `6m0s`, `20ms`, `1.5s`, or plain seconds.
+fn go_duration(s: &str) -> Option<Duration> {
+    if let Ok(secs) = s.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let mut total = 0.0f64;
+    let mut num = String::new();
+    let mut chars = s.chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let value: f64 = num.parse().ok()?;
+        num.clear();
+        let unit = match c {
+            'h' => 3600.0,
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.001
+            }
+            'm' => 60.0,
+            's' => 1.0,
+            _ => return None,
+        };
+        total += value * unit;
+        any = true;
+    }
+    (any && num.is_empty() && total.is_finite()).then(|| Duration::from_secs_f64(total))
 }
 
 /// The message of a JSON error body (`{"error": {"type", "message"}}` or
@@ -445,6 +700,60 @@ mod tests {
             "(body is not JSON) <html>502 Bad Gateway</html>"
         );
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn context_errors_are_recognised_with_their_numbers() {
+        let p = ContextOverflow::parse;
+        assert_eq!(
+            p("invalid_request_error: prompt is too long: 46112 tokens > 40000 maximum"),
+            Some(ContextOverflow {
+                tokens: Some(46_112),
+                window: Some(40_000)
+            })
+        );
+        assert_eq!(
+            p("input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"),
+            Some(ContextOverflow {
+                tokens: Some(209_573),
+                window: Some(200_000)
+            })
+        );
+        assert_eq!(
+            p("invalid_request_error: This model's maximum context length is 8,192 tokens. However, your messages resulted in 9,000 tokens. Please reduce the length of the messages."),
+            Some(ContextOverflow {
+                tokens: Some(9_000),
+                window: Some(8_192)
+            })
+        );
+        assert!(p("context_length_exceeded").is_some());
+        assert_eq!(p("invalid_request_error: max_tokens: must be positive"), None);
+        assert_eq!(p("rate_limit_error: slow down"), None);
+    }
+
+    #[test]
+    fn reset_headers_and_durations() {
+        assert_eq!(go_duration("6m0s"), Some(Duration::from_secs(360)));
+        assert_eq!(go_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(go_duration("20ms"), Some(Duration::from_millis(20)));
+        assert_eq!(go_duration("1h2m3s"), Some(Duration::from_secs(3723)));
+        assert_eq!(go_duration("17"), Some(Duration::from_secs(17)));
+        assert_eq!(go_duration("soon"), None);
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("x-ratelimit-reset-requests", "2s".parse().unwrap());
+        h.insert("x-ratelimit-reset-tokens", "1m30s".parse().unwrap());
+        assert_eq!(reset_after(&h), Some(Duration::from_secs(90)));
+        let mut h = reqwest::header::HeaderMap::new();
+        let at = chrono::Utc::now() + chrono::Duration::seconds(600);
+        h.insert(
+            "anthropic-ratelimit-tokens-reset",
+            at.to_rfc3339().parse().unwrap(),
+        );
+        let d = reset_after(&h).unwrap();
+        assert!(d > Duration::from_secs(590) && d <= Duration::from_secs(600), "{d:?}");
+        assert_eq!(human(Duration::from_secs(45)), "45 s");
+        assert_eq!(human(Duration::from_secs(12 * 60)), "12 min");
+        assert_eq!(human(Duration::from_secs(3 * 3600 + 20 * 60)), "3 h 20 min");
     }
 
     #[test]

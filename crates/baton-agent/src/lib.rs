@@ -16,12 +16,16 @@
 //!     max_output_tokens: 16_384,
 //!     thinking_budget: 0,
 //!     retry: Default::default(),
+//!     max_wait: std::time::Duration::from_secs(6 * 3600),
 //! })?;
 //! let tools = Toolbox::new(ToolContext::new(dir.clone()));
 //! let prices = PriceTable::new(&Default::default());
 //! let session = Session {
 //!     client: &client, tools: &tools, gate: &AllowAll, observer: &Quiet, prices: &prices,
-//!     limits: Limits { max_turns: 50, max_tokens: 0, max_duration: None, max_continuations: 3 },
+//!     limits: Limits {
+//!         max_turns: 50, max_tokens: 0, max_duration: None, max_continuations: 3,
+//!         context: Default::default(),
+//!     },
 //! };
 //! let mut transcript = Transcript::create_next(&dir)?;
 //! let result = session.run(&mut transcript, "You are a careful engineer.", "Run the tests.").await?;
@@ -32,7 +36,9 @@
 pub mod anthropic;
 pub mod cli_session;
 pub mod client;
+pub mod context;
 pub mod model;
+pub mod models;
 pub mod openai;
 pub mod pricing;
 pub mod retry;

@@ -213,4 +213,7 @@ pub struct Request<'a> {
     pub tools: &'a [ToolDef],
     /// The conversation so far.
     pub messages: &'a [Message],
+    /// `max_tokens` of this request, where lower than the client's (so prompt and
+    /// output fit the context window); `None` = the client's.
+    pub max_tokens: Option<u32>,
 }

@@ -21,7 +21,7 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
         "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
-        "max_tokens": cfg.max_output_tokens,
+        "max_tokens": req.max_tokens.unwrap_or(cfg.max_output_tokens).min(cfg.max_output_tokens),
     });
     if !req.tools.is_empty() {
         body["tools"] = req

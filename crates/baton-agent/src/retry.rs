@@ -21,6 +21,14 @@ pub fn delay(cfg: &RetryConfig, attempt: u32, retry_after: Option<Duration>) -> 
     Duration::from_millis((capped as f64 * factor) as u64)
 }
 
+/// Wait before the `n`-th probe (0-based) of a quota wall whose server named no reset
+/// time: `quota_probe_secs` (5 minutes by default), doubling, at most six times that,
+/// so a long wall costs few requests.
+pub fn probe_delay(cfg: &RetryConfig, n: u32) -> Duration {
+    let first = cfg.quota_probe_secs.max(1);
+    Duration::from_secs((first << n.min(3)).min(first * 6))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,7 +40,11 @@ mod tests {
             base_delay_ms: 100,
             max_delay_ms: 1_000,
             stream_idle_timeout_secs: 1,
+            quota_probe_secs: 300,
         };
+        assert_eq!(probe_delay(&cfg, 0), Duration::from_secs(300));
+        assert_eq!(probe_delay(&cfg, 1), Duration::from_secs(600));
+        assert_eq!(probe_delay(&cfg, 5), Duration::from_secs(1_800));
         for _ in 0..50 {
             let d1 = delay(&cfg, 1, None).as_millis();
             assert!((50..=100).contains(&d1), "{d1}");

@@ -9,7 +9,10 @@ use baton_tools::{GateDecision, ToolGate, ToolOutput, Toolbox};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use baton_config::ContextMode;
+
 use crate::client::{ModelClient, ModelError, RetryNotice};
+use crate::context::{self, Ctx};
 use crate::model::{Block, ImageData, Message, Request, Role, StopReason, ToolDef, Usage};
 use crate::pricing::PriceTable;
 use crate::transcript::{Event, Transcript, TranscriptError};
@@ -25,6 +28,46 @@ pub struct Limits {
     pub max_duration: Option<Duration>,
     /// Consecutive responses cut by `max_tokens` that are continued.
     pub max_continuations: u32,
+    /// How the session keeps within the model's context window.
+    pub context: ContextLimits,
+}
+
+/// How a session keeps within the model's context window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextLimits {
+    /// The window in tokens; 0 = the model's own (see [`crate::models`]).
+    pub window: u64,
+    /// Share of the window at which to act.
+    pub threshold: f64,
+    /// What to do then.
+    pub mode: ContextMode,
+    /// A tool result over this many tokens keeps its head and tail; the whole text
+    /// goes to `.baton/outputs/`.
+    pub result_max_tokens: u64,
+    /// Turns the agent gets to wrap up after the handoff note.
+    pub handoff_turns: u32,
+    /// The handoff note; `None` = a generic one. The harness names its files here.
+    pub handoff_note: Option<String>,
+}
+
+impl Default for ContextLimits {
+    fn default() -> Self {
+        Self::from_config(&baton_config::AgentConfig::default())
+    }
+}
+
+impl ContextLimits {
+    /// The context settings of `[agent]`.
+    pub fn from_config(agent: &baton_config::AgentConfig) -> Self {
+        Self {
+            window: agent.context_window,
+            threshold: agent.context_threshold,
+            mode: agent.context,
+            result_max_tokens: agent.tool_result_max_tokens,
+            handoff_turns: agent.handoff_turns,
+            handoff_note: None,
+        }
+    }
 }
 
 impl Limits {
@@ -37,6 +80,7 @@ impl Limits {
             max_duration: (agent.max_session_minutes > 0.0)
                 .then(|| Duration::from_secs_f64(agent.max_session_minutes * 60.0)),
             max_continuations: agent.max_continuations,
+            context: ContextLimits::from_config(agent),
         }
     }
 }
@@ -46,6 +90,9 @@ impl Limits {
 pub enum Outcome {
     /// The model ended its turn.
     Completed,
+    /// The context window filled up: the agent was told to wrap up (handoff), or even
+    /// that no longer fitted.
+    ContextFull,
     /// `max_turns` was reached.
     MaxTurns,
     /// The session's token limit was reached.
@@ -61,6 +108,7 @@ impl Outcome {
     pub fn name(self) -> &'static str {
         match self {
             Self::Completed => "completed",
+            Self::ContextFull => "context_full",
             Self::MaxTurns => "max_turns",
             Self::TokenLimit => "token_limit",
             Self::TimeLimit => "time_limit",
@@ -118,6 +166,17 @@ pub enum AgentError {
         /// What went wrong, with what the CLI said.
         message: String,
     },
+    /// The agent CLI hit its provider's usage limit (a subscription's 5-hour or weekly
+    /// window, an organisation's rate limit): the session ended; the run can wait.
+    #[error("{program}: usage limit reached: {message}")]
+    UsageLimit {
+        /// The CLI program.
+        program: String,
+        /// What the CLI said.
+        message: String,
+        /// When the limit resets, from the end of the session, where the CLI said.
+        reset_in: Option<Duration>,
+    },
     /// The transcript could not be written.
     #[error("transcript: {0}")]
     Transcript(#[from] TranscriptError),
@@ -135,6 +194,11 @@ pub trait Observer: Send + Sync {
     fn tool_end(&self, _name: &str, _output: &ToolOutput, _refused: bool, _took: Duration) {}
     /// A model turn was answered: its tokens and cost (this turn's, not the session's).
     fn turn_end(&self, _turn: u32, _usage: &Usage, _cost_usd: f64) {}
+    /// The provider's quota is exhausted; the session waits (`notice.delay`) for it.
+    fn wait(&self, _turn: u32, _notice: &RetryNotice) {}
+    /// The context window is nearly full and baton acted: `handoff` or `compact`
+    /// (`tokens_after` is the estimate after a compaction, else equal to `tokens`).
+    fn context(&self, _action: ContextMode, _tokens: u64, _tokens_after: u64, _window: u64) {}
 }
 
 /// An observer that ignores everything.
@@ -159,6 +223,17 @@ pub struct Session<'a> {
 }
 
 const CONTINUE_NOTE: &str = "Your last response was cut off by the output token limit. Continue exactly where you left off.";
+
+const CUT_CALL: &str = "this call was cut off by the output token limit before its input was complete, so it was NOT run. Make it again in smaller pieces: write a large file in parts (Write the first part, then add the rest with Edit or further calls), or shorten the command.";
+
+const HANDOFF_NOTE: &str = "baton: your context window is nearly full. Wrap up now, in at most {turns} more turns: commit the work that works, leave everything you did not verify as it is, write down for the next session what you did, what is verified, what is not and what to do next, then stop. Start nothing new.";
+
+const COMPACT_NOTE: &str = "baton: the context window is nearly full, so this conversation will be replaced by your summary of it. Write that summary now, as plain text, without calling any tool. Include: the task and the feature you are working on; the files you created or changed and why; decisions made; what you verified and how, and what is not verified yet; errors you met and how you solved them; running processes (ports, pids, logs); and the exact next steps.";
+
+const SUMMARY_HEADER: &str = "\n\n---\nbaton compacted this session's conversation to keep it within the context window. Your own summary of the work so far:\n\n";
+
+/// Most output tokens a summary may take.
+const SUMMARY_MAX_TOKENS: u32 = 8_192;
 
 impl Session<'_> {
     /// Run one session to its end, recording it in `transcript`. Cancelling the
@@ -207,12 +282,27 @@ impl Session<'_> {
         transcript.record(Event::User {
             content: first.content.clone(),
         })?;
+        let window = match self.limits.context.window {
+            0 => crate::models::info(&cfg.model).context_window,
+            w => w,
+        };
+        let base_chars = system.len()
+            + tools
+                .iter()
+                .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
+                .sum::<usize>();
+        let mut ctx = Ctx::new(window, self.limits.context.threshold, base_chars);
+        let messages = vec![first];
+        ctx.recount_from(&messages, 0);
         let mut st = State {
-            messages: vec![first],
+            messages,
+            prompt: prompt.to_string(),
             turns: 0,
             usage: Usage::default(),
             cost: 0.0,
             final_text: String::new(),
+            ctx,
+            outputs: context::Outputs::new(&self.tools.context().project_dir, transcript.number()),
         };
         let result = self
             .run_loop(transcript, system, &tools, &mut st, stop)
@@ -269,6 +359,56 @@ impl Session<'_> {
         result
     }
 
+    /// Send `req`, recording retries and quota waits in the transcript as they
+    /// begin. `None` when the session's time ran out first.
+    async fn send(
+        &self,
+        transcript: &mut Transcript,
+        turn: u32,
+        req: &Request<'_>,
+        cancel: &CancellationToken,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<Option<Result<crate::model::ModelResponse, ModelError>>, AgentError> {
+        let mut failed: Option<TranscriptError> = None;
+        let sent = {
+            let observer = self.observer;
+            let mut on_retry = |n: &RetryNotice| {
+                let event = if n.long_wait {
+                    observer.wait(turn, n);
+                    Event::Wait {
+                        turn,
+                        error: n.error.clone(),
+                        until_ms: crate::transcript::now_ms() + n.delay.as_millis() as u64,
+                    }
+                } else {
+                    observer.retry(turn, n);
+                    Event::Retry {
+                        turn,
+                        attempt: n.attempt,
+                        max_attempts: n.max_attempts,
+                        error: n.error.clone(),
+                        delay_ms: n.delay.as_millis() as u64,
+                    }
+                };
+                if let Err(e) = transcript.record(event) {
+                    failed.get_or_insert(e);
+                }
+            };
+            let send = self.client.send(req, cancel, &mut on_retry);
+            match deadline {
+                Some(d) => tokio::select! {
+                    r = send => Some(r),
+                    () = tokio::time::sleep_until(d) => None,
+                },
+                None => Some(send.await),
+            }
+        };
+        match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(sent),
+        }
+    }
+
     async fn turns(
         &self,
         transcript: &mut Transcript,
@@ -287,10 +427,15 @@ impl Session<'_> {
             .limits
             .max_duration
             .map(|d| tokio::time::Instant::now() + d);
+        let client_max = self.client.config().max_output_tokens;
         let mut continuations = 0u32;
+        let mut reason: Option<String> = None;
         loop {
             if stopped() {
                 return Ok(Outcome::Interrupted);
+            }
+            if st.ctx.handoff_left == Some(0) {
+                return Ok(Outcome::ContextFull);
             }
             if st.turns >= self.limits.max_turns {
                 return Ok(Outcome::MaxTurns);
@@ -305,50 +450,74 @@ impl Session<'_> {
             {
                 return Ok(Outcome::TimeLimit);
             }
+            // Keep within the context window before sending: act at the threshold
+            // (or when the server said the last request was too long).
+            let refused = reason.take();
+            if st.ctx.handoff_left.is_none() && (refused.is_some() || st.ctx.over_threshold()) {
+                let why = refused.unwrap_or_else(|| {
+                    format!(
+                        "about {} of {} tokens used (threshold {:.0} %)",
+                        st.ctx.estimate(),
+                        st.ctx.window,
+                        st.ctx.threshold * 100.0
+                    )
+                });
+                let compacted = match self.limits.context.mode {
+                    ContextMode::Compact => {
+                        self.compact(transcript, system, tools, st, cancel, deadline, &why)
+                            .await?
+                    }
+                    ContextMode::Handoff => false,
+                };
+                if !compacted {
+                    self.handoff(transcript, st, &why)?;
+                }
+            }
+            // Already wrapping up and still too long: make room, or end.
+            if !st.ctx.fits() && !self.make_room(st) {
+                return Ok(Outcome::ContextFull);
+            }
             st.turns += 1;
             let turn = st.turns;
+            if let Some(left) = st.ctx.handoff_left.as_mut() {
+                *left = left.saturating_sub(1);
+            }
             transcript.record(Event::Request {
                 turn,
                 messages: st.messages.len(),
             })?;
+            let chars = st.ctx.total_chars();
             let req = Request {
                 system,
                 tools,
                 messages: &st.messages,
+                max_tokens: st.ctx.max_tokens(client_max),
             };
-            let mut retries = Vec::new();
-            let sent = {
-                let mut on_retry = |n: &RetryNotice| {
-                    self.observer.retry(turn, n);
-                    retries.push(n.clone());
-                };
-                let send = self.client.send(&req, cancel, &mut on_retry);
-                match deadline {
-                    Some(d) => tokio::select! {
-                        r = send => Some(r),
-                        () = tokio::time::sleep_until(d) => None,
-                    },
-                    None => Some(send.await),
-                }
-            };
-            for n in retries {
-                transcript.record(Event::Retry {
-                    turn,
-                    attempt: n.attempt,
-                    max_attempts: n.max_attempts,
-                    error: n.error,
-                    delay_ms: n.delay.as_millis() as u64,
-                })?;
-            }
-            let resp = match sent {
+            let resp = match self.send(transcript, turn, &req, cancel, deadline).await? {
                 None => return Ok(Outcome::TimeLimit),
                 Some(Err(ModelError::Cancelled)) => return Ok(Outcome::Interrupted),
-                Some(Err(source)) => return Err(AgentError::Model { turn, source }),
+                Some(Err(source)) => match source.context_overflow() {
+                    // Never fatal: learn the real size, then hand off or compact.
+                    Some(o) if st.ctx.overflows < 3 => {
+                        let learnt = st.ctx.learn(&o, chars);
+                        let mut why = format!("the server refused the request as too long ({source})");
+                        if !learnt.is_empty() {
+                            why.push_str(&format!("; {learnt}"));
+                        }
+                        reason = Some(why);
+                        continue;
+                    }
+                    Some(_) => return Ok(Outcome::ContextFull),
+                    None => return Err(AgentError::Model { turn, source }),
+                },
                 Some(Ok(r)) => r,
             };
             let cost = self.prices.cost(&self.client.config().model, &resp.usage);
             st.usage.add(&resp.usage);
             st.cost += cost;
+            let u = &resp.usage;
+            st.ctx
+                .observe(chars, u.input_tokens + u.cache_read_tokens + u.cache_write_tokens);
             let mut content = resp.content.clone();
             if content.is_empty() {
                 content.push(Block::Text {
@@ -373,7 +542,7 @@ impl Session<'_> {
                 );
                 st.final_text = text;
             }
-            st.messages.push(Message {
+            self.push(st, Message {
                 role: Role::Assistant,
                 content,
             });
@@ -387,12 +556,31 @@ impl Session<'_> {
                     _ => None,
                 })
                 .collect();
+            let mut invalid = resp.invalid_inputs.clone();
+            // A response cut by the output limit inside a tool call: that call's input
+            // may be incomplete even where it parses; it is never run.
+            if resp.stop_reason == StopReason::MaxTokens
+                && let Some(Block::ToolUse { id, .. }) = resp.content.last()
+            {
+                invalid.retain(|(i, _)| i != id);
+                invalid.push((id.clone(), CUT_CALL.to_string()));
+            }
             if !calls.is_empty() {
-                continuations = 0;
+                continuations = if resp.stop_reason == StopReason::MaxTokens {
+                    continuations + 1
+                } else {
+                    0
+                };
+                if continuations > self.limits.max_continuations {
+                    return Err(AgentError::Truncated {
+                        turn,
+                        count: continuations,
+                    });
+                }
                 let results = self
-                    .run_tools(transcript, turn, &calls, &resp.invalid_inputs, &stopped)
+                    .run_tools(transcript, st, turn, &calls, &invalid, &stopped)
                     .await?;
-                st.messages.push(Message {
+                self.push(st, Message {
                     role: Role::User,
                     content: results,
                 });
@@ -413,20 +601,174 @@ impl Session<'_> {
                     transcript.record(Event::User {
                         content: note.content.clone(),
                     })?;
-                    st.messages.push(note);
+                    self.push(st, note);
                 }
                 StopReason::EndTurn
                 | StopReason::ToolUse
                 | StopReason::StopSequence
                 | StopReason::Refusal
-                | StopReason::Other(_) => return Ok(Outcome::Completed),
+                | StopReason::Other(_) => {
+                    return Ok(if st.ctx.handoff_left.is_some() {
+                        Outcome::ContextFull
+                    } else {
+                        Outcome::Completed
+                    });
+                }
             }
         }
+    }
+
+    fn push(&self, st: &mut State, m: Message) {
+        st.messages.push(m);
+        let n = st.messages.len() - 1;
+        st.ctx.recount_from(&st.messages, n);
+    }
+
+    /// Add a user note: to the last message when it is the user's (tool results),
+    /// else as a message of its own. Recorded as a `user` event.
+    fn note(&self, transcript: &mut Transcript, st: &mut State, text: &str) -> Result<(), AgentError> {
+        let block = Block::Text {
+            text: text.to_string(),
+        };
+        transcript.record(Event::User {
+            content: vec![block.clone()],
+        })?;
+        match st.messages.last_mut() {
+            Some(m) if m.role == Role::User => m.content.push(block),
+            _ => st.messages.push(Message {
+                role: Role::User,
+                content: vec![block],
+            }),
+        }
+        let n = st.messages.len() - 1;
+        st.ctx.recount_from(&st.messages, n);
+        Ok(())
+    }
+
+    /// Tell the agent to wrap up: commit, write notes, stop, in a few turns.
+    fn handoff(&self, transcript: &mut Transcript, st: &mut State, why: &str) -> Result<(), AgentError> {
+        let turns = self.limits.context.handoff_turns.max(1);
+        let tokens = st.ctx.estimate();
+        transcript.record(Event::Handoff {
+            turn: st.turns,
+            tokens,
+            window: st.ctx.window,
+            reason: why.to_string(),
+        })?;
+        self.observer
+            .context(ContextMode::Handoff, tokens, tokens, st.ctx.window);
+        let note = self
+            .limits
+            .context
+            .handoff_note
+            .as_deref()
+            .unwrap_or(HANDOFF_NOTE)
+            .replace("{turns}", &turns.to_string());
+        self.note(transcript, st, &note)?;
+        st.ctx.handoff_left = Some(turns);
+        // The wrap-up itself must fit.
+        if !st.ctx.fits() {
+            self.make_room(st);
+        }
+        Ok(())
+    }
+
+    /// Take the largest tool results out (each saved whole) until the next request
+    /// fits. False when it cannot be made to fit.
+    fn make_room(&self, st: &mut State) -> bool {
+        let target = ((st.ctx.window as f64) * st.ctx.threshold * 0.9) as u64;
+        let need = st.ctx.chars_over(target.min(st.ctx.window - st.ctx.reserve()));
+        if need > 0 {
+            let (_, first) = context::take_out_results(&mut st.messages, need, &st.outputs, st.turns);
+            if let Some(i) = first {
+                st.ctx.recount_from(&st.messages, i);
+            }
+        }
+        st.ctx.fits()
+    }
+
+    /// Replace the conversation by the model's summary of it. False when no summary
+    /// could be had (the caller hands off instead).
+    #[expect(clippy::too_many_arguments, reason = "one call site; the session's parts")]
+    async fn compact(
+        &self,
+        transcript: &mut Transcript,
+        system: &str,
+        tools: &[ToolDef],
+        st: &mut State,
+        cancel: &CancellationToken,
+        deadline: Option<tokio::time::Instant>,
+        why: &str,
+    ) -> Result<bool, AgentError> {
+        let before = st.ctx.estimate();
+        let mut messages = st.messages.clone();
+        let note = Block::Text {
+            text: COMPACT_NOTE.to_string(),
+        };
+        match messages.last_mut() {
+            Some(m) if m.role == Role::User => m.content.push(note),
+            _ => messages.push(Message {
+                role: Role::User,
+                content: vec![note],
+            }),
+        }
+        // The summarising request must fit too: take old results out of it first.
+        let room = st.ctx.window.saturating_sub(u64::from(SUMMARY_MAX_TOKENS) + st.ctx.reserve());
+        if st.ctx.estimate() + 200 > room {
+            let need = st.ctx.chars_over(room.saturating_sub(200));
+            context::take_out_results(&mut messages, need, &st.outputs, st.turns);
+        }
+        let req = Request {
+            system,
+            tools,
+            messages: &messages,
+            max_tokens: Some(SUMMARY_MAX_TOKENS.min(self.client.config().max_output_tokens)),
+        };
+        let resp = match self.send(transcript, st.turns, &req, cancel, deadline).await? {
+            Some(Ok(r)) => r,
+            Some(Err(ModelError::Cancelled)) | None => return Ok(false),
+            Some(Err(e)) if e.context_overflow().is_some() => return Ok(false),
+            Some(Err(source)) => {
+                return Err(AgentError::Model {
+                    turn: st.turns,
+                    source,
+                });
+            }
+        };
+        let cost = self.prices.cost(&self.client.config().model, &resp.usage);
+        st.usage.add(&resp.usage);
+        st.cost += cost;
+        let summary = resp.text();
+        if summary.trim().is_empty() {
+            return Ok(false);
+        }
+        st.messages = vec![Message::user_text(format!(
+            "{}{SUMMARY_HEADER}{}",
+            st.prompt,
+            summary.trim()
+        ))];
+        st.ctx.reset(&st.messages);
+        let after = st.ctx.estimate();
+        transcript.record(Event::Compaction {
+            turn: st.turns,
+            tokens_before: before,
+            tokens_after: after,
+            reason: why.to_string(),
+            summary: summary.trim().to_string(),
+            usage: resp.usage,
+            cost_usd: cost,
+        })?;
+        self.observer
+            .context(ContextMode::Compact, before, after, st.ctx.window);
+        // A summary that leaves the conversation still near the threshold would
+        // compact again at once: hand off instead.
+        Ok(!st.ctx.over_threshold())
     }
 
     async fn run_tools(
         &self,
         transcript: &mut Transcript,
+        st: &State,
         turn: u32,
         calls: &[(String, String, Value)],
         invalid: &[(String, String)],
@@ -437,7 +779,7 @@ impl Session<'_> {
             let t0 = Instant::now();
             self.observer.tool_start(name, input);
             let mut refused = false;
-            let out = if stopped() {
+            let mut out = if stopped() {
                 ToolOutput::error("Not run: the session was interrupted.")
             } else if let Some((_, why)) = invalid.iter().find(|(i, _)| i == id) {
                 ToolOutput::error(format!("Invalid input for {name}: {why}"))
@@ -451,6 +793,14 @@ impl Session<'_> {
                 }
             };
             let took = t0.elapsed();
+            // One result must not fill the window: keep head and tail, save the whole.
+            let budget = self.limits.context.result_max_tokens;
+            if out.content.len() as f64 > budget as f64 * 3.0 {
+                let saved = st.outputs.save(turn, results.len(), name, &out.content);
+                if let Some(capped) = context::cap(&out.content, budget, saved.as_deref()) {
+                    out.content = capped;
+                }
+            }
             self.observer.tool_end(name, &out, refused, took);
             let evidence = keep_evidence(
                 &self.tools.context().project_dir,
@@ -491,10 +841,14 @@ impl Session<'_> {
 
 struct State {
     messages: Vec<Message>,
+    /// The session's first prompt, kept through compactions.
+    prompt: String,
     turns: u32,
     usage: Usage,
     cost: f64,
     final_text: String,
+    ctx: Ctx,
+    outputs: context::Outputs,
 }
 
 /// Keep what a verifying tool call showed: every image (a screenshot) and, for tools

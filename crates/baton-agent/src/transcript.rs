@@ -95,6 +95,45 @@ pub enum Event {
         /// Wait before the next attempt.
         delay_ms: u64,
     },
+    /// The provider's quota or capacity is exhausted: the session waits for the reset
+    /// (or probes slowly) instead of failing. Written when the wait begins.
+    Wait {
+        /// Turn number.
+        turn: u32,
+        /// What the provider said.
+        error: String,
+        /// When the next attempt is made, Unix ms.
+        until_ms: u64,
+    },
+    /// The context window is nearly full: the agent was told to wrap up (commit, write
+    /// its notes, stop). The note itself is the `user` event that follows.
+    Handoff {
+        /// The turn after which it was told.
+        turn: u32,
+        /// Estimated tokens of the conversation.
+        tokens: u64,
+        /// The context window.
+        window: u64,
+        /// Why now (the threshold, or the server's context-length error).
+        reason: String,
+    },
+    /// The older conversation was replaced by a summary the model wrote.
+    Compaction {
+        /// The turn after which it happened.
+        turn: u32,
+        /// Estimated tokens before.
+        tokens_before: u64,
+        /// Estimated tokens after.
+        tokens_after: u64,
+        /// Why now (the threshold, or the server's context-length error).
+        reason: String,
+        /// The summary that now stands for the older conversation.
+        summary: String,
+        /// Tokens of the summarising request.
+        usage: Usage,
+        /// Its cost in USD.
+        cost_usd: f64,
+    },
     /// The model's complete answer for a turn.
     Assistant {
         /// Turn number.
@@ -131,7 +170,8 @@ pub enum Event {
     },
     /// The session ended.
     SessionEnd {
-        /// `completed`, `max_turns`, `token_limit`, `time_limit`, `interrupted` or `error`.
+        /// `completed`, `context_full`, `max_turns`, `token_limit`, `time_limit`,
+        /// `interrupted` or `error`.
         outcome: String,
         /// Model turns taken.
         turns: u32,

@@ -141,13 +141,17 @@ pub fn client_config(
         .unwrap_or_else(|| provider.default_model().to_string());
     Ok(ClientConfig {
         provider,
-        model,
         base_url: env(provider.base_url_var())
             .unwrap_or_else(|| provider.default_base_url().to_string()),
         api_key: secrets.get(provider.key_var()),
-        max_output_tokens: cfg.agent.max_output_tokens,
+        max_output_tokens: cfg
+            .agent
+            .max_output_tokens
+            .unwrap_or_else(|| baton_agent::models::info(&model).max_output),
         thinking_budget: cfg.agent.thinking_budget,
         retry: cfg.retry.clone(),
+        max_wait: Duration::from_secs_f64(cfg.run.max_wait_hours * 3600.0),
+        model,
     })
 }
 
@@ -292,7 +296,9 @@ fn finish(
     );
     Ok(match r.outcome {
         Outcome::Completed => ExitCode::SUCCESS,
-        Outcome::MaxTurns | Outcome::TokenLimit | Outcome::TimeLimit => ExitCode::from(2),
+        Outcome::MaxTurns | Outcome::TokenLimit | Outcome::TimeLimit | Outcome::ContextFull => {
+            ExitCode::from(2)
+        }
         Outcome::Interrupted => ExitCode::from(130),
     })
 }

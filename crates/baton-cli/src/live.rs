@@ -10,11 +10,12 @@
 
 use std::io::Write as _;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use baton_agent::client::RetryNotice;
 use baton_agent::model::Usage;
-use baton_agent::session::Observer;
+use baton_agent::session::{ContextMode, Observer};
 use baton_agent::transcript::now_ms;
 use baton_harness::run::{Reporter, RunEnd};
 use baton_harness::state::{SessionKind, SessionRecord};
@@ -70,6 +71,37 @@ fn retry_line(turn: u32, n: &RetryNotice) -> String {
     )
 }
 
+/// `HH:MM:SS UTC` of a moment `d` from now.
+fn clock_in(d: Duration) -> String {
+    let at = chrono::Utc::now() + chrono::Duration::milliseconds(d.as_millis() as i64);
+    at.format("%H:%M:%S UTC").to_string()
+}
+
+fn wait_line(turn: u32, n: &RetryNotice) -> String {
+    format!(
+        "  ⏸ turn {turn}: quota reached; waiting {} for the reset, until {}: {}",
+        baton_agent::client::human(n.delay),
+        clock_in(n.delay),
+        one_line(&n.error, 160)
+    )
+}
+
+fn context_line(action: ContextMode, tokens: u64, after: u64, window: u64) -> String {
+    match action {
+        ContextMode::Handoff => format!(
+            "  ⇢ context nearly full (about {} of {} tokens): the agent was told to commit, write its notes and stop",
+            self::tokens(tokens),
+            self::tokens(window)
+        ),
+        ContextMode::Compact => format!(
+            "  ⇢ context compacted: about {} → {} of {} tokens",
+            self::tokens(tokens),
+            self::tokens(after),
+            self::tokens(window)
+        ),
+    }
+}
+
 fn tool_end_line(name: &str, out: &ToolOutput, refused: bool, took: Duration) -> String {
     let last_line = out.content.lines().last().unwrap_or_default();
     if refused {
@@ -88,6 +120,14 @@ fn tool_end_line(name: &str, out: &ToolOutput, refused: bool, took: Duration) ->
 impl Observer for LiveView {
     fn retry(&self, turn: u32, n: &RetryNotice) {
         say(&retry_line(turn, n));
+    }
+
+    fn wait(&self, turn: u32, n: &RetryNotice) {
+        say(&wait_line(turn, n));
+    }
+
+    fn context(&self, action: ContextMode, tokens: u64, after: u64, window: u64) {
+        say(&context_line(action, tokens, after, window));
     }
 
     fn assistant_text(&self, text: &str, more_to_come: bool) {
@@ -178,6 +218,8 @@ pub struct RunView {
     totals: Mutex<Totals>,
     bars: Option<Bars>,
     sink: Mutex<Sink>,
+    /// Bumped whenever the tool line changes, which ends a running countdown.
+    countdown: std::sync::Arc<AtomicU64>,
 }
 
 /// Where the run stands when the view starts.
@@ -246,6 +288,7 @@ impl RunView {
             }),
             bars,
             sink: Mutex::new(sink),
+            countdown: std::sync::Arc::default(),
         };
         view.refresh();
         view.event(
@@ -452,6 +495,63 @@ impl Reporter for RunView {
 }
 
 impl Observer for RunView {
+    fn wait(&self, turn: u32, n: &RetryNotice) {
+        match self.mode {
+            Mode::Json => self.event(
+                "waiting",
+                json!({
+                    "session": self.session_number(),
+                    "turn": turn,
+                    "error": n.error,
+                    "delay_ms": n.delay.as_millis() as u64,
+                    "until_ms": now_ms() + n.delay.as_millis() as u64,
+                }),
+            ),
+            Mode::Bars => {
+                self.println(&wait_line(turn, n));
+                if let Some(b) = &self.bars {
+                    // A countdown on the tool line until the reset (or the next event).
+                    let generation = self.countdown.fetch_add(1, Ordering::SeqCst) + 1;
+                    let (bar, current) = (b.tool.clone(), self.countdown.clone());
+                    let until = std::time::Instant::now() + n.delay;
+                    std::thread::spawn(move || {
+                        while current.load(Ordering::SeqCst) == generation {
+                            let left = until.saturating_duration_since(std::time::Instant::now());
+                            if left.is_zero() {
+                                break;
+                            }
+                            bar.set_message(format!(
+                                "quota reached · resuming in {} (at {})",
+                                baton_agent::client::human(left),
+                                clock_in(left)
+                            ));
+                            std::thread::sleep(Duration::from_secs(1));
+                        }
+                    });
+                }
+            }
+            Mode::Lines { .. } => say(&wait_line(turn, n)),
+        }
+    }
+
+    fn context(&self, action: ContextMode, tokens: u64, after: u64, window: u64) {
+        match self.mode {
+            Mode::Json => self.event(
+                "context",
+                json!({
+                    "session": self.session_number(),
+                    "action": action.name(),
+                    "tokens": tokens,
+                    "tokens_after": after,
+                    "window": window,
+                }),
+            ),
+            Mode::Bars | Mode::Lines { .. } => {
+                self.println(&context_line(action, tokens, after, window));
+            }
+        }
+    }
+
     fn retry(&self, turn: u32, n: &RetryNotice) {
         match self.mode {
             Mode::Json => self.event(
@@ -501,6 +601,7 @@ impl Observer for RunView {
     }
 
     fn tool_start(&self, name: &str, input: &Value) {
+        self.countdown.fetch_add(1, Ordering::SeqCst);
         match self.mode {
             Mode::Json => self.event(
                 "tool_start",
@@ -560,6 +661,7 @@ impl Observer for RunView {
     }
 
     fn turn_end(&self, turn: u32, usage: &Usage, cost_usd: f64) {
+        self.countdown.fetch_add(1, Ordering::SeqCst);
         let session = {
             let mut t = self.totals();
             if let Some(c) = t.current.as_mut() {
@@ -637,6 +739,7 @@ mod tests {
                 max_attempts: 8,
                 error: "HTTP 529".into(),
                 delay: Duration::from_millis(10),
+                long_wait: false,
             },
         );
         v.turn_end(2, &usage(), 0.25);

@@ -83,7 +83,8 @@ impl Filter {
         match &r.event {
             Event::SessionStart { .. } | Event::SessionEnd { .. } => true,
             Event::User { .. } | Event::Request { .. } | Event::Assistant { .. } => false,
-            Event::Retry { .. } => self.errors && self.tool.is_none(),
+            Event::Retry { .. } | Event::Wait { .. } => self.errors && self.tool.is_none(),
+            Event::Handoff { .. } | Event::Compaction { .. } => self.tool.is_none(),
             Event::ToolResult {
                 name,
                 is_error,
@@ -271,6 +272,67 @@ pub fn render(records: &[Record], filter: &Filter, paint: Paint) -> String {
                         one_line(error, 200)
                     ))
                 )
+            }
+            Event::Wait {
+                turn,
+                error,
+                until_ms,
+            } => {
+                shown += 1;
+                let secs = until_ms.saturating_sub(r.t_ms) / 1000;
+                writeln!(
+                    s,
+                    "   {}",
+                    paint.yellow(&format!(
+                        "⏸ turn {turn}: quota reached, waited {} for the reset: {}",
+                        baton_agent::client::human(std::time::Duration::from_secs(secs)),
+                        one_line(error, 200)
+                    ))
+                )
+            }
+            Event::Handoff {
+                turn,
+                tokens,
+                window,
+                reason,
+            } => {
+                shown += 1;
+                writeln!(
+                    s,
+                    "{}
+   {}
+",
+                    paint.yellow(&format!(
+                        "── context nearly full after turn {turn}: handoff (about {tokens} of {window} tokens)"
+                    )),
+                    paint.dim(&one_line(reason, 300))
+                )
+            }
+            Event::Compaction {
+                turn,
+                tokens_before,
+                tokens_after,
+                reason,
+                summary,
+                usage,
+                cost_usd,
+            } => {
+                shown += 1;
+                let _ = writeln!(
+                    s,
+                    "{}{}",
+                    paint.yellow(&format!(
+                        "── context compacted after turn {turn}: about {tokens_before} → {tokens_after} tokens"
+                    )),
+                    paint.dim(&format!(
+                        " · {} in / {} out · ${cost_usd:.4}",
+                        usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+                        usage.output_tokens
+                    ))
+                );
+                let _ = writeln!(s, "   {}", paint.dim(&one_line(reason, 300)));
+                s.push_str(&indent(summary, "   "));
+                writeln!(s)
             }
             Event::Assistant {
                 turn,

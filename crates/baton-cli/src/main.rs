@@ -139,8 +139,44 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("baton: error: {e:#}");
+            eprintln!("baton: error: {}", say_once(&e));
             ExitCode::from(1)
         }
+    }
+}
+
+/// An error and its causes on one line, each thing said once: a cause whose text the
+/// message already holds (thiserror messages often quote their source) is left out.
+fn say_once(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        let text = text.trim();
+        if text.is_empty() || out.contains(text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_cause_is_said_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("turn 3: {0}")]
+        struct Outer(#[source] Inner);
+        #[derive(Debug, thiserror::Error)]
+        #[error("anthropic: HTTP 404 from http://x/v1/messages: not_found_error: model m")]
+        struct Inner;
+        let e = anyhow::Error::new(Outer(Inner)).context("session 0002 failed");
+        assert_eq!(
+            super::say_once(&e),
+            "session 0002 failed: turn 3: anthropic: HTTP 404 from http://x/v1/messages: not_found_error: model m"
+        );
     }
 }

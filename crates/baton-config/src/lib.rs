@@ -131,6 +131,10 @@ pub struct RunConfig {
     pub pause_secs: f64,
     /// Coding sessions in a row without a newly passing feature before the run stops.
     pub stall_sessions: u32,
+    /// Longest wait for a provider's quota to reset (HTTP 429/529 with a reset time
+    /// beyond the retry cap, a CLI's usage limit), in hours; a later reset stops the
+    /// run with exit 2. 0 = never wait.
+    pub max_wait_hours: f64,
 }
 
 impl Default for RunConfig {
@@ -141,6 +145,7 @@ impl Default for RunConfig {
             max_hours: 0.0,
             pause_secs: 3.0,
             stall_sessions: 3,
+            max_wait_hours: 6.0,
         }
     }
 }
@@ -172,8 +177,9 @@ pub struct AgentConfig {
     pub provider: Option<String>,
     /// Model name; `None` means the provider's default.
     pub model: Option<String>,
-    /// `max_tokens` sent with each request.
-    pub max_output_tokens: u32,
+    /// `max_tokens` sent with each request; `None` means the model's own limit from the
+    /// built-in table (16384 for a model it does not know).
+    pub max_output_tokens: Option<u32>,
     /// Model turns per session before the session is stopped.
     pub max_turns: u32,
     /// Total tokens (input + output + cache) per session before it is stopped; 0 = no limit.
@@ -185,6 +191,41 @@ pub struct AgentConfig {
     /// How many times in a row a response cut by `max_tokens` is continued before the
     /// session stops with an error.
     pub max_continuations: u32,
+    /// The model's context window in tokens; 0 means the built-in table's figure (or,
+    /// for a model it does not know, 128k until the server says otherwise).
+    pub context_window: u64,
+    /// Share of the context window at which baton acts (`context`), in (0, 1].
+    pub context_threshold: f64,
+    /// What baton does when the context is nearly full: `handoff` (the agent commits,
+    /// writes its notes and the session ends as `context_full`) or `compact` (the older
+    /// conversation is replaced by the model's own summary and the session goes on).
+    pub context: ContextMode,
+    /// A tool result larger than this many tokens keeps its head and tail; the whole
+    /// text is saved under `.baton/outputs/`.
+    pub tool_result_max_tokens: u64,
+    /// Turns the agent gets to wrap up after being told its context is nearly full.
+    pub handoff_turns: u32,
+}
+
+/// What baton does when a session's context window is nearly full.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextMode {
+    /// Tell the agent to commit, write its notes and stop; the next session starts fresh.
+    #[default]
+    Handoff,
+    /// Replace the older conversation with a summary the model writes, and go on.
+    Compact,
+}
+
+impl ContextMode {
+    /// The name used in `baton.toml` and the records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Handoff => "handoff",
+            Self::Compact => "compact",
+        }
+    }
 }
 
 impl Default for AgentConfig {
@@ -192,12 +233,17 @@ impl Default for AgentConfig {
         Self {
             provider: None,
             model: None,
-            max_output_tokens: 16_384,
+            max_output_tokens: None,
             max_turns: 200,
             max_session_tokens: 0,
             max_session_minutes: 0.0,
             thinking_budget: 0,
             max_continuations: 3,
+            context_window: 0,
+            context_threshold: 0.8,
+            context: ContextMode::Handoff,
+            tool_result_max_tokens: 25_000,
+            handoff_turns: 5,
         }
     }
 }
@@ -214,6 +260,9 @@ pub struct RetryConfig {
     pub max_delay_ms: u64,
     /// A stream that sends nothing for this long is treated as cut.
     pub stream_idle_timeout_secs: u64,
+    /// First wait at a quota wall whose provider names no reset time (doubled at each
+    /// further probe, up to six times as long); bounded by `[run] max_wait_hours`.
+    pub quota_probe_secs: u64,
 }
 
 impl Default for RetryConfig {
@@ -223,6 +272,7 @@ impl Default for RetryConfig {
             base_delay_ms: 1_000,
             max_delay_ms: 60_000,
             stream_idle_timeout_secs: 300,
+            quota_probe_secs: 300,
         }
     }
 }
@@ -284,8 +334,30 @@ impl Config {
         if self.agent.max_turns == 0 {
             return Err(invalid("agent.max_turns", "must be at least 1"));
         }
-        if self.agent.max_output_tokens == 0 {
+        if self.agent.max_output_tokens == Some(0) {
             return Err(invalid("agent.max_output_tokens", "must be at least 1"));
+        }
+        let t = self.agent.context_threshold;
+        if !(t.is_finite() && t > 0.0 && t <= 1.0) {
+            return Err(invalid(
+                "agent.context_threshold",
+                "must be a number above 0 and at most 1",
+            ));
+        }
+        if self.agent.context_window > 0 && self.agent.context_window < 1_000 {
+            return Err(invalid(
+                "agent.context_window",
+                "must be at least 1000 tokens (or 0 for the model's own)",
+            ));
+        }
+        if self.agent.tool_result_max_tokens < 100 {
+            return Err(invalid(
+                "agent.tool_result_max_tokens",
+                "must be at least 100",
+            ));
+        }
+        if self.agent.handoff_turns == 0 {
+            return Err(invalid("agent.handoff_turns", "must be at least 1"));
         }
         if !(self.agent.max_session_minutes.is_finite() && self.agent.max_session_minutes >= 0.0) {
             return Err(invalid(
@@ -297,6 +369,7 @@ impl Config {
             ("run.budget_usd", self.run.budget_usd),
             ("run.max_hours", self.run.max_hours),
             ("run.pause_secs", self.run.pause_secs),
+            ("run.max_wait_hours", self.run.max_wait_hours),
         ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(invalid(field, "must be a non-negative number"));
@@ -341,6 +414,9 @@ impl Config {
         }
         if self.retry.max_attempts == 0 {
             return Err(invalid("retry.max_attempts", "must be at least 1"));
+        }
+        if self.retry.quota_probe_secs == 0 {
+            return Err(invalid("retry.quota_probe_secs", "must be at least 1"));
         }
         if self.retry.stream_idle_timeout_secs == 0 {
             return Err(invalid(

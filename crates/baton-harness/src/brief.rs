@@ -70,6 +70,27 @@ pub fn brief(
                 last.kind.name(),
                 last.outcome
             );
+            match last.outcome.as_str() {
+                "context_full" => {
+                    let _ = writeln!(
+                        b,
+                        "- It filled its context window and was told to wrap up: read the end of its notes and its last commit, and finish anything it left half-done first."
+                    );
+                }
+                "usage_limit" => {
+                    let _ = writeln!(
+                        b,
+                        "- The provider's usage limit stopped it; baton waited for the reset. Carry on where it left off."
+                    );
+                }
+                "max_turns" | "time_limit" | "token_limit" | "killed" | "error" => {
+                    let _ = writeln!(
+                        b,
+                        "- It was cut off before it finished: check for half-done work first."
+                    );
+                }
+                _ => {}
+            }
             if g.flipped.is_empty() {
                 let _ = writeln!(b, "- No feature newly passing.");
             } else {

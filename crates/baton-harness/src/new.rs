@@ -14,7 +14,11 @@ pub fn default_toml(features: u32) -> String {
 # provider = "anthropic"        # or "openai" (any OpenAI-compatible server)
 # model = "claude-sonnet-4-5"
 max_turns = 200                  # model turns per session
-# max_output_tokens = 16384
+# max_output_tokens = 32000      # default: the model's own limit (16384 if unknown)
+# context_window = 0             # tokens; 0 = the model's own (128000 if unknown)
+# context_threshold = 0.8        # share of the window at which baton acts
+# context = "handoff"            # or "compact": summarise and go on
+# tool_result_max_tokens = 25000 # bigger results keep head and tail; the rest goes to .baton/outputs/
 # max_session_tokens = 0         # all tokens in one session; 0 = no limit
 # max_session_minutes = 0        # 0 = no limit
 # thinking_budget = 0            # Anthropic extended thinking; 0 = off
@@ -34,6 +38,7 @@ min_features = {min}             # fewest baton accepts
 # max_hours = 0                  # per `baton run`; 0 = no limit
 pause_secs = 3                   # between sessions
 stall_sessions = 3               # coding sessions in a row without a new pass before stopping
+# max_wait_hours = 6             # longest wait for a provider's quota to reset; 0 = never wait
 
 [git]
 # Used only when git has no identity configured for this repository.

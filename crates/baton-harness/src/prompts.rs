@@ -21,6 +21,7 @@ Do these, in order:
    - Every entry starts with "passes": false: nothing has been verified yet.
    - Where a feature can be checked by a shell command, add "verify": "<command>" (exit code 0 means it works).
    - This list is the contract for the whole project. Later sessions may only change "passes"; no one may edit, reorder, add or remove entries afterwards, so make it complete and precise now. At least {min_features} entries are required.
+   - Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first 30 to 40 entries as a complete JSON array with Write, then add each further part of 30 to 40 entries with Edit, replacing the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`. When all parts are written, check that the file parses and count its entries with a one-line command (for example `python3 -c "import json; print(len(json.load(open('{feature_list}'))))"`), and fix what it reports.
 3. Write {init_script}: an idempotent bash script that installs dependencies, starts the development server(s) in the background, and prints how to reach them (URLs, ports). Running it twice must be harmless. Make it executable.
 4. Create the skeleton the specification implies (directories, manifest, a minimal app that starts), so that {init_script} works.
 5. Write {progress}: notes for the next session: what you did, how the project is laid out, how to run it, what to do next.
@@ -42,6 +43,13 @@ Work in this order:
 8. Append to {progress}: what you did, what you verified and how, what is unfinished or broken, and what the next session should do.
 
 Leave the project mergeable: everything committed, the app starting cleanly, nothing half-done. If you run out of room before the feature is verified, leave its "passes" false and say so in the notes. Do not claim work you did not verify: baton decides from the feature list and the tree, not from what you say."#;
+
+const HANDOFF: &str = "baton: your context window is nearly full. Wrap up now, in at most {turns} more turns, and start nothing new:\n1. Leave \"passes\" in {feature_list} as it truthfully stands: set nothing to true that you have not verified end to end.\n2. Append to {progress} what you did, what is verified and how, what is half-done or broken, and exactly what the next session should do first.\n3. Commit everything (code, notes, any flip) with git in one commit whose message says what it holds.\nThen stop: the next session starts with a fresh context and your notes.";
+
+/// The note a coding session gets when its context window is nearly full.
+pub fn handoff_note(names: &ProjectConfig) -> String {
+    fill(HANDOFF, names)
+}
 
 fn fill(template: &str, names: &ProjectConfig) -> String {
     template

@@ -149,7 +149,7 @@ impl Runner<'_> {
                 ip.number,
                 ip.kind.name()
             ));
-            let f = self.finish(&ip, None, &mut accepted).await?;
+            let f = self.finish(&ip, None, &mut accepted, None).await?;
             self.record(&mut state, f.record, &mut accepted)?;
         }
         let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
@@ -160,6 +160,10 @@ impl Runner<'_> {
             .pause
             .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
         let started = Instant::now();
+        let deadline = (max_hours > 0.0).then(|| started + Duration::from_secs_f64(max_hours * 3600.0));
+        let max_wait = Duration::from_secs_f64(self.cfg.run.max_wait_hours * 3600.0);
+        let mut waited = Duration::ZERO;
+        let mut probes = 0u32;
         let mut this_run = 0u32;
         let mut init_failures = 0u32;
         let mut problem: Option<String> = None;
@@ -200,14 +204,52 @@ impl Runner<'_> {
                 SessionKind::Initializer
             };
             let f = self
-                .session(kind, &state, problem.as_deref(), &mut accepted)
+                .session(kind, &state, problem.as_deref(), &mut accepted, deadline)
                 .await?;
             this_run += 1;
             let error = f.error;
             let outcome = f.record.outcome.clone();
             self.record(&mut state, f.record, &mut accepted)?;
-            if let Some(e) = error {
-                return Err(e.into());
+            match error {
+                None => {}
+                // The provider's quota will not be back in time: a limit, not an error.
+                Some(AgentError::Model {
+                    source: e @ baton_agent::client::ModelError::QuotaExhausted { .. },
+                    ..
+                }) => return Ok(RunEnd::Limit(format!("the provider's quota: {e}"))),
+                // Cut off by the output limit again and again: this session is lost,
+                // the run is not; the next session starts fresh.
+                Some(e @ AgentError::Truncated { .. }) => {
+                    self.reporter
+                        .line(&format!("  session ended with an error; going on: {e}"));
+                }
+                // An agent CLI's usage limit: wait for its reset between sessions.
+                Some(AgentError::UsageLimit {
+                    message, reset_in, ..
+                }) => {
+                    let wait = reset_in
+                        .filter(|d| !d.is_zero())
+                        .unwrap_or_else(|| baton_agent::retry::probe_delay(&self.cfg.retry, probes));
+                    probes += u32::from(reset_in.is_none());
+                    if waited + wait > max_wait {
+                        return Ok(RunEnd::Limit(format!(
+                            "the agent CLI's usage limit ({message}) resets in {}, beyond the longest wait allowed ({}; raise [run] max_wait_hours in baton.toml)",
+                            baton_agent::client::human(wait),
+                            baton_agent::client::human(max_wait)
+                        )));
+                    }
+                    if deadline.is_some_and(|d| Instant::now() + wait > d) {
+                        return Ok(RunEnd::Limit(format!(
+                            "--max-hours {max_hours} would pass while waiting {} for the agent CLI's usage limit to reset",
+                            baton_agent::client::human(wait)
+                        )));
+                    }
+                    if !self.wait_for_reset(&mut state, &message, wait).await? {
+                        return Ok(RunEnd::Interrupted);
+                    }
+                    waited += wait;
+                }
+                Some(e) => return Err(e.into()),
             }
             if kind == SessionKind::Initializer && accepted.is_none() {
                 init_failures += 1;
@@ -265,12 +307,57 @@ impl Runner<'_> {
         Ok(Some(list))
     }
 
+    /// Wait `wait` for a usage limit to reset, shown live and recorded in the state
+    /// (`waiting_until_ms` while it lasts, the session's `waited_ms` after). False when
+    /// interrupted.
+    async fn wait_for_reset(
+        &self,
+        state: &mut State,
+        message: &str,
+        wait: Duration,
+    ) -> Result<bool, HarnessError> {
+        state.waiting_until_ms = Some(now_ms() + wait.as_millis() as u64);
+        state.save(&self.files.dir)?;
+        self.observer.wait(
+            0,
+            &baton_agent::client::RetryNotice {
+                attempt: 1,
+                max_attempts: 1,
+                error: message.to_string(),
+                delay: wait,
+                long_wait: true,
+            },
+        );
+        let done = tokio::select! {
+            () = tokio::time::sleep(wait) => true,
+            () = self.stop.cancelled() => false,
+        };
+        state.waiting_until_ms = None;
+        if let Some(last) = state.sessions.last_mut() {
+            last.waited_ms += wait.as_millis() as u64;
+        }
+        state.save(&self.files.dir)?;
+        Ok(done)
+    }
+
+    /// The session limits of `[agent]`, within what is left of the run's hours.
+    fn limits(&self, max_turns: u32, deadline: Option<Instant>) -> Limits {
+        let mut limits = Limits::from_config(&self.cfg.agent, max_turns);
+        limits.context.handoff_note = Some(prompts::handoff_note(&self.files.names));
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            limits.max_duration = Some(limits.max_duration.map_or(left, |m| m.min(left)));
+        }
+        limits
+    }
+
     async fn session(
         &self,
         kind: SessionKind,
         state: &State,
         problem: Option<&str>,
         accepted: &mut Option<FeatureList>,
+        deadline: Option<Instant>,
     ) -> Result<Finished, HarnessError> {
         let dir = &self.files.dir;
         let mut transcript = Transcript::create_next(dir)?;
@@ -310,7 +397,7 @@ impl Runner<'_> {
             SessionKind::Coding => &guard,
             SessionKind::Initializer => self.policy,
         };
-        let limits = Limits::from_config(&self.cfg.agent, self.cfg.agent.max_turns);
+        let limits = self.limits(self.cfg.agent.max_turns, deadline);
         let system = prompts::SYSTEM.replace("{dir}", &dir.display().to_string());
         let result = match &self.backend {
             Backend::Loop(client) => {
@@ -339,17 +426,21 @@ impl Runner<'_> {
             }
         };
         let error = result.err();
-        self.finish(&ip, error, accepted).await
+        self.finish(&ip, error, accepted, deadline).await
     }
 
     /// Run the independent verifier over the session's new flips and reject those
     /// it does not confirm. Returns its cost.
-    async fn verifier(&self, g: &mut Gates<'_>) -> Result<f64, HarnessError> {
+    async fn verifier(
+        &self,
+        g: &mut Gates<'_>,
+        deadline: Option<Instant>,
+    ) -> Result<f64, HarnessError> {
         let Some(current) = g.list.clone() else {
             return Ok(0.0);
         };
         let flips = g.report.flipped.clone();
-        let limits = Limits::from_config(&self.cfg.agent, self.cfg.verify.max_turns);
+        let limits = self.limits(self.cfg.verify.max_turns, deadline);
         let gate = verifier::ReadOnly { inner: self.policy };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
         self.reporter.line(&format!(
@@ -500,6 +591,7 @@ impl Runner<'_> {
         ip: &InProgress,
         error: Option<AgentError>,
         accepted: &mut Option<FeatureList>,
+        deadline: Option<Instant>,
     ) -> Result<Finished, HarnessError> {
         let base = match ip.kind {
             SessionKind::Coding => accepted.clone(),
@@ -510,7 +602,7 @@ impl Runner<'_> {
         if ip.kind == SessionKind::Coding {
             g.verify(&self.checker()).await;
             if self.cfg.verify.agent && !g.report.flipped.is_empty() {
-                verifier_cost = self.verifier(&mut g).await?;
+                verifier_cost = self.verifier(&mut g, deadline).await?;
             }
         }
         let summary = summarize(&self.files.dir, ip.number);
@@ -527,9 +619,11 @@ impl Runner<'_> {
             turns,
             usage,
             cost,
+            waited_ms,
             ..
         } = summary;
         let outcome = match (&error, outcome) {
+            (Some(AgentError::UsageLimit { .. }), _) => "usage_limit".to_string(),
             (Some(_), _) => "error".to_string(),
             (None, Some(o)) => o,
             (None, None) => "killed".to_string(),
@@ -547,6 +641,7 @@ impl Runner<'_> {
             gates,
             sweep: ip.sweep.clone(),
             verifier_cost_usd: verifier_cost,
+            waited_ms,
         };
         Ok(Finished { record, error })
     }
@@ -557,7 +652,7 @@ impl Runner<'_> {
         record: SessionRecord,
         accepted: &mut Option<FeatureList>,
     ) -> Result<(), HarnessError> {
-        if record.kind == SessionKind::Coding {
+        if record.kind == SessionKind::Coding && record.outcome != "usage_limit" {
             if record.gates.flipped.is_empty() {
                 state.stalled += 1;
             } else {
@@ -691,6 +786,8 @@ pub struct Summary {
     pub refusals: u32,
     /// Evidence files kept for it.
     pub evidence: Vec<String>,
+    /// Time spent waiting for quotas to reset, in ms.
+    pub waited_ms: u64,
 }
 
 /// Read session `number`'s transcript into a [`Summary`] (empty if unreadable).
@@ -717,6 +814,13 @@ pub fn summarize(dir: &std::path::Path, number: u32) -> Summary {
                 s.refusals += u32::from(refused);
                 s.evidence.extend(evidence);
             }
+            Event::Compaction {
+                usage: u, cost_usd, ..
+            } => {
+                s.usage.add(&u);
+                s.cost += cost_usd;
+            }
+            Event::Wait { until_ms, .. } => s.waited_ms += until_ms.saturating_sub(r.t_ms),
             Event::SessionEnd { outcome, .. } => s.outcome = Some(outcome),
             _ => {}
         }

@@ -41,7 +41,8 @@ pub struct SessionRecord {
     pub started_ms: u64,
     /// End, Unix ms.
     pub ended_ms: u64,
-    /// `completed`, `max_turns`, `token_limit`, `time_limit`, `interrupted`, `killed` or `error`.
+    /// `completed`, `context_full`, `max_turns`, `token_limit`, `time_limit`,
+    /// `interrupted`, `usage_limit`, `killed` or `error`.
     pub outcome: String,
     /// Model turns.
     pub turns: u32,
@@ -59,6 +60,10 @@ pub struct SessionRecord {
     /// Cost in USD of the independent verifier's session after it.
     #[serde(default)]
     pub verifier_cost_usd: f64,
+    /// Time spent waiting for the provider's quota to reset, in ms (during the
+    /// session, or after it for an agent CLI's usage limit).
+    #[serde(default)]
+    pub waited_ms: u64,
 }
 
 /// A session that was started and has not been recorded as ended.
@@ -90,6 +95,10 @@ pub struct State {
     pub in_progress: Option<InProgress>,
     /// Coding sessions in a row without a newly passing feature.
     pub stalled: u32,
+    /// While the run waits between sessions for a usage limit to reset: until when
+    /// (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_until_ms: Option<u64>,
 }
 
 impl State {

@@ -37,6 +37,8 @@ pub struct Status {
     pub budget_usd: Option<f64>,
     /// What is left of it (never below 0), or null when none is set.
     pub budget_left_usd: Option<f64>,
+    /// While the run waits for the provider's quota to reset: until when (Unix ms).
+    pub waiting_until_ms: Option<u64>,
 }
 
 impl Status {
@@ -101,6 +103,8 @@ pub struct SessionStatus {
     pub refusals: u32,
     /// Commits made during the session.
     pub commits: usize,
+    /// Seconds spent waiting for the provider's quota to reset.
+    pub waited_secs: f64,
 }
 
 /// Sums over all sessions.
@@ -122,6 +126,10 @@ pub struct Totals {
     pub reverted: usize,
     /// Features the regression sweeps set back.
     pub regressions: usize,
+    /// Seconds spent waiting for quotas to reset.
+    pub waited_secs: f64,
+    /// Sessions that ended because their context window filled up.
+    pub context_full: usize,
 }
 
 /// A failing feature.
@@ -177,6 +185,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             notes_updated: s.gates.notes_updated,
             refusals: s.gates.refusals,
             commits: s.commits,
+            waited_secs: s.waited_ms as f64 / 1000.0,
         })
         .collect();
     let totals = Totals {
@@ -191,6 +200,11 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         violations: sessions.iter().map(|s| s.violations.len()).sum(),
         reverted: sessions.iter().map(|s| s.reverted.len()).sum(),
         regressions: sessions.iter().map(|s| s.regressions.len()).sum(),
+        waited_secs: sessions.iter().fold(0.0, |a, s| a + s.waited_secs),
+        context_full: sessions
+            .iter()
+            .filter(|s| s.outcome == "context_full")
+            .count(),
     };
     let cost_usd = totals.cost_usd;
     Ok(Status {
@@ -223,7 +237,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         tree_clean: git::dirty_paths(&files.dir)
             .map(|d| d.is_empty())
             .unwrap_or(false),
-        unfinished_session: state.in_progress.map(|i| i.number),
+        unfinished_session: state.in_progress.as_ref().map(|i| i.number),
         cost_per_passing_usd: if list.passing() > 0 {
             cost_usd / list.passing() as f64
         } else {
@@ -231,7 +245,29 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         },
         budget_usd: None,
         budget_left_usd: None,
+        waiting_until_ms: waiting_until(files, &state),
     })
+}
+
+/// Until when the run waits for a quota to reset, if it does now: between sessions
+/// (an agent CLI's usage limit) or inside the running session (its last event).
+fn waiting_until(files: &Files, state: &State) -> Option<u64> {
+    let now = baton_agent::transcript::now_ms();
+    if let Some(t) = state.waiting_until_ms.filter(|&t| t > now) {
+        return Some(t);
+    }
+    let ip = state.in_progress.as_ref()?;
+    let path = files
+        .dir
+        .join(baton_agent::transcript::SESSIONS_DIR)
+        .join(format!("{:04}.jsonl", ip.number));
+    let records = baton_agent::transcript::read(&path).ok()?;
+    match records.last().map(|r| &r.event) {
+        Some(baton_agent::transcript::Event::Wait { until_ms, .. }) if *until_ms > now => {
+            Some(*until_ms)
+        }
+        _ => None,
+    }
 }
 
 fn cut(s: &str, max: usize) -> String {
@@ -317,6 +353,9 @@ fn findings(x: &SessionStatus) -> String {
     if x.refusals > 0 {
         f.push(format!("{} refused", x.refusals));
     }
+    if x.waited_secs >= 1.0 {
+        f.push(format!("waited {}", duration(x.waited_secs)));
+    }
     f.join(", ")
 }
 
@@ -378,6 +417,22 @@ pub fn render(s: &Status) -> String {
             "uncommitted changes"
         }
     );
+    if s.totals.waited_secs >= 1.0 || s.totals.context_full > 0 {
+        let _ = writeln!(
+            o,
+            "limits    {} waiting for quota resets · {} session(s) filled their context window",
+            duration(s.totals.waited_secs),
+            s.totals.context_full
+        );
+    }
+    if let Some(until) = s.waiting_until_ms {
+        let left = until.saturating_sub(baton_agent::transcript::now_ms()) as f64 / 1000.0;
+        let _ = writeln!(
+            o,
+            "waiting   for the provider's quota to reset: {} left",
+            duration(left)
+        );
+    }
     if let Some(n) = s.unfinished_session {
         let _ = writeln!(
             o,

@@ -7,12 +7,89 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::script::{Step, Wire};
+use crate::script::{RBlock, Reply, Step, Wire};
 use crate::wire;
+
+/// Characters per token of the scripted model's tokenizer (a real one's is about
+/// this for code and JSON; baton must not assume it).
+const CHARS_PER_TOKEN: f64 = 3.5;
+
+/// How a scripted model behaves beyond its script, like a real one. The default is a
+/// polite model: no window, usage as scripted, no output limit, no think time.
+#[derive(Debug, Clone, Default)]
+pub struct Realism {
+    /// Context window: a request whose prompt (or prompt + `max_tokens`) is larger is
+    /// refused with the wire's context-length error, without using a step.
+    pub context_window: Option<u64>,
+    /// Usage from the request's real size (input grows with the conversation, the
+    /// part seen in the previous request reported as cache reads) and the reply's.
+    pub real_usage: bool,
+    /// Honour the request's `max_tokens`: a longer reply is cut there, mid-block
+    /// (a tool call's input left incomplete), with stop reason `max_tokens`/`length`.
+    pub output_limit: bool,
+    /// Delay before each answer.
+    pub think_time: Duration,
+}
+
+type Matcher = Box<dyn Fn(&RecordedRequest) -> bool + Send + Sync>;
+
+/// Builds a [`ScriptedServer`] that behaves like a real model in chosen respects.
+pub struct ServerBuilder {
+    wire: Wire,
+    realism: Realism,
+    hooks: Vec<(Matcher, VecDeque<Step>)>,
+}
+
+impl ServerBuilder {
+    /// Refuse requests above `tokens` as the real API does.
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.realism.context_window = Some(tokens);
+        self
+    }
+
+    /// Report usage from the real sizes of requests and replies.
+    pub fn real_usage(mut self) -> Self {
+        self.realism.real_usage = true;
+        self
+    }
+
+    /// Cut replies longer than the request's `max_tokens`.
+    pub fn output_limit(mut self) -> Self {
+        self.realism.output_limit = true;
+        self
+    }
+
+    /// Wait this long before each answer.
+    pub fn think_time(mut self, d: Duration) -> Self {
+        self.realism.think_time = d;
+        self
+    }
+
+    /// A model like a real one: this window, real usage, the output limit honoured.
+    pub fn like_a_real_model(self, window: u64) -> Self {
+        self.context_window(window).real_usage().output_limit()
+    }
+
+    /// Answer requests that match `when` from `steps` (in order, while any are left)
+    /// instead of the main script: how a model reacts to what baton tells it.
+    pub fn when(
+        mut self,
+        when: impl Fn(&RecordedRequest) -> bool + Send + Sync + 'static,
+        steps: Vec<Step>,
+    ) -> Self {
+        self.hooks.push((Box::new(when), steps.into()));
+        self
+    }
+
+    /// Start serving `steps`.
+    pub fn start(self, steps: Vec<Step>) -> ScriptedServer {
+        ScriptedServer::launch(self.wire, steps, self.realism, self.hooks)
+    }
+}
 
 /// A request as the server received it.
 #[derive(Debug, Clone)]
@@ -25,9 +102,38 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Null` if it was not JSON).
     pub body: Value,
+    /// The prompt's size in tokens by the scripted model's count.
+    pub tokens: u64,
+    /// Why the server refused it without using a step: `context` (over the window)
+    /// or `quota` (behind a quota wall); `None` when it was answered from the script.
+    pub refused: Option<String>,
 }
 
 impl RecordedRequest {
+    /// The text of the last user message (its text blocks joined), where baton puts
+    /// its notes to the model.
+    pub fn last_user_text(&self) -> String {
+        let msgs = self.body["messages"].as_array().cloned().unwrap_or_default();
+        let Some(m) = msgs.iter().rev().find(|m| m["role"] == "user") else {
+            return String::new();
+        };
+        match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+
+    /// Whether the last user message holds `text`.
+    pub fn says(&self, text: &str) -> bool {
+        self.last_user_text().contains(text)
+    }
+
     /// The first header named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
@@ -43,6 +149,12 @@ struct Shared {
     steps: Mutex<VecDeque<Step>>,
     requests: Mutex<Vec<RecordedRequest>>,
     stop: AtomicBool,
+    realism: Realism,
+    hooks: Mutex<Vec<(Matcher, VecDeque<Step>)>>,
+    /// The quota wall: until when, and whether to send `retry-after`.
+    wall: Mutex<Option<(Instant, bool)>>,
+    /// Prompt tokens of the last request answered (the cached prefix of the next).
+    last_tokens: Mutex<u64>,
 }
 
 /// A scripted model server; stops when dropped.
@@ -57,11 +169,30 @@ impl ScriptedServer {
     ///
     /// # Panics
     /// If no loopback port can be bound (the test cannot run at all then).
+    pub fn start(wire: Wire, steps: Vec<Step>) -> Self {
+        Self::launch(wire, steps, Realism::default(), Vec::new())
+    }
+
+    /// A server to configure: a context window, real usage, output limits, think
+    /// time, and replies to what baton tells the model.
+    pub fn builder(wire: Wire) -> ServerBuilder {
+        ServerBuilder {
+            wire,
+            realism: Realism::default(),
+            hooks: Vec::new(),
+        }
+    }
+
     #[expect(
         clippy::expect_used,
         reason = "test kit: a test without its server cannot run"
     )]
-    pub fn start(wire: Wire, steps: Vec<Step>) -> Self {
+    fn launch(
+        wire: Wire,
+        steps: Vec<Step>,
+        realism: Realism,
+        hooks: Vec<(Matcher, VecDeque<Step>)>,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         let shared = Arc::new(Shared {
@@ -69,6 +200,10 @@ impl ScriptedServer {
             steps: Mutex::new(steps.into()),
             requests: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
+            realism,
+            hooks: Mutex::new(hooks),
+            wall: Mutex::new(None),
+            last_tokens: Mutex::new(0),
         });
         let s = shared.clone();
         let thread = std::thread::spawn(move || {
@@ -110,6 +245,14 @@ impl ScriptedServer {
             .lock()
             .map(|r| r.clone())
             .unwrap_or_default()
+    }
+
+    /// Requests the server refused without using a step, by reason (`context`, `quota`).
+    pub fn refused(&self, reason: &str) -> usize {
+        self.requests()
+            .iter()
+            .filter(|r| r.refused.as_deref() == Some(reason))
+            .count()
     }
 
     /// Steps not yet consumed.
@@ -160,30 +303,224 @@ fn read_request(stream: &TcpStream) -> std::io::Result<RecordedRequest> {
         .unwrap_or(0);
     let mut body = vec![0u8; len];
     reader.read_exact(&mut body)?;
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let tokens = prompt_tokens(&body);
     Ok(RecordedRequest {
         method,
         path,
         headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        body,
+        tokens,
+        refused: None,
     })
+}
+
+/// The prompt's tokens by the scripted tokenizer: system, tools and messages.
+fn prompt_tokens(body: &Value) -> u64 {
+    let chars: usize = ["system", "tools", "messages"]
+        .iter()
+        .map(|k| match &body[*k] {
+            Value::Null => 0,
+            Value::String(s) => s.len(),
+            v => v.to_string().len(),
+        })
+        .sum();
+    (chars as f64 / CHARS_PER_TOKEN).ceil() as u64
+}
+
+fn poisoned<T>(_: T) -> std::io::Error {
+    std::io::Error::other("poisoned")
+}
+
+fn unix_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// The quota wall's answer: 429 with the reset in the wire's headers.
+fn quota_answer(wire: Wire, left: Duration, retry_after: bool) -> (Vec<(String, String)>, String) {
+    let secs = left.as_secs_f64().ceil().max(1.0) as u64;
+    let mut headers = Vec::new();
+    if retry_after {
+        headers.push(("retry-after".to_string(), secs.to_string()));
+    }
+    match wire {
+        Wire::Anthropic => {
+            let at = unix_now() + left;
+            let rfc3339 = rfc3339(at);
+            for k in ["requests", "tokens", "input-tokens"] {
+                headers.push((format!("anthropic-ratelimit-{k}-reset"), rfc3339.clone()));
+            }
+            headers.push(("anthropic-ratelimit-requests-remaining".into(), "0".into()));
+            let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your organization's rate limit. Please try again later."}}"#;
+            (headers, body.to_string())
+        }
+        Wire::OpenAi => {
+            headers.push(("x-ratelimit-reset-requests".into(), format!("{secs}s")));
+            headers.push(("x-ratelimit-remaining-requests".into(), "0".into()));
+            let body = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"rate_limit_exceeded"}}"#;
+            (headers, body.to_string())
+        }
+    }
+}
+
+/// `2026-12-01T05:42:20.123Z` for a time since the Unix epoch.
+fn rfc3339(t: Duration) -> String {
+    let secs = t.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        t.subsec_millis()
+    )
+}
+
+/// The wire's context-length error for a prompt of `tokens` (+ `max_tokens`).
+fn context_error(wire: Wire, tokens: u64, max_tokens: u64, window: u64) -> String {
+    match wire {
+        Wire::Anthropic if tokens > window => serde_json::json!({"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": format!("prompt is too long: {tokens} tokens > {window} maximum")}})
+        .to_string(),
+        Wire::Anthropic => serde_json::json!({"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": format!("input length and `max_tokens` exceed context limit: {tokens} + {max_tokens} > {window}, decrease input length or `max_tokens` and try again")}})
+        .to_string(),
+        Wire::OpenAi => serde_json::json!({"error": {
+            "message": format!("This model's maximum context length is {window} tokens. However, you requested {} tokens ({tokens} in the messages, {max_tokens} in the completion). Please reduce the length of the messages or completion.", tokens + max_tokens),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+        .to_string(),
+    }
+}
+
+fn block_chars(b: &RBlock) -> usize {
+    match b {
+        RBlock::Text(t) => t.len(),
+        RBlock::Thinking { thinking, .. } => thinking.len(),
+        RBlock::ToolUse { name, input_json, .. } => name.len() + input_json.len(),
+    }
+}
+
+fn cut_str(s: &str, max: usize) -> String {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// The reply as a real model would send it for this request: usage from the real
+/// sizes, and cut at `max_tokens`.
+fn realistic(wire: Wire, realism: &Realism, reply: Reply, req: &RecordedRequest, cached: u64) -> Reply {
+    let mut reply = reply;
+    let out_chars: usize = reply.blocks.iter().map(block_chars).sum();
+    let mut output = (out_chars as f64 / CHARS_PER_TOKEN).ceil() as u64;
+    if realism.output_limit
+        && let Some(max) = req.body["max_tokens"].as_u64()
+        && output > max
+    {
+        let mut budget = (max as f64 * CHARS_PER_TOKEN) as usize;
+        let mut kept = Vec::new();
+        for b in reply.blocks {
+            let n = block_chars(&b);
+            if n <= budget {
+                budget -= n;
+                kept.push(b);
+                continue;
+            }
+            match b {
+                RBlock::Text(t) => kept.push(RBlock::Text(cut_str(&t, budget))),
+                RBlock::Thinking { thinking, signature } => kept.push(RBlock::Thinking {
+                    thinking: cut_str(&thinking, budget),
+                    signature,
+                }),
+                RBlock::ToolUse { id, name, input_json } => kept.push(RBlock::ToolUse {
+                    id,
+                    input_json: cut_str(&input_json, budget.saturating_sub(name.len())),
+                    name,
+                }),
+            }
+            break;
+        }
+        reply.blocks = kept;
+        reply.stop = Some(match wire {
+            Wire::Anthropic => "max_tokens".into(),
+            Wire::OpenAi => "length".into(),
+        });
+        output = max;
+    }
+    if realism.real_usage {
+        let read = cached.min(req.tokens);
+        reply.usage = [req.tokens - read, output.max(1), read, 0];
+    }
+    reply
 }
 
 fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let req = read_request(&stream)?;
+    let mut req = read_request(&stream)?;
+    if !s.realism.think_time.is_zero() {
+        std::thread::sleep(s.realism.think_time);
+    }
+    // Behind a quota wall: 429 until it resets, no step used.
+    let wall = *s.wall.lock().map_err(poisoned)?;
+    if let Some((until, retry_after)) = wall {
+        let now = Instant::now();
+        if now < until {
+            req.refused = Some("quota".into());
+            s.requests.lock().map_err(poisoned)?.push(req);
+            let (headers, body) = quota_answer(s.wire, until - now, retry_after);
+            return status(&mut stream, 429, &headers, &body);
+        }
+    }
+    // Over the context window: the wire's error, no step used.
+    if let Some(window) = s.realism.context_window {
+        let max_tokens = req.body["max_tokens"].as_u64().unwrap_or(0);
+        if req.tokens + max_tokens > window {
+            let body = context_error(s.wire, req.tokens, max_tokens, window);
+            req.refused = Some("context".into());
+            s.requests.lock().map_err(poisoned)?.push(req);
+            return status(&mut stream, 400, &[], &body);
+        }
+    }
+    let hooked = {
+        let mut hooks = s.hooks.lock().map_err(poisoned)?;
+        hooks
+            .iter_mut()
+            .find(|(when, steps)| !steps.is_empty() && when(&req))
+            .and_then(|(_, steps)| steps.pop_front())
+    };
+    let cached = std::mem::replace(&mut *s.last_tokens.lock().map_err(poisoned)?, req.tokens);
+    let real = s.realism.real_usage || s.realism.output_limit;
+    let req_copy = real.then(|| req.clone());
     let n = {
-        let mut r = s
-            .requests
-            .lock()
-            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let mut r = s.requests.lock().map_err(poisoned)?;
         r.push(req);
         r.len()
     };
-    let step = s
-        .steps
-        .lock()
-        .map_err(|_| std::io::Error::other("poisoned"))?
-        .pop_front();
+    let step = match hooked {
+        Some(step) => Some(step),
+        None => s.steps.lock().map_err(poisoned)?.pop_front(),
+    };
+    let step = match (step, req_copy) {
+        (Some(Step::Reply(reply)), Some(req)) => {
+            Some(Step::Reply(realistic(s.wire, &s.realism, reply, &req, cached)))
+        }
+        (step, _) => step,
+    };
     let Some(step) = step else {
         let body = format!(
             r#"{{"type":"error","error":{{"type":"invalid_request_error","message":"scripted server: the script has no step left for request {n}"}}}}"#
@@ -220,6 +557,19 @@ fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
             stream_events(&mut stream, &evs[..events.min(evs.len())], false)?;
             std::thread::sleep(Duration::from_secs(5));
             stream.shutdown(Shutdown::Both)
+        }
+        Step::QuotaWall {
+            reset_in,
+            retry_after,
+        } => {
+            *s.wall.lock().map_err(poisoned)? = Some((Instant::now() + reset_in, retry_after));
+            if let Ok(mut r) = s.requests.lock()
+                && let Some(last) = r.last_mut()
+            {
+                last.refused = Some("quota".into());
+            }
+            let (headers, body) = quota_answer(s.wire, reset_in, retry_after);
+            status(&mut stream, 429, &headers, &body)
         }
     }
 }

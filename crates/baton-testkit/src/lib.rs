@@ -4,6 +4,12 @@
 //! streaming real SSE in small chunks. It can inject every transient fault baton must
 //! survive, and records every request so tests can assert on what baton sent.
 //!
+//! [`ScriptedServer::builder`] makes it behave like a real model where a test needs
+//! that: a context window it enforces with the provider's own error, usage counted
+//! from the real sizes (growing with the conversation), replies cut at the request's
+//! `max_tokens`, think time, quota walls that answer 429 until their reset, and
+//! replies to what baton tells the model (a handoff note, a request to summarise).
+//!
 //! ```
 //! use baton_testkit::{Reply, ScriptedServer, Step, Wire};
 //! let server = ScriptedServer::start(Wire::Anthropic, vec![
@@ -17,7 +23,7 @@ mod http;
 mod script;
 mod wire;
 
-pub use http::{RecordedRequest, ScriptedServer};
+pub use http::{Realism, RecordedRequest, ScriptedServer, ServerBuilder};
 pub use script::{RBlock, Reply, Step, Wire};
 
 /// A fresh temporary directory for a test project, removed when dropped.

@@ -177,6 +177,16 @@ pub enum Step {
         /// Events sent before the stall.
         events: usize,
     },
+    /// A quota wall, as a real provider puts it up: from this request on, every
+    /// request is answered HTTP 429 until `reset_in` has passed (those answers use no
+    /// step), with the reset time in the wire's headers (`retry-after` too when
+    /// `retry_after`); then the script goes on with the next step.
+    QuotaWall {
+        /// How long until the quota resets.
+        reset_in: std::time::Duration,
+        /// Also send `retry-after` (seconds), not only the reset headers.
+        retry_after: bool,
+    },
 }
 
 impl Step {

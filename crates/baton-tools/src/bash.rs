@@ -19,6 +19,15 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 pub const HEAD_BYTES: usize = 15_000;
 /// Output kept from the end of a command's output.
 pub const TAIL_BYTES: usize = 15_000;
+/// Where outputs too large to show whole are saved, relative to the project.
+pub const OUTPUTS: &str = ".baton/outputs";
+
+fn rand_suffix() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    std::process::id().wrapping_mul(7919) ^ NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// After the command exits, how long to keep reading output that its leftover
 /// background processes may still hold open.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(100);
@@ -36,17 +45,73 @@ pub struct BashInput {
     pub run_in_background: Option<bool>,
 }
 
-/// Keeps the first `HEAD_BYTES` and the last `TAIL_BYTES` of a byte stream.
+/// Most bytes of one command's output saved whole under `.baton/outputs/`.
+pub const SPILL_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Keeps the first `HEAD_BYTES` and the last `TAIL_BYTES` of a byte stream; with a
+/// spill directory, an output larger than that is also saved whole (up to
+/// `SPILL_MAX_BYTES`) so the model can search it instead of running it again.
 #[derive(Debug, Default)]
 pub struct CappedOutput {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     omitted: usize,
+    spill_dir: Option<std::path::PathBuf>,
+    /// The file the whole output goes to once it overflows, its name for people, and
+    /// the bytes written.
+    spill: Option<(std::fs::File, String, u64)>,
 }
 
 impl CappedOutput {
+    /// A buffer that saves an overflowing output whole in `dir` (shown as `shown/…`).
+    pub fn spilling_to(dir: std::path::PathBuf) -> Self {
+        Self {
+            spill_dir: Some(dir),
+            ..Self::default()
+        }
+    }
+
+    fn spill(&mut self, bytes: &[u8]) {
+        use std::io::Write as _;
+        if self.spill.is_none()
+            && let Some(dir) = &self.spill_dir
+            && self.head.len() + self.tail.len() + bytes.len() > HEAD_BYTES + TAIL_BYTES
+        {
+            let name = format!(
+                "bash-{}-{}.log",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis())
+                    .unwrap_or_default(),
+                rand_suffix()
+            );
+            let opened = std::fs::create_dir_all(dir)
+                .and_then(|()| std::fs::File::create(dir.join(&name)));
+            if let Ok(mut f) = opened {
+                let (a, b) = self.tail.as_slices();
+                let ok = f.write_all(&self.head).and_then(|()| f.write_all(a)).and_then(|()| f.write_all(b));
+                if ok.is_ok() {
+                    let n = (self.head.len() + self.tail.len()) as u64;
+                    self.spill = Some((f, format!("{OUTPUTS}/{name}"), n));
+                }
+            }
+            self.spill_dir = None;
+        }
+        if let Some((f, _, n)) = self.spill.as_mut()
+            && *n < SPILL_MAX_BYTES
+        {
+            let take = bytes.len().min((SPILL_MAX_BYTES - *n) as usize);
+            if f.write_all(&bytes[..take]).is_ok() {
+                *n += take as u64;
+            }
+        }
+    }
+
     /// Append bytes.
     pub fn push(&mut self, mut bytes: &[u8]) {
+        if self.spill_dir.is_some() || self.spill.is_some() {
+            self.spill(bytes);
+        }
         let room = HEAD_BYTES.saturating_sub(self.head.len());
         if room > 0 {
             let take = room.min(bytes.len());
@@ -65,8 +130,17 @@ impl CappedOutput {
     pub fn render(&self) -> String {
         let mut s = String::from_utf8_lossy(&self.head).into_owned();
         if self.omitted > 0 {
+            let whole = match &self.spill {
+                Some((_, name, n)) if *n >= SPILL_MAX_BYTES => format!(
+                    "; the first {n} bytes are in {name}: search it with Grep or read parts with Read (offset, limit)"
+                ),
+                Some((_, name, _)) => format!(
+                    "; the whole output is in {name}: search it with Grep or read parts with Read (offset, limit) instead of running the command again"
+                ),
+                None => String::new(),
+            };
             s.push_str(&format!(
-                "\n\n... [{} bytes of output omitted] ...\n\n",
+                "\n\n... [{} bytes of output omitted{whole}] ...\n\n",
                 self.omitted
             ));
         }
@@ -136,7 +210,7 @@ async fn run_foreground(
         ctx.processes.adopt(pid);
     }
 
-    let mut out = CappedOutput::default();
+    let mut out = CappedOutput::spilling_to(ctx.project_dir.join(OUTPUTS));
     let mut buf = vec![0u8; 16 * 1024];
     let mut status = None;
     let mut eof = false;
@@ -252,6 +326,30 @@ mod tests {
             "{}",
             &s[14_990..15_060]
         );
+    }
+
+    #[test]
+    fn an_overflowing_output_is_saved_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = CappedOutput::spilling_to(dir.path().join("out"));
+        let data: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for chunk in data.chunks(4096) {
+            c.push(chunk);
+        }
+        let s = c.render();
+        let name = s
+            .split("the whole output is in ")
+            .nth(1)
+            .and_then(|r| r.split(':').next())
+            .unwrap()
+            .to_string();
+        let file = name.strip_prefix(".baton/outputs/").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("out").join(file)).unwrap(), data);
+        // A small output is not saved.
+        let mut small = CappedOutput::spilling_to(dir.path().join("small"));
+        small.push(b"hello\n");
+        assert_eq!(small.render(), "hello\n");
+        assert!(!dir.path().join("small").exists());
     }
 
     #[test]

@@ -44,6 +44,7 @@ async fn a_refused_call_is_answered_and_recorded_but_never_run() {
         max_output_tokens: 1000,
         thinking_budget: 0,
         retry: Default::default(),
+        max_wait: std::time::Duration::ZERO,
     })
     .unwrap();
     let tools = Toolbox::new(ToolContext::new(dir.path().to_path_buf()));
@@ -59,6 +60,7 @@ async fn a_refused_call_is_answered_and_recorded_but_never_run() {
             max_tokens: 0,
             max_duration: None,
             max_continuations: 3,
+            context: Default::default(),
         },
     };
     let mut t = Transcript::create_next(dir.path()).unwrap();

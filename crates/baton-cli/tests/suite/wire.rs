@@ -33,7 +33,9 @@ fn anthropic_request_shape_headers_and_cache_breakpoints() {
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(r.body["model"], "claude-test-model");
     assert_eq!(r.body["stream"], true);
-    assert_eq!(r.body["max_tokens"], 16384);
+    // No max_output_tokens set: the model's own limit (a claude- model the table
+    // does not name gets the family's 32000).
+    assert_eq!(r.body["max_tokens"], 32000);
     assert_eq!(
         r.body["system"][0]["cache_control"],
         json!({"type": "ephemeral"})

@@ -72,6 +72,7 @@ fn state_with_findings() -> State {
             commits: 2,
             sweep: None,
             verifier_cost_usd: 0.0,
+            waited_ms: 0,
             gates: GateReport {
                 flipped: vec![66],
                 unflipped: vec![12],
@@ -86,6 +87,7 @@ fn state_with_findings() -> State {
         }],
         in_progress: None,
         stalled: 0,
+        waiting_until_ms: None,
     }
 }
 
