@@ -508,10 +508,18 @@ fn usage_limited(r: &Value) -> bool {
     if matches!(r["api_error_status"].as_u64(), Some(429 | 529)) {
         return true;
     }
-    let said = r["result"].as_str().unwrap_or_default().to_ascii_lowercase();
-    ["usage limit", "hit your limit", "rate limit", "request rejected (429)"]
-        .iter()
-        .any(|k| said.contains(k))
+    let said = r["result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    [
+        "usage limit",
+        "hit your limit",
+        "rate limit",
+        "request rejected (429)",
+    ]
+    .iter()
+    .any(|k| said.contains(k))
 }
 
 /// When a usage limit resets, from the CLI's words: `Claude AI usage limit
@@ -521,7 +529,10 @@ fn reset_of(said: &str) -> Option<Duration> {
     let (_, unix) = said.rsplit_once('|')?;
     let unix: u64 = unix.trim().parse().ok()?;
     let at = std::time::UNIX_EPOCH.checked_add(Duration::from_secs(unix))?;
-    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
 }
 
 /// Anthropic usage JSON as baton's [`Usage`].
@@ -587,17 +598,28 @@ mod tests {
 
     #[test]
     fn usage_limits_are_recognised() {
-        assert!(usage_limited(&json!({"api_error_status": 429, "result": "API Error: Request rejected (429)"})));
-        assert!(usage_limited(&json!({"result": "Claude AI usage limit reached|1767225600"})));
-        assert!(usage_limited(&json!({"result": "You've hit your limit · resets 3pm (UTC)"})));
-        assert!(!usage_limited(&json!({"api_error_status": 400, "result": "API Error: 400 bad request"})));
+        assert!(usage_limited(
+            &json!({"api_error_status": 429, "result": "API Error: Request rejected (429)"})
+        ));
+        assert!(usage_limited(
+            &json!({"result": "Claude AI usage limit reached|1767225600"})
+        ));
+        assert!(usage_limited(
+            &json!({"result": "You've hit your limit · resets 3pm (UTC)"})
+        ));
+        assert!(!usage_limited(
+            &json!({"api_error_status": 400, "result": "API Error: 400 bad request"})
+        ));
         let later = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs()
             + 600;
         let d = reset_of(&format!("Claude AI usage limit reached|{later}")).unwrap();
-        assert!(d > Duration::from_secs(590) && d <= Duration::from_secs(600), "{d:?}");
+        assert!(
+            d > Duration::from_secs(590) && d <= Duration::from_secs(600),
+            "{d:?}"
+        );
         assert_eq!(reset_of("You've hit your limit · resets 3pm"), None);
     }
 

@@ -222,7 +222,9 @@ impl ModelError {
     pub fn context_overflow(&self) -> Option<ContextOverflow> {
         let message = match self {
             Self::Http {
-                status: 400 | 413, message, ..
+                status: 400 | 413,
+                message,
+                ..
             } => message,
             Self::StreamError { message, .. } => message,
             _ => return None,
@@ -263,29 +265,27 @@ impl ContextOverflow {
             return None;
         }
         let nums = numbers(&m);
-        // "N tokens > M maximum" / "X + Y > Z": the window follows the last '>'.
+        // "N tokens > M maximum" / "X + Y > Z" (prompt + max_tokens): the window
+        // follows the last '>', the prompt's size is the first number before it.
         if let Some((before, after)) = m.rsplit_once('>') {
             let b = numbers(before);
-            let a = numbers(after);
-            if let (Some(&w), Some(&t)) = (a.first(), b.first()) {
-                let tokens = if before.contains('+') {
-                    b.iter().sum()
-                } else {
-                    t
-                };
+            if let (Some(&w), Some(&t)) = (numbers(after).first(), b.first()) {
                 return Some(Self {
-                    tokens: Some(tokens),
+                    tokens: Some(t),
                     window: Some(w),
                 });
             }
         }
-        // "maximum context length is W tokens ... resulted in T tokens" (OpenAI, vLLM).
+        // "maximum context length is W tokens. However, you requested T tokens (P in
+        // the messages, C in the completion)" / "your messages resulted in P tokens".
         if let Some(i) = m.find("context length") {
             let w = numbers(&m[i..]).first().copied();
-            let t = m
-                .find("resulted in")
-                .or_else(|| m.find("requested"))
-                .and_then(|j| numbers(&m[j..]).first().copied());
+            let t = match m.find("in the messages") {
+                Some(j) => numbers(&m[..j]).last().copied(),
+                None => m
+                    .find("resulted in")
+                    .and_then(|j| numbers(&m[j..]).first().copied()),
+            };
             return Some(Self {
                 tokens: t,
                 window: w,
@@ -713,21 +713,37 @@ mod tests {
             })
         );
         assert_eq!(
-            p("input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"),
+            p(
+                "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000, decrease input length or `max_tokens` and try again"
+            ),
             Some(ContextOverflow {
-                tokens: Some(209_573),
+                tokens: Some(188_240),
                 window: Some(200_000)
             })
         );
         assert_eq!(
-            p("invalid_request_error: This model's maximum context length is 8,192 tokens. However, your messages resulted in 9,000 tokens. Please reduce the length of the messages."),
+            p(
+                "invalid_request_error: This model's maximum context length is 40000 tokens. However, you requested 70000 tokens (6000 in the messages, 64000 in the completion). Please reduce the length of the messages or completion."
+            ),
+            Some(ContextOverflow {
+                tokens: Some(6_000),
+                window: Some(40_000)
+            })
+        );
+        assert_eq!(
+            p(
+                "invalid_request_error: This model's maximum context length is 8,192 tokens. However, your messages resulted in 9,000 tokens. Please reduce the length of the messages."
+            ),
             Some(ContextOverflow {
                 tokens: Some(9_000),
                 window: Some(8_192)
             })
         );
         assert!(p("context_length_exceeded").is_some());
-        assert_eq!(p("invalid_request_error: max_tokens: must be positive"), None);
+        assert_eq!(
+            p("invalid_request_error: max_tokens: must be positive"),
+            None
+        );
         assert_eq!(p("rate_limit_error: slow down"), None);
     }
 
@@ -750,7 +766,10 @@ mod tests {
             at.to_rfc3339().parse().unwrap(),
         );
         let d = reset_after(&h).unwrap();
-        assert!(d > Duration::from_secs(590) && d <= Duration::from_secs(600), "{d:?}");
+        assert!(
+            d > Duration::from_secs(590) && d <= Duration::from_secs(600),
+            "{d:?}"
+        );
         assert_eq!(human(Duration::from_secs(45)), "45 s");
         assert_eq!(human(Duration::from_secs(12 * 60)), "12 min");
         assert_eq!(human(Duration::from_secs(3 * 3600 + 20 * 60)), "3 h 20 min");

@@ -500,7 +500,8 @@ impl Session<'_> {
                     // Never fatal: learn the real size, then hand off or compact.
                     Some(o) if st.ctx.overflows < 3 => {
                         let learnt = st.ctx.learn(&o, chars);
-                        let mut why = format!("the server refused the request as too long ({source})");
+                        let mut why =
+                            format!("the server refused the request as too long ({source})");
                         if !learnt.is_empty() {
                             why.push_str(&format!("; {learnt}"));
                         }
@@ -516,8 +517,10 @@ impl Session<'_> {
             st.usage.add(&resp.usage);
             st.cost += cost;
             let u = &resp.usage;
-            st.ctx
-                .observe(chars, u.input_tokens + u.cache_read_tokens + u.cache_write_tokens);
+            st.ctx.observe(
+                chars,
+                u.input_tokens + u.cache_read_tokens + u.cache_write_tokens,
+            );
             let mut content = resp.content.clone();
             if content.is_empty() {
                 content.push(Block::Text {
@@ -542,10 +545,13 @@ impl Session<'_> {
                 );
                 st.final_text = text;
             }
-            self.push(st, Message {
-                role: Role::Assistant,
-                content,
-            });
+            self.push(
+                st,
+                Message {
+                    role: Role::Assistant,
+                    content,
+                },
+            );
             let calls: Vec<(String, String, Value)> = resp
                 .content
                 .iter()
@@ -580,10 +586,13 @@ impl Session<'_> {
                 let results = self
                     .run_tools(transcript, st, turn, &calls, &invalid, &stopped)
                     .await?;
-                self.push(st, Message {
-                    role: Role::User,
-                    content: results,
-                });
+                self.push(
+                    st,
+                    Message {
+                        role: Role::User,
+                        content: results,
+                    },
+                );
                 continue;
             }
             match resp.stop_reason {
@@ -626,7 +635,12 @@ impl Session<'_> {
 
     /// Add a user note: to the last message when it is the user's (tool results),
     /// else as a message of its own. Recorded as a `user` event.
-    fn note(&self, transcript: &mut Transcript, st: &mut State, text: &str) -> Result<(), AgentError> {
+    fn note(
+        &self,
+        transcript: &mut Transcript,
+        st: &mut State,
+        text: &str,
+    ) -> Result<(), AgentError> {
         let block = Block::Text {
             text: text.to_string(),
         };
@@ -646,7 +660,12 @@ impl Session<'_> {
     }
 
     /// Tell the agent to wrap up: commit, write notes, stop, in a few turns.
-    fn handoff(&self, transcript: &mut Transcript, st: &mut State, why: &str) -> Result<(), AgentError> {
+    fn handoff(
+        &self,
+        transcript: &mut Transcript,
+        st: &mut State,
+        why: &str,
+    ) -> Result<(), AgentError> {
         let turns = self.limits.context.handoff_turns.max(1);
         let tokens = st.ctx.estimate();
         transcript.record(Event::Handoff {
@@ -677,9 +696,12 @@ impl Session<'_> {
     /// fits. False when it cannot be made to fit.
     fn make_room(&self, st: &mut State) -> bool {
         let target = ((st.ctx.window as f64) * st.ctx.threshold * 0.9) as u64;
-        let need = st.ctx.chars_over(target.min(st.ctx.window - st.ctx.reserve()));
+        let need = st
+            .ctx
+            .chars_over(target.min(st.ctx.window - st.ctx.reserve()));
         if need > 0 {
-            let (_, first) = context::take_out_results(&mut st.messages, need, &st.outputs, st.turns);
+            let (_, first) =
+                context::take_out_results(&mut st.messages, need, &st.outputs, st.turns);
             if let Some(i) = first {
                 st.ctx.recount_from(&st.messages, i);
             }
@@ -689,7 +711,10 @@ impl Session<'_> {
 
     /// Replace the conversation by the model's summary of it. False when no summary
     /// could be had (the caller hands off instead).
-    #[expect(clippy::too_many_arguments, reason = "one call site; the session's parts")]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one call site; the session's parts"
+    )]
     async fn compact(
         &self,
         transcript: &mut Transcript,
@@ -713,7 +738,10 @@ impl Session<'_> {
             }),
         }
         // The summarising request must fit too: take old results out of it first.
-        let room = st.ctx.window.saturating_sub(u64::from(SUMMARY_MAX_TOKENS) + st.ctx.reserve());
+        let room = st
+            .ctx
+            .window
+            .saturating_sub(u64::from(SUMMARY_MAX_TOKENS) + st.ctx.reserve());
         if st.ctx.estimate() + 200 > room {
             let need = st.ctx.chars_over(room.saturating_sub(200));
             context::take_out_results(&mut messages, need, &st.outputs, st.turns);
@@ -724,7 +752,10 @@ impl Session<'_> {
             messages: &messages,
             max_tokens: Some(SUMMARY_MAX_TOKENS.min(self.client.config().max_output_tokens)),
         };
-        let resp = match self.send(transcript, st.turns, &req, cancel, deadline).await? {
+        let resp = match self
+            .send(transcript, st.turns, &req, cancel, deadline)
+            .await?
+        {
             Some(Ok(r)) => r,
             Some(Err(ModelError::Cancelled)) | None => return Ok(false),
             Some(Err(e)) if e.context_overflow().is_some() => return Ok(false),

@@ -160,7 +160,8 @@ impl Runner<'_> {
             .pause
             .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
         let started = Instant::now();
-        let deadline = (max_hours > 0.0).then(|| started + Duration::from_secs_f64(max_hours * 3600.0));
+        let deadline =
+            (max_hours > 0.0).then(|| started + Duration::from_secs_f64(max_hours * 3600.0));
         let max_wait = Duration::from_secs_f64(self.cfg.run.max_wait_hours * 3600.0);
         let mut waited = Duration::ZERO;
         let mut probes = 0u32;
@@ -227,9 +228,9 @@ impl Runner<'_> {
                 Some(AgentError::UsageLimit {
                     message, reset_in, ..
                 }) => {
-                    let wait = reset_in
-                        .filter(|d| !d.is_zero())
-                        .unwrap_or_else(|| baton_agent::retry::probe_delay(&self.cfg.retry, probes));
+                    let wait = reset_in.filter(|d| !d.is_zero()).unwrap_or_else(|| {
+                        baton_agent::retry::probe_delay(&self.cfg.retry, probes)
+                    });
                     probes += u32::from(reset_in.is_none());
                     if waited + wait > max_wait {
                         return Ok(RunEnd::Limit(format!(

@@ -113,7 +113,10 @@ impl RecordedRequest {
     /// The text of the last user message (its text blocks joined), where baton puts
     /// its notes to the model.
     pub fn last_user_text(&self) -> String {
-        let msgs = self.body["messages"].as_array().cloned().unwrap_or_default();
+        let msgs = self.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let Some(m) = msgs.iter().rev().find(|m| m["role"] == "user") else {
             return String::new();
         };
@@ -122,6 +125,25 @@ impl RecordedRequest {
             Value::Array(blocks) => blocks
                 .iter()
                 .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+
+    /// The text of the first message: the session's prompt (its brief).
+    pub fn first_user_text(&self) -> String {
+        let first = &self.body["messages"][0];
+        let first = if first["role"] == "system" {
+            &self.body["messages"][1]
+        } else {
+            first
+        };
+        match &first["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
                 .filter_map(|b| b["text"].as_str())
                 .collect::<Vec<_>>()
                 .join("\n"),
@@ -151,8 +173,8 @@ struct Shared {
     stop: AtomicBool,
     realism: Realism,
     hooks: Mutex<Vec<(Matcher, VecDeque<Step>)>>,
-    /// The quota wall: until when, and whether to send `retry-after`.
-    wall: Mutex<Option<(Instant, bool)>>,
+    /// The quota wall: until when, whether to send `retry-after`, whether hard.
+    wall: Mutex<Option<(Instant, bool, bool)>>,
     /// Prompt tokens of the last request answered (the cached prefix of the next).
     last_tokens: Mutex<u64>,
 }
@@ -339,11 +361,30 @@ fn unix_now() -> Duration {
 }
 
 /// The quota wall's answer: 429 with the reset in the wire's headers.
-fn quota_answer(wire: Wire, left: Duration, retry_after: bool) -> (Vec<(String, String)>, String) {
+fn quota_answer(
+    wire: Wire,
+    left: Duration,
+    retry_after: bool,
+    hard: bool,
+) -> (Vec<(String, String)>, String) {
     let secs = left.as_secs_f64().ceil().max(1.0) as u64;
     let mut headers = Vec::new();
     if retry_after {
         headers.push(("retry-after".to_string(), secs.to_string()));
+    }
+    if hard {
+        headers.push(("x-should-retry".into(), "false".into()));
+        if wire == Wire::Anthropic {
+            let reset = (unix_now() + left).as_secs();
+            headers.push((
+                "anthropic-ratelimit-unified-status".into(),
+                "rejected".into(),
+            ));
+            headers.push((
+                "anthropic-ratelimit-unified-reset".into(),
+                reset.to_string(),
+            ));
+        }
     }
     match wire {
         Wire::Anthropic => {
@@ -410,7 +451,9 @@ fn block_chars(b: &RBlock) -> usize {
     match b {
         RBlock::Text(t) => t.len(),
         RBlock::Thinking { thinking, .. } => thinking.len(),
-        RBlock::ToolUse { name, input_json, .. } => name.len() + input_json.len(),
+        RBlock::ToolUse {
+            name, input_json, ..
+        } => name.len() + input_json.len(),
     }
 }
 
@@ -424,7 +467,13 @@ fn cut_str(s: &str, max: usize) -> String {
 
 /// The reply as a real model would send it for this request: usage from the real
 /// sizes, and cut at `max_tokens`.
-fn realistic(wire: Wire, realism: &Realism, reply: Reply, req: &RecordedRequest, cached: u64) -> Reply {
+fn realistic(
+    wire: Wire,
+    realism: &Realism,
+    reply: Reply,
+    req: &RecordedRequest,
+    cached: u64,
+) -> Reply {
     let mut reply = reply;
     let out_chars: usize = reply.blocks.iter().map(block_chars).sum();
     let mut output = (out_chars as f64 / CHARS_PER_TOKEN).ceil() as u64;
@@ -443,11 +492,18 @@ fn realistic(wire: Wire, realism: &Realism, reply: Reply, req: &RecordedRequest,
             }
             match b {
                 RBlock::Text(t) => kept.push(RBlock::Text(cut_str(&t, budget))),
-                RBlock::Thinking { thinking, signature } => kept.push(RBlock::Thinking {
+                RBlock::Thinking {
+                    thinking,
+                    signature,
+                } => kept.push(RBlock::Thinking {
                     thinking: cut_str(&thinking, budget),
                     signature,
                 }),
-                RBlock::ToolUse { id, name, input_json } => kept.push(RBlock::ToolUse {
+                RBlock::ToolUse {
+                    id,
+                    name,
+                    input_json,
+                } => kept.push(RBlock::ToolUse {
                     id,
                     input_json: cut_str(&input_json, budget.saturating_sub(name.len())),
                     name,
@@ -477,12 +533,12 @@ fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
     }
     // Behind a quota wall: 429 until it resets, no step used.
     let wall = *s.wall.lock().map_err(poisoned)?;
-    if let Some((until, retry_after)) = wall {
+    if let Some((until, retry_after, hard)) = wall {
         let now = Instant::now();
         if now < until {
             req.refused = Some("quota".into());
             s.requests.lock().map_err(poisoned)?.push(req);
-            let (headers, body) = quota_answer(s.wire, until - now, retry_after);
+            let (headers, body) = quota_answer(s.wire, until - now, retry_after, hard);
             return status(&mut stream, 429, &headers, &body);
         }
     }
@@ -516,9 +572,9 @@ fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
         None => s.steps.lock().map_err(poisoned)?.pop_front(),
     };
     let step = match (step, req_copy) {
-        (Some(Step::Reply(reply)), Some(req)) => {
-            Some(Step::Reply(realistic(s.wire, &s.realism, reply, &req, cached)))
-        }
+        (Some(Step::Reply(reply)), Some(req)) => Some(Step::Reply(realistic(
+            s.wire, &s.realism, reply, &req, cached,
+        ))),
         (step, _) => step,
     };
     let Some(step) = step else {
@@ -561,14 +617,16 @@ fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
         Step::QuotaWall {
             reset_in,
             retry_after,
+            hard,
         } => {
-            *s.wall.lock().map_err(poisoned)? = Some((Instant::now() + reset_in, retry_after));
+            *s.wall.lock().map_err(poisoned)? =
+                Some((Instant::now() + reset_in, retry_after, hard));
             if let Ok(mut r) = s.requests.lock()
                 && let Some(last) = r.last_mut()
             {
                 last.refused = Some("quota".into());
             }
-            let (headers, body) = quota_answer(s.wire, reset_in, retry_after);
+            let (headers, body) = quota_answer(s.wire, reset_in, retry_after, hard);
             status(&mut stream, 429, &headers, &body)
         }
     }

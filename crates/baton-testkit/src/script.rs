@@ -186,10 +186,23 @@ pub enum Step {
         reset_in: std::time::Duration,
         /// Also send `retry-after` (seconds), not only the reset headers.
         retry_after: bool,
+        /// A hard usage limit: `x-should-retry: false` and the subscription headers
+        /// (`anthropic-ratelimit-unified-status: rejected`, `-unified-reset`), which make
+        /// clients such as Claude Code give up at once instead of retrying.
+        hard: bool,
     },
 }
 
 impl Step {
+    /// A quota wall for `reset_in` whose reset time is only in the rate-limit headers.
+    pub fn quota_wall(reset_in: std::time::Duration) -> Self {
+        Self::QuotaWall {
+            reset_in,
+            retry_after: false,
+            hard: false,
+        }
+    }
+
     /// HTTP 429 with `retry-after` in seconds.
     pub fn rate_limited(retry_after_secs: u32) -> Self {
         Self::Status {

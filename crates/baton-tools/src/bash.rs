@@ -85,11 +85,14 @@ impl CappedOutput {
                     .unwrap_or_default(),
                 rand_suffix()
             );
-            let opened = std::fs::create_dir_all(dir)
-                .and_then(|()| std::fs::File::create(dir.join(&name)));
+            let opened =
+                std::fs::create_dir_all(dir).and_then(|()| std::fs::File::create(dir.join(&name)));
             if let Ok(mut f) = opened {
                 let (a, b) = self.tail.as_slices();
-                let ok = f.write_all(&self.head).and_then(|()| f.write_all(a)).and_then(|()| f.write_all(b));
+                let ok = f
+                    .write_all(&self.head)
+                    .and_then(|()| f.write_all(a))
+                    .and_then(|()| f.write_all(b));
                 if ok.is_ok() {
                     let n = (self.head.len() + self.tail.len()) as u64;
                     self.spill = Some((f, format!("{OUTPUTS}/{name}"), n));
@@ -344,7 +347,10 @@ mod tests {
             .unwrap()
             .to_string();
         let file = name.strip_prefix(".baton/outputs/").unwrap();
-        assert_eq!(std::fs::read(dir.path().join("out").join(file)).unwrap(), data);
+        assert_eq!(
+            std::fs::read(dir.path().join("out").join(file)).unwrap(),
+            data
+        );
         // A small output is not saved.
         let mut small = CappedOutput::spilling_to(dir.path().join("small"));
         small.push(b"hello\n");

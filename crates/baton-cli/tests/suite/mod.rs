@@ -1,5 +1,6 @@
 mod browser;
 mod claude_code;
+mod endurance;
 mod events;
 mod exec;
 mod faults;

@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::*;
 
-const TOML: &str =
+pub(super) const TOML: &str =
     "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\nstall_sessions = 3\n";
 
-fn features(passes: &[bool]) -> String {
+pub(super) fn features(passes: &[bool]) -> String {
     let list: Vec<Value> = passes
         .iter()
         .enumerate()
@@ -27,7 +27,7 @@ fn features(passes: &[bool]) -> String {
     serde_json::to_string_pretty(&list).unwrap() + "\n"
 }
 
-fn new_project() -> Project {
+pub(super) fn new_project() -> Project {
     let p = Project::with_toml(TOML);
     std::fs::write(
         p.path().join("app_spec.txt"),
@@ -39,7 +39,7 @@ fn new_project() -> Project {
     p
 }
 
-fn git(p: &Project, args: &[&str]) -> String {
+pub(super) fn git(p: &Project, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(p.path())
@@ -53,7 +53,7 @@ fn git(p: &Project, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn initializer(list: &str) -> Vec<Step> {
+pub(super) fn initializer(list: &str) -> Vec<Step> {
     vec![
         Step::Reply(Reply::tools(&[
             (
@@ -79,7 +79,7 @@ fn initializer(list: &str) -> Vec<Step> {
 
 /// An honest coding session: start the app, implement, flip only its own feature,
 /// commit, write notes.
-fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
+pub(super) fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
     vec![
         Step::Reply(Reply::tools(&[
             ("Bash", json!({"command": "./init.sh"})),
@@ -100,7 +100,7 @@ fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
     ]
 }
 
-fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
+pub(super) fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let out = baton(&server, Wire::Anthropic)
         .arg("run")

@@ -1,0 +1,514 @@
+//! What real models do over a night, played by a scripted model that behaves like
+//! one: a context window it enforces with the provider's own error, usage that
+//! grows with the conversation, replies cut at `max_tokens`, quota walls that answer
+//! 429 until their reset. Each test fails if baton stops surviving it.
+
+use std::process::Output;
+use std::time::Duration;
+
+use baton_agent::transcript::Event;
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::run::{TOML, features, honest, initializer};
+use super::*;
+
+/// A run project (three features) with `extra` in its baton.toml.
+fn project(extra: &str) -> Project {
+    let p = Project::with_toml(&format!("{TOML}{extra}"));
+    std::fs::write(
+        p.path().join("app_spec.txt"),
+        "Build a tiny app with three features.\n",
+    )
+    .unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    let ok = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    p
+}
+
+fn run_with(p: &Project, server: &ScriptedServer, wire: Wire, extra: &[&str]) -> Output {
+    baton(server, wire)
+        .arg("run")
+        .arg(p.path())
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// A Bash call whose output is about 29 kB (about 10k tokens once JSON-escaped).
+fn filler() -> Step {
+    Step::Reply(Reply::tool("Bash", json!({"command": "seq 1 6000"})))
+}
+
+/// The brief of session `n` opens the request's first message.
+fn in_session(n: u32) -> impl Fn(&baton_testkit::RecordedRequest) -> bool {
+    move |r| {
+        r.first_user_text()
+            .contains(&format!("# Brief from baton (session {n})"))
+    }
+}
+
+const HANDOFF: &str = "context window is nearly full";
+
+/// How the agent wraps up when told: notes, commit, stop.
+fn wrap_up() -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "echo 'Session 2: read the logs; nothing verified yet; next: feature 1.' >> claude-progress.txt && git add -A && git commit -qm 'Notes before the context ran out'"}),
+        )),
+        Step::Reply(Reply::text("Handing off: notes written and committed.")),
+    ]
+}
+
+fn the_whole_run(steps_after_init: Vec<Step>) -> Vec<Step> {
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(steps_after_init);
+    steps
+}
+
+fn status_json(p: &Project) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("status")
+        .arg(p.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_session_that_fills_its_window_hands_off_and_the_run_completes() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let p = project("[agent]\ncontext_window = 40000\n");
+        let mut rest = honest(1, &[true, false, false]);
+        rest.extend(honest(2, &[true, true, false]));
+        rest.extend(honest(3, &[true, true, true]));
+        let server = ScriptedServer::builder(wire)
+            .like_a_real_model(40_000)
+            .when(|r| r.says(HANDOFF), wrap_up())
+            .when(
+                move |r| in_session(2)(r) && !r.says(HANDOFF),
+                (0..10).map(|_| filler()).collect(),
+            )
+            .start(the_whole_run(rest));
+        let out = run_with(&p, &server, wire, &[]);
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
+        assert_eq!(server.remaining(), 0, "{wire:?}");
+        // baton acted at its threshold, before the window was reached: at most one
+        // request refused as too long in the session (its estimate may run short).
+        assert!(server.refused("context") <= 1, "{wire:?}");
+        let t = p.transcript(2);
+        assert_consistent(&t);
+        assert_eq!(end_of(&t).0, "context_full", "{wire:?}");
+        let reasons: Vec<String> = t
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::Handoff { reason, .. } => Some(reason.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(
+            count(
+                &t,
+                |e| matches!(e, Event::ToolResult { name, .. } if name == "Bash")
+            ) >= 2,
+            "the fillers ran before the handoff"
+        );
+        // The work of the handoff is committed and the next session is told.
+        assert!(
+            super::run::git(&p, &["log", "--oneline"]).contains("Notes before the context ran out")
+        );
+        let brief = server
+            .requests()
+            .iter()
+            .map(|r| r.first_user_text())
+            .find(|t| t.contains("# Brief from baton (session 3)"))
+            .unwrap();
+        assert!(brief.contains("filled its context window"), "{brief}");
+        let s = status_json(&p);
+        assert_eq!(s["passing"], 3);
+        assert_eq!(s["totals"]["context_full"], 1);
+        assert_eq!(s["sessions"][1]["outcome"], "context_full");
+    }
+}
+
+#[test]
+fn compaction_replaces_the_conversation_and_the_session_goes_on() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let p = project("[agent]\ncontext_window = 40000\ncontext = \"compact\"\n");
+        // After the compaction the session implements feature 1 itself.
+        let mut rest = honest(1, &[true, false, false]);
+        rest.extend(honest(2, &[true, true, false]));
+        rest.extend(honest(3, &[true, true, true]));
+        let compacted = "baton compacted this session";
+        let server = ScriptedServer::builder(wire)
+            .like_a_real_model(40_000)
+            .when(
+                |r| r.says("replaced by your summary"),
+                vec![Step::Reply(Reply::text(
+                    "SUMMARY: working on feature 1; read the sequence logs; nothing verified yet.",
+                ))],
+            )
+            .when(
+                move |r| in_session(2)(r) && !r.first_user_text().contains(compacted),
+                (0..10).map(|_| filler()).collect(),
+            )
+            .start(the_whole_run(rest));
+        let out = run_with(&p, &server, wire, &["--json"]);
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
+        assert_eq!(server.remaining(), 0, "{wire:?}");
+        assert!(server.refused("context") <= 1, "{wire:?}");
+        let t = p.transcript(2);
+        assert_consistent(&t);
+        assert_eq!(end_of(&t).0, "completed", "{wire:?}");
+        let summaries: Vec<String> = t
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::Compaction {
+                    summary,
+                    tokens_before,
+                    tokens_after,
+                    ..
+                } => {
+                    assert!(
+                        tokens_after * 2 < *tokens_before,
+                        "{tokens_before} → {tokens_after}"
+                    );
+                    Some(summary.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(summaries.len(), 1, "{wire:?}");
+        assert!(summaries[0].starts_with("SUMMARY:"));
+        // The request after the compaction starts afresh from the prompt and summary.
+        let reqs = server.requests();
+        let after = reqs
+            .iter()
+            .find(|r| r.first_user_text().contains(compacted))
+            .unwrap();
+        assert!(
+            after
+                .first_user_text()
+                .contains("SUMMARY: working on feature 1")
+        );
+        assert!(
+            after
+                .first_user_text()
+                .contains("# Brief from baton (session 2)")
+        );
+        let msgs = after.body["messages"].as_array().unwrap().len();
+        assert!(msgs <= 2, "{msgs} messages after compaction");
+        // Session 2 made feature 1 pass after its compaction.
+        let s = status_json(&p);
+        assert_eq!(s["sessions"][1]["flipped"], json!([1]));
+        // The live view's JSON stream says so.
+        let events = stdout(&out);
+        assert!(
+            events.lines().any(|l| l.contains("\"type\":\"context\"") && l.contains("\"action\":\"compact\"")),
+            "{events}"
+        );
+        // `baton log` shows it.
+        let log = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["log", p.path().to_str().unwrap(), "--session", "2"])
+            .output()
+            .unwrap();
+        assert!(
+            stdout(&log).contains("context compacted after turn"),
+            "{}",
+            stdout(&log)
+        );
+    }
+}
+
+#[test]
+fn a_context_length_error_teaches_the_window_and_is_never_fatal() {
+    // baton believes the model has 200k tokens; the server has 40k and says so.
+    let wire = Wire::Anthropic;
+    let p = project("[agent]\ncontext_window = 200000\nmax_output_tokens = 8000\n");
+    let mut rest = honest(1, &[true, false, false]);
+    rest.extend(honest(2, &[true, true, false]));
+    rest.extend(honest(3, &[true, true, true]));
+    let server = ScriptedServer::builder(wire)
+        .like_a_real_model(40_000)
+        .when(|r| r.says(HANDOFF), wrap_up())
+        .when(
+            move |r| in_session(2)(r) && !r.says(HANDOFF),
+            (0..10).map(|_| filler()).collect(),
+        )
+        .start(the_whole_run(rest));
+    let out = run_with(&p, &server, wire, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0);
+    // Refused once, then never again above the window it learnt.
+    assert_eq!(server.refused("context"), 1);
+    let t = p.transcript(2);
+    assert_consistent(&t);
+    assert_eq!(end_of(&t).0, "context_full");
+    let reason = t
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::Handoff { reason, window, .. } => Some((reason.clone(), *window)),
+            _ => None,
+        })
+        .unwrap();
+    assert!(reason.0.contains("prompt is too long"), "{}", reason.0);
+    assert!(
+        reason.0.contains("the window is 40000 tokens"),
+        "{}",
+        reason.0
+    );
+    assert_eq!(reason.1, 40_000);
+    // The big results were taken out of the conversation to make the wrap-up fit,
+    // and saved whole.
+    let outputs: Vec<_> = std::fs::read_dir(p.path().join(".baton/outputs"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(!outputs.is_empty());
+}
+
+#[test]
+fn a_result_of_megabytes_is_cut_and_saved_whole() {
+    let p = Project::new();
+    // 3 MB in 30,000 lines: Read returns 2,000 lines of 100 characters.
+    let line = "x".repeat(99);
+    let big: String = (0..30_000).map(|i| format!("{i:05}{line}\n")).collect();
+    std::fs::write(p.path().join("big.log"), &big).unwrap();
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                ("Bash", json!({"command": "seq 1 1000000"})),
+                ("Read", json!({"file_path": "big.log"})),
+            ])),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let results = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    // Bash: head and tail, and the whole output (6.9 MB) saved.
+    let bash = &results[0].1;
+    assert!(bash.len() < 40_000, "{}", bash.len());
+    let saved = bash
+        .split("the whole output is in ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap();
+    let whole = std::fs::read_to_string(p.path().join(saved)).unwrap();
+    let expected: String = (1..=1_000_000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(whole.len(), expected.len());
+    assert!(whole == expected);
+    // Read (200 kB of lines): over the 25k-token budget of one result; cut, saved.
+    let read = &results[1].1;
+    assert!(read.len() < 80_000, "{}", read.len());
+    assert!(
+        read.contains("over the 25000-token budget"),
+        "{}",
+        &read[..200]
+    );
+    let saved = read
+        .split(" is in ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap();
+    let whole = std::fs::read_to_string(p.path().join(saved)).unwrap();
+    assert!(whole.contains("01999xxx"), "the whole Read result is kept");
+    assert!(whole.len() > 200_000);
+}
+
+#[test]
+fn a_tool_call_cut_by_the_output_limit_is_never_run() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let p = Project::with_toml("[agent]\nmax_output_tokens = 1000\n");
+        let big = "line of the big file\n".repeat(1_000);
+        let (out, server) = {
+            let server = ScriptedServer::builder(wire)
+                .output_limit()
+                .real_usage()
+                .start(vec![
+                    // 21 kB in one Write: cut at 1000 tokens, its JSON left incomplete.
+                    Step::Reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "big.txt", "content": big}),
+                    )),
+                    // Told so, the model writes in smaller parts.
+                    Step::Reply(Reply::tool(
+                        "Write",
+                        json!({"file_path": "big.txt", "content": "part one\n"}),
+                    )),
+                    Step::Reply(Reply::text("Written in parts.")),
+                ]);
+            let out = baton(&server, wire)
+                .arg("exec")
+                .arg(p.path())
+                .args(["--prompt", "write the big file"])
+                .output()
+                .unwrap();
+            (out, server)
+        };
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
+        let reqs = server.requests();
+        assert_eq!(reqs[0].body["max_tokens"], 1000);
+        let results = tool_results(wire, &reqs[1].body);
+        assert!(results[0].2, "{results:?}");
+        assert!(
+            results[0].1.contains("cut off by the output token limit"),
+            "{results:?}"
+        );
+        assert!(results[0].1.contains("NOT run"), "{results:?}");
+        assert_eq!(p.file("big.txt"), "part one\n", "{wire:?}");
+        let t = p.transcript(1);
+        assert_consistent(&t);
+    }
+}
+
+#[test]
+fn a_quota_wall_is_waited_out_and_the_run_completes() {
+    // Anthropic names the reset in anthropic-ratelimit-*-reset (RFC 3339) only; the
+    // wall lasts 20 s, far beyond the 2 s retry cap.
+    for (wire, reset) in [(Wire::Anthropic, 20), (Wire::OpenAi, 6)] {
+        let p = project("");
+        // The retry cap: 2 s.
+        let toml = p
+            .file("baton.toml")
+            .replace("max_delay_ms = 50", "max_delay_ms = 2000");
+        std::fs::write(p.path().join("baton.toml"), toml).unwrap();
+        let mut rest = vec![Step::quota_wall(Duration::from_secs(reset))];
+        rest.extend(honest(1, &[true, false, false]));
+        rest.extend(honest(2, &[true, true, false]));
+        rest.extend(honest(3, &[true, true, true]));
+        let server = ScriptedServer::start(wire, the_whole_run(rest));
+        let out = run_with(&p, &server, wire, &["--json"]);
+        assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
+        assert_eq!(server.remaining(), 0);
+        // Few requests while the wall stood: the first refusal and at most two more.
+        let refused = server.refused("quota");
+        assert!(
+            (1..=3).contains(&refused),
+            "{wire:?}: {refused} requests refused"
+        );
+        let t = p.transcript(2);
+        assert_consistent(&t);
+        let waits: Vec<u64> = t
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::Wait { until_ms, .. } => Some(until_ms - r.t_ms),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(waits.len(), 1, "{wire:?}: {waits:?}");
+        assert!(waits[0] >= (reset - 1) * 1000, "{waits:?}");
+        let events = stdout(&out);
+        assert!(
+            events.lines().any(|l| l.contains("\"type\":\"waiting\"")),
+            "{events}"
+        );
+        let s = status_json(&p);
+        assert!(s["sessions"][1]["waited_secs"].as_f64().unwrap() >= (reset - 1) as f64);
+        assert!(s["totals"]["waited_secs"].as_f64().unwrap() >= (reset - 1) as f64);
+        assert_eq!(s["passing"], 3);
+    }
+}
+
+#[test]
+fn a_quota_wall_without_a_reset_time_is_probed_slowly() {
+    // 429s that name no reset: after the retries, probes every quota_probe_secs.
+    let p = Project::new();
+    let toml = p
+        .file("baton.toml")
+        .replace("max_attempts = 6", "max_attempts = 2\nquota_probe_secs = 2");
+    std::fs::write(p.path().join("baton.toml"), toml).unwrap();
+    let no_reset = || {
+        Step::error(
+            429,
+            "rate_limit_error",
+            "Number of requests has exceeded your rate limit",
+        )
+    };
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            no_reset(),
+            no_reset(),
+            no_reset(),
+            no_reset(),
+            Step::Reply(Reply::text("done after the wall")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "done after the wall\n");
+    assert_eq!(server.requests().len(), 5);
+    let err = stderr(&out);
+    assert!(err.contains("quota reached; waiting"), "{err}");
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    // Each round: a retry inside the cap, then a probe wait of 2 s, then 4 s.
+    assert_eq!(count(&t, |e| matches!(e, Event::Retry { .. })), 2);
+    let waits: Vec<u64> = t
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Wait { until_ms, .. } => Some((until_ms - r.t_ms + 500) / 1000),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(waits, [2, 4]);
+}
+
+#[test]
+fn a_quota_that_resets_beyond_the_longest_wait_stops_the_run_with_exit_2() {
+    let p = project("");
+    let toml = p
+        .file("baton.toml")
+        .replace("[run]\n", "[run]\nmax_wait_hours = 0.01\n");
+    std::fs::write(p.path().join("baton.toml"), toml).unwrap();
+    let mut rest = vec![Step::quota_wall(Duration::from_secs(3_600))];
+    rest.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, the_whole_run(rest));
+    let out = run_with(&p, &server, Wire::Anthropic, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("beyond the longest wait allowed"), "{err}");
+    assert!(err.contains("max_wait_hours"), "{err}");
+    assert_eq!(server.refused("quota"), 1);
+    // Nothing is lost: the initializer's work stands, the session is recorded.
+    let s = status_json(&p);
+    assert_eq!(s["total"], 3);
+    assert_eq!(s["sessions"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_tool_result_budget_applies_to_every_tool() {
+    // A small budget: a Grep over many matches is cut like Bash output.
+    let p = Project::with_toml("[agent]\ntool_result_max_tokens = 200\n");
+    let lines: String = (0..400).map(|i| format!("needle {i}\n")).collect();
+    std::fs::write(p.path().join("hay.txt"), lines).unwrap();
+    let (out, server) = exec(
+        &p,
+        Wire::OpenAi,
+        vec![
+            Step::Reply(Reply::tool(
+                "Grep",
+                json!({"pattern": "needle", "output_mode": "content"}),
+            )),
+            Step::Reply(Reply::text("found")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &tool_results(Wire::OpenAi, &server.requests()[1].body)[0].1;
+    assert!(r.contains("over the 200-token budget"), "{r}");
+    assert!(r.len() < 1_000, "{}", r.len());
+}
