@@ -131,6 +131,9 @@ pub struct RunConfig {
     pub pause_secs: f64,
     /// Coding sessions in a row without a newly passing feature before the run stops.
     pub stall_sessions: u32,
+    /// Failed attempts at a feature before it is deferred behind every other failing
+    /// feature; 0 = never defer.
+    pub feature_attempts: u32,
 }
 
 impl Default for RunConfig {
@@ -141,6 +144,7 @@ impl Default for RunConfig {
             max_hours: 0.0,
             pause_secs: 3.0,
             stall_sessions: 3,
+            feature_attempts: 3,
         }
     }
 }

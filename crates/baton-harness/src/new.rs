@@ -34,6 +34,7 @@ min_features = {min}             # fewest baton accepts
 # max_hours = 0                  # per `baton run`; 0 = no limit
 pause_secs = 3                   # between sessions
 stall_sessions = 3               # coding sessions in a row without a new pass before stopping
+feature_attempts = 3             # failed attempts before a feature is deferred; 0 = never
 
 [git]
 # Used only when git has no identity configured for this repository.
