@@ -429,9 +429,12 @@ fn charts(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     o.push_str(r##"<p class="note">Times are UTC. Every session is listed, with its start, under <a href="#sessions">Sessions</a>.</p></div>"##);
 }
 
+/// Features (1-based) with their records.
+type Numbered<'a> = Vec<(usize, &'a FeatureRecord)>;
+
 /// Failing features an agent blocked, and failing features deferred (not blocked),
-/// as (number, record), by number.
-fn set_aside(r: &Records) -> (Vec<(usize, &FeatureRecord)>, Vec<(usize, &FeatureRecord)>) {
+/// by number.
+fn set_aside(r: &Records) -> (Numbered<'_>, Numbered<'_>) {
     let failing = |n: usize| {
         n.checked_sub(1)
             .and_then(|i| r.features.get(i))
