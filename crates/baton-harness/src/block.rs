@@ -214,6 +214,8 @@ pub fn unblock(files: &Files, n: usize) -> Result<String, HarnessError> {
         )));
     };
     state.features.remove(&n);
+    // A person acted: the next run gets to work on it even after a stall.
+    state.stalled = 0;
     let session = state.sessions.last().map_or(0, |s| s.number);
     files.append_ledger(&LedgerEntry {
         t_ms: now_ms(),
@@ -327,5 +329,57 @@ mod tests {
             ]
         );
         assert_eq!(declared(dir.path(), 99), Vec::new());
+    }
+
+    #[test]
+    fn unblock_clears_the_block_attempts_and_stall_and_refuses_what_is_not_blocked() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path().to_path_buf(), Default::default());
+        let err = |n: usize| unblock(&files, n).unwrap_err().to_string();
+        assert!(err(1).contains("no accepted feature list"), "{}", err(1));
+        let list = FeatureList::parse(
+            r#"[{"category":"c","description":"One","steps":[],"passes":true},
+                {"category":"c","description":"Two","steps":[],"passes":false}]"#,
+            "f.json",
+        )
+        .unwrap();
+        files.save_accepted(&list).unwrap();
+        let mut state = State {
+            stalled: 3,
+            ..State::default()
+        };
+        state.features.insert(
+            2,
+            crate::state::FeatureRecord {
+                attempts: 2,
+                blocked: Some("needs a key".into()),
+                blocked_in: Some(4),
+                ..Default::default()
+            },
+        );
+        state.save(&files.dir).unwrap();
+        assert_eq!(
+            err(0),
+            "there is no feature 0: features are numbered 1 to 2"
+        );
+        assert_eq!(
+            err(3),
+            "there is no feature 3: features are numbered 1 to 2"
+        );
+        assert_eq!(err(1), "feature 1 is not blocked (blocked: #2)");
+        let done = unblock(&files, 2).unwrap();
+        assert!(
+            done.starts_with("unblocked feature 2 (Two); it was blocked: needs a key; cleared 2 failed attempt(s)."),
+            "{done}"
+        );
+        let after = State::load(&files.dir).unwrap();
+        assert!(after.features.is_empty());
+        assert_eq!(after.stalled, 0);
+        let ledger = std::fs::read_to_string(files.ledger()).unwrap();
+        assert!(
+            ledger.contains("\"kind\":\"unblocked\",\"feature\":2"),
+            "{ledger}"
+        );
+        assert_eq!(err(2), "feature 2 is not blocked (blocked: none)");
     }
 }

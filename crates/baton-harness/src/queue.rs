@@ -100,6 +100,26 @@ pub fn count_attempt(
     })
 }
 
+/// Count a coding session towards a stall. Only a session that had an unblocked
+/// feature to work on (`worked`) and made nothing newly pass counts. A feature's
+/// first deferral starts the count afresh (the next session works on another
+/// feature), but only once until a feature newly passes: an agent that makes nothing
+/// pass still stalls, after about `feature_attempts + stall_sessions` sessions.
+pub fn count_stall(state: &mut State, newly_passing: bool, worked: bool, first_deferral: bool) {
+    if newly_passing {
+        state.stalled = 0;
+        state.restarted_by_deferral = false;
+        return;
+    }
+    if worked {
+        state.stalled += 1;
+    }
+    if first_deferral && !state.restarted_by_deferral {
+        state.stalled = 0;
+        state.restarted_by_deferral = true;
+    }
+}
+
 /// Forget what is recorded about features that pass in `list` (or are not in it).
 pub fn forget_passing(state: &mut State, list: &FeatureList) {
     state.features.retain(|&n, _| fails(list, n));
@@ -238,6 +258,31 @@ mod tests {
         // Once passing, the record is forgotten.
         forget_passing(&mut s, &list(&[false, true, false, false]));
         assert_eq!(s.features.keys().copied().collect::<Vec<_>>(), vec![3, 4]);
+    }
+
+    #[test]
+    fn a_first_deferral_restarts_the_stall_count_once_until_something_passes() {
+        let mut s = State::default();
+        count_stall(&mut s, false, true, false);
+        count_stall(&mut s, false, true, false);
+        assert_eq!(s.stalled, 2);
+        // The third failure defers the feature: the count starts afresh.
+        count_stall(&mut s, false, true, true);
+        assert_eq!((s.stalled, s.restarted_by_deferral), (0, true));
+        // The next feature fails three times too: no second restart without progress.
+        count_stall(&mut s, false, true, false);
+        count_stall(&mut s, false, true, false);
+        count_stall(&mut s, false, true, true);
+        assert_eq!(s.stalled, 3);
+        // A session that blocked its target (nothing to work on) does not count.
+        count_stall(&mut s, false, false, false);
+        assert_eq!(s.stalled, 3);
+        // Progress: the count and the restart are back.
+        count_stall(&mut s, true, true, false);
+        assert_eq!((s.stalled, s.restarted_by_deferral), (0, false));
+        count_stall(&mut s, false, true, false);
+        count_stall(&mut s, false, true, true);
+        assert_eq!(s.stalled, 0);
     }
 
     #[test]

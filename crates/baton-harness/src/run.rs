@@ -725,13 +725,12 @@ impl Runner<'_> {
                 ));
             }
         }
-        // Only sessions that had an unblocked feature to work on count towards a stall;
-        // a first deferral starts the count afresh (the next session works on another).
-        if !record.gates.flipped.is_empty() || first_deferral {
-            state.stalled = 0;
-        } else if record.target.is_some() && !target_blocked {
-            state.stalled += 1;
-        }
+        queue::count_stall(
+            state,
+            !record.gates.flipped.is_empty(),
+            record.target.is_some() && !target_blocked,
+            first_deferral,
+        );
         Ok(notes)
     }
 

@@ -121,6 +121,10 @@ pub struct State {
     pub in_progress: Option<InProgress>,
     /// Coding sessions in a row without a newly passing feature.
     pub stalled: u32,
+    /// A first deferral restarted `stalled` and no feature newly passed since: the next
+    /// deferral does not restart it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarted_by_deferral: bool,
     /// Failing features with failed attempts, deferred or blocked, by number (1-based).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub features: BTreeMap<usize, FeatureRecord>,

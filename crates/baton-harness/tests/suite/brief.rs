@@ -87,6 +87,7 @@ fn state_with_findings() -> State {
         }],
         in_progress: None,
         stalled: 0,
+        restarted_by_deferral: false,
         features: set_aside(),
     }
 }
