@@ -473,3 +473,76 @@ fn the_initializer_and_the_verifier_are_not_offered_block_feature() {
         features(&[true, false, false], false)
     );
 }
+
+#[test]
+fn a_block_declared_before_a_kill_is_recorded_when_the_run_resumes() {
+    let p = project("[run]\npause_secs = 0\n", false);
+    let steps = vec![Step::Reply(Reply::tools(&[
+        (
+            "BlockFeature",
+            json!({"feature": 2, "reason": "needs the vendor's SDK licence file"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "sleep 30 & echo $! > sleeper.pid; wait"}),
+        ),
+    ]))];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let mut child = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = p.path().join("sleeper.pid");
+    let t0 = std::time::Instant::now();
+    while p.file("sleeper.pid").trim().is_empty()
+        && t0.elapsed() < std::time::Duration::from_secs(60)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(pid_file.exists(), "the session never started its command");
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    // Stop the orphaned sleep by its own pid.
+    let _ = std::process::Command::new("kill")
+        .arg(p.file("sleeper.pid").trim())
+        .status();
+    assert_eq!(state(&p)["in_progress"]["target"], 1);
+
+    let (out, server) = run(
+        &p,
+        vec![Step::Reply(Reply::text("looking"))],
+        &["--max-sessions", "1"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("blocked #2 (the agent says: needs the vendor's SDK licence file)"),
+        "{err}"
+    );
+    let s = state(&p);
+    assert_eq!(s["sessions"][0]["outcome"], "killed");
+    assert_eq!(
+        s["features"]["2"]["blocked"],
+        "needs the vendor's SDK licence file"
+    );
+    // The killed session's target counted a failed attempt, with its outcome, and so
+    // did the session after it.
+    assert_eq!(s["features"]["1"]["attempts"], 2);
+    let b = prompt_of(&server, 0);
+    assert!(
+        next_section(&b).contains("   Tried in 1 earlier session(s) without passing; last time: the session ended (killed) without it passing."),
+        "{b}"
+    );
+    assert!(
+        next_section(&b).contains("take the first)\n1. [functional] Feature 1\n"),
+        "{b}"
+    );
+    assert!(!next_section(&b).contains("Feature 2"), "{b}");
+    assert!(
+        b.contains("#2 (needs the vendor's SDK licence file)"),
+        "{b}"
+    );
+}
