@@ -126,9 +126,10 @@ pub fn forget_passing(state: &mut State, list: &FeatureList) {
 }
 
 /// Whether a session with this outcome counts as an attempt at its target: not when
-/// a person interrupted it or the model provider failed.
+/// a person interrupted it, the model provider failed, or its quota ran out
+/// (`usage_limit`).
 pub fn counts_as_attempt(outcome: &str) -> bool {
-    !matches!(outcome, "interrupted" | "error")
+    !matches!(outcome, "interrupted" | "error" | "usage_limit")
 }
 
 /// Why `target` did not pass after the session `record`, as far as the gates know.
@@ -327,5 +328,6 @@ mod tests {
         );
         assert!(counts_as_attempt("killed") && counts_as_attempt("max_turns"));
         assert!(!counts_as_attempt("interrupted") && !counts_as_attempt("error"));
+        assert!(!counts_as_attempt("usage_limit"));
     }
 }

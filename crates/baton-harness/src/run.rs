@@ -725,10 +725,11 @@ impl Runner<'_> {
                 ));
             }
         }
+        // A session stopped by the provider's usage limit had no fair chance either.
         queue::count_stall(
             state,
             !record.gates.flipped.is_empty(),
-            record.target.is_some() && !target_blocked,
+            record.target.is_some() && !target_blocked && record.outcome != "usage_limit",
             first_deferral,
         );
         Ok(notes)
