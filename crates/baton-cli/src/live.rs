@@ -388,6 +388,17 @@ impl RunView {
         let t = self.totals();
         let (outcome, code, reason) = match end {
             Ok(RunEnd::Complete) => ("complete", 0, "every feature passes".to_string()),
+            Ok(RunEnd::CompleteExceptBlocked(b)) => (
+                "complete_except_blocked",
+                4,
+                format!(
+                    "every feature passes except blocked {}",
+                    b.iter()
+                        .map(|n| format!("#{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
             Ok(RunEnd::Limit(l)) => ("limit", 2, l.clone()),
             Ok(RunEnd::Stalled(n)) => (
                 "stalled",

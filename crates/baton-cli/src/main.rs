@@ -47,18 +47,35 @@ enum Command {
     /// checks the feature list (only "passes" may change), commits leftovers, and
     /// records everything in DIR/.baton/. Rerunning resumes.
     ///
-    /// Exit codes: 0 every feature passes; 2 a limit was reached (--max-sessions,
-    /// --budget-usd, --max-hours); 3 stalled (baton.toml [run] stall_sessions coding
-    /// sessions in a row without a newly passing feature); 130 interrupted; 1 error.
+    /// A feature that fails [run] feature_attempts times (default 3) is deferred behind
+    /// the other failing features; one the agent declares blocked (BlockFeature, with a
+    /// reason) is not handed out until `baton unblock DIR N`.
+    ///
+    /// Exit codes: 0 every feature passes; 4 every feature passes except blocked ones
+    /// (see `baton status`); 2 a limit was reached (--max-sessions, --budget-usd,
+    /// --max-hours); 3 stalled (baton.toml [run] stall_sessions coding sessions in a row
+    /// without a newly passing feature); 130 interrupted; 1 error.
     Run(run_cmd::RunArgs),
     /// Show features passing (overall and per category), sessions with their time,
-    /// tokens, cost and gate findings, the next features, and whether the tree is clean.
+    /// tokens, cost and gate findings, the next features, the features that need a
+    /// person (blocked, deferred), and whether the tree is clean.
     Status {
         /// The project directory.
         dir: PathBuf,
         /// Print JSON (stable; see docs/harness.md).
         #[arg(long)]
         json: bool,
+    },
+    /// Hand a feature an agent declared blocked out again, once you have acted on its
+    /// reason: clears the block and its failed attempts (recorded in the ledger).
+    ///
+    /// Run it while no `baton run` works on DIR. Exit codes: 0 unblocked; 1 error (no
+    /// such feature, or it is not blocked).
+    Unblock {
+        /// The project directory.
+        dir: PathBuf,
+        /// The feature's number (its 1-based position in the feature list).
+        feature: String,
     },
     /// Run one agent session in DIR with PROMPT and print the model's final text.
     ///
@@ -128,6 +145,9 @@ fn main() -> ExitCode {
         } => run_cmd::new(&dir, &spec, features, force).map(|()| ExitCode::SUCCESS),
         Command::Run(args) => run_cmd::run(args, &secrets),
         Command::Status { dir, json } => run_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
+        Command::Unblock { dir, feature } => {
+            run_cmd::unblock(&dir, &feature).map(|()| ExitCode::SUCCESS)
+        }
         Command::Exec(args) => exec::run(args, &secrets),
         Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),

@@ -190,6 +190,10 @@ pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
         let s = baton_harness::status::status(&files)?;
         let why = match &end {
             RunEnd::Complete => "complete: every feature passes".to_string(),
+            RunEnd::CompleteExceptBlocked(b) => format!(
+                "complete except blocked feature(s) {}: see `baton status`, then `baton unblock DIR N`",
+                b.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(", ")
+            ),
             RunEnd::Limit(l) => format!("stopped: {l}"),
             RunEnd::Stalled(n) => {
                 format!("stalled: {n} coding sessions in a row without a newly passing feature")
@@ -221,6 +225,20 @@ pub fn new(dir: &Path, spec: &Path, features: u32, force: bool) -> anyhow::Resul
         features,
         dir.display()
     );
+    Ok(())
+}
+
+/// Run `baton unblock`.
+pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
+    let Ok(feature) = feature.trim().trim_start_matches('#').parse::<usize>() else {
+        bail!(
+            "{feature:?} is not a feature number (features are numbered from 1, as in `baton status`)"
+        );
+    };
+    let dir = project_dir(dir)?;
+    let cfg = Config::load(&dir)?;
+    let done = baton_harness::block::unblock(&Files::new(dir, cfg.project), feature)?;
+    eprintln!("baton: {done}");
     Ok(())
 }
 

@@ -135,6 +135,9 @@ pub struct RunConfig {
     /// beyond the retry cap, a CLI's usage limit), in hours; a later reset stops the
     /// run with exit 2. 0 = never wait.
     pub max_wait_hours: f64,
+    /// Failed attempts at a feature before it is deferred behind every other failing
+    /// feature; 0 = never defer.
+    pub feature_attempts: u32,
 }
 
 impl Default for RunConfig {
@@ -146,6 +149,7 @@ impl Default for RunConfig {
             pause_secs: 3.0,
             stall_sessions: 3,
             max_wait_hours: 6.0,
+            feature_attempts: 3,
         }
     }
 }

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use baton_ledger::FeatureList;
 
 use crate::files::Files;
-use crate::git;
 use crate::state::State;
 use crate::verify::CheckRun;
+use crate::{git, queue};
 
 /// Lines of the progress notes' tail shown.
 const NOTES_LINES: usize = 40;
@@ -19,6 +19,8 @@ const NOTES_BYTES: usize = 2_000;
 const NEXT_FEATURES: usize = 5;
 /// Steps of the first failing feature shown.
 const STEPS_SHOWN: usize = 10;
+/// Blocked or deferred features named in the "Set aside" section, each.
+const SET_ASIDE_SHOWN: usize = 5;
 
 fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -205,15 +207,14 @@ pub fn brief(
         b,
         "\n## Next failing features (in priority order; take the first)"
     );
-    let failing: Vec<(usize, &baton_ledger::Feature)> = list
-        .features
+    let order = queue::order(list, state);
+    let failing: Vec<(usize, &baton_ledger::Feature)> = order
         .iter()
-        .enumerate()
-        .filter(|(_, f)| !f.passes)
         .take(NEXT_FEATURES)
+        .filter_map(|&n| list.features.get(n - 1).map(|f| (n - 1, f)))
         .collect();
     if failing.is_empty() {
-        let _ = writeln!(b, "- None: every feature passes.");
+        let _ = writeln!(b, "- None: every feature passes or is blocked.");
     }
     for (k, (i, f)) in failing.into_iter().enumerate() {
         if k > 0 {
@@ -243,7 +244,16 @@ pub fn brief(
                 f.steps.len() - STEPS_SHOWN
             );
         }
+        if let Some(r) = state.features.get(&(i + 1)).filter(|r| r.attempts > 0) {
+            let _ = writeln!(
+                b,
+                "   Tried in {} earlier session(s) without passing; last time: {}. Find out why before repeating the same approach.",
+                r.attempts,
+                cut(r.last_reason.as_deref().unwrap_or("unknown"), 200)
+            );
+        }
     }
+    set_aside(&mut b, list, state);
 
     let _ = writeln!(b, "\n## Recent commits (git log --oneline -20)");
     let log = git::log_oneline(&files.dir, 20);
@@ -270,6 +280,55 @@ pub fn brief(
         let _ = writeln!(b, "{tail}");
     }
     b
+}
+
+/// Blocked features (not the agent's to work on) and deferred ones (they come back).
+fn set_aside(b: &mut String, list: &FeatureList, state: &State) {
+    let blocked = queue::blocked(list, state);
+    let deferred = queue::deferred(list, state);
+    if blocked.is_empty() && deferred.is_empty() {
+        return;
+    }
+    let more = |n: usize| {
+        if n > SET_ASIDE_SHOWN {
+            format!("; … and {} more", n - SET_ASIDE_SHOWN)
+        } else {
+            String::new()
+        }
+    };
+    let _ = writeln!(b, "\n## Set aside");
+    if !blocked.is_empty() {
+        let shown: Vec<String> = blocked
+            .iter()
+            .take(SET_ASIDE_SHOWN)
+            .map(|n| {
+                let why = state.features.get(n).and_then(|r| r.blocked.as_deref());
+                format!("#{n} ({})", cut(&one_line(why.unwrap_or_default()), 60))
+            })
+            .collect();
+        let _ = writeln!(
+            b,
+            "- Blocked, waiting for a person; not yours to work on: {}{}.",
+            shown.join("; "),
+            more(blocked.len())
+        );
+    }
+    if !deferred.is_empty() {
+        let shown: Vec<String> = deferred
+            .iter()
+            .take(SET_ASIDE_SHOWN)
+            .map(|n| {
+                let tries = state.features.get(n).map_or(0, |r| r.attempts);
+                format!("#{n} ({tries} attempts)")
+            })
+            .collect();
+        let _ = writeln!(
+            b,
+            "- Deferred after failed attempts; they come back after every other failing feature: {}{}.",
+            shown.join(", "),
+            more(deferred.len())
+        );
+    }
 }
 
 fn one_line(s: &str) -> String {

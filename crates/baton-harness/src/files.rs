@@ -105,7 +105,8 @@ pub struct LedgerEntry {
     pub t_ms: u64,
     /// The session after which it happened.
     pub session: u32,
-    /// `accepted`, `flip`, `unflip`, `violation`, `restore`.
+    /// `accepted`, `flip`, `unflip`, `verify_failed`, `verifier_rejected`, `violation`,
+    /// `regression`, `deferred`, `blocked`, `unblocked` (docs/harness.md).
     pub kind: String,
     /// The feature (1-based), where it concerns one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

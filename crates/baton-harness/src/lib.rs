@@ -10,6 +10,7 @@
 //! # }
 //! ```
 
+pub mod block;
 pub mod brief;
 mod error;
 pub mod files;
@@ -18,6 +19,7 @@ pub mod git;
 pub mod guard;
 pub mod new;
 pub mod prompts;
+pub mod queue;
 pub mod run;
 pub mod state;
 pub mod status;

@@ -73,11 +73,16 @@ pub fn initializer(names: &ProjectConfig, problem: Option<&str>) -> String {
     p
 }
 
-/// A coding session's first message: the prompt, then the brief.
-pub fn coding(names: &ProjectConfig, brief: &str, browser: bool) -> String {
+/// What a coding session is told about `BlockFeature` (baton's own agent loop only).
+const BLOCK_FEATURE: &str = "\n\nIf a feature truly cannot be made to pass in this environment (an external service or account it needs is not available, or it contradicts the specification), call BlockFeature with its number and a reason a person can act on, note it in the progress notes and end the session. Never use it to skip hard work: a feature that is difficult is not blocked.";
+
+/// A coding session's first message: the prompt, then the brief. `block_feature`:
+/// the session offers the `BlockFeature` tool.
+pub fn coding(names: &ProjectConfig, brief: &str, browser: bool, block_feature: bool) -> String {
     format!(
-        "{}\n\n{brief}",
-        fill(CODING, names).replace("{browser}", how_to_verify(&names.kind, browser))
+        "{}{}\n\n{brief}",
+        fill(CODING, names).replace("{browser}", how_to_verify(&names.kind, browser)),
+        if block_feature { BLOCK_FEATURE } else { "" }
     )
 }
 

@@ -2,6 +2,7 @@
 //! stalls. The agent's word is never a stop condition; the ledger decides.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_agent::cli_session::CliBackend;
@@ -15,13 +16,14 @@ use baton_ledger::FeatureList;
 use baton_tools::{ToolGate, Toolbox};
 use tokio_util::sync::CancellationToken;
 
+use crate::block::BlockTool;
 use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry};
 use crate::gates::{GateReport, Gates};
 use crate::guard::FeatureListGuard;
 use crate::state::{InProgress, SessionKind, SessionRecord, State};
 use crate::verify::{self, CheckRun, Checker};
-use crate::{brief, git, prompts, verifier};
+use crate::{block, brief, git, prompts, queue, verifier};
 
 /// Limits given on the command line; `None` falls back to `baton.toml`.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +43,8 @@ pub struct RunOptions {
 pub enum RunEnd {
     /// Every feature passes.
     Complete,
+    /// Every feature passes but these (1-based), which an agent declared blocked.
+    CompleteExceptBlocked(Vec<usize>),
     /// A limit was reached (which one).
     Limit(String),
     /// Sessions in a row without a newly passing feature.
@@ -54,6 +58,7 @@ impl RunEnd {
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Complete => 0,
+            Self::CompleteExceptBlocked(_) => 4,
             Self::Limit(_) => 2,
             Self::Stalled(_) => 3,
             Self::Interrupted => 130,
@@ -106,6 +111,8 @@ pub struct Runner<'a> {
 struct Finished {
     record: SessionRecord,
     error: Option<AgentError>,
+    /// Features the session declared blocked, with the reasons.
+    blocks: Vec<(usize, String)>,
 }
 
 impl Runner<'_> {
@@ -128,21 +135,26 @@ impl Runner<'_> {
             self.tools.attach(hub.clone());
             Some(hub)
         };
-        let end = self.run_sessions().await;
+        // BlockFeature, offered only while a coding session of our own loop runs.
+        let block = Arc::new(BlockTool::default());
+        if let Backend::Loop(_) = &self.backend {
+            self.tools.attach(block.clone());
+        }
+        let end = self.run_sessions(&block).await;
         if let Some(hub) = hub {
             hub.shutdown().await;
         }
         end
     }
 
-    async fn run_sessions(&self) -> Result<RunEnd, HarnessError> {
+    async fn run_sessions(&self, block: &BlockTool) -> Result<RunEnd, HarnessError> {
         let dir = &self.files.dir;
         if !git::is_repo(dir) {
             git::git(dir, &["init", "-q"])?;
         }
         git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
         let mut state = State::load(dir)?;
-        let mut accepted = self.adopt()?;
+        let mut accepted = self.adopt(&mut state)?;
         if let Some(ip) = state.in_progress.clone() {
             self.reporter.line(&format!(
                 "resuming: session {:04} ({}) did not finish; running its gates now",
@@ -150,7 +162,7 @@ impl Runner<'_> {
                 ip.kind.name()
             ));
             let f = self.finish(&ip, None, &mut accepted, None).await?;
-            self.record(&mut state, f.record, &mut accepted)?;
+            self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
         }
         let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
         let budget = self.opts.budget_usd.unwrap_or(self.cfg.run.budget_usd);
@@ -169,8 +181,13 @@ impl Runner<'_> {
         let mut init_failures = 0u32;
         let mut problem: Option<String> = None;
         loop {
-            if accepted.as_ref().is_some_and(FeatureList::all_pass) {
-                return Ok(RunEnd::Complete);
+            if let Some(list) = &accepted {
+                if list.all_pass() {
+                    return Ok(RunEnd::Complete);
+                }
+                if queue::order(list, &state).is_empty() {
+                    return Ok(RunEnd::CompleteExceptBlocked(queue::blocked(list, &state)));
+                }
             }
             if self.stop.is_cancelled() {
                 return Ok(RunEnd::Interrupted);
@@ -205,12 +222,12 @@ impl Runner<'_> {
                 SessionKind::Initializer
             };
             let f = self
-                .session(kind, &state, problem.as_deref(), &mut accepted, deadline)
+                .session(kind, &state, problem.as_deref(), &mut accepted, block, deadline)
                 .await?;
             this_run += 1;
             let error = f.error;
             let outcome = f.record.outcome.clone();
-            self.record(&mut state, f.record, &mut accepted)?;
+            self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
             match error {
                 None => {}
                 // The provider's quota will not be back in time: a limit, not an error.
@@ -272,8 +289,9 @@ impl Runner<'_> {
         }
     }
 
-    /// The accepted list, or the project's own list adopted as the baseline.
-    fn adopt(&self) -> Result<Option<FeatureList>, HarnessError> {
+    /// The accepted list, or the project's own list adopted as the baseline (which
+    /// starts the per-feature records afresh: their numbers may mean other features now).
+    fn adopt(&self, state: &mut State) -> Result<Option<FeatureList>, HarnessError> {
         if let Some(a) = self.files.load_accepted()? {
             return Ok(Some(a));
         }
@@ -285,6 +303,14 @@ impl Runner<'_> {
             HarnessError::Input(format!("cannot adopt the existing feature list: {e}"))
         })?;
         self.files.save_accepted(&list)?;
+        if !state.features.is_empty() {
+            self.reporter.line(&format!(
+                "cleared the attempts, deferrals and blocks of {} feature(s): they belonged to the list adopted before",
+                state.features.len()
+            ));
+            state.features.clear();
+            state.save(&self.files.dir)?;
+        }
         self.files.append_ledger(&LedgerEntry {
             t_ms: now_ms(),
             session: 0,
@@ -358,6 +384,7 @@ impl Runner<'_> {
         state: &State,
         problem: Option<&str>,
         accepted: &mut Option<FeatureList>,
+        block: &BlockTool,
         deadline: Option<Instant>,
     ) -> Result<Finished, HarnessError> {
         let dir = &self.files.dir;
@@ -367,6 +394,12 @@ impl Runner<'_> {
             SessionKind::Coding => self.sweep(number, accepted).await?,
             SessionKind::Initializer => None,
         };
+        // The target is the first of the brief's list: computed after the sweep, from
+        // the same list and state as the brief.
+        let target = match (kind, accepted.as_ref()) {
+            (SessionKind::Coding, Some(list)) => queue::order(list, state).first().copied(),
+            _ => None,
+        };
         let ip = InProgress {
             number,
             kind,
@@ -374,6 +407,7 @@ impl Runner<'_> {
             head_before: git::head(dir),
             notes_before: self.files.read_notes(),
             sweep: sweep.clone(),
+            target,
         };
         let mut saved = state.clone();
         saved.in_progress = Some(ip.clone());
@@ -383,6 +417,7 @@ impl Runner<'_> {
                 &self.files.names,
                 &brief::brief(&self.files, list, state, number, sweep.as_ref()),
                 self.cfg.browser.enabled,
+                matches!(self.backend, Backend::Loop(_)),
             ),
             _ => prompts::initializer(&self.files.names, problem),
         };
@@ -410,9 +445,14 @@ impl Runner<'_> {
                     prices: self.prices,
                     limits,
                 };
-                session
+                if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
+                    block.open(list);
+                }
+                let result = session
                     .run_until(&mut transcript, &system, &prompt, &self.stop)
-                    .await
+                    .await;
+                block.close();
+                result
             }
             Backend::Cli(cli) => {
                 let hook_args = match kind {
@@ -607,6 +647,10 @@ impl Runner<'_> {
             }
         }
         let summary = summarize(&self.files.dir, ip.number);
+        let blocks = match ip.kind {
+            SessionKind::Coding => block::declared(&self.files.dir, ip.number),
+            SessionKind::Initializer => Vec::new(),
+        };
         g.report.refusals = summary.refusals;
         g.report.evidence = summary.evidence;
         let (mut gates, new_accepted) = g.finish(&ip.notes_before)?;
@@ -643,22 +687,27 @@ impl Runner<'_> {
             sweep: ip.sweep.clone(),
             verifier_cost_usd: verifier_cost,
             waited_ms,
+            target: ip.target,
         };
-        Ok(Finished { record, error })
+        Ok(Finished {
+            record,
+            error,
+            blocks,
+        })
     }
 
     fn record(
         &self,
         state: &mut State,
         record: SessionRecord,
+        blocks: &[(usize, String)],
         accepted: &mut Option<FeatureList>,
     ) -> Result<(), HarnessError> {
-        if record.kind == SessionKind::Coding && record.outcome != "usage_limit" {
-            if record.gates.flipped.is_empty() {
-                state.stalled += 1;
-            } else {
-                state.stalled = 0;
-            }
+        let mut notes = Vec::new();
+        if record.kind == SessionKind::Coding
+            && let Some(list) = accepted.as_ref()
+        {
+            notes = self.features_after(state, &record, blocks, list)?;
         }
         let g = &record.gates;
         let passing = accepted.as_ref().map_or(0, FeatureList::passing);
@@ -677,6 +726,9 @@ impl Runner<'_> {
             line.push_str(&format!(" · flipped {}", list(&g.flipped)));
         }
         self.reporter.line(&line);
+        for n in &notes {
+            self.reporter.line(n);
+        }
         for v in &g.violations {
             self.reporter
                 .line(&format!("  gate: restored the feature list: {v}"));
@@ -694,6 +746,89 @@ impl Runner<'_> {
         state.sessions.push(record);
         state.in_progress = None;
         state.save(&self.files.dir)
+    }
+
+    /// After a coding session: forget features that pass, record the blocks it
+    /// declared, count a failed attempt at its target (deferring it at the limit), and
+    /// count the stall. Returns run lines for people.
+    fn features_after(
+        &self,
+        state: &mut State,
+        record: &SessionRecord,
+        blocks: &[(usize, String)],
+        list: &FeatureList,
+    ) -> Result<Vec<String>, HarnessError> {
+        let mut notes = Vec::new();
+        let passes = |n: usize| list.features.get(n - 1).is_some_and(|f| f.passes);
+        let desc = |n: usize| {
+            list.features
+                .get(n - 1)
+                .map(|f| f.description.clone())
+                .unwrap_or_default()
+        };
+        let entry = |kind: &str, n: usize, detail: String| LedgerEntry {
+            t_ms: now_ms(),
+            session: record.number,
+            kind: kind.into(),
+            feature: Some(n),
+            detail,
+            commit: None,
+            evidence: Vec::new(),
+        };
+        queue::forget_passing(state, list);
+        for (n, reason) in blocks {
+            let n = *n;
+            if n == 0 || n > list.features.len() || passes(n) {
+                continue;
+            }
+            let r = state.features.entry(n).or_default();
+            r.blocked = Some(reason.clone());
+            r.blocked_in = Some(record.number);
+            self.files
+                .append_ledger(&entry("blocked", n, format!("{}: {reason}", desc(n))))?;
+            notes.push(format!(
+                "  blocked #{n} (the agent says: {}); `baton unblock` hands it out again",
+                queue::cut(reason, 200)
+            ));
+        }
+        let target = record.target.filter(|&t| !passes(t));
+        let target_blocked = target.is_some_and(|t| blocks.iter().any(|(n, _)| *n == t));
+        let mut first_deferral = false;
+        if let Some(t) = target
+            && !target_blocked
+            && queue::counts_as_attempt(&record.outcome)
+        {
+            let reason = queue::failure_reason(record, t);
+            let limit = self.cfg.run.feature_attempts;
+            if let Some(d) = queue::count_attempt(state, t, record.number, reason.clone(), limit) {
+                first_deferral = d.first;
+                self.files.append_ledger(&entry(
+                    "deferred",
+                    t,
+                    format!(
+                        "{}: deferred after {} failed attempt(s); last: {reason}",
+                        desc(t),
+                        d.attempts
+                    ),
+                ))?;
+                let next = queue::order(list, state)
+                    .first()
+                    .map_or("nothing else".to_string(), |n| format!("#{n}"));
+                notes.push(format!(
+                    "  deferred #{t} after {} failed attempt(s) ({}); next: {next}",
+                    d.attempts,
+                    queue::cut(&reason, 200)
+                ));
+            }
+        }
+        // A session stopped by the provider's usage limit had no fair chance either.
+        queue::count_stall(
+            state,
+            !record.gates.flipped.is_empty(),
+            record.target.is_some() && !target_blocked && record.outcome != "usage_limit",
+            first_deferral,
+        );
+        Ok(notes)
     }
 
     /// Validate the initializer's list; accept it (all features failing) or leave `None`.

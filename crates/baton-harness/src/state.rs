@@ -1,6 +1,7 @@
 //! `.baton/state.json`: what every session of the project did, written atomically
 //! after each step so a crash or `kill -9` loses nothing that was decided.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use baton_agent::model::Usage;
@@ -64,6 +65,10 @@ pub struct SessionRecord {
     /// session, or after it for an agent CLI's usage limit).
     #[serde(default)]
     pub waited_ms: u64,
+    /// The feature (1-based) the session was handed: the first of its brief's list.
+    /// `None` for the initializer and for sessions recorded before baton kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<usize>,
 }
 
 /// A session that was started and has not been recorded as ended.
@@ -82,6 +87,32 @@ pub struct InProgress {
     /// The regression sweep run before it.
     #[serde(default)]
     pub sweep: Option<CheckRun>,
+    /// The feature (1-based) it was handed, for a coding session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<usize>,
+}
+
+/// What baton remembers about a failing feature that was handed out and did not
+/// pass, or that an agent declared blocked. Forgotten once the feature passes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FeatureRecord {
+    /// Coding sessions handed this feature that ended without it passing.
+    pub attempts: u32,
+    /// Deferred behind every failing feature that is not: the session after which
+    /// it was (last) deferred. Features deferred later are handed out later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deferred: Option<u32>,
+    /// Declared blocked by an agent (`BlockFeature`), with its reason: never handed
+    /// out until a person runs `baton unblock`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
+    /// The session that declared the block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_in: Option<u32>,
+    /// Why the last attempt failed, where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_reason: Option<String>,
 }
 
 /// The whole record.
@@ -99,6 +130,13 @@ pub struct State {
     /// (Unix ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_until_ms: Option<u64>,
+    /// A first deferral restarted `stalled` and no feature newly passed since: the next
+    /// deferral does not restart it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarted_by_deferral: bool,
+    /// Failing features with failed attempts, deferred or blocked, by number (1-based).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<usize, FeatureRecord>,
 }
 
 impl State {
@@ -143,5 +181,49 @@ impl State {
         self.sessions
             .iter()
             .fold(0.0, |a, s| a + s.cost_usd + s.verifier_cost_usd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn a_state_file_without_targets_or_feature_records_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".baton")).unwrap();
+        // As written before baton kept targets and per-feature records.
+        let old = r#"{"version": 1, "stalled": 2,
+            "sessions": [{"number": 2, "kind": "coding", "started_ms": 1, "ended_ms": 2,
+                "outcome": "completed", "turns": 3, "cost_usd": 0.5, "usage": {"input_tokens": 1,
+                "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": 0},
+                "gates": {"flipped": [], "unflipped": [], "violations": [], "leftover_files": [],
+                          "notes_updated": true, "refusals": 0},
+                "commits": 1}],
+            "in_progress": {"number": 3, "kind": "coding", "started_ms": 5,
+                "head_before": null, "notes_before": ""}}"#;
+        std::fs::write(State::path(dir.path()), old).unwrap();
+        let s = State::load(dir.path()).unwrap();
+        assert_eq!(s.sessions[0].target, None);
+        assert_eq!(s.in_progress.as_ref().unwrap().target, None);
+        assert!(s.features.is_empty());
+        assert_eq!(s.stalled, 2);
+        // And what is written now reads back the same.
+        let mut s = s;
+        s.features.insert(
+            4,
+            FeatureRecord {
+                attempts: 3,
+                deferred: Some(9),
+                last_reason: Some("why".into()),
+                ..FeatureRecord::default()
+            },
+        );
+        s.sessions[0].target = Some(4);
+        s.save(dir.path()).unwrap();
+        assert_eq!(State::load(dir.path()).unwrap(), s);
+        let text = std::fs::read_to_string(State::path(dir.path())).unwrap();
+        assert!(text.contains("\"features\": {\n    \"4\": {"), "{text}");
     }
 }

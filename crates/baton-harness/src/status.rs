@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::error::HarnessError;
 use crate::files::Files;
-use crate::git;
 use crate::state::State;
+use crate::{git, queue};
 
 /// Everything `baton status --json` prints (a stable contract; see docs).
 #[derive(Debug, Clone, Serialize)]
@@ -25,8 +25,10 @@ pub struct Status {
     pub sessions: Vec<SessionStatus>,
     /// Sum over sessions.
     pub totals: Totals,
-    /// The next failing features (up to 5).
+    /// The next failing features (up to 5), in the order they are handed out.
     pub next: Vec<NextFeature>,
+    /// Features set aside: blocked ones wait for a person, deferred ones for a later try.
+    pub needs_person: NeedsPerson,
     /// Whether git shows no uncommitted change.
     pub tree_clean: bool,
     /// A session that started and was not recorded as ended (a killed run).
@@ -143,6 +145,80 @@ pub struct NextFeature {
     pub description: String,
 }
 
+/// Features set aside (`needs_person` in `--json`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NeedsPerson {
+    /// Failing features an agent declared blocked, in list order: never handed out
+    /// until a person acts on the reason and runs `baton unblock`.
+    pub blocked: Vec<BlockedFeature>,
+    /// Failing features deferred after failed attempts, in the order they come back.
+    pub deferred: Vec<DeferredFeature>,
+}
+
+/// A blocked feature.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedFeature {
+    /// 1-based position.
+    pub number: usize,
+    /// Description.
+    pub description: String,
+    /// Why, as the agent gave it.
+    pub reason: String,
+    /// The session that blocked it.
+    pub session: Option<u32>,
+    /// Failed attempts before it was blocked.
+    pub attempts: u32,
+}
+
+/// A deferred feature.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeferredFeature {
+    /// 1-based position.
+    pub number: usize,
+    /// Description.
+    pub description: String,
+    /// Failed attempts.
+    pub attempts: u32,
+    /// Why the last attempt failed, where known.
+    pub last_reason: Option<String>,
+}
+
+fn needs_person(list: &FeatureList, state: &State) -> NeedsPerson {
+    let desc = |n: usize| {
+        list.features
+            .get(n - 1)
+            .map(|f| f.description.clone())
+            .unwrap_or_default()
+    };
+    NeedsPerson {
+        blocked: queue::blocked(list, state)
+            .into_iter()
+            .filter_map(|n| {
+                let r = state.features.get(&n)?;
+                Some(BlockedFeature {
+                    number: n,
+                    description: desc(n),
+                    reason: r.blocked.clone().unwrap_or_default(),
+                    session: r.blocked_in,
+                    attempts: r.attempts,
+                })
+            })
+            .collect(),
+        deferred: queue::deferred(list, state)
+            .into_iter()
+            .filter_map(|n| {
+                let r = state.features.get(&n)?;
+                Some(DeferredFeature {
+                    number: n,
+                    description: desc(n),
+                    attempts: r.attempts,
+                    last_reason: r.last_reason.clone(),
+                })
+            })
+            .collect(),
+    }
+}
+
 /// Compute the status of a project.
 pub fn status(files: &Files) -> Result<Status, HarnessError> {
     let state = State::load(&files.dir)?;
@@ -220,18 +296,19 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
                 total,
             })
             .collect(),
-        next: list
-            .features
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| !f.passes)
+        next: queue::order(&list, &state)
+            .into_iter()
             .take(5)
-            .map(|(i, f)| NextFeature {
-                number: i + 1,
-                category: f.category.clone(),
-                description: f.description.clone(),
+            .filter_map(|n| {
+                let f = list.features.get(n - 1)?;
+                Some(NextFeature {
+                    number: n,
+                    category: f.category.clone(),
+                    description: f.description.clone(),
+                })
             })
             .collect(),
+        needs_person: needs_person(&list, &state),
         sessions,
         totals,
         tree_clean: git::dirty_paths(&files.dir)
@@ -485,7 +562,54 @@ pub fn render(s: &Status) -> String {
             );
         }
     }
+    let p = &s.needs_person;
+    if !p.blocked.is_empty() || !p.deferred.is_empty() {
+        let _ = writeln!(o, "\nneeds a person");
+        for b in &p.blocked {
+            let by = b
+                .session
+                .map(|n| format!(" by session {n}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "  #{:<4} blocked{by}: {}",
+                b.number,
+                cut(&b.description, 60)
+            );
+            let _ = writeln!(
+                o,
+                "{}",
+                cut(&format!("        reason: {}", one_line(&b.reason)), 100)
+            );
+        }
+        for d in &p.deferred {
+            let _ = writeln!(
+                o,
+                "  #{:<4} deferred after {} failed attempts: {}",
+                d.number,
+                d.attempts,
+                cut(&d.description, 55)
+            );
+            if let Some(why) = &d.last_reason {
+                let _ = writeln!(
+                    o,
+                    "{}",
+                    cut(&format!("        last: {}", one_line(why)), 100)
+                );
+            }
+        }
+        if !p.blocked.is_empty() {
+            let _ = writeln!(
+                o,
+                "  act on the reason, then `baton unblock DIR N` hands a blocked feature out again"
+            );
+        }
+    }
     o
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

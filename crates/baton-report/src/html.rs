@@ -9,7 +9,7 @@ use base64::Engine as _;
 use crate::Options;
 use crate::analysis::{Analysis, FeatureFacts, Since, failed};
 use crate::fmt::{compact, duration, escape, usd, utc};
-use crate::records::{Records, Session};
+use crate::records::{FeatureRecord, Records, Session};
 use crate::svg::{self, SessionBar, Span};
 
 const STYLE: &str = include_str!("style.css");
@@ -187,6 +187,16 @@ fn status_pill(r: &Records, a: &Analysis, opts: &Options) -> (&'static str, Stri
     let passing = a.passing_after.last().copied().unwrap_or(0);
     if total > 0 && passing == total {
         return ("ok", "complete: every feature passes".into());
+    }
+    let (blocked, _) = set_aside(r);
+    if !blocked.is_empty() && passing + blocked.len() == total {
+        return (
+            "warn",
+            format!(
+                "done except {} blocked feature(s): see Needs a person",
+                blocked.len()
+            ),
+        );
     }
     if let Some(n) = r.unfinished {
         return (
@@ -419,6 +429,77 @@ fn charts(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     o.push_str(r##"<p class="note">Times are UTC. Every session is listed, with its start, under <a href="#sessions">Sessions</a>.</p></div>"##);
 }
 
+/// Features (1-based) with their records.
+type Numbered<'a> = Vec<(usize, &'a FeatureRecord)>;
+
+/// Failing features an agent blocked, and failing features deferred (not blocked),
+/// by number.
+fn set_aside(r: &Records) -> (Numbered<'_>, Numbered<'_>) {
+    let failing = |n: usize| {
+        n.checked_sub(1)
+            .and_then(|i| r.features.get(i))
+            .is_some_and(|f| !f.passes)
+    };
+    let mut blocked = Vec::new();
+    let mut deferred = Vec::new();
+    for (&n, rec) in &r.feature_records {
+        if !failing(n) {
+            continue;
+        }
+        if rec.blocked.is_some() {
+            blocked.push((n, rec));
+        } else if rec.deferred.is_some() {
+            deferred.push((n, rec));
+        }
+    }
+    (blocked, deferred)
+}
+
+/// Blocked and deferred features with their attempts and reasons; nothing when none.
+fn needs_person(o: &mut String, r: &Records) {
+    let (blocked, deferred) = set_aside(r);
+    if blocked.is_empty() && deferred.is_empty() {
+        return;
+    }
+    o.push_str(r#"<h2 id="needs-person">Needs a person</h2>"#);
+    let _ = write!(
+        o,
+        r#"<p class="note">{} blocked, {} deferred. An agent blocks a feature that cannot pass in this environment: baton does not hand it out again until a person acts on the reason and runs <code>baton unblock DIR N</code>. A deferred feature failed <code>[run] feature_attempts</code> times and comes back after every other failing feature.</p>"#,
+        blocked.len(),
+        deferred.len()
+    );
+    o.push_str(r#"<div class="scroll"><table id="set-aside"><thead><tr><th class="n">#</th><th>feature</th><th>state</th><th class="n">attempts</th><th>reason</th></tr></thead><tbody>"#);
+    let desc = |n: usize| {
+        r.features
+            .get(n - 1)
+            .map(|f| f.description.clone())
+            .unwrap_or_default()
+    };
+    for (n, rec) in &blocked {
+        let by = rec
+            .blocked_in
+            .map(|s| format!(r##" by <a href="#s{s}">session {s}</a>"##))
+            .unwrap_or_default();
+        let _ = write!(
+            o,
+            r##"<tr class="fail"><td class="n"><a href="#f{n}">{n}</a></td><td>{}</td><td><span class="bad">blocked</span>{by}</td><td class="n">{}</td><td>{}</td></tr>"##,
+            escape(&desc(*n)),
+            rec.attempts,
+            escape(rec.blocked.as_deref().unwrap_or_default())
+        );
+    }
+    for (n, rec) in &deferred {
+        let _ = write!(
+            o,
+            r##"<tr class="fail"><td class="n"><a href="#f{n}">{n}</a></td><td>{}</td><td><span class="warn">deferred</span></td><td class="n">{}</td><td>last: {}</td></tr>"##,
+            escape(&desc(*n)),
+            rec.attempts,
+            escape(rec.last_reason.as_deref().unwrap_or("unknown"))
+        );
+    }
+    o.push_str("</tbody></table></div>");
+}
+
 fn findings(o: &mut String, r: &Records) {
     o.push_str(r#"<h2 id="findings">Gate findings per session</h2>"#);
     let rows: Vec<(&Session, Vec<String>)> = r
@@ -636,6 +717,7 @@ pub fn page(r: &Records, opts: &Options) -> String {
         );
     }
     kpis(&mut o, r, &a, opts);
+    needs_person(&mut o, r);
     charts(&mut o, r, &a, opts);
     findings(&mut o, r);
     features(&mut o, r, &a, opts);
@@ -646,4 +728,57 @@ pub fn page(r: &Records, opts: &Options) -> String {
     );
     o.push('\n');
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::Feature;
+
+    #[test]
+    fn blocked_and_deferred_features_are_listed_for_a_person() {
+        let feature = |d: &str, passes: bool| Feature {
+            category: "c".into(),
+            description: d.into(),
+            passes,
+        };
+        let mut r = Records {
+            features: vec![
+                feature("One", true),
+                feature("Two", false),
+                feature("Three", false),
+            ],
+            ..Records::default()
+        };
+        assert!(!page(&r, &Options::default()).contains("Needs a person"));
+        let rec = |f: fn(&mut FeatureRecord)| {
+            let mut x = FeatureRecord::default();
+            f(&mut x);
+            x
+        };
+        r.feature_records
+            .insert(1, rec(|x| x.blocked = Some("stale: it passes now".into())));
+        r.feature_records.insert(
+            2,
+            rec(|x| {
+                x.blocked = Some("needs a <KEY>".into());
+                x.blocked_in = Some(4);
+                x.attempts = 1;
+            }),
+        );
+        r.feature_records.insert(
+            3,
+            rec(|x| {
+                x.deferred = Some(5);
+                x.attempts = 3;
+                x.last_reason = Some("`false` failed".into());
+            }),
+        );
+        let html = page(&r, &Options::default());
+        assert!(html.contains(r#"<h2 id="needs-person">Needs a person</h2>"#));
+        assert!(html.contains("1 blocked, 1 deferred."));
+        assert!(html.contains(r##"<td>Two</td><td><span class="bad">blocked</span> by <a href="#s4">session 4</a></td><td class="n">1</td><td>needs a &lt;KEY&gt;</td>"##), "{html}");
+        assert!(html.contains(r#"<td>Three</td><td><span class="warn">deferred</span></td><td class="n">3</td><td>last: `false` failed</td>"#));
+        assert!(!html.contains("stale"));
+    }
 }

@@ -25,7 +25,9 @@ mod svg;
 use std::path::PathBuf;
 
 pub use analysis::{Analysis, FeatureFacts, Findings, Since};
-pub use records::{CheckFailure, Feature, Gates, LedgerEntry, Records, Session, Sweep, Tokens};
+pub use records::{
+    CheckFailure, Feature, FeatureRecord, Gates, LedgerEntry, Records, Session, Sweep, Tokens,
+};
 
 /// An error reading a project's records.
 #[derive(Debug, thiserror::Error)]

@@ -194,6 +194,24 @@ struct StateFile {
     sessions: Vec<Session>,
     in_progress: Option<InProgress>,
     stalled: u32,
+    features: BTreeMap<usize, FeatureRecord>,
+}
+
+/// What baton remembers about a failing feature that did not pass when handed out,
+/// or that an agent declared blocked (`features` in `.baton/state.json`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct FeatureRecord {
+    /// Coding sessions handed it that ended without it passing.
+    pub attempts: u32,
+    /// Deferred behind the other failing features: the session after which it was.
+    pub deferred: Option<u32>,
+    /// Blocked by an agent, with the reason it gave.
+    pub blocked: Option<String>,
+    /// The session that blocked it.
+    pub blocked_in: Option<u32>,
+    /// Why the last attempt failed, where known.
+    pub last_reason: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -250,6 +268,8 @@ pub struct Records {
     pub unfinished: Option<u32>,
     /// Coding sessions in a row without a newly passing feature.
     pub stalled: u32,
+    /// Per-feature records (1-based numbers): attempts, deferral, blocks.
+    pub feature_records: BTreeMap<usize, FeatureRecord>,
     /// Ledger lines that could not be read (a line cut by a crash, say).
     pub unreadable_ledger_lines: usize,
 }
@@ -366,6 +386,7 @@ impl Records {
             evidence,
             unfinished: state.in_progress.map(|i| i.number),
             stalled: state.stalled,
+            feature_records: state.features,
             unreadable_ledger_lines: unreadable,
         })
     }

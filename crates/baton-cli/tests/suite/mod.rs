@@ -10,6 +10,7 @@ mod policy;
 mod report;
 mod run;
 mod secrets;
+mod set_aside;
 mod status_log;
 mod verify;
 mod wire;

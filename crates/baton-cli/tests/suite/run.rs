@@ -292,7 +292,7 @@ fn uncommitted_work_and_missing_notes_are_committed_and_briefed() {
 fn sessions_that_only_claim_success_stall_with_exit_3() {
     let p = new_project();
     let mut steps = initializer(&features(&[false, false, false]));
-    for _ in 0..5 {
+    for _ in 0..8 {
         steps.push(Step::Reply(Reply::text(
             "All features are implemented and verified. The project is done!",
         )));
@@ -305,7 +305,26 @@ fn sessions_that_only_claim_success_stall_with_exit_3() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(server.requests().len(), 2 + 3);
+    // Feature 1 fails [run] feature_attempts (3) times and is deferred, which starts
+    // the stall count afresh once; feature 2 then fails the 3 sessions of a stall.
+    assert_eq!(server.requests().len(), 2 + 3 + 3);
+    assert_eq!(
+        state(&p)["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["target"].clone())
+            .collect::<Vec<_>>(),
+        [
+            Value::Null,
+            json!(1),
+            json!(1),
+            json!(1),
+            json!(2),
+            json!(2),
+            json!(2)
+        ]
+    );
     assert_eq!(
         p.file("feature_list.json"),
         features(&[false, false, false])

@@ -132,7 +132,13 @@ fn status_fixture() -> Project {
             gates(&[4], json!({"unflipped": [4]})),
         ),
     ];
-    let state = json!({"version": 1, "sessions": sessions, "in_progress": null, "stalled": 1});
+    // #5 blocked by an agent, #6 deferred after three failed attempts.
+    let features = json!({
+        "5": {"attempts": 2, "blocked": "needs a Stripe test key in STRIPE_KEY; none is set on this machine, ask the payments team", "blocked_in": 5},
+        "6": {"attempts": 3, "deferred": 5, "last_reason": "its verify command `npm test -- --grep \"feature 6\"` failed: Exit code: 1"}
+    });
+    let state = json!({"version": 1, "sessions": sessions, "in_progress": null, "stalled": 1,
+                       "features": features});
     std::fs::write(
         dir.join(".baton/state.json"),
         serde_json::to_string_pretty(&state).unwrap(),
@@ -194,6 +200,7 @@ fn status_json_is_stable() {
         "cost_per_passing_usd",
         "budget_usd",
         "budget_left_usd",
+        "needs_person",
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }

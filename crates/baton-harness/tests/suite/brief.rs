@@ -3,7 +3,7 @@
 use baton_config::ProjectConfig;
 use baton_harness::files::Files;
 use baton_harness::gates::GateReport;
-use baton_harness::state::{SessionKind, SessionRecord, State};
+use baton_harness::state::{FeatureRecord, SessionKind, SessionRecord, State};
 use baton_ledger::FeatureList;
 use serde_json::json;
 
@@ -73,6 +73,7 @@ fn state_with_findings() -> State {
             sweep: None,
             verifier_cost_usd: 0.0,
             waited_ms: 0,
+            target: Some(66),
             gates: GateReport {
                 flipped: vec![66],
                 unflipped: vec![12],
@@ -88,7 +89,49 @@ fn state_with_findings() -> State {
         in_progress: None,
         stalled: 0,
         waiting_until_ms: None,
+        restarted_by_deferral: false,
+        features: set_aside(),
     }
+}
+
+/// Feature 67 (the target) failed twice; eight features are blocked with long
+/// reasons and eight deferred.
+fn set_aside() -> std::collections::BTreeMap<usize, FeatureRecord> {
+    let long = "the payment provider's sandbox needs an account and an API key in PAYMENTS_KEY, which this machine does not have; ask the team for one and put it in .env";
+    let mut m = std::collections::BTreeMap::new();
+    m.insert(
+        67,
+        FeatureRecord {
+            attempts: 2,
+            last_reason: Some(
+                "its verify command `npm test -- checkout` failed: Exit code: 1".into(),
+            ),
+            ..Default::default()
+        },
+    );
+    for n in 100..108 {
+        m.insert(
+            n,
+            FeatureRecord {
+                attempts: 1,
+                blocked: Some(long.into()),
+                blocked_in: Some(40),
+                ..Default::default()
+            },
+        );
+    }
+    for n in 120..128 {
+        m.insert(
+            n,
+            FeatureRecord {
+                attempts: 3,
+                deferred: Some(n as u32),
+                last_reason: Some(long.into()),
+                ..Default::default()
+            },
+        );
+    }
+    m
 }
 
 #[test]
@@ -110,6 +153,9 @@ fn brief_of_a_200_feature_project_with_long_notes_is_under_2000_tokens() {
         "- 2 tool call(s) were refused",
         "67. [functional] As a user I can do thing number 66",
         "   - … 2 more steps in the feature list",
+        "   Tried in 2 earlier session(s) without passing; last time: its verify command `npm test -- checkout` failed: Exit code: 1.",
+        "## Set aside\n- Blocked, waiting for a person; not yours to work on: #100 (the payment provider's",
+        "; … and 3 more.\n- Deferred after failed attempts; they come back after every other failing feature: #120 (3 attempts), #121",
         "68. [style] As a user I can do thing number 67 in the application, and the result shows on the screen with the right styling and no …\n69.",
         "Implement feature 29 with",
         "Session 399: implemented a feature",

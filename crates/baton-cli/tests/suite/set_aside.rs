@@ -1,0 +1,548 @@
+//! Features that will not pass: failed attempts defer a feature behind the others,
+//! `BlockFeature` sets one aside until `baton unblock`, and the run ends with the
+//! documented exit codes instead of stalling on them.
+
+use std::process::Output;
+
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::*;
+
+/// Three features checked by the existence of their file; feature 1's check can
+/// never pass when `impossible`.
+fn features(passes: &[bool], impossible: bool) -> String {
+    let list: Vec<Value> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let verify = if i == 0 && impossible {
+                "test -f never-there".to_string()
+            } else {
+                format!("test -f src/f{}.txt", i + 1)
+            };
+            json!({"category": "functional", "description": format!("Feature {}", i + 1),
+                   "steps": ["run it"], "verify": verify, "passes": p})
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+/// A committed project with an adopted-to-be feature list (no initializer needed).
+fn project(toml: &str, impossible: bool) -> Project {
+    let p = Project::with_toml(toml);
+    let write = |rel: &str, text: &str| std::fs::write(p.path().join(rel), text).unwrap();
+    write("app_spec.txt", "spec\n");
+    write(".gitignore", ".baton/\n");
+    write(
+        "feature_list.json",
+        &features(&[false, false, false], impossible),
+    );
+    write("claude-progress.txt", "start\n");
+    git_in(&p, &["init", "-q"]);
+    git_in(&p, &["add", "-A"]);
+    git_in(&p, &["commit", "-qm", "start"]);
+    p
+}
+
+fn git_in(p: &Project, args: &[&str]) {
+    let o = std::process::Command::new("git")
+        .args(args)
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A coding session: build the files, write the list with `passes`, note, commit.
+fn session(files: &[usize], passes: &[bool], impossible: bool) -> Vec<Step> {
+    let mut cmd = String::new();
+    for n in files {
+        cmd.push_str(&format!("mkdir -p src && echo ok > src/f{n}.txt && "));
+    }
+    cmd.push_str("echo note >> claude-progress.txt && git add -A && git commit -qm work");
+    vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": features(passes, impossible)}),
+            ),
+            ("Bash", json!({"command": cmd})),
+        ])),
+        Step::Reply(Reply::text("done")),
+    ]
+}
+
+/// A session that only writes notes (and so does not flip its feature).
+fn idle() -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "echo 'could not do it' >> claude-progress.txt && git commit -qam notes"}),
+        )),
+        Step::Reply(Reply::text("not done")),
+    ]
+}
+
+fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    (out, server)
+}
+
+fn baton_cmd(p: &Project, args: &[&str]) -> Output {
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    baton(&server, Wire::Anthropic)
+        .args(args)
+        .arg(p.path())
+        .output()
+        .unwrap()
+}
+
+fn targets(p: &Project) -> Vec<Value> {
+    state(p)["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["target"].clone())
+        .collect()
+}
+
+fn ledger_kinds(p: &Project, kind: &str) -> Vec<Value> {
+    p.file(".baton/ledger.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == kind)
+        .collect()
+}
+
+/// Names of the tools offered in request `i`.
+fn tools_offered(server: &ScriptedServer, i: usize) -> Vec<String> {
+    server.requests()[i].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The "Next failing features" section of a brief, up to the next section.
+fn next_section(brief: &str) -> String {
+    let start = brief
+        .find("## Next failing features")
+        .expect("a Next section");
+    let rest = &brief[start..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
+    rest[..end].to_string()
+}
+
+#[test]
+fn an_impossible_feature_is_deferred_the_others_get_done_then_the_run_stalls() {
+    let p = project(
+        "[run]\npause_secs = 0\nstall_sessions = 2\nfeature_attempts = 2\n",
+        true,
+    );
+    let mut steps = Vec::new();
+    // Sessions 1 and 2 are handed #1 and claim it; its check fails both times.
+    steps.extend(session(&[1], &[true, false, false], true));
+    steps.extend(session(&[1], &[true, false, false], true));
+    // #1 is deferred: session 3 is handed #2, session 4 #3.
+    steps.extend(session(&[2], &[false, true, false], true));
+    steps.extend(session(&[3], &[false, true, true], true));
+    // Only #1 is left: two more failed tries, and the run stops as stalled.
+    steps.extend(idle());
+    steps.extend(session(&[1], &[true, true, true], true));
+    let (out, server) = run(&p, steps, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    assert!(
+        err.contains(
+            "deferred #1 after 2 failed attempt(s) (its verify command `test -f never-there` failed: Exit code: 1); next: #2"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("baton: stalled: 2 coding sessions in a row"),
+        "{err}"
+    );
+    assert_eq!(
+        targets(&p),
+        [json!(1), json!(1), json!(2), json!(3), json!(1), json!(1)]
+    );
+    assert_eq!(
+        p.file("feature_list.json"),
+        features(&[false, true, true], true)
+    );
+    let s = state(&p);
+    assert_eq!(s["features"]["1"]["attempts"], 4);
+    assert_eq!(
+        s["features"]["1"]["deferred"], 6,
+        "deferred again after session 6"
+    );
+    assert_eq!(
+        s["features"]["1"]["last_reason"],
+        "its verify command `test -f never-there` failed: Exit code: 1"
+    );
+    assert_eq!(
+        s["features"].as_object().unwrap().len(),
+        1,
+        "features that pass have no record"
+    );
+    // Deferred after sessions 2, 5 and 6, each in the ledger with its reason.
+    let deferred = ledger_kinds(&p, "deferred");
+    let sessions: Vec<&Value> = deferred.iter().map(|e| &e["session"]).collect();
+    assert_eq!(sessions, [&json!(2), &json!(5), &json!(6)]);
+    assert_eq!(deferred[0]["feature"], 1);
+    assert_eq!(
+        deferred[1]["detail"],
+        "Feature 1: deferred after 3 failed attempt(s); last: the session ended without flipping it"
+    );
+    // Session 2's brief tells the attempt history of its target.
+    let b2 = prompt_of(&server, 2);
+    assert!(
+        next_section(&b2).contains("   Tried in 1 earlier session(s) without passing; last time: its verify command `test -f never-there` failed: Exit code: 1."),
+        "{b2}"
+    );
+    // Session 3's brief hands out #2 and says #1 was set aside.
+    let b3 = prompt_of(&server, 4);
+    let next = next_section(&b3);
+    assert!(
+        next.contains("take the first)\n2. [functional] Feature 2\n"),
+        "{b3}"
+    );
+    assert!(
+        next.contains("\n1. [functional] Feature 1"),
+        "#1 comes last: {b3}"
+    );
+    assert!(
+        b3.contains("- Deferred after failed attempts; they come back after every other failing feature: #1 (2 attempts)."),
+        "{b3}"
+    );
+    // Status shows it as needing a person.
+    let st: Value = serde_json::from_str(&stdout(&baton_cmd(&p, &["status", "--json"]))).unwrap();
+    assert_eq!(
+        st["needs_person"],
+        json!({"blocked": [], "deferred": [{"number": 1, "description": "Feature 1", "attempts": 4,
+            "last_reason": "its verify command `test -f never-there` failed: Exit code: 1"}]})
+    );
+    let text = stdout(&baton_cmd(&p, &["status"]));
+    assert!(
+        text.contains("needs a person\n  #1    deferred after 4 failed attempts: Feature 1\n        last: its verify command `test -f never-there` failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_blocked_feature_is_skipped_the_run_ends_with_4_and_unblock_hands_it_out_again() {
+    let p = project("[run]\npause_secs = 0\nstall_sessions = 2\n", false);
+    let mut steps = Vec::new();
+    steps.extend(session(&[1], &[true, false, false], false));
+    // Session 2 is handed #2, which needs what this machine has not. Its BlockFeature
+    // calls for a passing feature, a bad number and without a reason are refused.
+    steps.push(Step::Reply(Reply::tools(&[
+        ("BlockFeature", json!({"feature": 1, "reason": "it is hard"})),
+        ("BlockFeature", json!({"feature": 9, "reason": "no such thing"})),
+        ("BlockFeature", json!({"feature": 2, "reason": " "})),
+        (
+            "BlockFeature",
+            json!({"feature": 2, "reason": "needs a Stripe test key in STRIPE_KEY; none is set on this machine"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "echo 'feature 2 blocked: no Stripe key' >> claude-progress.txt && git commit -qam notes"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Blocked #2.")));
+    steps.extend(session(&[1, 3], &[true, false, true], false));
+    let (out, server) = run(&p, steps, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    assert!(
+        err.contains("blocked #2 (the agent says: needs a Stripe test key in STRIPE_KEY; none is set on this machine)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("baton: complete except blocked feature(s) #2"),
+        "{err}"
+    );
+    // The coding session is offered the tool; the refusals say what to do instead.
+    assert!(tools_offered(&server, 2).contains(&"BlockFeature".to_string()));
+    let results = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    let errors: Vec<(bool, &str)> = results.iter().map(|r| (r.2, r.1.as_str())).collect();
+    assert!(
+        errors[0].0
+            && errors[0]
+                .1
+                .contains("feature 1 passes; only a failing feature can be blocked"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].0 && errors[1].1.contains("from 1 to 3"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[2].0 && errors[2].1.contains("reason a person can act on"),
+        "{errors:?}"
+    );
+    assert!(
+        !errors[3].0 && errors[3].1.starts_with("Feature 2 is recorded as blocked"),
+        "{errors:?}"
+    );
+    // Session 3 is not handed #2, and knows why.
+    assert_eq!(targets(&p), [json!(1), json!(2), json!(3)]);
+    let b3 = prompt_of(&server, 4);
+    assert!(
+        next_section(&b3).contains("take the first)\n3. [functional] Feature 3\n"),
+        "{b3}"
+    );
+    assert!(!next_section(&b3).contains("Feature 2"), "{b3}");
+    assert!(
+        b3.contains("- Blocked, waiting for a person; not yours to work on: #2 (needs a Stripe test key in STRIPE_KEY; none is set on this m…)."),
+        "{b3}"
+    );
+    // The block is recorded, in the ledger, status and the report.
+    let s = state(&p);
+    assert_eq!(
+        s["features"]["2"],
+        json!({"attempts": 0, "blocked": "needs a Stripe test key in STRIPE_KEY; none is set on this machine", "blocked_in": 2})
+    );
+    assert_eq!(
+        s["stalled"], 0,
+        "a session that blocked its feature is no stall"
+    );
+    let blocked = ledger_kinds(&p, "blocked");
+    assert_eq!(blocked.len(), 1);
+    assert_eq!(blocked[0]["feature"], 2);
+    let st: Value = serde_json::from_str(&stdout(&baton_cmd(&p, &["status", "--json"]))).unwrap();
+    assert_eq!(
+        st["needs_person"]["blocked"],
+        json!([{"number": 2, "description": "Feature 2",
+                "reason": "needs a Stripe test key in STRIPE_KEY; none is set on this machine",
+                "session": 2, "attempts": 0}])
+    );
+    assert_eq!(st["next"], json!([]));
+    let text = stdout(&baton_cmd(&p, &["status"]));
+    assert!(
+        text.contains("needs a person\n  #2    blocked by session 2: Feature 2\n        reason: needs a Stripe test key in STRIPE_KEY; none is set on this machine\n"),
+        "{text}"
+    );
+    let report = baton_cmd(&p, &["report", "-o", "-"]);
+    let html = stdout(&report);
+    assert!(html.contains("Needs a person"), "{}", stderr(&report));
+    assert!(html.contains("needs a Stripe test key in STRIPE_KEY"));
+    assert!(
+        html.contains("done except 1 blocked feature(s)"),
+        "the status pill"
+    );
+    // A second run ends at once, the same way, without a session.
+    let (again, _) = run(&p, vec![], &[]);
+    assert_eq!(again.status.code(), Some(4), "{}", stderr(&again));
+
+    // `baton unblock`: bad numbers and features that are not blocked are errors.
+    let bad = baton_cmd_args(&p, &["unblock"], &["7"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("there is no feature 7: features are numbered 1 to 3"),
+        "{}",
+        stderr(&bad)
+    );
+    let bad = baton_cmd_args(&p, &["unblock"], &["x"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("\"x\" is not a feature number"),
+        "{}",
+        stderr(&bad)
+    );
+    let bad = baton_cmd_args(&p, &["unblock"], &["3"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("feature 3 is not blocked (blocked: #2)"),
+        "{}",
+        stderr(&bad)
+    );
+    let ok = baton_cmd_args(&p, &["unblock"], &["2"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    assert!(
+        stderr(&ok)
+            .contains("unblocked feature 2 (Feature 2); it was blocked: needs a Stripe test key"),
+        "{}",
+        stderr(&ok)
+    );
+    assert_eq!(ledger_kinds(&p, "unblocked").len(), 1);
+    assert!(state(&p).get("features").is_none(), "{}", state(&p));
+    // The next run's first brief hands #2 out again.
+    let (out, server) = run(
+        &p,
+        vec![Step::Reply(Reply::text("looking"))],
+        &["--max-sessions", "1"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let b = prompt_of(&server, 0);
+    assert!(
+        next_section(&b).contains("take the first)\n2. [functional] Feature 2\n"),
+        "{b}"
+    );
+    assert!(!b.contains("## Set aside"), "{b}");
+}
+
+/// `baton ARGS DIR REST`.
+fn baton_cmd_args(p: &Project, args: &[&str], rest: &[&str]) -> Output {
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    baton(&server, Wire::Anthropic)
+        .args(args)
+        .arg(p.path())
+        .args(rest)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_initializer_and_the_verifier_are_not_offered_block_feature() {
+    let p = Project::with_toml(
+        "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n[verify]\nagent = true\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "spec\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git_in(&p, &["init", "-q"]);
+    let list = features(&[false, false, false], false);
+    let steps = vec![
+        // Initializer: tries BlockFeature, writes the list.
+        Step::Reply(Reply::tools(&[
+            ("BlockFeature", json!({"feature": 1, "reason": "too hard"})),
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": list}),
+            ),
+            (
+                "Bash",
+                json!({"command": "echo init > claude-progress.txt && git add -A && git commit -qm init"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("initialized")),
+        // Coding session: builds and claims #1.
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": features(&[true, false, false], false)}),
+            ),
+            (
+                "Bash",
+                json!({"command": "mkdir -p src && echo ok > src/f1.txt && echo n >> claude-progress.txt && git add -A && git commit -qm f1"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("done")),
+        // Verifier: tries BlockFeature, confirms #1.
+        Step::Reply(Reply::tool(
+            "BlockFeature",
+            json!({"feature": 2, "reason": "looks hard"}),
+        )),
+        Step::Reply(Reply::text(
+            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"file there\"}]}",
+        )),
+    ];
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0);
+    let block = "BlockFeature".to_string();
+    assert!(!tools_offered(&server, 0).contains(&block), "initializer");
+    assert!(tools_offered(&server, 2).contains(&block), "coding session");
+    assert!(!tools_offered(&server, 4).contains(&block), "verifier");
+    for (i, who) in [(1, "initializer"), (5, "verifier")] {
+        let r = tool_results(Wire::Anthropic, &server.requests()[i].body);
+        assert!(
+            r[0].2 && r[0].1.contains("Unknown tool \"BlockFeature\""),
+            "{who}: {r:?}"
+        );
+    }
+    assert!(
+        state(&p).get("features").is_none(),
+        "nothing blocked: {}",
+        state(&p)
+    );
+    assert!(ledger_kinds(&p, "blocked").is_empty());
+    assert_eq!(
+        p.file("feature_list.json"),
+        features(&[true, false, false], false)
+    );
+}
+
+#[test]
+fn a_block_declared_before_a_kill_is_recorded_when_the_run_resumes() {
+    let p = project("[run]\npause_secs = 0\n", false);
+    let steps = vec![Step::Reply(Reply::tools(&[
+        (
+            "BlockFeature",
+            json!({"feature": 2, "reason": "needs the vendor's SDK licence file"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "sleep 30 & echo $! > sleeper.pid; wait"}),
+        ),
+    ]))];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let mut child = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = p.path().join("sleeper.pid");
+    let t0 = std::time::Instant::now();
+    while p.file("sleeper.pid").trim().is_empty()
+        && t0.elapsed() < std::time::Duration::from_secs(60)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(pid_file.exists(), "the session never started its command");
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    // Stop the orphaned sleep by its own pid.
+    let _ = std::process::Command::new("kill")
+        .arg(p.file("sleeper.pid").trim())
+        .status();
+    assert_eq!(state(&p)["in_progress"]["target"], 1);
+
+    let (out, server) = run(
+        &p,
+        vec![Step::Reply(Reply::text("looking"))],
+        &["--max-sessions", "1"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("blocked #2 (the agent says: needs the vendor's SDK licence file)"),
+        "{err}"
+    );
+    let s = state(&p);
+    assert_eq!(s["sessions"][0]["outcome"], "killed");
+    assert_eq!(
+        s["features"]["2"]["blocked"],
+        "needs the vendor's SDK licence file"
+    );
+    // The killed session's target counted a failed attempt, with its outcome, and so
+    // did the session after it.
+    assert_eq!(s["features"]["1"]["attempts"], 2);
+    let b = prompt_of(&server, 0);
+    assert!(
+        next_section(&b).contains("   Tried in 1 earlier session(s) without passing; last time: the session ended (killed) without it passing."),
+        "{b}"
+    );
+    assert!(
+        next_section(&b).contains("take the first)\n1. [functional] Feature 1\n"),
+        "{b}"
+    );
+    assert!(!next_section(&b).contains("Feature 2"), "{b}");
+    assert!(
+        b.contains("#2 (needs the vendor's SDK licence file)"),
+        "{b}"
+    );
+}
