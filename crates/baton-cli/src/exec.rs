@@ -270,6 +270,22 @@ fn finish(
     transcript: &Transcript,
     result: Result<baton_agent::session::SessionResult, baton_agent::session::AgentError>,
 ) -> anyhow::Result<ExitCode> {
+    use baton_agent::session::AgentError;
+    // A quota that will not reset within the allowed wait is a limit (exit 2).
+    if let Err(
+        e @ (AgentError::UsageLimit { .. }
+        | AgentError::Model {
+            source: baton_agent::client::ModelError::QuotaExhausted { .. },
+            ..
+        }),
+    ) = &result
+    {
+        eprintln!(
+            "baton: session {:04} stopped by a limit: {e}",
+            transcript.number()
+        );
+        return Ok(ExitCode::from(2));
+    }
     let r = result.with_context(|| {
         format!(
             "session {:04} failed (transcript: {})",

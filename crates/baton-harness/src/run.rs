@@ -222,7 +222,14 @@ impl Runner<'_> {
                 SessionKind::Initializer
             };
             let f = self
-                .session(kind, &state, problem.as_deref(), &mut accepted, block, deadline)
+                .session(
+                    kind,
+                    &state,
+                    problem.as_deref(),
+                    &mut accepted,
+                    block,
+                    deadline,
+                )
                 .await?;
             this_run += 1;
             let error = f.error;

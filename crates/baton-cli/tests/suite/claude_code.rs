@@ -286,6 +286,87 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
     assert!(settings.contains("--feature-list"), "{settings}");
 }
 
+#[test]
+fn claude_code_usage_limit_pauses_the_run_until_the_reset() {
+    let Some(cli) = claude() else { return };
+    let p = Project::with_toml(
+        "[project]\nfeatures = 1\nmin_features = 1\n[run]\npause_secs = 0\nstall_sessions = 2\n",
+    );
+    // Probes of a usage limit whose reset the CLI does not name: every 4 s here.
+    let toml = p
+        .file("baton.toml")
+        .replace("max_attempts = 6", "max_attempts = 6\nquota_probe_secs = 4");
+    std::fs::write(p.path().join("baton.toml"), toml).unwrap();
+    std::fs::write(p.path().join("app_spec.txt"), "One feature.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": feature_list(1)}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "claude-progress.txt", "content": "Session 1.\n"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Initialized.")),
+        // The first coding session meets a hard usage limit (the CLI gives up at once).
+        Step::QuotaWall {
+            reset_in: std::time::Duration::from_secs(3),
+            retry_after: false,
+            hard: true,
+        },
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "./init.sh && echo 'feature 1' > f1.txt && sed -i '0,/\"passes\": false/s//\"passes\": true/' feature_list.json && echo 'Session: feature 1.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature 1'"}),
+        )),
+        Step::Reply(Reply::text("Feature 1 works.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let home = tempfile::tempdir().unwrap();
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(&cli, &server, home.path(), &["run", dir, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0);
+    assert_eq!(server.refused("quota"), 1, "the CLI gave up at once");
+    let events = stdout(&out);
+    assert!(
+        events.lines().any(|l| l.contains("\"type\":\"waiting\"")),
+        "{events}"
+    );
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", dir, "--json"])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(s["passing"], 1);
+    let sessions = s["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3, "{sessions:?}");
+    assert_eq!(sessions[1]["outcome"], "usage_limit");
+    assert!(
+        sessions[1]["waited_secs"].as_f64().unwrap() >= 3.9,
+        "{}",
+        sessions[1]
+    );
+    assert_eq!(sessions[2]["flipped"], json!([1]));
+    assert!(s["waiting_until_ms"].is_null());
+}
+
 fn doctor(p: &Project, claude: &std::path::Path) -> (Option<i32>, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .arg("doctor")

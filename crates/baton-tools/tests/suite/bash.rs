@@ -163,8 +163,20 @@ async fn long_output_keeps_head_and_tail_with_omitted_marker() {
         )
         .await;
     let total = "START".len() + body + "END".len();
+    // The whole output is saved under .baton/outputs/, and the marker says where.
+    let saved = out
+        .content
+        .split("the whole output is in ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(saved.starts_with(".baton/outputs/bash-"), "{saved}");
+    let whole = std::fs::read_to_string(p.path(&saved)).unwrap();
+    assert_eq!(whole.len(), total);
+    assert!(whole.starts_with("STARTxxx") && whole.ends_with("xxxEND"));
     let expected = format!(
-        "START{}\n\n... [{} bytes of output omitted] ...\n\n{}END\nExit code: 0",
+        "START{}\n\n... [{} bytes of output omitted; the whole output is in {saved}: search it with Grep or read parts with Read (offset, limit) instead of running the command again] ...\n\n{}END\nExit code: 0",
         "x".repeat(HEAD_BYTES - "START".len()),
         total - HEAD_BYTES - TAIL_BYTES,
         "x".repeat(TAIL_BYTES - "END".len()),
