@@ -179,6 +179,23 @@ fn findings_of(s: &Session) -> Vec<String> {
     if !g.notes_updated {
         v.push(r#"<span class="warn">progress notes not updated</span>"#.to_string());
     }
+    match s.outcome.as_str() {
+        "context_full" => v.push(
+            r#"<span class="warn">context window full</span>: the agent was told to wrap up; the next session started fresh"#
+                .to_string(),
+        ),
+        "usage_limit" => v.push(
+            r#"<span class="warn">usage limit</span>: the agent CLI stopped on the provider's limit"#
+                .to_string(),
+        ),
+        _ => {}
+    }
+    if s.waited_ms >= 1_000 {
+        v.push(format!(
+            r#"<span class="warn">waited {}</span> for the provider's quota to reset"#,
+            crate::fmt::duration(s.waited_ms as f64 / 1000.0)
+        ));
+    }
     v
 }
 
@@ -734,6 +751,26 @@ pub fn page(r: &Records, opts: &Options) -> String {
 mod tests {
     use super::*;
     use crate::records::Feature;
+
+    #[test]
+    fn waits_and_full_context_windows_are_findings() {
+        let mut s = Session {
+            number: 3,
+            outcome: "context_full".into(),
+            waited_ms: 20_000,
+            gates: crate::records::Gates {
+                notes_updated: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let f = findings_of(&s).join(" ");
+        assert!(f.contains("context window full"), "{f}");
+        assert!(f.contains("waited 20s"), "{f}");
+        s.outcome = "completed".into();
+        s.waited_ms = 0;
+        assert!(findings_of(&s).is_empty(), "{:?}", findings_of(&s));
+    }
 
     #[test]
     fn blocked_and_deferred_features_are_listed_for_a_person() {

@@ -146,6 +146,8 @@ pub struct Session {
     pub gates: Gates,
     /// The regression sweep before it.
     pub sweep: Option<Sweep>,
+    /// Time spent waiting for the provider's quota to reset, in ms.
+    pub waited_ms: u64,
 }
 
 impl Session {

@@ -324,7 +324,8 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         spec(
             "Bash",
             "Run a bash command in the project directory and return its combined stdout and stderr and exit code. \
-             Output longer than 30000 bytes keeps its beginning and end. Default timeout 120000 ms, at most 600000. \
+             Output longer than 30000 bytes keeps its beginning and end; the whole output is saved under .baton/outputs/ \
+             (the marker names the file: search it with Grep or Read parts of it rather than running the command again). Default timeout 120000 ms, at most 600000. \
              Use run_in_background for servers and other long-running processes; background processes are stopped when the session ends.",
             json!({
                 "type": "object",
