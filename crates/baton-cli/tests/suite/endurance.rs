@@ -518,3 +518,154 @@ fn a_tool_result_budget_applies_to_every_tool() {
     assert!(r.contains("over the 200-token budget"), "{r}");
     assert!(r.len() < 1_000, "{}", r.len());
 }
+
+/// Three features checked by their files; feature 2's check can never pass.
+fn night_features(passes: &[bool]) -> String {
+    let list: Vec<Value> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let verify = if i == 1 {
+                "test -f never-there".to_string()
+            } else {
+                format!("test -f src/f{}.txt", i + 1)
+            };
+            json!({"category": "functional", "description": format!("Feature {}", i + 1),
+                   "steps": ["run it"], "verify": verify, "passes": p})
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+/// A coding session that builds feature `n`, flips it and commits with notes.
+fn builds(n: usize, passes: &[bool]) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Bash",
+                json!({"command": format!("mkdir -p src && echo ok > src/f{n}.txt")}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": night_features(passes)}),
+            ),
+            (
+                "Bash",
+                json!({"command": format!("echo 'Feature {n} done.' >> claude-progress.txt && git add -A && git commit -qm 'Feature {n}'")}),
+            ),
+        ])),
+        Step::Reply(Reply::text(&format!("Feature {n} works."))),
+    ]
+}
+
+#[test]
+fn a_night_with_a_full_window_a_quota_wall_and_an_impossible_feature_finishes_the_rest() {
+    let toml = "[retry]\nmax_attempts = 6\nbase_delay_ms = 5\nmax_delay_ms = 2000\n\
+                [agent]\ncontext_window = 40000\n\
+                [run]\npause_secs = 0\nstall_sessions = 3\nfeature_attempts = 2\n";
+    let dir = baton_testkit::temp_project().unwrap();
+    let p = Project { dir };
+    let write = |rel: &str, text: &str| std::fs::write(p.path().join(rel), text).unwrap();
+    write("baton.toml", toml);
+    write("app_spec.txt", "Three features.\n");
+    write(".gitignore", ".baton/\n");
+    write("feature_list.json", &night_features(&[false, false, false]));
+    write("claude-progress.txt", "Start.\n");
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"][..],
+        &["commit", "-qm", "start"][..],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(p.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let mut steps = Vec::new();
+    // Session 2 starts behind a quota wall, then builds feature 1.
+    steps.push(Step::quota_wall(Duration::from_secs(5)));
+    steps.extend(builds(1, &[true, false, false]));
+    // Sessions 3 and 4 claim feature 2; its check fails; it is deferred.
+    steps.extend(builds(2, &[true, true, false]));
+    steps.extend(builds(2, &[true, true, false]));
+    // Session 5 builds feature 3.
+    steps.extend(builds(3, &[true, false, true]));
+    // Session 6 gets feature 2 back and declares it blocked.
+    steps.push(Step::Reply(Reply::tool(
+        "BlockFeature",
+        json!({"feature": 2, "reason": "needs a paid API key for the payment provider"}),
+    )));
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "echo 'Feature 2 blocked: needs an API key.' >> claude-progress.txt && git commit -qam 'Notes: feature 2 blocked'"}),
+    )));
+    steps.push(Step::Reply(Reply::text("Feature 2 cannot pass here.")));
+    // Session 1 fills its window and hands off.
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .like_a_real_model(40_000)
+        .when(|r| r.says(HANDOFF), wrap_up())
+        .when(
+            move |r| in_session(1)(r) && !r.says(HANDOFF),
+            (0..10).map(|_| filler()).collect(),
+        )
+        .start(steps);
+    let out = run_with(&p, &server, Wire::Anthropic, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    let s = status_json(&p);
+    assert_eq!(
+        (s["passing"].clone(), s["total"].clone()),
+        (json!(2), json!(3))
+    );
+    let outcomes: Vec<Value> = s["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes[0], "context_full", "{outcomes:?}");
+    assert_eq!(outcomes.len(), 6, "{outcomes:?}");
+    assert!(s["sessions"][1]["waited_secs"].as_f64().unwrap() >= 4.0);
+    assert_eq!(s["totals"]["context_full"], 1);
+    let blocked = &s["needs_person"]["blocked"];
+    assert_eq!(blocked[0]["number"], 2, "{s}");
+    assert!(
+        blocked[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("paid API key")
+    );
+    // A person reads it in the report too.
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["report", p.path().to_str().unwrap(), "-o"])
+        .arg(p.path().join(".baton/night.html"))
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    let html = p.file(".baton/night.html");
+    for expected in [
+        "Needs a person",
+        "paid API key",
+        "context window full",
+        "for the provider",
+    ] {
+        assert!(html.contains(expected), "report lacks {expected:?}");
+    }
+    // Nothing was lost: every session's work is in git.
+    let log = super::run::git(&p, &["log", "--oneline"]);
+    for c in [
+        "Notes before the context ran out",
+        "Feature 1",
+        "Feature 3",
+        "Notes: feature 2 blocked",
+    ] {
+        assert!(log.contains(c), "{c}: {log}");
+    }
+}
