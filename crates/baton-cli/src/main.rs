@@ -53,8 +53,13 @@ enum Command {
     ///
     /// Exit codes: 0 every feature passes; 4 every feature passes except blocked ones
     /// (see `baton status`); 2 a limit was reached (--max-sessions, --budget-usd,
-    /// --max-hours); 3 stalled (baton.toml [run] stall_sessions coding sessions in a row
-    /// without a newly passing feature); 130 interrupted; 1 error.
+    /// --max-hours, a provider quota that resets beyond [run] max_wait_hours); 3 stalled
+    /// (baton.toml [run] stall_sessions coding sessions in a row without a newly passing
+    /// feature); 130 interrupted; 1 error.
+    ///
+    /// A session whose context window fills up hands off to a fresh one ([agent]
+    /// context = "handoff") or goes on with its own summary ("compact"); a rate limit
+    /// or quota is waited out until its reset.
     Run(run_cmd::RunArgs),
     /// Show features passing (overall and per category), sessions with their time,
     /// tokens, cost and gate findings, the next features, the features that need a
@@ -87,7 +92,8 @@ enum Command {
     /// ANTHROPIC_BASE_URL or OPENAI_API_KEY / OPENAI_BASE_URL.
     ///
     /// Exit codes: 0 the model finished its turn; 2 a limit stopped the session
-    /// (turns, tokens, time); 130 interrupted (Ctrl-C); 1 error.
+    /// (turns, tokens, time, a full context window, a quota beyond [run]
+    /// max_wait_hours); 130 interrupted (Ctrl-C); 1 error.
     Exec(exec::ExecArgs),
     /// Print a session transcript as a readable conversation.
     ///
