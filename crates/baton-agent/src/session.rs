@@ -789,6 +789,7 @@ impl Session<'_> {
             usage: resp.usage,
             cost_usd: cost,
         })?;
+        self.observer.turn_end(st.turns, &resp.usage, cost);
         self.observer
             .context(ContextMode::Compact, before, after, st.ctx.window);
         // A summary that leaves the conversation still near the threshold would

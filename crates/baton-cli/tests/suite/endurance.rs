@@ -395,7 +395,30 @@ fn a_quota_wall_is_waited_out_and_the_run_completes() {
         rest.extend(honest(2, &[true, true, false]));
         rest.extend(honest(3, &[true, true, true]));
         let server = ScriptedServer::start(wire, the_whole_run(rest));
-        let out = run_with(&p, &server, wire, &["--json"]);
+        let child = baton(&server, wire)
+            .arg("run")
+            .arg(p.path())
+            .arg("--json")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // While the run waits, `baton status` says until when.
+        let mut seen_waiting = false;
+        for _ in 0..40 {
+            std::thread::sleep(Duration::from_millis(250));
+            if !p.path().join(".baton/state.json").exists() {
+                continue;
+            }
+            let s = status_json(&p);
+            if let Some(until) = s["waiting_until_ms"].as_u64() {
+                assert!(until > baton_agent::transcript::now_ms(), "{s}");
+                seen_waiting = true;
+                break;
+            }
+        }
+        assert!(seen_waiting, "{wire:?}: status never showed the wait");
+        let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
         assert_eq!(server.remaining(), 0);
         // Few requests while the wall stood: the first refusal and at most two more.
