@@ -430,6 +430,7 @@ impl Session<'_> {
         let client_max = self.client.config().max_output_tokens;
         let mut continuations = 0u32;
         let mut reason: Option<String> = None;
+        let mut turns_warned = false;
         loop {
             if stopped() {
                 return Ok(Outcome::Interrupted);
@@ -476,6 +477,20 @@ impl Session<'_> {
             // Already wrapping up and still too long: make room, or end.
             if !st.ctx.fits() && !self.make_room(st) {
                 return Ok(Outcome::ContextFull);
+            }
+            // At 80 % of the turn budget, say so once.
+            let max = self.limits.max_turns;
+            if !turns_warned
+                && max >= 10
+                && st.turns * 5 >= max * 4
+                && st.ctx.handoff_left.is_none()
+            {
+                turns_warned = true;
+                let note = format!(
+                    "baton: {} of your {max} turns are used. Finish what you are on: verify it, write your notes and commit; start nothing big.",
+                    st.turns
+                );
+                self.note(transcript, st, &note)?;
             }
             st.turns += 1;
             let turn = st.turns;

@@ -35,9 +35,14 @@ pub struct ExecArgs {
     max_turns: Option<u32>,
 }
 
-const SYSTEM_PROMPT: &str = "You are an expert software engineer working alone in a project directory on a Linux machine. \
-Act through the tools: inspect before you change, make small verified changes, run the project's own checks, \
-and report plainly what you did and what you could not do. The working directory is {dir}.";
+/// `baton exec`'s system prompt: who the agent is, then baton's working practices.
+fn system_prompt(dir: &Path) -> String {
+    format!(
+        "You are an expert software engineer working alone in a project directory on a Linux machine: {}.\n\n{}",
+        dir.display(),
+        baton_harness::prompts::PRACTICES
+    )
+}
 
 /// The tools for `dir` under the command policy and OS sandbox of `cfg`: secrets
 /// stripped from commands, `Bash` through the sandbox launcher where the kernel
@@ -198,7 +203,7 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         let cancel = tools.context().cancel.clone();
         on_ctrl_c(cancel);
         let mut transcript = Transcript::create_next(&dir)?;
-        let system = SYSTEM_PROMPT.replace("{dir}", &dir.display().to_string());
+        let system = system_prompt(&dir);
         let session = Session {
             client: &client,
             tools: &tools,
@@ -255,7 +260,7 @@ fn run_cli(
         let stop = tokio_util::sync::CancellationToken::new();
         on_ctrl_c(stop.clone());
         let mut transcript = Transcript::create_next(dir)?;
-        let system = SYSTEM_PROMPT.replace("{dir}", &dir.display().to_string());
+        let system = system_prompt(dir);
         let session = backend.session(dir, &[], limits(cfg, args), &LiveView, &prices);
         let result = session
             .run_until(&mut transcript, &system, &args.prompt, &stop)

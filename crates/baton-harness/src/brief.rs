@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use baton_ledger::FeatureList;
 
 use crate::files::Files;
+pub use crate::running::Running;
 use crate::state::State;
 use crate::verify::CheckRun;
 use crate::{git, queue};
@@ -38,6 +39,34 @@ pub fn brief(
     number: u32,
     sweep: Option<&CheckRun>,
 ) -> String {
+    brief_with(files, list, state, number, sweep, &Extras::default())
+}
+
+/// What the brief shows beyond the project's records.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// Processes the run started that still run (dev servers).
+    pub running: Vec<Running>,
+    /// This session's turn budget (0 = not shown).
+    pub max_turns: u32,
+}
+
+/// Processes shown at most.
+const RUNNING_SHOWN: usize = 5;
+/// Refused calls of the last session shown at most.
+const REFUSALS_SHOWN: usize = 3;
+/// Bytes of the notes' "Project facts" section shown at most.
+const FACTS_BYTES: usize = 1_500;
+
+/// The brief for session `number`, with `extras`.
+pub fn brief_with(
+    files: &Files,
+    list: &FeatureList,
+    state: &State,
+    number: u32,
+    sweep: Option<&CheckRun>,
+    extras: &Extras,
+) -> String {
     let mut b = String::new();
     let total = list.features.len();
     let _ = writeln!(b, "# Brief from baton (session {number})\n");
@@ -54,6 +83,47 @@ pub fn brief(
         "Files: spec {}, features {}, notes {}, start script {}",
         files.names.spec, files.names.feature_list, files.names.progress, files.names.init_script
     );
+    if extras.max_turns > 0 {
+        let _ = writeln!(
+            b,
+            "This session: at most {} turns (baton warns at 80 %).",
+            extras.max_turns
+        );
+    }
+    if !extras.running.is_empty() {
+        let _ = writeln!(
+            b,
+            "\n## Running now (started by earlier sessions of this run)"
+        );
+        for r in extras.running.iter().take(RUNNING_SHOWN) {
+            let ports = if r.ports.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " · listening on {}",
+                    r.ports
+                        .iter()
+                        .map(|p| format!("127.0.0.1:{p}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            let log = r
+                .log
+                .as_deref()
+                .map(|l| format!(" · log {l}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                b,
+                "- pid {}: `{}`{ports}{log}",
+                r.pgid,
+                cut(&one_line(&r.command), 100)
+            );
+        }
+        if extras.running.len() > RUNNING_SHOWN {
+            let _ = writeln!(b, "- … and {} more", extras.running.len() - RUNNING_SHOWN);
+        }
+    }
 
     let _ = writeln!(b, "\n## After the last session, baton found");
     match state.sessions.last() {
@@ -158,11 +228,37 @@ pub fn brief(
                     "- The progress notes were not updated. Write them this time."
                 );
             }
+            let last_session = crate::run::summarize(&files.dir, last.number);
             if g.refusals > 0 {
                 let _ = writeln!(
                     b,
-                    "- {} tool call(s) were refused by baton's policy.",
-                    g.refusals
+                    "- {} tool call(s) were refused by baton's policy{}",
+                    g.refusals,
+                    if last_session.refused.is_empty() {
+                        "."
+                    } else {
+                        ":"
+                    }
+                );
+                for (what, why) in last_session.refused.iter().take(REFUSALS_SHOWN) {
+                    // The policy's reasons name the refused part first (`part`: why).
+                    if why.starts_with('`') {
+                        let _ = writeln!(b, "  - {}", cut(&one_line(why), 240));
+                    } else {
+                        let _ = writeln!(
+                            b,
+                            "  - `{}`: {}",
+                            cut(&one_line(what), 80),
+                            cut(&one_line(why), 200)
+                        );
+                    }
+                }
+            }
+            if !last_session.final_text.trim().is_empty() {
+                let _ = writeln!(
+                    b,
+                    "- Its last words: \"{}\"",
+                    cut(&one_line(&last_session.final_text), 300)
                 );
             }
         }
@@ -237,6 +333,21 @@ pub fn brief(
         for s in f.steps.iter().take(STEPS_SHOWN) {
             let _ = writeln!(b, "   - {}", cut(s, 140));
         }
+        match crate::verify::command_of(list, i) {
+            Some(v) => {
+                let _ = writeln!(
+                    b,
+                    "   verify: `{}` (baton runs it to confirm the flip)",
+                    cut(&v, 200)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    b,
+                    "   verify: none yet (you may add a deterministic one when you flip it)"
+                );
+            }
+        }
         if f.steps.len() > STEPS_SHOWN {
             let _ = writeln!(
                 b,
@@ -263,8 +374,13 @@ pub fn brief(
         &log
     });
 
+    let mut notes = files.read_notes();
+    if let Some((facts, rest)) = project_facts(&notes) {
+        let _ = writeln!(b, "\n## Project facts (from {})", files.names.progress);
+        let _ = writeln!(b, "{}", cut_bytes(&facts, FACTS_BYTES));
+        notes = rest;
+    }
     let _ = writeln!(b, "\n## Progress notes (end of {})", files.names.progress);
-    let notes = files.read_notes();
     if notes.trim().is_empty() {
         let _ = writeln!(b, "(none yet)");
     } else {
@@ -280,6 +396,44 @@ pub fn brief(
         let _ = writeln!(b, "{tail}");
     }
     b
+}
+
+/// The notes' "Project facts" section (a heading containing "project facts", up to
+/// the next heading of the same or a higher level) without its heading, and the notes
+/// without that section.
+fn project_facts(notes: &str) -> Option<(String, String)> {
+    let lines: Vec<&str> = notes.lines().collect();
+    let start = lines.iter().position(|l| {
+        let t = l.trim_start();
+        t.starts_with('#') && t.to_ascii_lowercase().contains("project facts")
+    })?;
+    let level = lines[start]
+        .trim_start()
+        .chars()
+        .take_while(|&c| c == '#')
+        .count();
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| {
+            let t = l.trim_start();
+            let hashes = t.chars().take_while(|&c| c == '#').count();
+            hashes > 0 && hashes <= level && t[hashes..].starts_with(' ')
+        })
+        .map_or(lines.len(), |i| start + 1 + i);
+    let text = lines[start + 1..end].join("\n").trim().to_string();
+    let rest = [&lines[..start], &lines[end..]].concat().join("\n");
+    (!text.is_empty()).then_some((text, rest))
+}
+
+fn cut_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 /// Blocked features (not the agent's to work on) and deferred ones (they come back).

@@ -21,6 +21,7 @@ pub mod new;
 pub mod prompts;
 pub mod queue;
 pub mod run;
+pub mod running;
 pub mod state;
 pub mod status;
 pub mod verifier;

@@ -422,7 +422,20 @@ impl Runner<'_> {
         let prompt = match (kind, accepted.as_ref()) {
             (SessionKind::Coding, Some(list)) => prompts::coding(
                 &self.files.names,
-                &brief::brief(&self.files, list, state, number, sweep.as_ref()),
+                &brief::brief_with(
+                    &self.files,
+                    list,
+                    state,
+                    number,
+                    sweep.as_ref(),
+                    &brief::Extras {
+                        running: crate::running::describe(
+                            &self.tools.context().processes.alive(),
+                            dir,
+                        ),
+                        max_turns: self.cfg.agent.max_turns,
+                    },
+                ),
                 self.cfg.browser.enabled,
                 matches!(self.backend, Backend::Loop(_)),
             ),
@@ -441,7 +454,7 @@ impl Runner<'_> {
             SessionKind::Initializer => self.policy,
         };
         let limits = self.limits(self.cfg.agent.max_turns, deadline);
-        let system = prompts::SYSTEM.replace("{dir}", &dir.display().to_string());
+        let system = prompts::system(dir);
         let result = match &self.backend {
             Backend::Loop(client) => {
                 let session = Session {
@@ -482,6 +495,7 @@ impl Runner<'_> {
     async fn verifier(
         &self,
         g: &mut Gates<'_>,
+        base: Option<&str>,
         deadline: Option<Instant>,
     ) -> Result<f64, HarnessError> {
         let Some(current) = g.list.clone() else {
@@ -498,8 +512,14 @@ impl Runner<'_> {
             list(&flips)
         ));
         let browser = self.cfg.browser.enabled && self.cfg.project.kind == "web";
-        let prompt = verifier::prompt(&current, &flips, &self.files.names.init_script, browser);
-        let system = prompts::SYSTEM.replace("{dir}", &self.files.dir.display().to_string());
+        let prompt = verifier::prompt(
+            &current,
+            &flips,
+            &self.files.names.init_script,
+            browser,
+            base,
+        );
+        let system = prompts::verifier_system(&self.files.dir);
         let result = match &self.backend {
             Backend::Loop(client) => {
                 let mut client_cfg = client.config().clone();
@@ -537,9 +557,12 @@ impl Runner<'_> {
                 .await?
             }
         };
+        // The final verdict object; else (out of turns, cut off) the verdicts it gave
+        // one by one as it went: a feature it did not reach is not confirmed.
         let verdicts = (result.outcome == baton_agent::session::Outcome::Completed)
             .then(|| verifier::parse_verdict(&result.final_text))
-            .flatten();
+            .flatten()
+            .or_else(|| Some(verifier::verdict_lines(transcript.path())));
         let rejected = verifier::rejections(&flips, verdicts.as_deref());
         if !rejected.is_empty() {
             self.reporter.line(&format!(
@@ -650,7 +673,9 @@ impl Runner<'_> {
         if ip.kind == SessionKind::Coding {
             g.verify(&self.checker()).await;
             if self.cfg.verify.agent && !g.report.flipped.is_empty() {
-                verifier_cost = self.verifier(&mut g, deadline).await?;
+                verifier_cost = self
+                    .verifier(&mut g, ip.head_before.as_deref(), deadline)
+                    .await?;
             }
         }
         let summary = summarize(&self.files.dir, ip.number);
@@ -931,6 +956,10 @@ pub struct Summary {
     pub evidence: Vec<String>,
     /// Time spent waiting for quotas to reset, in ms.
     pub waited_ms: u64,
+    /// Refused calls: (what was asked, baton's reason).
+    pub refused: Vec<(String, String)>,
+    /// The model's last text.
+    pub final_text: String,
 }
 
 /// Read session `number`'s transcript into a [`Summary`] (empty if unreadable).
@@ -939,23 +968,51 @@ pub fn summarize(dir: &std::path::Path, number: u32) -> Summary {
         .join(transcript::SESSIONS_DIR)
         .join(format!("{number:04}.jsonl"));
     let mut s = Summary::default();
+    // Each call's key argument (a Bash command, a path), to name refused calls.
+    let mut calls: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for r in transcript::read(&path).unwrap_or_default() {
         match r.event {
             Event::Assistant {
                 turn,
                 usage: u,
                 cost_usd,
+                content,
                 ..
             } => {
                 s.turns = s.turns.max(turn);
                 s.usage.add(&u);
                 s.cost += cost_usd;
+                for b in content {
+                    if let baton_agent::model::Block::ToolUse { id, name, input } = b {
+                        let key = ["command", "file_path", "pattern", "url"]
+                            .iter()
+                            .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
+                            .map_or_else(|| name.clone(), |v| format!("{name} {v}"));
+                        calls.insert(id, key);
+                    }
+                }
             }
             Event::ToolResult {
-                refused, evidence, ..
+                refused,
+                evidence,
+                tool_use_id,
+                name,
+                content,
+                ..
             } => {
                 s.refusals += u32::from(refused);
                 s.evidence.extend(evidence);
+                if refused {
+                    let what = calls
+                        .get(&tool_use_id)
+                        .cloned()
+                        .unwrap_or_else(|| name.clone());
+                    let why = content
+                        .strip_prefix("Refused by baton's policy: ")
+                        .unwrap_or(&content)
+                        .to_string();
+                    s.refused.push((what, why));
+                }
             }
             Event::Compaction {
                 usage: u, cost_usd, ..
@@ -964,7 +1021,14 @@ pub fn summarize(dir: &std::path::Path, number: u32) -> Summary {
                 s.cost += cost_usd;
             }
             Event::Wait { until_ms, .. } => s.waited_ms += until_ms.saturating_sub(r.t_ms),
-            Event::SessionEnd { outcome, .. } => s.outcome = Some(outcome),
+            Event::SessionEnd {
+                outcome,
+                final_text,
+                ..
+            } => {
+                s.outcome = Some(outcome);
+                s.final_text = final_text;
+            }
             _ => {}
         }
     }

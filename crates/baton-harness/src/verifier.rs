@@ -28,18 +28,38 @@ impl ToolGate for ReadOnly<'_> {
     }
 }
 
-/// The verifier's first message: the claimed features with their steps.
-pub fn prompt(list: &FeatureList, features: &[usize], init_script: &str, browser: bool) -> String {
+/// The verifier's first message: the claimed features with their steps; `base` is
+/// the commit the session under test started from.
+pub fn prompt(
+    list: &FeatureList,
+    features: &[usize],
+    init_script: &str,
+    browser: bool,
+    base: Option<&str>,
+) -> String {
     let mut p = String::from(
-        "You are an independent QA engineer. Another engineer, in a session that just ended, claims the features below now work end to end. \
+        "Another engineer, in a session that just ended, claims the features below now work end to end. \
          Do not trust that claim, the code comments, the commit messages or the progress notes: check for yourself.\n\n",
     );
+    let diff = match base {
+        Some(b) => format!(
+            "`git diff {} HEAD` (and `git log {}..HEAD`)",
+            short(b),
+            short(b)
+        ),
+        None => "`git log -5 --stat` and `git show`".to_string(),
+    };
     p.push_str(&format!(
-        "1. Start the app with ./{init_script} (run long-lived servers in the background).\n\
-         2. For each feature, walk through every step as a user would{}, and look at what actually happens.\n\
-         3. A feature passes only if every step works as described. Anything missing, broken, faked or only partly done is a fail.\n\
-         4. You may not edit any file of the project.\n\n",
-        if browser { ", in the browser through the mcp__playwright__ tools, taking a screenshot of what you checked" } else { "" }
+        "1. Look at what the session changed: {diff}. Note special-cased data, weakened or deleted tests, checks that always pass.\n\
+         2. Make sure the app runs: run ./{init_script} if it is not answering (it starts the servers in the background).\n\
+         3. For each feature, walk through every step as a user would{}, and look at what actually happens.\n\
+         4. Right after checking a feature, write its verdict as one line: VERDICT {{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw\"}}. A feature you run out of time for counts as failed.\n\
+         5. A feature passes only if every step works as described. Anything missing, broken, faked or only partly done is a fail.\n\n",
+        if browser {
+            ", in the browser through the mcp__playwright__ tools (click and type as a user; reload to check what must persist; read the console messages), taking a screenshot of what you checked"
+        } else {
+            ""
+        }
     ));
     p.push_str("Features to check:\n");
     for &n in features {
@@ -55,10 +75,43 @@ pub fn prompt(list: &FeatureList, features: &[usize], init_script: &str, browser
     }
     p.push_str(
         "\nEnd your answer with exactly one JSON object, and nothing after it:\n\
-         {\"results\": [{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you saw\"}]}\n\
+         {\"results\": [{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw at each step\"}]}\n\
          with one entry for every feature above.",
     );
     p
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
+/// The `VERDICT {...}` lines the verifier wrote as it went, from its transcript's
+/// assistant texts (the last verdict of a feature wins).
+pub fn verdict_lines(transcript: &std::path::Path) -> Vec<(usize, bool, String)> {
+    let mut out: Vec<(usize, bool, String)> = Vec::new();
+    let records = baton_agent::transcript::read(transcript).unwrap_or_default();
+    for r in records {
+        let baton_agent::transcript::Event::Assistant { content, .. } = r.event else {
+            continue;
+        };
+        for b in content {
+            let baton_agent::model::Block::Text { text } = b else {
+                continue;
+            };
+            for line in text.lines() {
+                let Some(json) = line.trim().strip_prefix("VERDICT") else {
+                    continue;
+                };
+                if let Some(v) = parse_verdict(&format!("{{\"results\": [{}]}}", json.trim()))
+                    && let Some(verdict) = v.into_iter().next()
+                {
+                    out.retain(|(n, _, _)| *n != verdict.0);
+                    out.push(verdict);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The verdicts in the verifier's final text: (feature, pass, reason). `None` if it
@@ -113,7 +166,7 @@ pub fn rejections(
                 )),
                 None => Some((
                     n,
-                    "the verifier gave no verdict for it, so it is not confirmed".into(),
+                    "the verifier did not reach it (no verdict), so it is not confirmed".into(),
                 )),
             },
         )
@@ -165,7 +218,7 @@ mod tests {
                 (5, "button does nothing".into()),
                 (
                     7,
-                    "the verifier gave no verdict for it, so it is not confirmed".into()
+                    "the verifier did not reach it (no verdict), so it is not confirmed".into()
                 )
             ]
         );

@@ -301,7 +301,7 @@ async fn run_background(ctx: &ToolContext, line: &str) -> ToolOutput {
                 let _ = child.wait().await;
             });
             ToolOutput::ok(format!(
-                "Started in the background (pid {pid}). Its output goes to {}; read it with Read. It is stopped when the session ends.",
+                "Started in the background (pid {pid}). Its output goes to {}; read it with Read. It keeps running after this call (baton stops it when the run or exec ends); stop it yourself with `kill {pid}`.",
                 crate::paths::display(&ctx.project_dir, &log_path)
             ))
         }

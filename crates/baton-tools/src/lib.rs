@@ -323,10 +323,15 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
     vec![
         spec(
             "Bash",
-            "Run a bash command in the project directory and return its combined stdout and stderr and exit code. \
-             Output longer than 30000 bytes keeps its beginning and end; the whole output is saved under .baton/outputs/ \
-             (the marker names the file: search it with Grep or Read parts of it rather than running the command again). Default timeout 120000 ms, at most 600000. \
-             Use run_in_background for servers and other long-running processes; background processes are stopped when the session ends.",
+            "Run a bash command in the project directory and return its combined stdout and stderr and its exit code.\n\
+             - Each call is a fresh shell started in the project directory: cd, variables and activated environments do not carry over. \
+             stdin is closed: anything that asks a question or opens a pager or editor hangs until the timeout, so use non-interactive flags (-y, --yes, CI=1, --no-pager).\n\
+             - Timeout: 120000 ms by default, at most 600000; on expiry the command and its children are killed.\n\
+             - Output longer than 30000 bytes keeps its beginning and end; the whole output is saved under .baton/outputs/ \
+             (the marker names the file: search it with Grep or Read parts of it rather than running the command again).\n\
+             - Servers and other long-running processes: run_in_background=true returns at once with the pid and a log file. \
+             The process keeps running after this call (in baton run, across sessions, until the run ends); poll it until it answers before using it, and stop it with kill PID.\n\
+             - Commands pass baton's policy and run in a sandbox (no writes outside the project, no secrets). A refused command returns the reason and what to do instead.",
             json!({
                 "type": "object",
                 "properties": {
@@ -340,8 +345,9 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         ),
         spec(
             "Read",
-            "Read a text file. Returns numbered lines (cat -n style), 2000 lines by default; use offset (first line, from 1) and limit for more. \
-             Paths may be absolute or relative to the project directory.",
+            "Read a text file. Returns numbered lines (cat -n style: a line number and a tab before each line; these prefixes are not part of the file, so leave them out of an Edit's old_string). \
+             2000 lines by default, lines over 2000 characters cut; use offset (first line, from 1) and limit to read a range of a large file instead of all of it. \
+             Binary files are refused. Paths may be absolute or relative to the project directory.",
             json!({
                 "type": "object",
                 "properties": {
@@ -355,7 +361,8 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         spec(
             "Write",
             "Write a file with the given content, replacing it if it exists and creating parent directories. \
-             Only paths inside the project directory may be written (not .git/ or .baton/).",
+             Only paths inside the project directory may be written (not .git/ or .baton/). \
+             One call's input is limited by your output limit: write a large file in parts (Write the first part, then add the rest with Edit).",
             json!({
                 "type": "object",
                 "properties": {
@@ -367,8 +374,8 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         ),
         spec(
             "Edit",
-            "Replace old_string with new_string in a file. old_string must match exactly (whitespace included) and be unique in the file, \
-             unless replace_all is true.",
+            "Replace old_string with new_string in a file. Read the file first: old_string must match its text exactly (whitespace and indentation included, \
+             without Read's line-number prefixes) and be unique in the file unless replace_all is true; include a few surrounding lines to make it unique.",
             json!({
                 "type": "object",
                 "properties": {
@@ -382,7 +389,8 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         ),
         spec(
             "Glob",
-            "Find files by glob pattern (e.g. \"**/*.ts\", \"src/*.rs\"), honouring .gitignore. Returns paths, most recently modified first.",
+            "Find files by glob pattern (e.g. \"**/*.ts\", \"src/*.rs\"; * does not cross /, ** does), honouring .gitignore. \
+             Returns paths, most recently modified first, 200 at most: narrow the pattern or path when there are more.",
             json!({
                 "type": "object",
                 "properties": {
@@ -394,8 +402,9 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         ),
         spec(
             "Grep",
-            "Search file contents with a regular expression, honouring .gitignore. output_mode: \"files_with_matches\" (default), \
-             \"content\" (matching lines) or \"count\".",
+            "Search file contents with a regular expression (Rust regex syntax, like ripgrep: no look-around or backreferences; escape ( [ { . * + ? literally), \
+             honouring .gitignore and skipping binary files. output_mode: \"files_with_matches\" (default), \"content\" (matching lines; add -n for line numbers) or \"count\". \
+             500 lines at most: narrow with path or glob when there are more.",
             json!({
                 "type": "object",
                 "properties": {

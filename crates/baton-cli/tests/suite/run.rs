@@ -158,6 +158,9 @@ fn an_honest_run_completes() {
     let brief = prompt_of(&server, 4);
     assert!(brief.contains("# Brief from baton (session 3)"), "{brief}");
     assert!(brief.contains("Features passing: 1/3"), "{brief}");
+    // Notes written before the commit that holds the flip: nothing left over.
+    assert!(!brief.contains("left uncommitted"), "{brief}");
+    assert!(!brief.contains("notes were not updated"), "{brief}");
     assert!(brief.contains("- Newly passing: #1."), "{brief}");
     assert!(
         brief.contains("2. [functional] Feature 2\n   - open the app for feature 2"),
@@ -242,8 +245,9 @@ fn tampering_with_the_feature_list_is_undone_flips_kept_and_briefed() {
         "{brief}"
     );
     assert!(brief.contains("- Newly passing: #1."), "{brief}");
+    // The refused command is named with the policy's reason.
     assert!(
-        brief.contains("- 1 tool call(s) were refused by baton's policy."),
+        brief.contains("- 1 tool call(s) were refused by baton's policy:\n  - `"),
         "{brief}"
     );
 }

@@ -304,9 +304,17 @@ fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
         .unwrap()
         .to_string();
     assert!(
-        vprompt.starts_with("You are an independent QA engineer."),
+        vprompt.starts_with("Another engineer, in a session that just ended, claims"),
         "{vprompt}"
     );
+    // Its own, read-only system prompt; the diff of the session under test named.
+    let vsystem = reqs[2].body["system"][0]["text"].as_str().unwrap();
+    assert!(
+        vsystem.starts_with("You are an independent QA engineer"),
+        "{vsystem}"
+    );
+    assert!(vsystem.contains("You may not change the project in any way"));
+    assert!(vprompt.contains("`git diff "), "{vprompt}");
     assert!(
         vprompt.contains("Feature 2 [functional]: Feature 2"),
         "{vprompt}"
@@ -341,4 +349,74 @@ fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
     // The verifier's transcript is a session of its own.
     assert!(p.path().join(".baton/sessions/0002.jsonl").exists());
     assert_eq!(s["sessions"][1]["number"], 3);
+}
+
+#[test]
+fn a_verifier_out_of_turns_keeps_the_verdicts_it_gave_and_fails_only_what_it_did_not_reach() {
+    let p = project();
+    let plain = |passes: &[bool]| {
+        let mut v: Vec<Value> = serde_json::from_str(&features(passes)).unwrap();
+        for f in &mut v {
+            f.as_object_mut().unwrap().shift_remove("verify");
+        }
+        serde_json::to_string_pretty(&v).unwrap() + "\n"
+    };
+    std::fs::write(
+        p.path().join("feature_list.json"),
+        plain(&[false, false, false]),
+    )
+    .unwrap();
+    let o = std::process::Command::new("git")
+        .args(["commit", "-qam", "plain"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    std::fs::write(
+        p.path().join("baton.toml"),
+        format!("{TOML}[verify]\nagent = true\nmax_turns = 2\n"),
+    )
+    .unwrap();
+    let steps = vec![
+        // Coding session: builds #1 and #2 and claims both.
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": plain(&[true, true, false])}),
+            ),
+            (
+                "Bash",
+                json!({"command": "mkdir -p src && echo ok > src/f1.txt && echo ok > src/f2.txt && echo n >> claude-progress.txt && git add -A && git commit -qm 'f1 and f2'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Both work.")),
+        // Verifier: confirms #1 with a verdict line, then runs out of its 2 turns.
+        Step::Reply(
+            Reply::tool("Bash", json!({"command": "test -f src/f1.txt && echo f1-ok"}))
+                .with_text("VERDICT {\"feature\": 1, \"pass\": true, \"reason\": \"src/f1.txt exists and reads ok\"}"),
+        ),
+        Step::Reply(Reply::tool("Bash", json!({"command": "ls src"}))),
+        Step::Reply(Reply::text("reading")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // #1 stands on its verdict; #2, not reached, is reverted.
+    assert_eq!(p.file("feature_list.json"), plain(&[true, false, false]));
+    let s = state(&p);
+    let rejected = &s["sessions"][0]["gates"]["verifier_rejected"];
+    assert_eq!(rejected[0][0], 2, "{rejected}");
+    assert!(
+        rejected[0][1]
+            .as_str()
+            .unwrap()
+            .contains("did not reach it"),
+        "{rejected}"
+    );
+    assert_eq!(rejected.as_array().unwrap().len(), 1);
 }

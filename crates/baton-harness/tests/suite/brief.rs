@@ -164,3 +164,177 @@ fn brief_of_a_200_feature_project_with_long_notes_is_under_2000_tokens() {
     }
     assert!(!b.contains("Session 300:"), "the notes' tail only");
 }
+
+/// Commit hashes and the temp directory made stable for a snapshot.
+fn stable(text: &str, dir: &std::path::Path) -> String {
+    text.replace(&dir.display().to_string(), "[project]")
+        .lines()
+        .map(|l| match l.split_once(' ') {
+            Some((h, rest)) if h.len() >= 7 && h.chars().all(|c| c.is_ascii_hexdigit()) => {
+                format!("<hash> {rest}")
+            }
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A small project after a session that left a rejected flip, a refused command, a
+/// deferred feature and last words, with a dev server running and project facts.
+fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
+    let dir = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .output()
+            .unwrap();
+        assert!(ok.status.success());
+    };
+    git(&["init", "-q"]);
+    let list = json!([
+        {"category": "functional", "description": "The app starts and shows the todo list", "steps": ["Open http://127.0.0.1:3000/", "The page shows the heading 'Todos'"], "passes": true,
+         "verify": "curl -fsS http://127.0.0.1:3000/ | grep -q Todos"},
+        {"category": "functional", "description": "A new todo can be added", "steps": ["Type 'Buy milk' in the new-todo field and press Enter", "The list shows 'Buy milk'"], "passes": false,
+         "verify": "curl -fsS http://127.0.0.1:3000/api/todos | grep -q '\"title\"'"},
+        {"category": "functional", "description": "Todos persist across a reload", "steps": ["Add 'Walk the dog'", "Reload the page", "The list still shows 'Walk the dog'"], "passes": false},
+        {"category": "style", "description": "Completed todos are struck through", "steps": ["Check a todo", "Its title is struck through"], "passes": false},
+    ]);
+    let text = serde_json::to_string_pretty(&list).unwrap();
+    std::fs::write(dir.path().join("feature_list.json"), &text).unwrap();
+    std::fs::write(
+        dir.path().join("claude-progress.txt"),
+        "# Notes\n\n## Project facts\n- Start: ./init.sh (node server.js on port 3000, log server.log)\n- Tests: npm test\n- Pitfall: the API answers JSON only with Accept: application/json\n\n## Session 1\nSet up the skeleton.\n\n## Session 2\nTried adding todos; the POST handler is not wired yet.\n",
+    )
+    .unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "Skeleton: server, list page, init.sh"]);
+    // Session 2's transcript: a refused command and its last words.
+    let sessions = dir.path().join(".baton/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let lines = [
+        json!({"t_ms": 1, "type": "assistant", "turn": 1, "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "rm -rf ~/.npm"}}],
+               "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}, "cost_usd": 0.0}),
+        json!({"t_ms": 2, "type": "tool_result", "turn": 1, "tool_use_id": "t1", "name": "Bash", "content": "Refused by baton's policy: `rm -rf ~/.npm`: deletes outside the project. Instead: remove files inside the project only.", "is_error": true, "refused": true, "duration_ms": 0}),
+        json!({"t_ms": 3, "type": "session_end", "outcome": "max_turns", "turns": 1, "usage": {"input_tokens": 1, "output_tokens": 1}, "cost_usd": 0.0,
+               "final_text": "I could not get POST /api/todos to save; the handler is half-written in server.js."}),
+    ];
+    std::fs::write(
+        sessions.join("0002.jsonl"),
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let mut features = std::collections::BTreeMap::new();
+    features.insert(
+        2,
+        FeatureRecord {
+            attempts: 1,
+            last_reason: Some(
+                "its verify command failed: curl: (22) The requested URL returned error: 404"
+                    .into(),
+            ),
+            ..Default::default()
+        },
+    );
+    features.insert(
+        4,
+        FeatureRecord {
+            attempts: 3,
+            deferred: Some(2),
+            last_reason: Some("the session ended without flipping it".into()),
+            ..Default::default()
+        },
+    );
+    let state = State {
+        version: 1,
+        sessions: vec![SessionRecord {
+            number: 2,
+            kind: SessionKind::Coding,
+            started_ms: 0,
+            ended_ms: 1,
+            outcome: "max_turns".into(),
+            turns: 200,
+            usage: Default::default(),
+            cost_usd: 0.5,
+            commits: 1,
+            sweep: None,
+            verifier_cost_usd: 0.0,
+            waited_ms: 0,
+            target: Some(2),
+            gates: GateReport {
+                verify_failed: vec![baton_harness::verify::CheckFailure {
+                    feature: 2,
+                    command: "curl -fsS http://127.0.0.1:3000/api/todos | grep -q '\"title\"'"
+                        .into(),
+                    reason: "curl: (22) The requested URL returned error: 404\nExit code: 1".into(),
+                }],
+                notes_updated: true,
+                refusals: 1,
+                ..Default::default()
+            },
+        }],
+        in_progress: None,
+        stalled: 1,
+        waiting_until_ms: None,
+        restarted_by_deferral: false,
+        features,
+    };
+    let files = Files::new(dir.path().canonicalize().unwrap(), ProjectConfig::default());
+    let list = FeatureList::parse(&text, "feature_list.json").unwrap();
+    (dir, files, list, state)
+}
+
+#[test]
+fn brief_with_servers_a_rejected_flip_a_refusal_and_a_deferred_feature_snapshot() {
+    let (dir, files, list, state) = eventful();
+    let extras = baton_harness::brief::Extras {
+        running: vec![baton_harness::brief::Running {
+            pgid: 4242,
+            command: "./init.sh".into(),
+            ports: vec![3000],
+            log: Some(".baton/background/0001.log".into()),
+        }],
+        max_turns: 200,
+    };
+    let b = baton_harness::brief::brief_with(&files, &list, &state, 3, None, &extras);
+    insta::assert_snapshot!("brief_eventful", stable(&b, &files.dir));
+    drop(dir);
+}
+
+#[test]
+fn brief_with_every_addition_at_200_features_stays_under_3000_tokens() {
+    let (_d, files, list) = project_with(200, 400);
+    let mut state = state_with_findings();
+    state.sessions[0].gates.verify_failed = vec![baton_harness::verify::CheckFailure {
+        feature: 67,
+        command: "npm test -- checkout".into(),
+        reason: "x".repeat(2_000),
+    }];
+    let notes = format!(
+        "## Project facts\n{}\n## Sessions\n{}",
+        "- a fact about the project that matters to every session\n".repeat(60),
+        files.read_notes()
+    );
+    std::fs::write(files.progress(), notes).unwrap();
+    let extras = baton_harness::brief::Extras {
+        running: (0..8)
+            .map(|i| baton_harness::brief::Running {
+                pgid: 1000 + i,
+                command: "node server.js --port 3000 --watch src --config config/development.json"
+                    .into(),
+                ports: vec![3000 + i as u16],
+                log: Some(format!(".baton/background/{i:04}.log")),
+            })
+            .collect(),
+        max_turns: 200,
+    };
+    let b = baton_harness::brief::brief_with(&files, &list, &state, 42, None, &extras);
+    let tokens = b.len() / 4;
+    assert!(tokens < 3000, "{tokens} tokens:\n{b}");
+    assert!(b.contains("## Running now"));
+    assert!(b.contains("## Project facts"));
+    assert!(b.contains("… and 3 more"), "five processes shown at most");
+}

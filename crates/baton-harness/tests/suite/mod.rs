@@ -1,1 +1,2 @@
 mod brief;
+mod prompts;

@@ -278,7 +278,8 @@ async fn run_in_background_writes_a_log_and_returns_at_once() {
         out,
         ok(format!(
             "Started in the background (pid {pid}). Its output goes to .baton/background/0001.log; \
-             read it with Read. It is stopped when the session ends."
+             read it with Read. It keeps running after this call (baton stops it when the run or exec ends); \
+             stop it yourself with `kill {pid}`."
         ))
     );
 
