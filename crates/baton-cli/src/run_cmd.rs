@@ -61,9 +61,25 @@ fn project_dir(dir: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("cannot resolve {}", dir.display()))
 }
 
-/// Run `baton run`.
+/// Run `baton run`, holding the project's lock: one run per project.
 pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     let dir = project_dir(&args.dir)?;
+    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton run")?;
+    if let Some(previous) = &lock.took_over {
+        eprintln!(
+            "baton: note: the lock of {previous} was left behind (it ended without releasing it); taking over"
+        );
+    }
+    let result = run_locked(args, secrets, dir);
+    lock.release();
+    result
+}
+
+fn run_locked(
+    args: RunArgs,
+    secrets: &crate::secrets::Secrets,
+    dir: PathBuf,
+) -> anyhow::Result<ExitCode> {
     let cfg = Config::load(&dir)?;
     if args.pause.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
         bail!("--pause must be a non-negative number of seconds");
@@ -236,9 +252,11 @@ pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
         );
     };
     let dir = project_dir(dir)?;
+    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton unblock")?;
     let cfg = Config::load(&dir)?;
-    let done = baton_harness::block::unblock(&Files::new(dir, cfg.project), feature)?;
-    eprintln!("baton: {done}");
+    let done = baton_harness::block::unblock(&Files::new(dir, cfg.project), feature);
+    lock.release();
+    eprintln!("baton: {}", done?);
     Ok(())
 }
 

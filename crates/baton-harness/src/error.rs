@@ -41,6 +41,16 @@ pub enum HarnessError {
         /// The last problem found.
         problem: String,
     },
+    /// Another baton command holds the project's lock.
+    #[error(
+        "another {holder} is working on this project ({path} is locked); wait for it to end or stop it. `baton status`, `log` and `report` work meanwhile"
+    )]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// Who holds it.
+        holder: String,
+    },
     /// The project or its input is not usable.
     #[error("{0}")]
     Input(String),

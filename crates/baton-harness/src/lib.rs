@@ -17,6 +17,7 @@ pub mod files;
 pub mod gates;
 pub mod git;
 pub mod guard;
+pub mod lock;
 pub mod new;
 pub mod prompts;
 pub mod queue;

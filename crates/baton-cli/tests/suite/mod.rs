@@ -7,6 +7,7 @@ mod faults;
 mod hook;
 mod log;
 mod policy;
+mod reliability;
 mod report;
 mod run;
 mod secrets;
