@@ -47,8 +47,15 @@ fn system_prompt(dir: &Path) -> String {
 /// The tools for `dir` under the command policy and OS sandbox of `cfg`: secrets
 /// stripped from commands, `Bash` through the sandbox launcher where the kernel
 /// allows, and the policy gate (in the guard) knowing the tools' processes.
-pub fn guarded_tools(dir: &Path, cfg: &Config) -> anyhow::Result<(Toolbox, SessionGuard)> {
+pub fn guarded_tools(
+    dir: &Path,
+    cfg: &Config,
+    processes: Option<std::sync::Arc<baton_tools::ProcessRegistry>>,
+) -> anyhow::Result<(Toolbox, SessionGuard)> {
     let mut ctx = ToolContext::new(dir.to_path_buf());
+    if let Some(p) = processes {
+        ctx.processes = p;
+    }
     let exe = std::env::current_exe().context("cannot find the baton executable")?;
     let guard = SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
     Ok((Toolbox::new(ctx), guard))
@@ -193,7 +200,7 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        let (tools, guard) = guarded_tools(&dir, &cfg)?;
+        let (tools, guard) = guarded_tools(&dir, &cfg, None)?;
         if let Some(w) = &guard.warning {
             eprintln!("baton: warning: {w}");
         }

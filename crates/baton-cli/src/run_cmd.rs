@@ -18,6 +18,9 @@ use tokio_util::sync::CancellationToken;
 use crate::exec::client_config;
 use crate::live::{Mode, RunView, Start};
 
+/// Where a run records the process groups its tools start, relative to the project.
+const PROCESSES_FILE: &str = ".baton/processes";
+
 /// Arguments of `baton run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -140,8 +143,19 @@ fn run_locked(
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // Processes a crashed or killed run left behind (dev servers, long commands)
+        // are stopped before this run starts its own.
+        let record = dir.join(PROCESSES_FILE);
+        let left = baton_tools::process::stop_leftovers(&record, Duration::from_secs(3)).await;
+        if left > 0 {
+            view.println(&format!(
+                "baton: stopped {left} process group(s) left running by an earlier run that did not end cleanly"
+            ));
+        }
+        let run_id = format!("{}-{}", std::process::id(), baton_agent::transcript::now_ms());
+        let processes = Arc::new(baton_tools::ProcessRegistry::recording(record, run_id));
         // The command policy and OS sandbox, as for `baton exec`, for the whole run.
-        let (tools, guard) = crate::exec::guarded_tools(&dir, &cfg)?;
+        let (tools, guard) = crate::exec::guarded_tools(&dir, &cfg, Some(processes))?;
         if let Some(w) = &guard.warning {
             view.println(&format!("baton: warning: {w}"));
         }

@@ -173,6 +173,9 @@ fn command(ctx: &ToolContext, line: &str) -> tokio::process::Command {
     for key in &ctx.env_remove {
         cmd.env_remove(key);
     }
+    if let Some((k, v)) = ctx.processes.marker() {
+        cmd.env(k, v);
+    }
     cmd
 }
 

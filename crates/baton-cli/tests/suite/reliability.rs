@@ -114,3 +114,70 @@ fn a_killed_runs_lock_is_taken_over_with_a_note() {
     );
     assert!(err.contains("taking over"), "{err}");
 }
+
+/// Whether process `pid` exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().chars().next())
+        })
+        .is_some_and(|state| state.is_some_and(|c| c != 'Z'))
+}
+
+#[test]
+fn processes_a_killed_run_left_are_stopped_by_the_next_run() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(baton_testkit::Step::Reply(baton_testkit::Reply::tool(
+        "Bash",
+        serde_json::json!({"command": "sleep 600", "run_in_background": true}),
+    )));
+    steps.push(baton_testkit::Step::Reply(baton_testkit::Reply::text(
+        "waiting",
+    )));
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(700))
+        .start(steps);
+    let mut first = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The coding session started a server; kill -9 the run while the model thinks.
+    let transcript = p.path().join(".baton/sessions/0002.jsonl");
+    let mut pid = 0u32;
+    wait_for("the background process", || {
+        let t = std::fs::read_to_string(&transcript).unwrap_or_default();
+        if let Some(rest) = t.split("Started in the background (pid ").nth(1) {
+            pid = rest.split(')').next().unwrap().parse().unwrap();
+            return true;
+        }
+        false
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(running(pid), "the server outlived the killed run");
+    // The next run stops it before anything else, and says so.
+    let server2 = ScriptedServer::start(Wire::Anthropic, honest(1, &[true, false, false]));
+    let out = baton(&server2, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "1"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("stopped 1 process group(s) left running by an earlier run"),
+        "{err}"
+    );
+    wait_for("the leftover to be gone", || !running(pid));
+    assert!(
+        !p.path().join(".baton/processes").exists(),
+        "the record is cleared at the end"
+    );
+}
