@@ -32,7 +32,7 @@ impl Provider {
             "anthropic" => Ok(Self::Anthropic),
             "openai" => Ok(Self::OpenAi),
             other => Err(ModelError::Config(format!(
-                "unknown provider {other:?}; expected \"anthropic\" or \"openai\""
+                "unknown provider {other:?}; expected \"anthropic\", \"openai\" or \"claude-code\""
             ))),
         }
     }

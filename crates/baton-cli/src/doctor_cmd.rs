@@ -43,6 +43,12 @@ struct Missing {
 /// Run `baton doctor`.
 pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{} is not a directory: give a project directory (or none for the current one)",
+            dir.display()
+        );
+    }
     let cfg = Config::load(&dir)?;
     let browser_required = args.browser || cfg.browser.enabled;
     let why_browser = if cfg.browser.enabled {

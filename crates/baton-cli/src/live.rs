@@ -352,7 +352,8 @@ impl RunView {
     fn refresh(&self) {
         let Some(b) = &self.bars else { return };
         let t = self.totals();
-        b.features.set_length(t.total as u64);
+        // No list yet: an empty bar, not a full one at 0/0.
+        b.features.set_length((t.total as u64).max(1));
         b.features.set_position(t.passing as u64);
         let spent = Self::spent_now(&t);
         let money = match self.budget {
@@ -373,7 +374,8 @@ impl RunView {
                 tokens(c.tokens),
                 c.cost
             )),
-            None => b.session.set_message("between sessions"),
+            None if t.total == 0 => b.session.set_message("— (no feature list yet)"),
+            None => b.session.set_message("— none running (gates, pause)"),
         }
     }
 
@@ -467,7 +469,8 @@ impl Reporter for RunView {
             t.current = None;
         }
         if let Some(b) = &self.bars {
-            b.tool.set_message("gates done");
+            b.tool
+                .set_message("gates done · the next session follows the pause");
         }
         self.refresh();
         let g = &r.gates;

@@ -31,6 +31,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
     let cfg = Config::load(&dir)?;
+    crate::run_cmd::require_project(&dir, &cfg)?;
     if args
         .budget_usd
         .is_some_and(|b| !(b.is_finite() && b >= 0.0))

@@ -38,7 +38,7 @@ pub struct RunArgs {
     /// Seconds between sessions (default: baton.toml [run] pause_secs, 3).
     #[arg(long)]
     pause: Option<f64>,
-    /// Model provider: anthropic or openai.
+    /// Model provider: anthropic, openai or claude-code (an installed Claude Code CLI).
     #[arg(long)]
     provider: Option<String>,
     /// Model name.
@@ -116,6 +116,24 @@ fn run_locked(
     let prices = PriceTable::new(&cfg.prices);
     let budget = args.budget_usd.unwrap_or(cfg.run.budget_usd).max(0.0);
     let budget = (budget > 0.0).then_some(budget);
+    // A budget baton cannot count would never stop the run: refuse it up front.
+    if let (Some(b), Some(client)) = (budget, &client) {
+        let model = &client.config().model;
+        let verifier = cfg
+            .verify
+            .agent
+            .then_some(cfg.verify.model.as_deref())
+            .flatten();
+        for m in std::iter::once(model.as_str()).chain(verifier) {
+            if prices.lookup(m).is_none() {
+                bail!(
+                    "a budget of ${b:.2} cannot be counted: model {m:?} has no price, so every session would cost $0 in baton's records. \
+                     Add its prices (USD per million tokens) to baton.toml:\n\n[prices.\"{m}\"]\ninput = 3.0\noutput = 15.0\n\n\
+                     or run without --budget-usd / [run] budget_usd"
+                );
+            }
+        }
+    }
     let files = Files::new(dir.clone(), cfg.project.clone());
     let before = baton_harness::status::status(&files)?;
     let mode = if args.json {
@@ -274,10 +292,28 @@ pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuse a directory that holds no project: no `baton.toml`, no feature list and no
+/// `.baton/` records (reading it would show an empty project as if it were one).
+pub fn require_project(dir: &Path, cfg: &Config) -> anyhow::Result<()> {
+    if dir.join(baton_config::CONFIG_FILE).exists()
+        || dir.join(&cfg.project.feature_list).exists()
+        || dir.join(".baton").is_dir()
+    {
+        return Ok(());
+    }
+    bail!(
+        "{} is not a baton project (no {}, {} or .baton/ records): create one with `baton new DIR --spec FILE`",
+        dir.display(),
+        baton_config::CONFIG_FILE,
+        cfg.project.feature_list
+    )
+}
+
 /// Run `baton status`.
 pub fn status(dir: &Path, json: bool) -> anyhow::Result<()> {
     let dir = project_dir(dir)?;
     let cfg = Config::load(&dir)?;
+    require_project(&dir, &cfg)?;
     let s = baton_harness::status::status(&Files::new(dir, cfg.project))?
         .with_budget(cfg.run.budget_usd);
     if json {

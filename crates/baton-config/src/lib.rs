@@ -295,6 +295,24 @@ pub struct Price {
     pub cache_write: f64,
 }
 
+/// The parser's Rust type names in words a user knows.
+fn plain_types(message: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, plain) in [
+        ("f64", "a number"),
+        ("f32", "a number"),
+        ("u64", "a whole number (0 or more)"),
+        ("u32", "a whole number (0 or more)"),
+        ("u16", "a whole number (0 or more)"),
+        ("usize", "a whole number (0 or more)"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+    ] {
+        m = m.replace(&format!("expected {rust}"), &format!("expected {plain}"));
+    }
+    m
+}
+
 impl Config {
     /// Load `baton.toml` from a project directory; a missing file gives the defaults.
     pub fn load(project_dir: &Path) -> Result<Self, ConfigError> {
@@ -311,7 +329,7 @@ impl Config {
         let path = path.as_ref().to_path_buf();
         let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.clone(),
-            message: e.to_string().trim_end().to_string(),
+            message: plain_types(e.to_string().trim_end()),
         })?;
         cfg.validate(&path)?;
         Ok(cfg)
@@ -479,6 +497,20 @@ mod tests {
         assert!(err.starts_with("p/baton.toml: "), "{err}");
         assert!(err.contains("line 3"), "{err}");
         assert!(err.contains("modle"), "{err}");
+    }
+
+    #[test]
+    fn type_errors_name_no_rust_types() {
+        let err = Config::from_toml_str("[run]\nbudget_usd = \"ten\"\n", "baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("expected a number"), "{err}");
+        let err = Config::from_toml_str("[agent]\nmax_turns = -1\n", "baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(!err.contains("u32"), "{err}");
     }
 
     #[test]

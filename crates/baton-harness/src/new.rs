@@ -111,5 +111,15 @@ pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(),
         ignore.push_str(".baton/\n");
         write(".gitignore", &ignore)?;
     }
+    // The user's own files are the first commit, so no session's gates ever take
+    // them for work it left uncommitted.
+    let defaults = baton_config::GitConfig::default();
+    git::prepare(dir, &defaults.user_name, &defaults.user_email)?;
+    git::commit(
+        dir,
+        "baton new: the specification, baton.toml and .gitignore",
+        &["app_spec.txt", "baton.toml", ".gitignore"],
+        &[],
+    )?;
     Ok(())
 }

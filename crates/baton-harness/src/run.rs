@@ -179,7 +179,18 @@ impl Runner<'_> {
         let mut probes = 0u32;
         let mut this_run = 0u32;
         let mut init_failures = 0u32;
-        let mut problem: Option<String> = None;
+        // An earlier initializer's list was rejected: the next one is told why.
+        let mut problem: Option<String> = (accepted.is_none()
+            && state
+                .sessions
+                .iter()
+                .any(|s| s.kind == SessionKind::Initializer))
+        .then(|| self.initial_problem());
+        if let Some(p) = &problem {
+            self.reporter.line(&format!(
+                "the last initializer's feature list was not accepted ({p}); running the initializer again"
+            ));
+        }
         loop {
             if let Some(list) = &accepted {
                 if list.all_pass() {
@@ -302,6 +313,15 @@ impl Runner<'_> {
         if let Some(a) = self.files.load_accepted()? {
             return Ok(Some(a));
         }
+        // A list baton's own initializer wrote and baton rejected is never adopted:
+        // the initializer runs again (told what was wrong).
+        if state
+            .sessions
+            .iter()
+            .any(|s| s.kind == SessionKind::Initializer)
+        {
+            return Ok(None);
+        }
         let path = self.files.feature_list();
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
@@ -339,6 +359,51 @@ impl Runner<'_> {
             list.passing()
         ));
         Ok(Some(list))
+    }
+
+    /// Before a coding session: a feature list that is invalid, deleted or changed
+    /// beyond `passes` since it was accepted (by a person, a script, a crash) is put
+    /// back to the accepted version, passes included, and committed and recorded, so
+    /// the agent never starts from a broken list and no pass is lost.
+    fn restore_before(&self, number: u32, accepted: &FeatureList) -> Result<(), HarnessError> {
+        let name = &self.files.names.feature_list;
+        let path = self.files.feature_list();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let r = baton_ledger::reconcile(accepted, &text, name);
+        if !r.needs_restore() {
+            return Ok(());
+        }
+        let what: Vec<String> = if text.is_empty() {
+            vec![format!("{name} was deleted")]
+        } else {
+            r.violations.iter().map(ToString::to_string).collect()
+        };
+        std::fs::write(&path, accepted.to_json()).map_err(io(&path))?;
+        let msg = format!(
+            "baton: restore {name} before session {number}\n\n{}",
+            what.iter().map(|w| format!("- {w}\n")).collect::<String>()
+        );
+        let commit = git::commit(&self.files.dir, &msg, &[name.as_str()], &[])?;
+        for w in &what {
+            self.files.append_ledger(&LedgerEntry {
+                t_ms: now_ms(),
+                session: number,
+                kind: "violation".into(),
+                feature: None,
+                detail: format!("before session {number}: {w}; restored the accepted list"),
+                commit: commit.clone(),
+                evidence: Vec::new(),
+            })?;
+        }
+        self.reporter.line(&format!(
+            "restored {name} before session {number:04}: {}",
+            what.join("; ")
+        ));
+        Ok(())
     }
 
     /// Wait `wait` for a usage limit to reset, shown live and recorded in the state
@@ -397,6 +462,9 @@ impl Runner<'_> {
         let dir = &self.files.dir;
         let mut transcript = Transcript::create_next(dir)?;
         let number = transcript.number();
+        if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
+            self.restore_before(number, list)?;
+        }
         let sweep = match kind {
             SessionKind::Coding => self.sweep(number, accepted).await?,
             SessionKind::Initializer => None,
@@ -765,6 +833,13 @@ impl Runner<'_> {
             self.reporter
                 .line(&format!("  gate: restored the feature list: {v}"));
         }
+        for f in &g.verify_failed {
+            self.reporter.line(&format!(
+                "  gate: reverted the flip of #{}: its verify command `{}` failed",
+                f.feature,
+                f.command.chars().take(80).collect::<String>()
+            ));
+        }
         if !g.leftover_files.is_empty() {
             self.reporter.line(&format!(
                 "  gate: committed {} file(s) the session left uncommitted",
@@ -923,7 +998,7 @@ impl Runner<'_> {
             Ok(text) => match FeatureList::parse(&text, name) {
                 Err(e) => e.to_string(),
                 Ok(l) => format!(
-                    "{name} has {} features; at least {} are required",
+                    "{name} has {} features; at least {} are required (lower [project] min_features in baton.toml, or ask for fewer with `baton new --features N`)",
                     l.features.len(),
                     self.cfg.project.min_features
                 ),

@@ -405,7 +405,7 @@ fn doctor_finds_the_claude_cli_and_requires_it_for_its_provider() {
 #[test]
 fn claude_code_time_limit_stops_the_cli_and_its_commands() {
     let Some(cli) = claude() else { return };
-    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.02\n");
+    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.1\n");
     let home = tempfile::tempdir().unwrap();
     let marker = format!("baton-cc-limit-{}", std::process::id());
     let server = ScriptedServer::start(

@@ -410,7 +410,16 @@ fn a_quota_wall_is_waited_out_and_the_run_completes() {
             if !p.path().join(".baton/state.json").exists() {
                 continue;
             }
-            let s = status_json(&p);
+            // (Status may fail while the initializer is still writing its list.)
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+                .arg("status")
+                .arg(p.path())
+                .arg("--json")
+                .output()
+                .unwrap();
+            let Ok(s) = serde_json::from_slice::<Value>(&out.stdout) else {
+                continue;
+            };
             if let Some(until) = s["waiting_until_ms"].as_u64() {
                 assert!(until > baton_agent::transcript::now_ms(), "{s}");
                 seen_waiting = true;

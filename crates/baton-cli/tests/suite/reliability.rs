@@ -181,3 +181,118 @@ fn processes_a_killed_run_left_are_stopped_by_the_next_run() {
         "the record is cleared at the end"
     );
 }
+
+#[test]
+fn a_rejected_feature_list_is_never_adopted_and_the_initializer_runs_again() {
+    let p = new_project();
+    // Two features where three are required, twice: the run stops.
+    let mut steps = initializer(&features(&[false, false]));
+    steps.extend(initializer(&features(&[false, false])));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("[project] min_features"), "{err}");
+    assert!(err.contains("baton new --features"), "{err}");
+    // Run again: the short list is not adopted; the initializer runs, told why.
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("adopted"), "{err}");
+    assert!(err.contains("running the initializer again"), "{err}");
+    let first = prompt_of(&server, 0);
+    assert!(first.contains("You are the first engineer"), "{first}");
+    assert!(
+        first.contains("has 2 features; at least 3 are required"),
+        "{first}"
+    );
+    let s = state(&p);
+    assert_eq!(s["sessions"][2]["kind"], "initializer");
+    assert_eq!(s["sessions"][3]["gates"]["flipped"], serde_json::json!([1]));
+}
+
+#[test]
+fn a_deleted_or_invalid_list_is_restored_before_the_session_with_passes_intact() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let accepted = p.file("feature_list.json");
+    for (n, damage) in [(3, None), (4, Some("{ not json"))] {
+        match damage {
+            None => std::fs::remove_file(p.path().join("feature_list.json")).unwrap(),
+            Some(text) => std::fs::write(p.path().join("feature_list.json"), text).unwrap(),
+        }
+        // The session's first call sees the list as it was accepted.
+        let server = ScriptedServer::start(
+            Wire::Anthropic,
+            vec![
+                baton_testkit::Step::Reply(baton_testkit::Reply::tool(
+                    "Bash",
+                    serde_json::json!({"command": "grep -c '\"passes\": true' feature_list.json"}),
+                )),
+                baton_testkit::Step::Reply(baton_testkit::Reply::text("looked")),
+            ],
+        );
+        let out = baton(&server, Wire::Anthropic)
+            .arg("run")
+            .arg(p.path())
+            .args(["--max-sessions", "1"])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("restored feature_list.json before session {n:04}")),
+            "{err}"
+        );
+        let results = tool_results(Wire::Anthropic, &server.requests()[1].body);
+        assert!(results[0].1.starts_with("1\n"), "{results:?}");
+        assert!(prompt_of(&server, 0).contains("Features passing: 1/3"));
+        assert_eq!(p.file("feature_list.json"), accepted);
+        // The tree holds the accepted list again (committed if it had changed there).
+        let changed = super::run::git(&p, &["status", "--porcelain", "feature_list.json"]);
+        assert_eq!(changed, "", "{n}");
+    }
+    let ledger = p.file(".baton/ledger.jsonl");
+    assert!(
+        ledger.contains("before session 3: feature_list.json was deleted"),
+        "{ledger}"
+    );
+}
+
+#[test]
+fn a_budget_that_cannot_be_counted_is_refused_with_the_fix() {
+    let p = new_project();
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--budget-usd", "5", "--model", "my-local-model"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot be counted"), "{err}");
+    assert!(err.contains("[prices.\"my-local-model\"]"), "{err}");
+    assert_eq!(server.requests().len(), 0, "nothing was spent");
+}

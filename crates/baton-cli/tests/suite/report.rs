@@ -208,6 +208,17 @@ fn the_console_check_catches_a_script_error() {
 #[test]
 fn a_project_without_sessions_still_has_a_page() {
     let dir = tempfile::tempdir().unwrap();
+    // A directory that is no project is refused, and nothing is written into it.
+    let out = report(dir.path(), &["-o", "-"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not a baton project"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join(".baton").exists());
+    // A project `baton new` made, before any session.
+    std::fs::write(dir.path().join("baton.toml"), "").unwrap();
     let out = report(dir.path(), &["-o", "-"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let html = stdout(&out);

@@ -580,6 +580,18 @@ fn new_creates_a_project_and_refuses_to_overwrite_one() {
         std::fs::read_to_string(dir.join(".gitignore")).unwrap(),
         ".baton/\n"
     );
+    // The user's files are committed, so no session takes them for its leftovers.
+    let log = std::process::Command::new("git")
+        .args(["log", "--oneline", "--name-only"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("baton new: the specification"), "{log}");
+    assert!(
+        log.contains("app_spec.txt") && log.contains("baton.toml"),
+        "{log}"
+    );
     let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap();
     assert!(toml.contains("features = 50 "), "{toml}");
     baton_config::Config::load(&dir).unwrap();

@@ -92,6 +92,14 @@ fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(p.file("feature_list.json"), features(&[true, false, false]));
+    // Shown live, as it happens.
+    assert!(
+        stderr(&out).contains(
+            "gate: reverted the flip of #2: its verify command `test -f src/f2.txt` failed"
+        ),
+        "{}",
+        stderr(&out)
+    );
     let g = &state(&p)["sessions"][0]["gates"];
     assert_eq!(g["flipped"], json!([1]));
     assert_eq!(g["verified"], json!([1]));
