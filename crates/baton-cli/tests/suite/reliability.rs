@@ -296,3 +296,35 @@ fn a_budget_that_cannot_be_counted_is_refused_with_the_fix() {
     assert!(err.contains("[prices.\"my-local-model\"]"), "{err}");
     assert_eq!(server.requests().len(), 0, "nothing was spent");
 }
+
+#[test]
+fn commands_on_what_is_not_a_project_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let baton = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let d = dir.path().to_str().unwrap();
+    let out = baton(&["status", d]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not a baton project"),
+        "{}",
+        stderr(&out)
+    );
+    let missing = dir.path().join("no/such/dir");
+    let out = baton(&["doctor", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("is not a directory"), "{err}");
+    assert!(
+        !stdout(&out).contains("install"),
+        "no advice to install git for a bad path"
+    );
+    // An unknown provider names every one baton knows.
+    let out = baton(&["exec", d, "--prompt", "x", "--provider", "bogus"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("\"claude-code\""), "{}", stderr(&out));
+}
