@@ -274,6 +274,14 @@ pub fn brief_with(
                 cut(&one_line(e), 300)
             );
         }
+        if let Some(said) = &run.init_output {
+            let _ = writeln!(
+                b,
+                "- ./{} ran first and ended with: {}",
+                files.names.init_script,
+                cut(&one_line(said), 300)
+            );
+        }
         if run.failed.is_empty() {
             let _ = writeln!(
                 b,

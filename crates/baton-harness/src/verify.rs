@@ -34,6 +34,9 @@ pub struct CheckRun {
     /// `init.sh` failed (its output), if it was run and failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_error: Option<String>,
+    /// The end of what `init.sh` printed when it succeeded (where to reach the app).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_output: Option<String>,
 }
 
 fn tail(s: &str, max: usize) -> String {
@@ -102,7 +105,14 @@ impl Checker<'_> {
             let (ok, out) = self
                 .bash(&format!("./{init}"), Duration::from_secs(600))
                 .await;
-            if !ok {
+            if ok {
+                let said = out.trim_end().trim_end_matches("Exit code: 0").trim_end();
+                let last: Vec<&str> = said.lines().rev().take(4).collect();
+                let last: Vec<&str> = last.into_iter().rev().collect();
+                if !last.is_empty() {
+                    run.init_output = Some(tail(&last.join("\n"), 400));
+                }
+            } else {
                 run.init_error = Some(tail(&out, REASON_CHARS));
             }
         }

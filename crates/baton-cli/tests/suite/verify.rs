@@ -34,7 +34,7 @@ fn project() -> Project {
     std::fs::write(p.path().join("claude-progress.txt"), "start\n").unwrap();
     std::fs::write(
         p.path().join("init.sh"),
-        "#!/usr/bin/env bash\necho up >> init.log\n",
+        "#!/usr/bin/env bash\necho up >> init.log\necho 'app ready on http://127.0.0.1:4321'\n",
     )
     .unwrap();
     let git = |args: &[&str]| {
@@ -165,6 +165,11 @@ fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
         "{brief}"
     );
     assert!(brief.contains("- #1 BROKE and was set back to failing: `test -f src/f1.txt` failed: Exit code: 1. Fix it first."), "{brief}");
+    // What init.sh said when the sweep ran it (where the app is).
+    assert!(
+        brief.contains("- ./init.sh ran first and ended with: app ready on http://127.0.0.1:4321"),
+        "{brief}"
+    );
     let log = std::process::Command::new("git")
         .args(["log", "--format=%s"])
         .current_dir(p.path())
