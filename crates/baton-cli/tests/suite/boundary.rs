@@ -83,3 +83,44 @@ fn hooks_and_fsmonitor_planted_by_a_script_never_run_and_are_restored() {
     // Still absent after baton's last git commands.
     assert!(!marker.exists());
 }
+
+/// Whether bubblewrap works here; on CI (`CI=true`) it must.
+fn bwrap_or_skip(test: &str) -> bool {
+    if baton_policy::sandbox::kernel_binds() {
+        return true;
+    }
+    let msg = format!(
+        "{test}: skipped: bubblewrap (bwrap) is not available here; install it (apt-get install bubblewrap)"
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
+    eprintln!("{msg}");
+    false
+}
+
+#[test]
+fn batons_records_and_gits_programs_are_read_only_inside_the_sandbox() {
+    if !bwrap_or_skip("batons_records_and_gits_programs_are_read_only_inside_the_sandbox") {
+        return;
+    }
+    let p = project("");
+    let mut steps = initializer(&features(&[false, false, false]));
+    let script = "#!/bin/sh\nfor f in .baton/state.json .git/config .git/hooks/post-commit .git/info/attributes baton.toml; do\n  if echo x >> \"$f\"; then echo \"WROTE $f\"; fi\ndone\necho notes >> claude-progress.txt && git add -A && git commit -qm 'still commits' && echo COMMITTED\n";
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/tamper.sh", "content": script}),
+        ),
+        ("Bash", json!({"command": "bash scripts/tamper.sh 2>&1"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Done.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    let text = &r[1].1;
+    assert!(!text.contains("WROTE"), "{text}");
+    assert_eq!(text.matches("Read-only file system").count(), 5, "{text}");
+    assert!(text.contains("COMMITTED"), "{text}");
+    // Nothing to undo afterwards, and baton's state is its own.
+    let s = state(&p);
+    assert_eq!(s["sessions"][1]["gates"].get("boundary"), None);
+}
