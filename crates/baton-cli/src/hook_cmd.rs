@@ -48,6 +48,10 @@ struct PreToolUseArgs {
     /// change only "passes". Given for coding sessions.
     #[arg(long)]
     feature_list: Option<String>,
+    /// Judge by this copy of `baton.toml` (written by baton outside the project when
+    /// the run started) instead of the project's file, which the agent can change.
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Refuse every edit (the independent verifier's sessions).
     #[arg(long)]
     read_only: bool,
@@ -92,7 +96,14 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
     let dir = dir
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", dir.display()))?;
-    let cfg = Config::load(&dir)?;
+    let cfg = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Config::from_toml_str(&text, path)?
+        }
+        None => Config::load(&dir)?,
+    };
     let policy = Policy::new(&cfg.policy, &dir)?;
     let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
         inner: &policy,
@@ -104,7 +115,10 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
         None => &policy,
     };
     let read_only = ReadOnly { inner: gate };
-    let decision = match confinement(&dir, tool, tool_input) {
+    let refused = confinement(&dir, tool, tool_input)
+        .or_else(|| search_paths(&policy, tool, tool_input))
+        .or_else(|| file_url(cfg.policy.allow_file_urls, tool, tool_input));
+    let decision = match refused {
         Some(reason) => GateDecision::Refuse(reason),
         None if a.read_only => read_only.check(tool, tool_input),
         None => gate.check(tool, tool_input),
@@ -120,6 +134,40 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
             "permissionDecision": "deny",
             "permissionDecisionReason": format!("Refused by baton's policy: {reason}"),
         }}),
+    })
+}
+
+/// `Grep` and `Glob` read what they search: their `path` is judged like a `Read`
+/// (no secret locations such as `~/.ssh`).
+fn search_paths(policy: &Policy, tool: &str, input: &Value) -> Option<String> {
+    if !matches!(tool, "Grep" | "Glob") {
+        return None;
+    }
+    let path = input["path"].as_str()?;
+    match policy.check_read(path) {
+        baton_policy::Verdict::Allowed => None,
+        v @ baton_policy::Verdict::Refused { .. } => Some(v.message()),
+    }
+}
+
+/// `WebFetch` and the browser's `browser_navigate` may not open `file://` URLs
+/// (they would read any file, secrets included) unless `[policy] allow_file_urls`.
+fn file_url(allowed: bool, tool: &str, input: &Value) -> Option<String> {
+    if allowed {
+        return None;
+    }
+    let url = match tool {
+        "WebFetch" => input["url"].as_str()?,
+        t if t.starts_with("mcp__") && t.ends_with("__browser_navigate") => {
+            input["url"].as_str()?
+        }
+        _ => return None,
+    };
+    let scheme = url.trim_start().split(':').next().unwrap_or_default();
+    scheme.eq_ignore_ascii_case("file").then(|| {
+        format!(
+            "{tool} may not open file:// URLs ({url}); read project files with Read (set [policy] allow_file_urls = true in baton.toml to allow it)"
+        )
     })
 }
 

@@ -78,6 +78,10 @@ pub trait Reporter: Send + Sync {
 }
 
 /// What runs the sessions.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per run, never copied around"
+)]
 pub enum Backend<'a> {
     /// baton's own agent loop, with this model client.
     Loop(&'a ModelClient),
