@@ -39,7 +39,7 @@ pub const PROTECTED: &[&str] = &[
 ];
 
 /// Set inside bubblewrap's namespace, so the launcher there does not wrap again.
-pub const NAMESPACE_VAR: &str = "BATON_SANDBOX_NS";
+pub const NAMESPACE_VAR: &str = "BATON_IN_NAMESPACE";
 
 /// The paths of [`PROTECTED`] that exist in `project` as plain files or
 /// directories (a symlink is never bound: the gates undo it).
