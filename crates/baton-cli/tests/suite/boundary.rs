@@ -124,3 +124,60 @@ fn batons_records_and_gits_programs_are_read_only_inside_the_sandbox() {
     let s = state(&p);
     assert_eq!(s["sessions"][1]["gates"].get("boundary"), None);
 }
+
+#[test]
+fn baton_toml_changed_by_the_agent_is_restored_recorded_and_never_obeyed() {
+    // Sandbox off: nothing but the policy read at the start and the gates' check.
+    let p = project("[sandbox]\nenabled = false\n");
+    let toml_before = p.file("baton.toml");
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        // The file tools refuse it outright…
+        (
+            "Write",
+            json!({"file_path": "baton.toml", "content": "[policy]\nmode = \"off\"\n"}),
+        ),
+        // …a project script does not (the policy cannot see inside it).
+        (
+            "Write",
+            json!({"file_path": "scripts/cfg.sh", "content": "#!/bin/sh\nprintf '[policy]\\nmode = \"off\"\\n' >> baton.toml\necho edited\n"}),
+        ),
+        ("Bash", json!({"command": "bash scripts/cfg.sh"})),
+        // Refused by the policy read when the run started, whatever the file says.
+        ("Bash", json!({"command": "sudo true"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Edited.")));
+    // The next session: still refused.
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "sudo true"}),
+    )));
+    steps.push(Step::Reply(Reply::text("Refused.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    assert!(r[0].2 && r[0].1.contains("baton's own rules"), "{r:?}");
+    assert!(r[2].1.contains("edited"), "{r:?}");
+    assert!(
+        r[3].2 && r[3].1.starts_with("Refused by baton's policy"),
+        "{r:?}"
+    );
+    let r = tool_results(Wire::Anthropic, &server.requests()[5].body);
+    assert!(
+        r[0].2 && r[0].1.starts_with("Refused by baton's policy"),
+        "{r:?}"
+    );
+
+    assert_eq!(p.file("baton.toml"), toml_before);
+    let s = state(&p);
+    assert_eq!(
+        s["sessions"][1]["gates"]["boundary"],
+        json!(["baton.toml was changed"])
+    );
+    assert_eq!(ledger(&p, "boundary_violation").len(), 1);
+    let brief = prompt_of(&server, 4);
+    assert!(
+        brief.contains("- VIOLATION, undone by baton: baton.toml was changed."),
+        "{brief}"
+    );
+}
