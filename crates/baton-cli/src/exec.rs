@@ -231,10 +231,14 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         on_ctrl_c(cancel);
         let mut transcript = Transcript::create_next(&dir)?;
         let system = SYSTEM_PROMPT.replace("{dir}", &dir.display().to_string());
+        let reach = baton_harness::guard::ReachGate {
+            inner: &guard.policy,
+            allow_file_urls: cfg.policy.allow_file_urls,
+        };
         let session = Session {
             client: &client,
             tools: &tools,
-            gate: &guard.policy,
+            gate: &reach,
             observer: &LiveView,
             prices: &prices,
             limits,

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use baton_config::Config;
-use baton_harness::guard::FeatureListGuard;
+use baton_harness::guard::{FeatureListGuard, ReachGate};
 use baton_harness::verifier::ReadOnly;
 use baton_policy::Policy;
 use baton_tools::{GateDecision, ToolGate, paths};
@@ -105,20 +105,21 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
         None => Config::load(&dir)?,
     };
     let policy = Policy::new(&cfg.policy, &dir)?;
-    let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
+    let reach = ReachGate {
         inner: &policy,
+        allow_file_urls: cfg.policy.allow_file_urls,
+    };
+    let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
+        inner: &reach,
         project: dir.clone(),
         feature_list: name.clone(),
     });
     let gate: &dyn ToolGate = match &guard {
         Some(g) => g,
-        None => &policy,
+        None => &reach,
     };
     let read_only = ReadOnly { inner: gate };
-    let refused = confinement(&dir, tool, tool_input)
-        .or_else(|| search_paths(&policy, tool, tool_input))
-        .or_else(|| file_url(cfg.policy.allow_file_urls, tool, tool_input));
-    let decision = match refused {
+    let decision = match confinement(&dir, tool, tool_input) {
         Some(reason) => GateDecision::Refuse(reason),
         None if a.read_only => read_only.check(tool, tool_input),
         None => gate.check(tool, tool_input),
@@ -134,40 +135,6 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
             "permissionDecision": "deny",
             "permissionDecisionReason": format!("Refused by baton's policy: {reason}"),
         }}),
-    })
-}
-
-/// `Grep` and `Glob` read what they search: their `path` is judged like a `Read`
-/// (no secret locations such as `~/.ssh`).
-fn search_paths(policy: &Policy, tool: &str, input: &Value) -> Option<String> {
-    if !matches!(tool, "Grep" | "Glob") {
-        return None;
-    }
-    let path = input["path"].as_str()?;
-    match policy.check_read(path) {
-        baton_policy::Verdict::Allowed => None,
-        v @ baton_policy::Verdict::Refused { .. } => Some(v.message()),
-    }
-}
-
-/// `WebFetch` and the browser's `browser_navigate` may not open `file://` URLs
-/// (they would read any file, secrets included) unless `[policy] allow_file_urls`.
-fn file_url(allowed: bool, tool: &str, input: &Value) -> Option<String> {
-    if allowed {
-        return None;
-    }
-    let url = match tool {
-        "WebFetch" => input["url"].as_str()?,
-        t if t.starts_with("mcp__") && t.ends_with("__browser_navigate") => {
-            input["url"].as_str()?
-        }
-        _ => return None,
-    };
-    let scheme = url.trim_start().split(':').next().unwrap_or_default();
-    scheme.eq_ignore_ascii_case("file").then(|| {
-        format!(
-            "{tool} may not open file:// URLs ({url}); read project files with Read (set [policy] allow_file_urls = true in baton.toml to allow it)"
-        )
     })
 }
 

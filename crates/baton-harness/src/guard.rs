@@ -113,3 +113,53 @@ impl ToolGate for FeatureListGuard<'_> {
         }
     }
 }
+
+/// Reads by other names, in front of another gate: `Grep` and `Glob` paths are
+/// judged as a `Read` of that path (no `~/.ssh`), and `WebFetch` or a browser's
+/// `browser_navigate` may not open a `file://` URL unless `allow_file_urls`.
+pub struct ReachGate<'a> {
+    /// The gate consulted for everything (and for the translated `Read`).
+    pub inner: &'a dyn ToolGate,
+    /// `[policy] allow_file_urls`.
+    pub allow_file_urls: bool,
+}
+
+impl ReachGate<'_> {
+    fn refusal(&self, tool: &str, input: &Value) -> Option<String> {
+        match tool {
+            "Grep" | "Glob" => {
+                let path = input["path"].as_str()?;
+                match self
+                    .inner
+                    .check("Read", &serde_json::json!({ "file_path": path }))
+                {
+                    GateDecision::Allow => None,
+                    GateDecision::Refuse(r) => Some(format!("{tool} in {path}: {r}")),
+                }
+            }
+            _ => {
+                let is_fetch = tool == "WebFetch"
+                    || (tool.starts_with("mcp__") && tool.ends_with("__browser_navigate"));
+                if !is_fetch || self.allow_file_urls {
+                    return None;
+                }
+                let url = input["url"].as_str()?;
+                let scheme = url.trim_start().split(':').next().unwrap_or_default();
+                scheme.eq_ignore_ascii_case("file").then(|| {
+                    format!(
+                        "{tool} may not open file:// URLs ({url}); read project files with Read (set [policy] allow_file_urls = true in baton.toml to allow it)"
+                    )
+                })
+            }
+        }
+    }
+}
+
+impl ToolGate for ReachGate<'_> {
+    fn check(&self, tool: &str, input: &Value) -> GateDecision {
+        match self.refusal(tool, input) {
+            Some(reason) => GateDecision::Refuse(reason),
+            None => self.inner.check(tool, input),
+        }
+    }
+}

@@ -21,7 +21,7 @@ use crate::boundary::Snapshot;
 use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry};
 use crate::gates::{GateReport, Gates};
-use crate::guard::FeatureListGuard;
+use crate::guard::{FeatureListGuard, ReachGate};
 use crate::state::{InProgress, SessionKind, SessionRecord, State};
 use crate::verify::{self, CheckRun, Checker};
 use crate::{block, brief, git, prompts, queue, verifier};
@@ -447,14 +447,18 @@ impl Runner<'_> {
         self.reporter
             .line(&format!("── session {number:04} · {} ──", kind.name()));
         self.reporter.session_start(number, kind);
-        let guard = FeatureListGuard {
+        let reach = ReachGate {
             inner: self.policy,
+            allow_file_urls: self.cfg.policy.allow_file_urls,
+        };
+        let guard = FeatureListGuard {
+            inner: &reach,
             project: dir.clone(),
             feature_list: self.files.names.feature_list.clone(),
         };
         let gate: &dyn ToolGate = match kind {
             SessionKind::Coding => &guard,
-            SessionKind::Initializer => self.policy,
+            SessionKind::Initializer => &reach,
         };
         let limits = self.limits(self.cfg.agent.max_turns, deadline);
         let system = prompts::SYSTEM.replace("{dir}", &dir.display().to_string());
@@ -524,7 +528,11 @@ impl Runner<'_> {
         };
         let flips = g.report.flipped.clone();
         let limits = self.limits(self.cfg.verify.max_turns, deadline);
-        let gate = verifier::ReadOnly { inner: self.policy };
+        let reach = ReachGate {
+            inner: self.policy,
+            allow_file_urls: self.cfg.policy.allow_file_urls,
+        };
+        let gate = verifier::ReadOnly { inner: &reach };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
         self.reporter.line(&format!(
             "── session {:04} · verifier of session {:04} · checking {} ──",
