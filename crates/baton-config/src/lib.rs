@@ -548,6 +548,38 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::unwrap_used)]
+    fn mcp_programs_inside_the_project_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let write = |t: &str| std::fs::write(p.join(CONFIG_FILE), t).unwrap();
+        write(&format!(
+            "[mcp.x]\ncommand = {:?}\n",
+            p.join("node_modules/.bin/srv").display().to_string()
+        ));
+        let e = Config::load(p).unwrap_err().to_string();
+        assert!(e.contains("mcp.x.command"), "{e}");
+        assert!(e.contains("inside the project directory"), "{e}");
+        write(&format!(
+            "[mcp.x]\ncommand = \"python3\"\nargs = [{:?}]\n",
+            p.join("srv.py").display().to_string()
+        ));
+        let e = Config::load(p).unwrap_err().to_string();
+        assert!(e.contains("mcp.x.args"), "{e}");
+        write(&format!(
+            "[browser]\nenabled = true\ncommand = [\"node\", {:?}]\n",
+            p.join("x/../cli.js").display().to_string()
+        ));
+        let e = Config::load(p).unwrap_err().to_string();
+        assert!(e.contains("browser.command"), "{e}");
+        // Outside the project, and the default browser command, are fine.
+        write(
+            "[mcp.x]\ncommand = \"/usr/bin/python3\"\nargs = [\"-m\", \"srv\"]\n[browser]\nenabled = true\n",
+        );
+        assert!(Config::load(p).is_ok());
+    }
+
+    #[test]
     fn missing_file_gives_defaults() -> Result<(), ConfigError> {
         let dir = tempfile::tempdir().map_err(|source| ConfigError::Read {
             path: PathBuf::from("tmp"),

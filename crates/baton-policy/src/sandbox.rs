@@ -413,6 +413,11 @@ pub fn exec_confined(
         for p in protected_paths(&spec.project) {
             cmd.arg("--ro-bind").arg(&p).arg(&p);
         }
+        // baton's state dir (the hook's frozen config, the MCP launch dir).
+        let state = baton_config::state_dir(&spec.project);
+        if state.is_dir() {
+            cmd.arg("--ro-bind").arg(&state).arg(&state);
+        }
         cmd.args(["--setenv", NAMESPACE_VAR, "1", "--"])
             .args(spec.launcher(&exe))
             .args(command);
