@@ -45,22 +45,48 @@ pub struct Snapshot {
     roots: Vec<PathBuf>,
     /// Every entry under the roots that existed (absolute path → entry).
     entries: BTreeMap<PathBuf, Entry>,
+    /// Whether `project/.git` was a directory (not a project inside another
+    /// repository, or a worktree's `.git` file).
+    git_dir: bool,
 }
 
 impl Snapshot {
-    /// Record the guarded files of `project` (whose git directory is `project/.git`).
+    /// Record the guarded files of `project`: those of its git directory (and of the
+    /// common one of a worktree, as git names them; `project/.git` when git cannot
+    /// say) and its `baton.toml`.
     pub fn take(project: &Path) -> Result<Self, HarnessError> {
         let git_dir = project.join(".git");
-        let mut roots: Vec<PathBuf> = GIT_GUARDED.iter().map(|g| git_dir.join(g)).collect();
+        let mut dirs = vec![git_dir.canonicalize().unwrap_or_else(|_| git_dir.clone())];
+        for flag in ["--absolute-git-dir", "--git-common-dir"] {
+            if let Ok(out) = crate::git::git(project, &["rev-parse", flag]) {
+                let d = PathBuf::from(out.trim());
+                let d = if d.is_absolute() { d } else { project.join(d) };
+                let d = d.canonicalize().unwrap_or(d);
+                if !out.trim().is_empty() && !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
+        let mut roots: Vec<PathBuf> = Vec::new();
+        for d in &dirs {
+            for g in GIT_GUARDED {
+                let r = d.join(g);
+                if !roots.contains(&r) {
+                    roots.push(r);
+                }
+            }
+        }
         roots.extend(PROJECT_GUARDED.iter().map(|p| project.join(p)));
         let mut entries = BTreeMap::new();
         for r in &roots {
             collect(r, &mut entries)?;
         }
+        let git_dir = std::fs::symlink_metadata(&git_dir).is_ok_and(|m| m.is_dir());
         Ok(Self {
             project: project.to_path_buf(),
             roots,
             entries,
+            git_dir,
         })
     }
 
@@ -69,7 +95,7 @@ impl Snapshot {
     pub fn changes(&self) -> Result<Vec<String>, HarnessError> {
         let git_dir = self.project.join(".git");
         let meta = std::fs::symlink_metadata(&git_dir);
-        if !meta.is_ok_and(|m| m.is_dir()) {
+        if self.git_dir && !meta.is_ok_and(|m| m.is_dir()) {
             return Err(HarnessError::Input(format!(
                 "{} is no longer a directory: something in the session replaced the repository; baton runs no git command there",
                 git_dir.display()
@@ -148,7 +174,12 @@ impl Snapshot {
     }
 
     fn rel(&self, p: &Path) -> String {
+        let project = self
+            .project
+            .canonicalize()
+            .unwrap_or_else(|_| self.project.clone());
         p.strip_prefix(&self.project)
+            .or_else(|_| p.strip_prefix(&project))
             .unwrap_or(p)
             .display()
             .to_string()
