@@ -93,6 +93,9 @@ pub struct CliBackend {
     /// The sandbox spec (JSON, for `BATON_SANDBOX`) when the CLI's shell commands run
     /// through baton's sandbox launcher (`[sandbox] enabled` and the kernel enforces it).
     pub command_sandbox: Option<String>,
+    /// The copy of `baton.toml` taken when baton started, outside the project, which
+    /// the hook judges by (`--config`); `None` lets the hook read the project's.
+    pub hook_config: Option<PathBuf>,
 }
 
 impl CliBackend {
@@ -111,6 +114,10 @@ impl CliBackend {
             shell_quote(&self.baton_exe.display().to_string()),
             shell_quote(&project_dir.display().to_string())
         );
+        if let Some(c) = &self.hook_config {
+            hook.push_str(" --config ");
+            hook.push_str(&shell_quote(&c.display().to_string()));
+        }
         for a in hook_args {
             hook.push(' ');
             hook.push_str(&shell_quote(a));

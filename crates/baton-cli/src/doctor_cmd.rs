@@ -98,6 +98,11 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             required: false,
             result: landlock(),
         },
+        Check {
+            name: "bubblewrap",
+            required: false,
+            result: bubblewrap(),
+        },
     ];
 
     let mut missing_required = 0;
@@ -193,6 +198,22 @@ fn chromium(path: &str, dir: &Path) -> Result<String, Missing> {
         .map(|v| format!("{v} ({path})"))
         .map_err(|why| missing(why, install))
 }
+
+fn bubblewrap() -> Result<String, Missing> {
+    match sandbox::bwrap() {
+        Some(p) => Ok(format!(
+            "{}: git's config, hooks and info, .baton/ and baton.toml are read-only inside the sandbox",
+            p.display()
+        )),
+        None => Err(Missing {
+            why: BWRAP_MISSING.to_string(),
+            fix: "apt-get install bubblewrap (or your system's package of bwrap)".to_string(),
+        }),
+    }
+}
+
+/// Why a missing bubblewrap matters (`baton doctor`, and once per `baton run`).
+pub const BWRAP_MISSING: &str = "bubblewrap (bwrap) is not available: a sandboxed command can still write git's config and hooks, .baton/ and baton.toml (Landlock cannot make them read-only); baton's gates undo such changes after each session";
 
 fn landlock() -> Result<String, Missing> {
     match sandbox::probe() {

@@ -109,9 +109,19 @@ pub fn cli_backend(
                 std::fs::write(path, contents)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
+            // The CLI starts servers in the project; `env -C` starts them in
+            // baton's launch dir instead (see baton_mcp::launch_dir).
+            std::fs::create_dir_all(&s.cwd)
+                .with_context(|| format!("cannot create {}", s.cwd.display()))?;
+            let mut args = vec![
+                "-C".to_string(),
+                s.cwd.display().to_string(),
+                s.command.clone(),
+            ];
+            args.extend(s.args.iter().cloned());
             servers.insert(
                 s.name.clone(),
-                serde_json::json!({"command": s.command, "args": s.args, "env": s.env}),
+                serde_json::json!({"command": "env", "args": args, "env": s.env}),
             );
         }
         Some(serde_json::json!({ "mcpServers": servers }))
@@ -124,6 +134,7 @@ pub fn cli_backend(
     }
     let unset = baton_policy::secret_env(&cfg.policy);
     let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset));
+    let hook_config = freeze_config(&project)?;
     Ok(Some(CliBackend {
         program: env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
         model,
@@ -134,7 +145,28 @@ pub fn cli_backend(
             .collect(),
         mcp_config,
         command_sandbox,
+        hook_config: Some(hook_config),
     }))
+}
+
+/// Copy the project's `baton.toml`, as baton loaded it for this command, to baton's
+/// state dir (outside the project and the sandbox's writable places): the agent
+/// CLI's hook judges every call by this copy, never by the project's file, which
+/// the agent could change mid-session. Returns the copy's path.
+pub fn freeze_config(project: &Path) -> anyhow::Result<PathBuf> {
+    let dir = baton_config::state_dir(project);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let src = project.join(baton_config::CONFIG_FILE);
+    let text = match std::fs::read_to_string(&src) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", src.display())),
+    };
+    // Only what parses as a valid config is frozen.
+    Config::from_toml_str(&text, &src)?;
+    let path = dir.join("hook-baton.toml");
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
 }
 
 /// Settings resolved from flags, environment and `baton.toml`, in that order.
@@ -211,10 +243,14 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         on_ctrl_c(cancel);
         let mut transcript = Transcript::create_next(&dir)?;
         let system = system_prompt(&dir);
+        let reach = baton_harness::guard::ReachGate {
+            inner: &guard.policy,
+            allow_file_urls: cfg.policy.allow_file_urls,
+        };
         let session = Session {
             client: &client,
             tools: &tools,
-            gate: &guard.policy,
+            gate: &reach,
             observer: &LiveView,
             prices: &prices,
             limits,

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use baton_config::Config;
-use baton_harness::guard::FeatureListGuard;
+use baton_harness::guard::{FeatureListGuard, ReachGate};
 use baton_harness::verifier::ReadOnly;
 use baton_policy::Policy;
 use baton_tools::{GateDecision, ToolGate, paths};
@@ -48,6 +48,10 @@ struct PreToolUseArgs {
     /// change only "passes". Given for coding sessions.
     #[arg(long)]
     feature_list: Option<String>,
+    /// Judge by this copy of `baton.toml` (written by baton outside the project when
+    /// the run started) instead of the project's file, which the agent can change.
+    #[arg(long)]
+    config: Option<PathBuf>,
     /// Refuse every edit (the independent verifier's sessions).
     #[arg(long)]
     read_only: bool,
@@ -92,16 +96,27 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
     let dir = dir
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", dir.display()))?;
-    let cfg = Config::load(&dir)?;
+    let cfg = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Config::from_toml_str(&text, path)?
+        }
+        None => Config::load(&dir)?,
+    };
     let policy = Policy::new(&cfg.policy, &dir)?;
-    let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
+    let reach = ReachGate {
         inner: &policy,
+        allow_file_urls: cfg.policy.allow_file_urls,
+    };
+    let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
+        inner: &reach,
         project: dir.clone(),
         feature_list: name.clone(),
     });
     let gate: &dyn ToolGate = match &guard {
         Some(g) => g,
-        None => &policy,
+        None => &reach,
     };
     let read_only = ReadOnly { inner: gate };
     let decision = match confinement(&dir, tool, tool_input) {

@@ -177,6 +177,12 @@ fn run_locked(
         if let Some(w) = &guard.warning {
             view.println(&format!("baton: warning: {w}"));
         }
+        if cfg.sandbox.enabled && !baton_policy::sandbox::kernel_binds() {
+            view.println(&format!(
+                "baton: warning: {}",
+                crate::doctor_cmd::BWRAP_MISSING
+            ));
+        }
         let hard = tools.context().cancel.clone();
         let stop = CancellationToken::new();
         let signal_stop = stop.clone();

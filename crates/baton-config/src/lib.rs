@@ -313,12 +313,57 @@ fn plain_types(message: &str) -> String {
     m
 }
 
+/// `p` with `.` and `..` taken out, without touching the file system.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A directory of baton's own for `project`, outside it and outside what the
+/// sandbox may write: `$XDG_STATE_HOME/baton/<name>-<hash>` (default
+/// `~/.local/state/baton/…`). MCP servers start there, and the policy the agent
+/// CLI's hook applies is kept there. Not created.
+pub fn state_dir(project: &Path) -> PathBuf {
+    use std::hash::{Hash as _, Hasher as _};
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".local").join("state"))
+        })
+        .unwrap_or_else(|| PathBuf::from("/var/lib"))
+        .join("baton");
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    project.hash(&mut h);
+    let name = project
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    base.join(format!("{name}-{:016x}", h.finish()))
+}
+
 impl Config {
     /// Load `baton.toml` from a project directory; a missing file gives the defaults.
     pub fn load(project_dir: &Path) -> Result<Self, ConfigError> {
         let path = project_dir.join(CONFIG_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => Self::from_toml_str(&text, &path),
+            Ok(text) => {
+                let cfg = Self::from_toml_str(&text, &path)?;
+                cfg.validate_programs(project_dir, &path)?;
+                Ok(cfg)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(source) => Err(ConfigError::Read { path, source }),
         }
@@ -333,6 +378,48 @@ impl Config {
         })?;
         cfg.validate(&path)?;
         Ok(cfg)
+    }
+
+    /// MCP servers and the browser server run outside the sandbox, with the user's
+    /// rights: their program (and any argument naming a file) must not be in the
+    /// project, which the agent writes.
+    fn validate_programs(&self, project_dir: &Path, path: &Path) -> Result<(), ConfigError> {
+        let project = project_dir
+            .canonicalize()
+            .unwrap_or_else(|_| project_dir.to_path_buf());
+        // Servers start in baton's state dir (see `state_dir`), so a relative path
+        // names a file there; an absolute one may point into the project.
+        let inside = |word: &str| -> bool {
+            let p = Path::new(word);
+            p.is_absolute()
+                && (normalize(p).starts_with(&project)
+                    || normalize(p).starts_with(project_dir)
+                    || p.canonicalize().is_ok_and(|r| r.starts_with(&project)))
+        };
+        let invalid = |field: String, word: &str| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field,
+            message: format!(
+                "{word:?} is inside the project directory, which the agent can write; MCP servers run outside the sandbox with your rights, so their program and files must live outside the project (install them elsewhere and give an absolute path)"
+            ),
+        };
+        for (name, s) in &self.mcp {
+            if inside(&s.command) {
+                return Err(invalid(format!("mcp.{name}.command"), &s.command));
+            }
+            if let Some(a) = s.args.iter().find(|a| !a.starts_with('-') && inside(a)) {
+                return Err(invalid(format!("mcp.{name}.args"), a));
+            }
+        }
+        if let Some(w) = self
+            .browser
+            .command
+            .iter()
+            .find(|a| !a.starts_with('-') && inside(a))
+        {
+            return Err(invalid("browser.command".to_string(), w));
+        }
+        Ok(())
     }
 
     fn validate(&self, path: &Path) -> Result<(), ConfigError> {
@@ -476,6 +563,38 @@ mod tests {
             Config::from_toml_str("", "baton.toml").ok(),
             Some(Config::default())
         );
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn mcp_programs_inside_the_project_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let write = |t: &str| std::fs::write(p.join(CONFIG_FILE), t).unwrap();
+        write(&format!(
+            "[mcp.x]\ncommand = {:?}\n",
+            p.join("node_modules/.bin/srv").display().to_string()
+        ));
+        let e = Config::load(p).unwrap_err().to_string();
+        assert!(e.contains("mcp.x.command"), "{e}");
+        assert!(e.contains("inside the project directory"), "{e}");
+        write(&format!(
+            "[mcp.x]\ncommand = \"python3\"\nargs = [{:?}]\n",
+            p.join("srv.py").display().to_string()
+        ));
+        let e = Config::load(p).unwrap_err().to_string();
+        assert!(e.contains("mcp.x.args"), "{e}");
+        write(&format!(
+            "[browser]\nenabled = true\ncommand = [\"node\", {:?}]\n",
+            p.join("x/../cli.js").display().to_string()
+        ));
+        let e = Config::load(p).unwrap_err().to_string();
+        assert!(e.contains("browser.command"), "{e}");
+        // Outside the project, and the default browser command, are fine.
+        write(
+            "[mcp.x]\ncommand = \"/usr/bin/python3\"\nargs = [\"-m\", \"srv\"]\n[browser]\nenabled = true\n",
+        );
+        assert!(Config::load(p).is_ok());
     }
 
     #[test]

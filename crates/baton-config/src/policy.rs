@@ -36,6 +36,9 @@ pub struct PolicyConfig {
     /// Environment variables removed from every agent process, besides the provider
     /// API keys.
     pub secret_env: Vec<String>,
+    /// Let `WebFetch` and the browser's `browser_navigate` open `file://` URLs
+    /// (default false: a file URL reads outside the file tools' rules, e.g. `~/.ssh`).
+    pub allow_file_urls: bool,
 }
 
 /// Which network the sandboxed processes may reach.

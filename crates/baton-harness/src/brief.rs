@@ -178,6 +178,12 @@ pub fn brief_with(
                     files.names.feature_list
                 );
             }
+            for v in &g.boundary {
+                let _ = writeln!(
+                    b,
+                    "- VIOLATION, undone by baton: {v}. git's config, hooks and info files and baton.toml are baton's; nothing in a session may change them."
+                );
+            }
             for f in &g.verify_failed {
                 let _ = writeln!(
                     b,

@@ -20,6 +20,10 @@ pub struct GateReport {
     pub unflipped: Vec<usize>,
     /// Changes to the feature list that were not allowed, and were undone.
     pub violations: Vec<String>,
+    /// Files baton guards (git's config, hooks and info, `baton.toml`) that the
+    /// session changed, and baton put back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub boundary: Vec<String>,
     /// New flips whose `verify` command failed, and were reverted.
     #[serde(default)]
     pub verify_failed: Vec<CheckFailure>,
@@ -53,6 +57,7 @@ impl GateReport {
     /// Whether anything needs the next session's attention.
     pub fn has_findings(&self) -> bool {
         !self.violations.is_empty()
+            || !self.boundary.is_empty()
             || !self.verify_failed.is_empty()
             || !self.verifier_rejected.is_empty()
             || !self.leftover_files.is_empty()
@@ -272,6 +277,14 @@ impl<'a> Gates<'a> {
                 Some(*n),
                 format!("{}: {why}", desc(*n)),
                 r.restore_commit.clone(),
+            ))?;
+        }
+        for v in &r.boundary {
+            self.files.append_ledger(&entry(
+                "boundary_violation",
+                None,
+                format!("{v}; restored from baton's snapshot"),
+                head.clone(),
             ))?;
         }
         for v in &r.violations {

@@ -1,16 +1,68 @@
 //! The few git operations baton needs, run with the real `git`.
+//!
+//! baton's git runs unsandboxed, with the user's rights, in a repository the agent
+//! writes to. Every invocation therefore neutralises what a repository can make git
+//! run ([`HARDENING`]: hooks, fsmonitor, pagers, editors, ssh, credential helpers,
+//! signing programs, external diffs and textconv) and ignores the system config;
+//! what cannot be named in advance (`filter.*` drivers, `include.path`) is kept out
+//! by the gates' [`crate::boundary::Snapshot`] check before any git command.
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::error::HarnessError;
 
-/// Run `git args…` in `dir`; stdout on success, git's stderr in the error.
+/// `-c` settings given to every git command baton runs: nothing the repository
+/// configures may start a program in baton's (unsandboxed) process.
+pub const HARDENING: &[&str] = &[
+    // No hook runs (`--no-verify` does not skip post-commit, post-checkout…).
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.untrackedCache=false",
+    "core.pager=cat",
+    "pager.status=false",
+    "pager.log=false",
+    "pager.diff=false",
+    "core.editor=true",
+    "sequence.editor=true",
+    "core.sshCommand=false",
+    "core.askPass=",
+    "credential.helper=",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "gpg.program=false",
+    "gpg.ssh.program=false",
+    "gpg.x509.program=false",
+    "diff.noprefix=false",
+    "protocol.ext.allow=never",
+    "submodule.recurse=false",
+    "status.submoduleSummary=false",
+];
+
+/// Run `git args…` in `dir`; stdout on success, git's stderr in the error. Runs
+/// with [`HARDENING`], without the system config, and without the environment
+/// variables that point git at other programs.
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
-    let out = Command::new("git")
+    let mut cmd = Command::new("git");
+    for h in HARDENING {
+        cmd.arg("-c").arg(h);
+    }
+    let out = cmd
         .args(args)
         .current_dir(dir)
         .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_EDITOR", "true")
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .env_remove("GIT_SSH")
+        .env_remove("GIT_SSH_COMMAND")
+        .env_remove("GIT_ASKPASS")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_CONFIG")
+        .env_remove("GIT_CONFIG_PARAMETERS")
+        .env_remove("GIT_CONFIG_COUNT")
         .output()
         .map_err(|e| HarnessError::Git {
             args: args.join(" "),
@@ -51,6 +103,14 @@ pub fn prepare(dir: &Path, name: &str, email: &str) -> Result<(), HarnessError> 
             .unwrap_or_default();
         if resolved.is_empty() {
             git(dir, &["config", "--local", key, value])?;
+        }
+    }
+    // The places the sandbox binds read-only must exist before a session, or the
+    // agent could create them.
+    for d in ["hooks", "info"] {
+        let p = dir.join(".git").join(d);
+        if dir.join(".git").is_dir() {
+            std::fs::create_dir_all(&p).map_err(crate::error::io(&p))?;
         }
     }
     if git(dir, &["check-ignore", "-q", ".baton/"]).is_err() {
@@ -104,7 +164,18 @@ pub fn commit(
     add.extend(exclude.iter().map(|e| format!(":(exclude){e}")));
     let add_refs: Vec<&str> = add.iter().map(String::as_str).collect();
     git(dir, &add_refs)?;
-    if git(dir, &["diff", "--cached", "--quiet"]).is_ok() {
+    if git(
+        dir,
+        &[
+            "diff",
+            "--cached",
+            "--quiet",
+            "--no-ext-diff",
+            "--no-textconv",
+        ],
+    )
+    .is_ok()
+    {
         return Ok(None);
     }
     git(dir, &["commit", "-q", "--no-verify", "-m", message])?;
@@ -126,4 +197,48 @@ pub fn commits_since(dir: &Path, from: Option<&str>) -> usize {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn planted_hooks_fsmonitor_and_pager_do_not_run_in_batons_git() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let marker = outside.path().join("ran");
+        let dir = t.path();
+        git(dir, &["init", "-q"]).unwrap();
+        prepare(dir, "t", "t@example.com").unwrap();
+        let evil = dir.join(".git/evil");
+        std::fs::write(&evil, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+        std::fs::set_permissions(&evil, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for hook in [
+            "post-commit",
+            "pre-commit",
+            "commit-msg",
+            "post-index-change",
+        ] {
+            std::fs::copy(&evil, dir.join(".git/hooks").join(hook)).unwrap();
+        }
+        let e = evil.display().to_string();
+        for (k, v) in [
+            ("core.fsmonitor", e.as_str()),
+            ("core.pager", e.as_str()),
+            ("core.editor", e.as_str()),
+            ("gpg.program", e.as_str()),
+            ("commit.gpgSign", "true"),
+        ] {
+            git(dir, &["config", k, v]).unwrap();
+        }
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        let _ = dirty_paths(dir).unwrap();
+        let c = commit(dir, "msg", &[], &[]).unwrap();
+        assert!(c.is_some());
+        let _ = log_oneline(dir, 5);
+        assert!(!marker.exists(), "a program of the repository's ran");
+    }
 }

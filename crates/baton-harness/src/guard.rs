@@ -1,7 +1,7 @@
 //! Refuses, on the spot, `Write` and `Edit` calls that would change anything in the
 //! feature list but `passes`, then defers to the policy for everything else.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use baton_ledger::{FeatureList, reconcile};
 use baton_tools::{GateDecision, ToolGate, paths};
@@ -17,21 +17,41 @@ pub struct FeatureListGuard<'a> {
     pub feature_list: String,
 }
 
+/// `current` with one `Edit`-shaped change (`old_string`, `new_string`,
+/// `replace_all`) applied, or `None` where the tool itself would fail.
+fn apply_edit(current: &str, edit: &Value) -> Option<String> {
+    let old = edit["old_string"].as_str()?;
+    let new = edit["new_string"].as_str()?;
+    let all = edit["replace_all"].as_bool().unwrap_or(false);
+    let n = if old.is_empty() {
+        0
+    } else {
+        current.matches(old).count()
+    };
+    // A miss or an ambiguous match fails in the tool itself.
+    (n == 1 || (n > 1 && all)).then(|| current.replace(old, new))
+}
+
+/// Whether `a` and `b` are the same file (after symlinks; hard links included).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => paths::real_path(a) == paths::real_path(b),
+    }
+}
+
 impl FeatureListGuard<'_> {
     fn proposed(&self, tool: &str, input: &Value, current: &str) -> Option<String> {
         match tool {
             "Write" => input["content"].as_str().map(str::to_string),
-            "Edit" => {
-                let old = input["old_string"].as_str()?;
-                let new = input["new_string"].as_str()?;
-                let all = input["replace_all"].as_bool().unwrap_or(false);
-                let n = if old.is_empty() {
-                    0
-                } else {
-                    current.matches(old).count()
-                };
-                // A miss or an ambiguous match fails in the tool itself.
-                (n == 1 || (n > 1 && all)).then(|| current.replace(old, new))
+            "Edit" => apply_edit(current, input),
+            "MultiEdit" => {
+                let mut text = current.to_string();
+                for e in input["edits"].as_array()? {
+                    text = apply_edit(&text, e)?;
+                }
+                Some(text)
             }
             _ => None,
         }
@@ -41,17 +61,35 @@ impl FeatureListGuard<'_> {
 impl FeatureListGuard<'_> {
     /// Why this call may not run, if it writes more than `passes` into the list.
     fn refusal(&self, tool: &str, input: &Value) -> Option<String> {
-        if !matches!(tool, "Write" | "Edit") {
+        let key = match tool {
+            "Write" | "Edit" | "MultiEdit" => "file_path",
+            "NotebookEdit" => "notebook_path",
+            _ => return None,
+        };
+        // The feature list by any name: through a symlink, a hard link, `..`.
+        let target = paths::resolve(&self.project, input[key].as_str()?);
+        let list_path = self.project.join(&self.feature_list);
+        if target != list_path && !same_file(&target, &list_path) {
             return None;
         }
-        let target = paths::resolve(&self.project, input["file_path"].as_str()?);
-        let list_path = self.project.join(&self.feature_list);
-        if target != list_path {
-            return None;
+        if tool == "NotebookEdit" {
+            return Some(format!(
+                "{} is the feature list, not a notebook; change only a feature's \"passes\" with Edit",
+                self.feature_list
+            ));
         }
         let current = std::fs::read_to_string(&list_path).unwrap_or_default();
         let base = FeatureList::parse(&current, &self.feature_list).ok()?;
-        let next = self.proposed(tool, input, &current)?;
+        let Some(next) = self.proposed(tool, input, &current) else {
+            // Through another name, a change baton cannot follow is refused.
+            return (target != list_path).then(|| {
+                format!(
+                    "{} is another name of the feature list {}; edit the feature list by its own name",
+                    input[key].as_str().unwrap_or_default(),
+                    self.feature_list
+                )
+            });
+        };
         let r = reconcile(&base, &next, &self.feature_list);
         if r.violations.is_empty() {
             return None;
@@ -68,6 +106,56 @@ impl FeatureListGuard<'_> {
 }
 
 impl ToolGate for FeatureListGuard<'_> {
+    fn check(&self, tool: &str, input: &Value) -> GateDecision {
+        match self.refusal(tool, input) {
+            Some(reason) => GateDecision::Refuse(reason),
+            None => self.inner.check(tool, input),
+        }
+    }
+}
+
+/// Reads by other names, in front of another gate: `Grep` and `Glob` paths are
+/// judged as a `Read` of that path (no `~/.ssh`), and `WebFetch` or a browser's
+/// `browser_navigate` may not open a `file://` URL unless `allow_file_urls`.
+pub struct ReachGate<'a> {
+    /// The gate consulted for everything (and for the translated `Read`).
+    pub inner: &'a dyn ToolGate,
+    /// `[policy] allow_file_urls`.
+    pub allow_file_urls: bool,
+}
+
+impl ReachGate<'_> {
+    fn refusal(&self, tool: &str, input: &Value) -> Option<String> {
+        match tool {
+            "Grep" | "Glob" => {
+                let path = input["path"].as_str()?;
+                match self
+                    .inner
+                    .check("Read", &serde_json::json!({ "file_path": path }))
+                {
+                    GateDecision::Allow => None,
+                    GateDecision::Refuse(r) => Some(format!("{tool} in {path}: {r}")),
+                }
+            }
+            _ => {
+                let is_fetch = tool == "WebFetch"
+                    || (tool.starts_with("mcp__") && tool.ends_with("__browser_navigate"));
+                if !is_fetch || self.allow_file_urls {
+                    return None;
+                }
+                let url = input["url"].as_str()?;
+                let scheme = url.trim_start().split(':').next().unwrap_or_default();
+                scheme.eq_ignore_ascii_case("file").then(|| {
+                    format!(
+                        "{tool} may not open file:// URLs ({url}); read project files with Read (set [policy] allow_file_urls = true in baton.toml to allow it)"
+                    )
+                })
+            }
+        }
+    }
+}
+
+impl ToolGate for ReachGate<'_> {
     fn check(&self, tool: &str, input: &Value) -> GateDecision {
         match self.refusal(tool, input) {
             Some(reason) => GateDecision::Refuse(reason),

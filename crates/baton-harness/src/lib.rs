@@ -11,6 +11,7 @@
 //! ```
 
 pub mod block;
+pub mod boundary;
 pub mod brief;
 mod error;
 pub mod files;

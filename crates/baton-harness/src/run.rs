@@ -17,10 +17,11 @@ use baton_tools::{ToolGate, Toolbox};
 use tokio_util::sync::CancellationToken;
 
 use crate::block::BlockTool;
+use crate::boundary::Snapshot;
 use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry};
 use crate::gates::{GateReport, Gates};
-use crate::guard::FeatureListGuard;
+use crate::guard::{FeatureListGuard, ReachGate};
 use crate::state::{InProgress, SessionKind, SessionRecord, State};
 use crate::verify::{self, CheckRun, Checker};
 use crate::{block, brief, git, prompts, queue, verifier};
@@ -77,6 +78,10 @@ pub trait Reporter: Send + Sync {
 }
 
 /// What runs the sessions.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per run, never copied around"
+)]
 pub enum Backend<'a> {
     /// baton's own agent loop, with this model client.
     Loop(&'a ModelClient),
@@ -153,6 +158,9 @@ impl Runner<'_> {
             git::git(dir, &["init", "-q"])?;
         }
         git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
+        // What the agent may not change (git's config, hooks, info; baton.toml), as
+        // it is now, in baton's memory.
+        let snap = Snapshot::take(dir)?;
         let mut state = State::load(dir)?;
         let mut accepted = self.adopt(&mut state)?;
         if let Some(ip) = state.in_progress.clone() {
@@ -161,7 +169,7 @@ impl Runner<'_> {
                 ip.number,
                 ip.kind.name()
             ));
-            let f = self.finish(&ip, None, &mut accepted, None).await?;
+            let f = self.finish(&ip, None, &mut accepted, None, &snap).await?;
             self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
         }
         let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
@@ -240,6 +248,7 @@ impl Runner<'_> {
                     &mut accepted,
                     block,
                     deadline,
+                    &snap,
                 )
                 .await?;
             this_run += 1;
@@ -450,6 +459,10 @@ impl Runner<'_> {
         limits
     }
 
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the session's inputs, each used once"
+    )]
     async fn session(
         &self,
         kind: SessionKind,
@@ -458,10 +471,13 @@ impl Runner<'_> {
         accepted: &mut Option<FeatureList>,
         block: &BlockTool,
         deadline: Option<Instant>,
+        snap: &Snapshot,
     ) -> Result<Finished, HarnessError> {
         let dir = &self.files.dir;
         let mut transcript = Transcript::create_next(dir)?;
         let number = transcript.number();
+        // A process left running by an earlier session may have changed them since.
+        self.guard_boundary(snap, number)?;
         if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
             self.restore_before(number, list)?;
         }
@@ -512,14 +528,18 @@ impl Runner<'_> {
         self.reporter
             .line(&format!("── session {number:04} · {} ──", kind.name()));
         self.reporter.session_start(number, kind);
-        let guard = FeatureListGuard {
+        let reach = ReachGate {
             inner: self.policy,
+            allow_file_urls: self.cfg.policy.allow_file_urls,
+        };
+        let guard = FeatureListGuard {
+            inner: &reach,
             project: dir.clone(),
             feature_list: self.files.names.feature_list.clone(),
         };
         let gate: &dyn ToolGate = match kind {
             SessionKind::Coding => &guard,
-            SessionKind::Initializer => self.policy,
+            SessionKind::Initializer => &reach,
         };
         let limits = self.limits(self.cfg.agent.max_turns, deadline);
         let system = prompts::system(dir);
@@ -555,7 +575,26 @@ impl Runner<'_> {
             }
         };
         let error = result.err();
-        self.finish(&ip, error, accepted, deadline).await
+        self.finish(&ip, error, accepted, deadline, snap).await
+    }
+
+    /// Restore the guarded files before session `number` starts; what had changed
+    /// (since the last gates) goes to the ledger.
+    fn guard_boundary(&self, snap: &Snapshot, number: u32) -> Result<(), HarnessError> {
+        for u in snap.restore()? {
+            self.reporter
+                .line(&format!("boundary: {u} between sessions; restored"));
+            self.files.append_ledger(&LedgerEntry {
+                t_ms: now_ms(),
+                session: number,
+                kind: "boundary_violation".into(),
+                feature: None,
+                detail: format!("{u} between sessions; restored from baton's snapshot"),
+                commit: None,
+                evidence: Vec::new(),
+            })?;
+        }
+        Ok(())
     }
 
     /// Run the independent verifier over the session's new flips and reject those
@@ -571,7 +610,11 @@ impl Runner<'_> {
         };
         let flips = g.report.flipped.clone();
         let limits = self.limits(self.cfg.verify.max_turns, deadline);
-        let gate = verifier::ReadOnly { inner: self.policy };
+        let reach = ReachGate {
+            inner: self.policy,
+            allow_file_urls: self.cfg.policy.allow_file_urls,
+        };
+        let gate = verifier::ReadOnly { inner: &reach };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
         self.reporter.line(&format!(
             "── session {:04} · verifier of session {:04} · checking {} ──",
@@ -731,12 +774,21 @@ impl Runner<'_> {
         error: Option<AgentError>,
         accepted: &mut Option<FeatureList>,
         deadline: Option<Instant>,
+        snap: &Snapshot,
     ) -> Result<Finished, HarnessError> {
+        // Before any git command (and any check) of the gates: put back what the
+        // session changed of git's config, hooks and info, and of baton.toml.
+        let undone = snap.restore()?;
+        for u in &undone {
+            self.reporter
+                .line(&format!("  boundary: {u}; restored from baton's snapshot"));
+        }
         let base = match ip.kind {
             SessionKind::Coding => accepted.clone(),
             SessionKind::Initializer => None,
         };
         let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
+        g.report.boundary = undone;
         let mut verifier_cost = 0.0;
         if ip.kind == SessionKind::Coding {
             g.verify(&self.checker()).await;

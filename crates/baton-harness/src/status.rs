@@ -256,7 +256,13 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
                 .unwrap_or_default(),
             flipped: s.gates.flipped.clone(),
             unflipped: s.gates.unflipped.clone(),
-            violations: s.gates.violations.clone(),
+            violations: s
+                .gates
+                .violations
+                .iter()
+                .chain(&s.gates.boundary)
+                .cloned()
+                .collect(),
             leftover_files: s.gates.leftover_files.len(),
             notes_updated: s.gates.notes_updated,
             refusals: s.gates.refusals,

@@ -424,6 +424,8 @@ async fn start_live(
         })?;
     }
     let mut cmd = tokio::process::Command::new(&spec.command);
+    // The launch dir is baton's; create it, it may be the first start.
+    let _ = std::fs::create_dir_all(&spec.cwd);
     cmd.args(&spec.args).current_dir(&spec.cwd);
     for k in &spec.env_remove {
         cmd.env_remove(k);

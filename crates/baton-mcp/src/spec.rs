@@ -41,7 +41,9 @@ pub struct ServerSpec {
     /// Variables of baton's own environment the server does not get (secrets),
     /// unless `env` sets them.
     pub env_remove: Vec<String>,
-    /// Working directory (the project).
+    /// Working directory: baton's state dir of the project
+    /// ([`baton_config::state_dir`]`/mcp`), never the project itself, so that nothing
+    /// the agent writes (a `node_modules/`, a Python module) is what the server runs.
     pub cwd: PathBuf,
     /// Files written (parents created) before each start, e.g. the server's own
     /// configuration: `(path, contents)`.
@@ -81,7 +83,7 @@ pub fn specs_from_config(cfg: &Config, project_dir: &Path) -> Vec<ServerSpec> {
             args: s.args.clone(),
             env: s.env.clone(),
             env_remove: secrets.clone(),
-            cwd: project_dir.to_path_buf(),
+            cwd: launch_dir(project_dir),
             files: Vec::new(),
             hidden_tools: Vec::new(),
         })
@@ -92,6 +94,13 @@ pub fn specs_from_config(cfg: &Config, project_dir: &Path) -> Vec<ServerSpec> {
         specs.push(browser);
     }
     specs
+}
+
+/// Where MCP servers start: outside the project, which the agent writes (the
+/// browser's `npx` would otherwise run a package the agent put in
+/// `node_modules/`). The project is given to servers as `BATON_PROJECT_DIR`.
+pub fn launch_dir(project_dir: &Path) -> PathBuf {
+    baton_config::state_dir(project_dir).join("mcp")
 }
 
 fn default_secrets() -> Vec<String> {
@@ -140,7 +149,7 @@ pub fn playwright_spec(browser: &BrowserConfig, project_dir: &Path) -> ServerSpe
         args,
         env: BTreeMap::from([("TMPDIR".to_string(), tmp.display().to_string())]),
         env_remove: default_secrets(),
-        cwd: project_dir.to_path_buf(),
+        cwd: launch_dir(project_dir),
         files: vec![
             (config_path, format!("{config:#}\n")),
             (
@@ -213,7 +222,7 @@ mod tests {
                     "BATON_API_KEY".into(),
                     "DB_PASSWORD".into(),
                 ],
-                cwd: "/p".into(),
+                cwd: launch_dir(Path::new("/p")),
                 files: vec![],
                 hidden_tools: vec![],
             }
@@ -228,13 +237,14 @@ mod tests {
         assert_eq!(specs.len(), 1);
         let s = &specs[0];
         assert_eq!(s.name, "playwright");
+        assert!(!s.cwd.starts_with("/p"), "{}", s.cwd.display());
         assert_eq!(
             s.command_line(),
             "npx --no-install @playwright/mcp --headless --isolated --no-sandbox \
              --executable-path /usr/bin/chromium --output-dir /p/.baton/playwright/output \
              --config /p/.baton/playwright/config.json"
         );
-        assert_eq!(s.cwd, PathBuf::from("/p"));
+        assert_eq!(s.cwd, launch_dir(Path::new("/p")));
         assert_eq!(s.env["TMPDIR"], "/p/.baton/playwright/tmp");
         assert_eq!(s.hidden_tools, ["browser_run_code_unsafe"]);
         assert_eq!(

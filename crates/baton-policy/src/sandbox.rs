@@ -14,11 +14,65 @@
 //! `/etc/shadow`, other users' homes, …). Landlock also stops them from tracing
 //! processes outside the sandbox, so `/proc/<baton>/environ` (which holds the API
 //! keys) cannot be read.
+//!
+//! Landlock cannot make part of a writable tree read-only, so where bubblewrap
+//! (`bwrap`) works the launcher first re-runs itself inside a mount namespace in
+//! which [`PROTECTED`] (git's config, hooks and info, `.baton/`, `baton.toml`) are
+//! read-only binds, then applies Landlock there (which also forbids unmounting
+//! them). Without bubblewrap, Landlock alone applies and baton's gates undo changes
+//! to these files after the fact ([`kernel_binds`] says which).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use baton_config::SandboxNetwork;
+
+/// Paths of the project (relative) that sandboxed processes may read but not
+/// write, where bubblewrap is available: what git runs programs from, and baton's
+/// own records and rules.
+pub const PROTECTED: &[&str] = &[
+    ".git/config",
+    ".git/hooks",
+    ".git/info",
+    ".baton",
+    "baton.toml",
+];
+
+/// Set inside bubblewrap's namespace, so the launcher there does not wrap again.
+pub const NAMESPACE_VAR: &str = "BATON_IN_NAMESPACE";
+
+/// The paths of [`PROTECTED`] that exist in `project` as plain files or
+/// directories (a symlink is never bound: the gates undo it).
+pub fn protected_paths(project: &Path) -> Vec<PathBuf> {
+    PROTECTED
+        .iter()
+        .map(|p| project.join(p))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() || m.is_file()))
+        .collect()
+}
+
+/// The `bwrap` program, when one on `PATH` works here (it can make a mount
+/// namespace).
+pub fn bwrap() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    let exe = std::env::split_paths(&path)
+        .map(|d| d.join("bwrap"))
+        .find(|p| p.is_file())?;
+    let ok = std::process::Command::new(&exe)
+        .args(["--dev-bind", "/", "/", "--", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(exe)
+}
+
+/// Whether the kernel keeps [`PROTECTED`] read-only for sandboxed commands
+/// (bubblewrap works here).
+pub fn kernel_binds() -> bool {
+    cfg!(target_os = "linux") && bwrap().is_some()
+}
 
 /// An error setting up the sandbox.
 #[derive(Debug, thiserror::Error)]
@@ -350,6 +404,32 @@ pub fn exec_confined(
     let Some((program, args)) = command.split_first() else {
         return SandboxError::NoCommand;
     };
+    if std::env::var_os(NAMESPACE_VAR).is_none()
+        && let Some(bw) = bwrap()
+        && let Ok(exe) = std::env::current_exe()
+    {
+        let mut cmd = std::process::Command::new(&bw);
+        cmd.args(["--die-with-parent", "--dev-bind", "/", "/"]);
+        for p in protected_paths(&spec.project) {
+            cmd.arg("--ro-bind").arg(&p).arg(&p);
+        }
+        // baton's state dir (the hook's frozen config, the MCP launch dir).
+        let state = baton_config::state_dir(&spec.project);
+        if state.is_dir() {
+            cmd.arg("--ro-bind").arg(&state).arg(&state);
+        }
+        cmd.args(["--setenv", NAMESPACE_VAR, "1", "--"])
+            .args(spec.launcher(&exe))
+            .args(command);
+        for v in env_remove {
+            cmd.env_remove(v);
+        }
+        let source = cmd.exec();
+        return SandboxError::Exec {
+            program: bw.display().to_string(),
+            source,
+        };
+    }
     if let Err(e) = confine(spec) {
         return e;
     }

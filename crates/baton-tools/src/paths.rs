@@ -67,6 +67,12 @@ pub fn resolve_for_write(project: &Path, file_path: &str) -> Result<PathBuf, Str
             path.display()
         ));
     }
+    if rel == Path::new("baton.toml") {
+        return Err(format!(
+            "{} holds baton's own rules (read once when the run starts); only the user changes it",
+            path.display()
+        ));
+    }
     if rel.as_os_str().is_empty() {
         return Err(format!(
             "{} is the project directory itself, not a file",

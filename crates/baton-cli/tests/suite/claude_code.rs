@@ -241,6 +241,13 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
     let out = baton_cc(&cli, &server, home.path(), &["run", dir]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.remaining(), 0);
+    // The hook judges by baton's frozen copy of baton.toml, outside the project.
+    let settings = p.file(".baton/claude-code/0002-settings.json");
+    assert!(
+        settings.contains("--config '/") && settings.contains("/hook-baton.toml'"),
+        "{settings}"
+    );
+    assert!(!settings.contains(&format!("--config '{}", p.path().display())));
     assert!(
         stderr(&out).contains("every feature passes"),
         "{}",

@@ -164,3 +164,140 @@ fn hook_read_only_refuses_every_edit_for_the_verifier() {
     );
     assert_eq!(decision(&v).0, "allow", "{v}");
 }
+
+#[test]
+fn hook_guards_the_feature_list_by_any_name_and_any_edit_tool() {
+    let p = Project::new();
+    let list = r#"[
+  {"category": "a", "description": "one", "steps": ["s"], "passes": false}
+]
+"#;
+    std::fs::write(p.path().join("feature_list.json"), list).unwrap();
+    std::os::unix::fs::symlink("feature_list.json", p.path().join("fl-link.json")).unwrap();
+    std::fs::hard_link(
+        p.path().join("feature_list.json"),
+        p.path().join("fl-hard.json"),
+    )
+    .unwrap();
+    let guarded = ["--feature-list", "feature_list.json"];
+    let tampered = list.replace("\"one\"", "\"two\"");
+    for (tool, input) in [
+        (
+            "Write",
+            json!({"file_path": "fl-link.json", "content": tampered}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "fl-hard.json", "content": tampered}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "src/../feature_list.json", "content": tampered}),
+        ),
+        (
+            "MultiEdit",
+            json!({"file_path": "feature_list.json", "edits": [
+                {"old_string": "\"passes\": false", "new_string": "\"passes\": true"},
+                {"old_string": "\"one\"", "new_string": "\"two\""},
+            ]}),
+        ),
+        (
+            "MultiEdit",
+            json!({"file_path": "fl-link.json", "edits": [
+                {"old_string": "\"one\"", "new_string": "\"two\""},
+            ]}),
+        ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": "feature_list.json", "new_source": "x"}),
+        ),
+    ] {
+        let (_, v, _) = hook(&call(&p, tool, input.clone()), &guarded);
+        assert_eq!(decision(&v).0, "deny", "{tool} {input}: {v}");
+    }
+    // A legal flip through MultiEdit is allowed.
+    let flip = json!({"file_path": "feature_list.json", "edits": [
+        {"old_string": "\"passes\": false", "new_string": "\"passes\": true"},
+    ]});
+    let (_, v, _) = hook(&call(&p, "MultiEdit", flip), &guarded);
+    assert_eq!(decision(&v).0, "allow", "{v}");
+}
+
+#[test]
+fn hook_judges_searches_like_reads_and_refuses_file_urls() {
+    let p = Project::new();
+    let home = std::env::var("HOME").unwrap();
+    for (tool, input) in [
+        (
+            "Grep",
+            json!({"pattern": "BEGIN", "path": format!("{home}/.ssh")}),
+        ),
+        (
+            "Glob",
+            json!({"pattern": "*", "path": format!("{home}/.ssh")}),
+        ),
+        ("Grep", json!({"pattern": "root", "path": "/etc/shadow"})),
+        (
+            "WebFetch",
+            json!({"url": "file:///etc/passwd", "prompt": "x"}),
+        ),
+        (
+            "mcp__playwright__browser_navigate",
+            json!({"url": "FILE:///root/.ssh/id_rsa"}),
+        ),
+    ] {
+        let (_, v, _) = hook(&call(&p, tool, input.clone()), &[]);
+        assert_eq!(decision(&v).0, "deny", "{tool} {input}: {v}");
+    }
+    for (tool, input) in [
+        ("Grep", json!({"pattern": "x", "path": "src"})),
+        ("Glob", json!({"pattern": "**/*.rs"})),
+        (
+            "WebFetch",
+            json!({"url": "http://127.0.0.1:3000/", "prompt": "x"}),
+        ),
+    ] {
+        let (_, v, _) = hook(&call(&p, tool, input.clone()), &[]);
+        assert_eq!(decision(&v).0, "allow", "{tool} {input}: {v}");
+    }
+    // Allowed by the project's own setting.
+    let q = Project::with_toml("[policy]\nallow_file_urls = true\n");
+    let (_, v, _) = hook(
+        &call(
+            &q,
+            "WebFetch",
+            json!({"url": "file:///etc/hostname", "prompt": "x"}),
+        ),
+        &[],
+    );
+    assert_eq!(decision(&v).0, "allow", "{v}");
+}
+
+#[test]
+fn hook_judges_by_the_frozen_config_not_the_projects_file() {
+    let p = Project::new();
+    let frozen = tempfile::tempdir().unwrap();
+    let cfg = frozen.path().join("baton.toml");
+    std::fs::write(&cfg, "").unwrap();
+    // The agent switched the policy off in the project's file.
+    std::fs::write(p.path().join("baton.toml"), "[policy]\nmode = \"off\"\n").unwrap();
+    let bad = json!({"command": "sudo rm -rf /"});
+    let (_, v, _) = hook(&call(&p, "Bash", bad.clone()), &[]);
+    assert_eq!(
+        decision(&v).0,
+        "allow",
+        "without --config the project's file counts: {v}"
+    );
+    let (_, v, _) = hook(&call(&p, "Bash", bad), &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(decision(&v).0, "deny", "{v}");
+    // And the project's baton.toml cannot be written with the file tools.
+    let (_, v, _) = hook(
+        &call(
+            &p,
+            "Edit",
+            json!({"file_path": "baton.toml", "old_string": "off", "new_string": "allowlist"}),
+        ),
+        &[],
+    );
+    assert_eq!(decision(&v).0, "deny", "{v}");
+}

@@ -1,3 +1,4 @@
+mod boundary;
 mod browser;
 mod claude_code;
 mod endurance;

@@ -370,3 +370,43 @@ async fn dropping_the_hub_without_shutdown_still_kills_everything() {
     drop(hub);
     assert_eq!(wait_gone(&[pid, child]), Vec::<u32>::new());
 }
+
+/// The browser server's `npx` starts outside the project: a `@playwright/mcp`
+/// the agent wrote into the project's `node_modules/` is never what runs (it would
+/// run with the user's rights, outside the sandbox).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_written_playwright_package_in_the_project_never_runs() {
+    let project = dir();
+    let outside = dir();
+    let marker = outside.path().join("ran");
+    let pkg = project.path().join("node_modules/@playwright/mcp");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("package.json"),
+        r#"{"name": "@playwright/mcp", "version": "9.9.9", "bin": {"mcp": "cli.js"}}"#,
+    )
+    .unwrap();
+    let js = format!(
+        "#!/usr/bin/env node\nrequire('fs').writeFileSync({:?}, 'x');\nprocess.exit(1);\n",
+        marker.display().to_string()
+    );
+    std::fs::write(pkg.join("cli.js"), js).unwrap();
+    let bin = project.path().join("node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("../@playwright/mcp/cli.js", bin.join("mcp")).unwrap();
+    std::fs::set_permissions(
+        pkg.join("cli.js"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let browser = baton_config::BrowserConfig::default();
+    let spec = baton_mcp::playwright_spec(&browser, project.path());
+    assert!(!spec.cwd.starts_with(project.path()));
+    if let Ok(hub) = McpHub::start(vec![spec]).await {
+        hub.shutdown().await;
+    }
+    assert!(
+        !marker.exists(),
+        "npx ran the project's node_modules/@playwright/mcp"
+    );
+}
