@@ -34,7 +34,8 @@ enum HookCommand {
     /// "PreToolUse", "permissionDecision": "allow"|"deny", "permissionDecisionReason"}}.
     ///
     /// Exit code 0 with the answer; 2 (which the CLI reads as a refusal, with stderr
-    /// as the reason) when the input or baton.toml cannot be read.
+    /// as the reason) when the input or baton.toml cannot be read, or the judgement
+    /// fails in any way (never any other code).
     PreToolUse(PreToolUseArgs),
 }
 
@@ -57,6 +58,13 @@ struct PreToolUseArgs {
 pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         HookCommand::PreToolUse(a) => {
+            // Fail closed: any exit but 2 lets the call through, so a panic anywhere in
+            // the judgement (on any thread, and also where the build aborts on panic)
+            // ends the process with 2 before it can unwind or abort.
+            std::panic::set_hook(Box::new(|info| {
+                eprintln!("baton hook: internal error, the call is refused: {info}");
+                std::process::exit(2);
+            }));
             let mut input = String::new();
             let answer = std::io::stdin()
                 .read_to_string(&mut input)

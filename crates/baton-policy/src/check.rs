@@ -16,6 +16,18 @@ use crate::{Policy, Refusal};
 const MAX_DEPTH: usize = 6;
 /// Longest part quoted in a refusal.
 const PART_MAX: usize = 120;
+/// Longest command (bytes) the checker reads; longer ones are refused unread.
+pub(crate) const MAX_COMMAND_BYTES: usize = 256 * 1024;
+/// Deepest syntax tree (nested lists, subshells, substitutions…) the checker walks.
+pub(crate) const MAX_TREE_DEPTH: usize = 200;
+/// Most syntax nodes in one piece of shell source.
+pub(crate) const MAX_NODES: usize = 100_000;
+/// Most steps (statements, words and nodes visited, including every round of a
+/// loop body and every `bash -c` string) for one command; beyond it the command is
+/// refused. This bounds the checker's time on any input.
+pub(crate) const MAX_WORK: u64 = 400_000;
+/// Most distinct refusals reported for one command.
+const MAX_REFUSALS: usize = 50;
 
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
@@ -33,8 +45,9 @@ fn parse(src: &str) -> Option<Tree> {
     })
 }
 
-/// Check a whole command; the refusals found (empty when allowed).
-pub(crate) fn check(policy: &Policy, command: &str) -> Vec<Refusal> {
+/// Check a whole command; the refusals found (empty when allowed) and the work
+/// spent (steps, at most about [`MAX_WORK`]).
+pub(crate) fn check(policy: &Policy, command: &str) -> (Vec<Refusal>, u64) {
     let mut c = Checker {
         policy,
         refusals: Vec::new(),
@@ -42,7 +55,20 @@ pub(crate) fn check(policy: &Policy, command: &str) -> Vec<Refusal> {
         functions: HashMap::new(),
         depth: 0,
         cd_count: 0,
+        work: 0,
+        exhausted: false,
     };
+    if command.len() > MAX_COMMAND_BYTES {
+        c.refuse(
+            &command[..command.floor_char_boundary(PART_MAX)],
+            format!(
+                "the command is {} bytes long, more than the {MAX_COMMAND_BYTES} baton checks",
+                command.len()
+            ),
+            "write long content to a file with the Write tool, then run a short command",
+        );
+        return (c.refusals, 1);
+    }
     let cwd = Cwd::Known(vec![policy.places.project.clone()]);
     c.source(command, &cwd);
     let mut out: Vec<Refusal> = Vec::new();
@@ -51,7 +77,7 @@ pub(crate) fn check(policy: &Policy, command: &str) -> Vec<Refusal> {
             out.push(r);
         }
     }
-    out
+    (out, c.work)
 }
 
 /// What the working directory may be after a statement succeeded or failed.
@@ -92,6 +118,10 @@ pub(crate) struct Checker<'p> {
     pub depth: usize,
     /// How many `cd`-like statements were seen (to learn whether a body changes dir).
     pub cd_count: usize,
+    /// Steps taken so far (see [`MAX_WORK`]).
+    pub work: u64,
+    /// Whether [`MAX_WORK`] was reached (the walk then stops).
+    pub exhausted: bool,
 }
 
 pub(crate) fn short(s: &str) -> String {
@@ -106,6 +136,9 @@ pub(crate) fn short(s: &str) -> String {
 
 impl<'p> Checker<'p> {
     pub fn refuse(&mut self, part: &str, reason: impl Into<String>, instead: impl Into<String>) {
+        if self.refusals.len() >= MAX_REFUSALS {
+            return;
+        }
         self.refusals.push(Refusal {
             part: short(part),
             reason: reason.into(),
@@ -113,8 +146,38 @@ impl<'p> Checker<'p> {
         });
     }
 
+    /// Count one step; false (and a refusal, once) when the command needs more
+    /// than [`MAX_WORK`] steps, and the walk must stop.
+    pub fn tick(&mut self, steps: u64) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        self.work = self.work.saturating_add(steps);
+        if self.work > MAX_WORK {
+            self.exhausted = true;
+            self.refusals.push(Refusal {
+                part: "(the whole command)".into(),
+                reason: format!("the command is too large or repetitive to check (more than {MAX_WORK} steps)"),
+                instead: "split it into several shorter commands, or put the steps in a script file in the project and run that".into(),
+            });
+            return false;
+        }
+        true
+    }
+
     /// Check a piece of shell source (the whole command, or `bash -c` code).
     pub fn source(&mut self, src: &str, cwd: &Cwd) -> Flow {
+        if !self.tick(1) {
+            return Flow::same(cwd);
+        }
+        if src.len() > MAX_COMMAND_BYTES {
+            self.refuse(
+                &src[..src.floor_char_boundary(PART_MAX)],
+                "the shell code is too long to check",
+                "write long content to a file with the Write tool, then run a short command",
+            );
+            return Flow::same(cwd);
+        }
         if self.depth > MAX_DEPTH {
             self.refuse(
                 src,
@@ -138,6 +201,26 @@ impl<'p> Checker<'p> {
                 format!("baton could not parse the command as bash ({what}), so it cannot prove it safe"),
                 "write the command in plain bash syntax: quote special characters, close every quote, bracket and here-document",
             );
+            return Flow::same(cwd);
+        }
+        let (nodes, deepest) = tree_size(root);
+        if deepest > MAX_TREE_DEPTH {
+            self.refuse(
+                src,
+                format!("the command nests lists, subshells or substitutions more than {MAX_TREE_DEPTH} levels deep, too deep to check"),
+                "split it into several shorter commands, or put the steps in a script file in the project and run that",
+            );
+            return Flow::same(cwd);
+        }
+        if nodes > MAX_NODES {
+            self.refuse(
+                src,
+                format!("the command has more than {MAX_NODES} syntax parts, too many to check"),
+                "split it into several shorter commands, or put the steps in a script file in the project and run that",
+            );
+            return Flow::same(cwd);
+        }
+        if !self.tick(nodes as u64) {
             return Flow::same(cwd);
         }
         self.depth += 1;
@@ -205,6 +288,9 @@ impl<'p> Checker<'p> {
     }
 
     fn stmt(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        if !self.tick(1) {
+            return Flow::same(cwd);
+        }
         let text = &src[n.byte_range()];
         match n.kind() {
             "command" => self.command(n, src, cwd),
@@ -535,6 +621,9 @@ impl<'p> Checker<'p> {
     /// Visit everything under an expression node: words are evaluated (and checked),
     /// substitutions are checked as commands.
     pub fn scan(&mut self, n: Node, src: &str, cwd: &Cwd, arithmetic: bool) {
+        if !self.tick(1) {
+            return;
+        }
         match n.kind() {
             "word"
             | "string"
@@ -591,6 +680,14 @@ impl<'p> Checker<'p> {
     /// Evaluate a word node, check what is inside it (substitutions run as
     /// commands), and judge it as a possible path (secrets, sockets).
     pub fn word(&mut self, n: Node, src: &str, cwd: &Cwd, assignment: bool) -> Word {
+        if !self.tick(1) {
+            return Word {
+                chars: vec![Ch::Dyn],
+                text: src[n.byte_range()].to_string(),
+                only: None,
+                quoted_dyn_only: false,
+            };
+        }
         let mut chars = Vec::new();
         let mut only = None;
         self.word_parts(n, src, cwd, false, &mut chars, &mut only);
@@ -840,6 +937,15 @@ impl<'p> Checker<'p> {
 
     /// Checks every word gets: no sockets, no secret locations.
     fn judge_word(&mut self, w: &Word, cwd: &Cwd) {
+        let words = crate::word::brace_words(&w.chars);
+        if words > crate::word::MAX_BRACE_WORDS {
+            self.refuse(
+                &w.text,
+                format!("this brace expansion makes bash produce {words} words (more than {}), which exhausts memory", crate::word::MAX_BRACE_WORDS),
+                "use a smaller range, or a loop: for ((i = 0; i < N; i++)); do …; done",
+            );
+            return;
+        }
         let Some(patterns) = w.patterns() else {
             return;
         };
@@ -1455,6 +1561,34 @@ fn literal_context(tree: &Tree, src: &str, at: usize) -> Context {
         match n.parent() {
             Some(p) => n = p,
             None => return Context::Code,
+        }
+    }
+}
+
+/// How many nodes a tree has and how deep it is, without recursion (stops counting
+/// once either is past its limit).
+fn tree_size(root: Node) -> (usize, usize) {
+    let mut cur = root.walk();
+    let (mut nodes, mut depth, mut deepest) = (1usize, 0usize, 0usize);
+    loop {
+        if depth <= MAX_TREE_DEPTH && cur.goto_first_child() {
+            depth += 1;
+            nodes += 1;
+            deepest = deepest.max(depth);
+        } else {
+            loop {
+                if cur.goto_next_sibling() {
+                    nodes += 1;
+                    break;
+                }
+                if !cur.goto_parent() {
+                    return (nodes, deepest);
+                }
+                depth -= 1;
+            }
+        }
+        if nodes > MAX_NODES || deepest > MAX_TREE_DEPTH {
+            return (nodes, deepest);
         }
     }
 }

@@ -201,18 +201,68 @@ impl Policy {
     }
 
     /// Judge one `Bash` command line, as `bash -c` would run it in the project dir.
+    ///
+    /// Fails closed: a command too long, too deeply nested or too costly to check
+    /// (see `docs/policy.md`, "Limits") is refused, and so is any command whose
+    /// judgement fails internally (a panic in the checker is caught and becomes a
+    /// refusal where the build unwinds; with `panic = "abort"` the process ends
+    /// before anything runs).
     pub fn check(&self, command: &str) -> Verdict {
+        self.check_counted(command).0
+    }
+
+    /// [`Policy::check`], also returning the checker's work in steps (statements,
+    /// words and syntax nodes visited): at most about 400,000 for any input. For tests
+    /// and benchmarks that bound the checker's cost without timing it.
+    pub fn check_counted(&self, command: &str) -> (Verdict, u64) {
         match self.mode {
-            PolicyMode::Off => Verdict::Allowed,
+            PolicyMode::Off => (Verdict::Allowed, 0),
             PolicyMode::Allowlist => {
-                let refusals = check::check(self, command);
+                let (refusals, work) = self.judge_isolated(command);
                 if refusals.is_empty() {
-                    Verdict::Allowed
+                    (Verdict::Allowed, work)
                 } else {
-                    Verdict::Refused { refusals }
+                    (Verdict::Refused { refusals }, work)
                 }
             }
         }
+    }
+
+    /// Run the checker on its own thread with a large stack, so no input can
+    /// overflow the caller's stack, and turn any failure into a refusal.
+    fn judge_isolated(&self, command: &str) -> (Vec<Refusal>, u64) {
+        let failed = |what: String| {
+            (
+                vec![Refusal {
+                    part: check::short(command),
+                    reason: format!(
+                        "baton's checker failed on this command ({what}), so it cannot prove it safe"
+                    ),
+                    instead: "write the command more simply, or split it into several commands"
+                        .into(),
+                }],
+                0,
+            )
+        };
+        std::thread::scope(|scope| {
+            let spawned = std::thread::Builder::new()
+                .name("baton-policy-check".into())
+                .stack_size(CHECK_STACK)
+                .spawn_scoped(scope, || {
+                    #[cfg(debug_assertions)]
+                    if command.contains(FAULT_MARKER) {
+                        panic!("fault injected for a test");
+                    }
+                    check::check(self, command)
+                });
+            match spawned {
+                Ok(handle) => match handle.join() {
+                    Ok(out) => out,
+                    Err(_) => failed("internal error".into()),
+                },
+                Err(e) => failed(format!("cannot start the checker thread: {e}")),
+            }
+        })
     }
 
     /// Judge a `Read` of `file_path` (absolute or relative to the project): refused
@@ -251,6 +301,16 @@ impl Policy {
         Verdict::Allowed
     }
 }
+
+/// Stack of the checker's thread: the walk recurses along the syntax tree, whose
+/// depth is bounded, with room to spare.
+const CHECK_STACK: usize = 64 * 1024 * 1024;
+
+/// In debug builds, a command containing this text makes the checker panic: tests use
+/// it to prove that an internal failure refuses the command (and exits 2 in the hook).
+#[cfg(debug_assertions)]
+#[doc(hidden)]
+pub const FAULT_MARKER: &str = "__baton_test_fault_in_checker__";
 
 fn escape_glob(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -164,3 +164,32 @@ fn hook_read_only_refuses_every_edit_for_the_verifier() {
     );
     assert_eq!(decision(&v).0, "allow", "{v}");
 }
+
+#[test]
+fn hook_exits_2_when_the_judgement_fails_internally() {
+    // Debug builds panic inside the checker on this marker; the hook must block the
+    // call (exit 2), never crash with another code or allow it.
+    let p = Project::new();
+    let cmd = format!("echo {}", baton_policy::FAULT_MARKER);
+    let (code, v, err) = hook(&call(&p, "Bash", json!({ "command": cmd })), &[]);
+    assert_eq!(code, Some(2), "stdout {v}, stderr {err}");
+    assert!(err.contains("internal error"), "{err}");
+}
+
+#[test]
+fn hook_refuses_huge_chains_and_deep_nesting_without_crashing() {
+    let p = Project::new();
+    let chain = vec!["true"; 8000].join(" && ");
+    let nested = format!("{}true{}", "(".repeat(5000), ")".repeat(5000));
+    let substs = format!("{}true{}", "$(".repeat(3000), ")".repeat(3000));
+    let braces = "x={-9223372036854775808..9223372036854775807}; echo {1..99999999999}".to_string();
+    for cmd in [chain, nested, substs, braces] {
+        let (code, v, err) = hook(&call(&p, "Bash", json!({ "command": cmd })), &[]);
+        // A refusal: exit 2, or exit 0 with a deny answer; never a crash or an allow.
+        match code {
+            Some(2) => {}
+            Some(0) => assert_eq!(decision(&v).0, "deny", "{v}"),
+            other => panic!("exit {other:?}: {err}"),
+        }
+    }
+}
