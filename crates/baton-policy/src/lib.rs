@@ -37,6 +37,7 @@ mod places;
 mod rules;
 pub mod sandbox;
 mod scripts;
+pub mod secrets;
 mod word;
 
 use std::collections::HashSet;
