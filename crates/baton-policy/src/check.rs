@@ -2,7 +2,7 @@
 //! assignment, with the working directories each may run in.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use tree_sitter::{Node, Parser, Tree};
@@ -57,6 +57,7 @@ pub(crate) fn check(policy: &Policy, command: &str) -> (Vec<Refusal>, u64) {
         cd_count: 0,
         work: 0,
         exhausted: false,
+        arith_safe: HashSet::new(),
     };
     if command.len() > MAX_COMMAND_BYTES {
         c.refuse(
@@ -122,6 +123,9 @@ pub(crate) struct Checker<'p> {
     pub work: u64,
     /// Whether [`MAX_WORK`] was reached (the walk then stops).
     pub exhausted: bool,
+    /// Variables of unknown value that are nonetheless safe in arithmetic: results of
+    /// arithmetic, and loop variables over plain numbers and words.
+    pub arith_safe: HashSet<String>,
 }
 
 pub(crate) fn short(s: &str) -> String {
@@ -401,16 +405,25 @@ impl<'p> Checker<'p> {
                 })
             }
             "for_statement" => {
-                if let Some(v) = n.child_by_field_name("variable") {
-                    let name = &src[v.byte_range()];
-                    self.assigned_var(name, None, text);
-                }
                 let values: Vec<Node> = {
                     let mut cur = n.walk();
                     n.children_by_field_name("value", &mut cur).collect()
                 };
+                let mut plain = true;
                 for v in values {
-                    self.word(v, src, cwd, false);
+                    let w = self.word(v, src, cwd, false);
+                    plain &= w.literal().is_some_and(|l| {
+                        l.chars().all(|c| {
+                            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
+                        })
+                    });
+                }
+                if let Some(v) = n.child_by_field_name("variable") {
+                    let name = src[v.byte_range()].to_string();
+                    self.assigned_var(&name, None, text);
+                    if plain {
+                        self.arith_safe.insert(name);
+                    }
                 }
                 let body = n.child_by_field_name("body");
                 self.looped(cwd, |c, s| match body {
@@ -514,8 +527,19 @@ impl<'p> Checker<'p> {
                 self.declaration(n, src, cwd);
                 Flow::same(cwd)
             }
-            "unset_command" | "test_command" => {
+            "unset_command" => {
                 self.scan(n, src, cwd, false);
+                Flow::same(cwd)
+            }
+            "test_command" => {
+                self.scan(n, src, cwd, false);
+                // `[[ … ]]` evaluates arithmetic comparisons and `-v` subscripts;
+                // `[ … ]` is the test builtin (judged as a command elsewhere).
+                if n.child(0).is_some_and(|c| c.kind() == "[[") {
+                    self.test_operands(n, src);
+                } else {
+                    self.test_single_bracket(n, src);
+                }
                 Flow::same(cwd)
             }
             "comment" => Flow::same(cwd),
@@ -625,6 +649,27 @@ impl<'p> Checker<'p> {
             return;
         }
         match n.kind() {
+            "word" if arithmetic && crate::hidden::is_ident(&src[n.byte_range()]) => {
+                // `i < n` in `for ((…))`: a variable read as arithmetic.
+                let name = src[n.byte_range()].to_string();
+                let part = n.parent().map_or(src, |p| &src[p.byte_range()]).to_string();
+                self.arith_var(&name, &part, 0);
+            }
+            "simple_expansion" | "expansion" if arithmetic => {
+                let text = &src[n.byte_range()];
+                let name = text
+                    .trim_start_matches('$')
+                    .trim_start_matches('{')
+                    .trim_end_matches('}');
+                if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    let part = n
+                        .parent()
+                        .map_or(text, |p| &src[p.byte_range()])
+                        .to_string();
+                    self.arith_var(name, &part, 0);
+                }
+                self.word(n, src, cwd, false);
+            }
             "word"
             | "string"
             | "raw_string"
@@ -655,6 +700,17 @@ impl<'p> Checker<'p> {
                 {
                     let name = src[n.byte_range()].to_string();
                     self.assigned_var(&name, None, &src[p.byte_range()]);
+                    // The result of arithmetic is a number.
+                    self.arith_safe.insert(name);
+                } else if !n.parent().is_some_and(|p| {
+                    p.kind() == "subscript"
+                        && p.child_by_field_name("name")
+                            .is_some_and(|x| x.id() == n.id())
+                }) {
+                    // A variable read as arithmetic (not the array name of a subscript).
+                    let name = src[n.byte_range()].to_string();
+                    let part = n.parent().map_or(src, |p| &src[p.byte_range()]).to_string();
+                    self.arith_var(&name, &part, 0);
                 }
             }
             "comment"
@@ -839,6 +895,14 @@ impl<'p> Checker<'p> {
     }
 
     fn expansion(&mut self, n: Node, src: &str, cwd: &Cwd, in_dquote: bool, out: &mut Vec<Ch>) {
+        let whole = &src[n.byte_range()];
+        if whole.ends_with("@P}") {
+            self.refuse(
+                whole,
+                "${VAR@P} expands the value as a prompt, which runs any $(…) inside it",
+                "use the variable's value directly: \"${VAR}\"",
+            );
+        }
         let mut cur = n.walk();
         let kids: Vec<Node> = n.children(&mut cur).collect();
         let name = kids
@@ -1226,6 +1290,10 @@ impl<'p> Checker<'p> {
 
     /// A variable gets a value; refuse names that change what programs run.
     pub fn assigned_var(&mut self, name: &str, value: Option<&Word>, part: &str) {
+        self.arith_safe.remove(name);
+        if !self.var_name(name, part) {
+            return;
+        }
         if let Some((reason, instead)) =
             rules::env_problem(name, value.and_then(|v| v.literal()).as_deref())
         {
@@ -1253,8 +1321,14 @@ impl<'p> Checker<'p> {
                             if flag.contains('n') {
                                 self.refuse(text, "name references (-n) make one variable stand for another, which baton cannot follow", "assign variables directly");
                             }
+                            if flag.contains('i') {
+                                self.refuse(text, "the integer attribute (-i) makes bash evaluate every later value of the variable as arithmetic, where a[$(cmd)] runs cmd", "assign numbers with (( x = … ))");
+                            }
                         }
-                        Some(_) => {}
+                        Some(l) => {
+                            let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+                            self.var_name(name, text);
+                        }
                         None => self.refuse(
                             text,
                             "a declaration with a computed name or flag cannot be checked",

@@ -363,6 +363,7 @@ impl Checker<'_> {
                 for w in &c.args {
                     match w.literal() {
                         Some(e) => {
+                            self.arith_text(&e, &c.part, 0);
                             let name: String = e
                                 .chars()
                                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -373,6 +374,7 @@ impl Checker<'_> {
                                     .starts_with(|c: char| "=+-*/%<>&|^".contains(c))
                             {
                                 self.assigned_var(&name, None, &c.part);
+                                self.arith_safe.insert(name);
                             }
                         }
                         None => self.refuse(
@@ -826,6 +828,11 @@ impl Checker<'_> {
             "tar" => self.tar(c),
             "zip" | "unzip" => self.zip(c),
             "rsync" => self.rsync(c),
+            "printf" => self.printf(c),
+            "test" | "[" => self.test_builtin(c),
+            "compgen" => self.compgen(c),
+            "ps" => self.ps(c),
+            "gcc" | "cc" | "g++" | "c++" | "clang" | "clang++" => self.cc(c),
             other => {
                 self.refuse(
                     &c.part,

@@ -33,6 +33,7 @@
 
 mod check;
 mod cmds;
+mod hidden;
 mod places;
 mod rules;
 pub mod sandbox;
