@@ -39,6 +39,7 @@ mod rules;
 pub mod sandbox;
 mod scripts;
 pub mod secrets;
+mod tools;
 mod word;
 
 use std::collections::HashSet;
@@ -140,7 +141,6 @@ pub struct Policy {
     pub(crate) user_allow: HashSet<String>,
     pub(crate) deny: HashSet<String>,
     pub(crate) npx_packages: HashSet<String>,
-    pub(crate) dev_servers: Vec<String>,
     pub(crate) processes: Option<Arc<ProcessRegistry>>,
 }
 
@@ -171,22 +171,19 @@ impl Policy {
         let mut npx_packages: HashSet<String> =
             rules::NPX_PACKAGES.iter().map(|s| s.to_string()).collect();
         npx_packages.extend(cfg.npx_packages.iter().cloned());
-        let mut dev_servers: Vec<String> =
-            rules::DEV_SERVERS.iter().map(|s| s.to_string()).collect();
-        dev_servers.extend(cfg.dev_server_names.iter().cloned());
         Ok(Policy {
             mode: cfg.mode,
             places: Places::new(&project),
             user_allow: cfg.allow.iter().cloned().collect(),
             deny: cfg.deny.iter().cloned().collect(),
             npx_packages,
-            dev_servers,
             processes: None,
         })
     }
 
-    /// The same policy, also allowing `kill` of any process in the groups `registry`
-    /// owns (the processes started in this run).
+    /// The same policy, also allowing `kill` of the processes in the groups `registry`
+    /// owns (the processes started in this run). Without it, `kill` of a pid is
+    /// always refused (only `kill $!`, `kill %N` and `kill $(jobs -p)` remain).
     pub fn with_processes(mut self, registry: Arc<ProcessRegistry>) -> Policy {
         self.processes = Some(registry);
         self

@@ -88,7 +88,8 @@ fn allow_deny_and_package_lists_come_from_config() {
     let v = policy.check("curl -s http://localhost:3000");
     assert!(v.message().contains("[policy] deny"), "{}", v.message());
     assert!(policy.check("npx cowsay hi").is_allowed());
-    assert!(policy.check("pkill -f my-server").is_allowed());
+    // Names never select processes to kill, even listed ones (issue #11).
+    assert!(!policy.check("pkill -f my-server").is_allowed());
     // Validators still apply to allowed names that have them.
     assert!(!policy.check("git -c x=y log").is_allowed());
 }
@@ -126,11 +127,12 @@ fn kill_is_allowed_for_processes_of_this_run_only() {
     // This test process is neither this run's nor a dev server.
     let me = std::process::id();
     assert!(!policy.check(&format!("kill {me}")).is_allowed());
-    // A pid file in the project naming an owned process.
+    // A pid file is not trusted: the command could rewrite it before kill reads it.
     std::fs::write(dir.path().join("server.pid"), format!("{pid}\n")).unwrap();
-    assert!(policy.check("kill $(cat server.pid)").is_allowed());
-    std::fs::write(dir.path().join("server.pid"), "1\n").unwrap();
     assert!(!policy.check("kill $(cat server.pid)").is_allowed());
+    // Matching by name reaches processes this run did not start.
+    assert!(!policy.check("pkill -f sleep").is_allowed());
+    assert!(!policy.check("kill $(pgrep -f sleep)").is_allowed());
     child.kill().unwrap();
     child.wait().unwrap();
 }
