@@ -835,6 +835,7 @@ impl Checker<'_> {
             "compgen" => self.compgen(c),
             "ps" => self.ps(c),
             "gcc" | "cc" | "g++" | "c++" | "clang" | "clang++" => self.cc(c),
+            "pip" | "pip3" => self.pip(c),
             other => {
                 self.refuse(
                     &c.part,
@@ -1505,6 +1506,14 @@ impl Checker<'_> {
             }
             let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
             match name {
+                "--registry" | "--@registry" => {
+                    self.refuse(
+                        &c.part,
+                        "npm --registry installs from another registry",
+                        "install from the default registry; other sources need [policy] remotes",
+                    );
+                    return;
+                }
                 "-g" | "--global" => {
                     self.refuse(
                         &c.part,
@@ -1539,6 +1548,10 @@ impl Checker<'_> {
         let Some((i, sub)) = sub else { return };
         let rest = &c.args[i + 1..];
         match sub.as_str() {
+            "install" | "i" | "add" | "in" | "ins" | "inst" | "insta" | "instal" | "isnt"
+            | "isnta" | "isntal" | "isntall" | "update" | "up" | "upgrade" => {
+                self.install_sources(c, rest, "npm")
+            }
             "exec" | "x" => self.npx(c, rest),
             "config" | "c" => {
                 let action = rest.first().and_then(|w| w.literal()).unwrap_or_default();
@@ -2730,3 +2743,124 @@ const CLEANUP_PATTERNS: &[&str] = &[
     ".DS_Store",
     "*.tsbuildinfo",
 ];
+
+impl Checker<'_> {
+    /// Package operands of `npm install`/`pip install` that name a source other than
+    /// the default registry (a URL, `git+…`, `github:…`, `user/repo`): refused unless
+    /// `[policy] remotes` allows it.
+    fn install_sources(&mut self, c: &Cmd, args: &[Word], tool: &str) {
+        let mut skip_next = false;
+        for w in args {
+            if skip_next {
+                skip_next = false;
+                continue;
+            }
+            let Some(l) = w.literal() else { continue };
+            if l.starts_with('-') {
+                let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+                let source_opt = matches!(
+                    name,
+                    "-i" | "--index-url"
+                        | "--extra-index-url"
+                        | "-f"
+                        | "--find-links"
+                        | "--registry"
+                );
+                if source_opt {
+                    let value = match l.split_once('=') {
+                        Some((_, v)) => Some(v.to_string()),
+                        None => {
+                            skip_next = true;
+                            None
+                        }
+                    };
+                    let idx = args.iter().position(|x| std::ptr::eq(x, w)).map(|p| p + 1);
+                    let value =
+                        value.or_else(|| idx.and_then(|p| args.get(p)).and_then(|x| x.literal()));
+                    if !value.as_deref().is_some_and(|v| self.remote_allowed(v)) {
+                        self.refuse(
+                            &c.part,
+                            format!("{tool} {name} installs from another index or location"),
+                            "install from the default registry; other sources need the user to list them in [policy] remotes",
+                        );
+                    }
+                }
+                if matches!(
+                    name,
+                    "-r" | "--requirement" | "-c" | "--constraint" | "-e" | "--editable"
+                ) && !l.contains('=')
+                {
+                    skip_next = name != "-e" && name != "--editable";
+                }
+                continue;
+            }
+            if remote_source(&l)
+                && !self.remote_allowed(strip_pkg_name(&l).trim_start_matches("git+"))
+            {
+                self.refuse(
+                    &c.part,
+                    format!("{tool} install from {l}: a URL or repository, not the package registry"),
+                    "install packages by name from the default registry; other sources need the user to list them in [policy] remotes",
+                );
+            }
+        }
+    }
+
+    fn pip(&mut self, c: &Cmd) {
+        let sub = c
+            .args
+            .iter()
+            .position(|w| !w.literal().is_some_and(|l| l.starts_with('-')));
+        let Some(i) = sub else { return };
+        match c.args[i].literal().as_deref() {
+            Some("install" | "download" | "wheel") => {
+                self.install_sources(c, &c.args[i + 1..], "pip")
+            }
+            Some(_) => {}
+            None => self.refuse(
+                &c.part,
+                "pip with a computed subcommand",
+                "write the pip subcommand literally",
+            ),
+        }
+    }
+}
+
+/// Whether a package operand names a source other than the registry.
+fn remote_source(l: &str) -> bool {
+    let spec = strip_pkg_name(l);
+    if spec.contains("://")
+        || spec.starts_with("git+")
+        || spec.starts_with("git@")
+        || ["github:", "gitlab:", "bitbucket:", "gist:", "git:"]
+            .iter()
+            .any(|p| spec.starts_with(p))
+    {
+        return true;
+    }
+    // npm's `user/repo` GitHub shorthand (not `@scope/pkg`, not a path).
+    !spec.starts_with('@')
+        && !spec.starts_with('.')
+        && !spec.starts_with('/')
+        && !spec.starts_with("file:")
+        && !spec.starts_with('~')
+        && spec.contains('/')
+        && !spec.contains(".tgz")
+        && !spec.ends_with(".whl")
+        && !spec.ends_with(".tar.gz")
+        && !spec.ends_with(".zip")
+        && !spec.contains('[')
+}
+
+/// `name@URL` (npm alias or pip direct reference `name @ URL`) → the URL part.
+fn strip_pkg_name(l: &str) -> &str {
+    match l.split_once('@') {
+        Some((name, rest))
+            if !name.is_empty()
+                && (rest.trim_start().contains("://") || rest.starts_with("git+")) =>
+        {
+            rest.trim_start()
+        }
+        _ => l,
+    }
+}

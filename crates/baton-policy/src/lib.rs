@@ -142,6 +142,8 @@ pub struct Policy {
     pub(crate) deny: HashSet<String>,
     pub(crate) npx_packages: HashSet<String>,
     pub(crate) processes: Option<Arc<ProcessRegistry>>,
+    /// `[policy] remotes`: remote names and URL prefixes git, npm and pip may reach.
+    pub(crate) remotes: Vec<String>,
 }
 
 impl Policy {
@@ -178,6 +180,7 @@ impl Policy {
             deny: cfg.deny.iter().cloned().collect(),
             npx_packages,
             processes: None,
+            remotes: cfg.remotes.clone(),
         })
     }
 

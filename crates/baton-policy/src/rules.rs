@@ -131,8 +131,6 @@ pub(crate) const PLAIN: &[&str] = &[
     "mvn",
     "gradle",
     "tsc",
-    "pip",
-    "pip3",
     "pytest",
     "black",
     "ruff",
@@ -247,6 +245,8 @@ pub(crate) const VALIDATED: &[&str] = &[
     "clang++",
     "openssl",
     "patch",
+    "pip",
+    "pip3",
 ];
 
 /// Programs refused by default, with the reason and what to do instead.

@@ -147,3 +147,37 @@ fn verdicts_serialize_for_json_output() {
     let v = serde_json::to_value(policy.check("ls")).unwrap();
     assert_eq!(v, json!({"verdict": "allowed"}));
 }
+
+#[test]
+fn remotes_allowed_in_config_may_be_reached_but_never_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = PolicyConfig {
+        remotes: vec!["origin".into(), "https://github.com/me/".into()],
+        ..PolicyConfig::default()
+    };
+    let policy = Policy::new(&cfg, dir.path()).unwrap();
+    for ok in [
+        "git push origin main",
+        "git push -u origin feature/auth",
+        "git pull --rebase",
+        "git fetch origin",
+        "git clone https://github.com/me/lib.git vendor/lib",
+        "npm install git+https://github.com/me/pkg.git",
+        "git remote add mine https://github.com/me/x.git",
+    ] {
+        let v = policy.check(ok);
+        assert!(v.is_allowed(), "{ok}: {}", v.message());
+    }
+    for bad in [
+        "git push --force origin main",
+        "git push origin +main",
+        "git push origin :main",
+        "git push --delete origin main",
+        "git push upstream main",
+        "git fetch https://github.com/other/x.git",
+        "git clone https://github.com/mean/x.git",
+        "git fetch --all",
+    ] {
+        assert!(!policy.check(bad).is_allowed(), "{bad}");
+    }
+}
