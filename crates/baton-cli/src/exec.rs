@@ -46,6 +46,11 @@ pub fn guarded_tools(dir: &Path, cfg: &Config) -> anyhow::Result<(Toolbox, Sessi
     let mut ctx = ToolContext::new(dir.to_path_buf());
     let exe = std::env::current_exe().context("cannot find the baton executable")?;
     let guard = SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
+    if let Err(e) = crate::secrets::scrub_configured(&cfg.policy.secret_env) {
+        eprintln!(
+            "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
+        );
+    }
     Ok((Toolbox::new(ctx), guard))
 }
 
