@@ -19,7 +19,7 @@ const PART_MAX: usize = 120;
 /// Longest command (bytes) the checker reads; longer ones are refused unread.
 pub(crate) const MAX_COMMAND_BYTES: usize = 256 * 1024;
 /// Deepest syntax tree (nested lists, subshells, substitutions…) the checker walks.
-pub(crate) const MAX_TREE_DEPTH: usize = 200;
+pub(crate) const MAX_TREE_DEPTH: usize = 500;
 /// Most syntax nodes in one piece of shell source.
 pub(crate) const MAX_NODES: usize = 100_000;
 /// Most steps (statements, words and nodes visited, including every round of a
@@ -61,7 +61,7 @@ pub(crate) fn check(policy: &Policy, command: &str) -> (Vec<Refusal>, u64) {
     };
     if command.len() > MAX_COMMAND_BYTES {
         c.refuse(
-            &command[..command.floor_char_boundary(PART_MAX)],
+            &short(command),
             format!(
                 "the command is {} bytes long, more than the {MAX_COMMAND_BYTES} baton checks",
                 command.len()
@@ -176,7 +176,7 @@ impl<'p> Checker<'p> {
         }
         if src.len() > MAX_COMMAND_BYTES {
             self.refuse(
-                &src[..src.floor_char_boundary(PART_MAX)],
+                &short(src),
                 "the shell code is too long to check",
                 "write long content to a file with the Write tool, then run a short command",
             );

@@ -2688,46 +2688,6 @@ pub(crate) fn loopback_url(u: &str) -> bool {
         })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_urls() {
-        for ok in [
-            "http://localhost:3000/api",
-            "localhost:8080",
-            "https://127.0.0.1/x",
-            "http://[::1]:5173",
-            "http://0.0.0.0:8000",
-        ] {
-            assert!(loopback_url(ok), "{ok}");
-        }
-        for bad in [
-            "http://example.com",
-            "http://localhost@evil.com/",
-            "http://127.0.0.1.nip.io",
-            "file:///etc/passwd",
-            "http://0x7f000001",
-            "gopher://localhost",
-            "http://localhost:99999",
-            "http://127.1",
-        ] {
-            assert!(!loopback_url(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn versions_are_stripped() {
-        assert_eq!(strip_version("vite@latest"), "vite");
-        assert_eq!(strip_version("@playwright/test@1.4"), "@playwright/test");
-        assert_eq!(strip_version("tsc"), "tsc");
-    }
-}
-
-/// What to do instead of a refused `kill`.
-const KILL_INSTEAD: &str = "stop only processes this run started: kill $! or kill %1 right after starting one, kill $(jobs -p), or kill PID / kill -TERM -PID with the number the Bash tool printed for a run_in_background command; servers started in the background are stopped when the session ends";
-
 /// Name patterns `find PROJECT -name P -delete` may remove from the project root:
 /// build leftovers that git's and baton's own files never match.
 const CLEANUP_PATTERNS: &[&str] = &[
@@ -2862,5 +2822,45 @@ fn strip_pkg_name(l: &str) -> &str {
             rest.trim_start()
         }
         _ => l,
+    }
+}
+
+/// What to do instead of a refused `kill`.
+const KILL_INSTEAD: &str = "stop only processes this run started: kill $! or kill %1 right after starting one, kill $(jobs -p), or kill PID / kill -TERM -PID with the number the Bash tool printed for a run_in_background command; servers started in the background are stopped when the session ends";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_urls() {
+        for ok in [
+            "http://localhost:3000/api",
+            "localhost:8080",
+            "https://127.0.0.1/x",
+            "http://[::1]:5173",
+            "http://0.0.0.0:8000",
+        ] {
+            assert!(loopback_url(ok), "{ok}");
+        }
+        for bad in [
+            "http://example.com",
+            "http://localhost@evil.com/",
+            "http://127.0.0.1.nip.io",
+            "file:///etc/passwd",
+            "http://0x7f000001",
+            "gopher://localhost",
+            "http://localhost:99999",
+            "http://127.1",
+        ] {
+            assert!(!loopback_url(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions_are_stripped() {
+        assert_eq!(strip_version("vite@latest"), "vite");
+        assert_eq!(strip_version("@playwright/test@1.4"), "@playwright/test");
+        assert_eq!(strip_version("tsc"), "tsc");
     }
 }

@@ -1011,45 +1011,6 @@ fn awk_program(p: &str) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sed_scripts() {
-        assert!(sed_script("s/a/b/g").is_ok());
-        assert!(sed_script("1,5d;/^#/d").is_ok());
-        assert!(sed_script("s|x|y|;$a\\\nend").is_ok());
-        assert!(sed_script("/foo/,+2{s/a/b/;p}").is_ok());
-        assert!(sed_script("s/a/b/e").is_err());
-        assert!(sed_script("1e id").is_err());
-        assert!(sed_script("s/x/y/;e").is_err());
-        assert_eq!(
-            sed_script("w out.txt").ok(),
-            Some(vec![('w', "out.txt".to_string())])
-        );
-        assert_eq!(
-            sed_script("s/a/b/w /etc/x").ok(),
-            Some(vec![('w', "/etc/x".to_string())])
-        );
-        assert!(sed_script("s/a\\/b/c/").is_ok());
-    }
-
-    #[test]
-    fn awk_programs() {
-        assert!(awk_program("{print $1}").is_ok());
-        assert!(awk_program("$3 > 100 {print $1, $2}").is_ok());
-        assert!(awk_program("{s += $1} END {print s / NR}").is_ok());
-        assert!(awk_program("/a|b/ {print}").is_ok());
-        assert!(awk_program("NR==1 || NR==2").is_ok());
-        assert!(awk_program("BEGIN {system(\"id\")}").is_err());
-        assert!(awk_program("{print | \"sh\"}").is_err());
-        assert!(awk_program("BEGIN {\"id\" | getline x}").is_err());
-        assert!(awk_program("{print > \"/etc/x\"}").is_err());
-        assert!(awk_program("{print ($1 > 2)}").is_ok());
-    }
-}
-
 const REMOTE_INSTEAD: &str = "work with the local repository (commit, branch, merge); reaching a remote needs the user to list it in [policy] remotes of baton.toml (e.g. remotes = [\"origin\"])";
 
 /// Options of push/fetch/pull/ls-remote/clone that take the next word as a value.
@@ -1158,7 +1119,7 @@ fn local_repo(r: &str) -> bool {
     let colon_first = r
         .find(':')
         .is_some_and(|c| r.find('/').is_none_or(|s| c < s));
-    looks_path && !colon_first || (!colon_first && r.contains('/'))
+    !colon_first && (looks_path || r.contains('/'))
 }
 
 impl Checker<'_> {
@@ -1170,5 +1131,44 @@ impl Checker<'_> {
                 || r == target
                 || ((r.contains(':') || r.contains('/')) && target.starts_with(r.as_str()))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sed_scripts() {
+        assert!(sed_script("s/a/b/g").is_ok());
+        assert!(sed_script("1,5d;/^#/d").is_ok());
+        assert!(sed_script("s|x|y|;$a\\\nend").is_ok());
+        assert!(sed_script("/foo/,+2{s/a/b/;p}").is_ok());
+        assert!(sed_script("s/a/b/e").is_err());
+        assert!(sed_script("1e id").is_err());
+        assert!(sed_script("s/x/y/;e").is_err());
+        assert_eq!(
+            sed_script("w out.txt").ok(),
+            Some(vec![('w', "out.txt".to_string())])
+        );
+        assert_eq!(
+            sed_script("s/a/b/w /etc/x").ok(),
+            Some(vec![('w', "/etc/x".to_string())])
+        );
+        assert!(sed_script("s/a\\/b/c/").is_ok());
+    }
+
+    #[test]
+    fn awk_programs() {
+        assert!(awk_program("{print $1}").is_ok());
+        assert!(awk_program("$3 > 100 {print $1, $2}").is_ok());
+        assert!(awk_program("{s += $1} END {print s / NR}").is_ok());
+        assert!(awk_program("/a|b/ {print}").is_ok());
+        assert!(awk_program("NR==1 || NR==2").is_ok());
+        assert!(awk_program("BEGIN {system(\"id\")}").is_err());
+        assert!(awk_program("{print | \"sh\"}").is_err());
+        assert!(awk_program("BEGIN {\"id\" | getline x}").is_err());
+        assert!(awk_program("{print > \"/etc/x\"}").is_err());
+        assert!(awk_program("{print ($1 > 2)}").is_ok());
     }
 }

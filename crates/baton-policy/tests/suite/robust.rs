@@ -183,7 +183,11 @@ fn modest_everyday_commands_are_within_the_limits() {
         "a line of notes\n".repeat(5000)
     );
     let chain = vec!["npm run lint"; 50].join(" && ");
-    for cmd in [long_heredoc, chain] {
+    // Close to the depth limit (500 levels): judged in full, on the checker's own
+    // stack, without overflowing it.
+    let deep_chain = vec!["true"; 450].join(" && ");
+    let nested = format!("{}true{}", "( ".repeat(150), " )".repeat(150));
+    for cmd in [long_heredoc, chain, deep_chain, nested] {
         let v = policy.check(&cmd);
         assert!(v.is_allowed(), "{}", v.message());
     }
