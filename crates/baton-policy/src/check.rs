@@ -412,11 +412,17 @@ impl<'p> Checker<'p> {
                 let mut plain = true;
                 for v in values {
                     let w = self.word(v, src, cwd, false);
-                    plain &= w.literal().is_some_and(|l| {
-                        l.chars().all(|c| {
-                            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
-                        })
-                    });
+                    // Plain words, or `$(seq N [M [K]])` with numbers only (seq -f
+                    // could print anything).
+                    let seq_numbers = matches!(&w.only, Some(crate::word::Dynamic::Substitution(inner))
+                        if inner.split_whitespace().next() == Some("seq")
+                            && inner.split_whitespace().skip(1).all(|a| a.parse::<f64>().is_ok()));
+                    plain &= seq_numbers
+                        || w.literal().is_some_and(|l| {
+                            l.chars().all(|c| {
+                                c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
+                            })
+                        });
                 }
                 if let Some(v) = n.child_by_field_name("variable") {
                     let name = src[v.byte_range()].to_string();
@@ -1284,6 +1290,13 @@ impl<'p> Checker<'p> {
         self.assigned_var(&name, Some(&value), text);
         if record {
             self.vars.insert(name.clone(), known);
+        }
+        // `x=$(( … ))`: the value is the number arithmetic produced.
+        if n.child_by_field_name("value")
+            .is_some_and(|v| v.kind() == "arithmetic_expansion")
+            && !appends
+        {
+            self.arith_safe.insert(name.clone());
         }
         Some((name, value))
     }

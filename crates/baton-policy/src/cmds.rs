@@ -1379,6 +1379,17 @@ impl Checker<'_> {
                                 "write the code to a file in the project and run it",
                             );
                         }
+                        if module == "pip" {
+                            // `python -m pip ARGS` is pip: the same sources rules.
+                            let start = if k + 1 < flags.len() { i } else { i + 1 };
+                            let pip = Cmd {
+                                name: "pip".into(),
+                                args: c.args.get(start..).unwrap_or_default().to_vec(),
+                                cwd: c.cwd.clone(),
+                                part: c.part.clone(),
+                            };
+                            self.pip(&pip);
+                        }
                         return;
                     }
                     'V' | 'h' => return,
@@ -2766,7 +2777,7 @@ impl Checker<'_> {
         }
     }
 
-    fn pip(&mut self, c: &Cmd) {
+    pub(crate) fn pip(&mut self, c: &Cmd) {
         let sub = c
             .args
             .iter()
