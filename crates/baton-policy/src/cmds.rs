@@ -829,6 +829,7 @@ impl Checker<'_> {
             "zip" | "unzip" => self.zip(c),
             "rsync" => self.rsync(c),
             "openssl" => self.openssl(c),
+            "split" => self.split(c),
             "patch" => self.patch(c),
             "printf" => self.printf(c),
             "test" | "[" => self.test_builtin(c),
@@ -1742,6 +1743,9 @@ impl Checker<'_> {
         };
         let rest = &c.args[i + 1..];
         match sub.as_str() {
+            "add" | "install" | "i" | "up" | "upgrade" | "update" => {
+                self.install_sources(c, rest, &c.name)
+            }
             "dlx" => self.npx(c, rest),
             "exec" => {
                 let start = rest

@@ -82,7 +82,6 @@ pub(crate) const PLAIN: &[&str] = &[
     "cal",
     "numfmt",
     "shuf",
-    "split",
     "csplit",
     "sum",
     // shell builtins that only read or print
@@ -247,6 +246,7 @@ pub(crate) const VALIDATED: &[&str] = &[
     "patch",
     "pip",
     "pip3",
+    "split",
 ];
 
 /// Programs refused by default, with the reason and what to do instead.

@@ -140,4 +140,45 @@ impl Checker<'_> {
             }
         }
     }
+
+    /// `split`: `--filter` runs a shell command for each piece; the output prefix
+    /// (the second operand) is where the pieces are written.
+    pub fn split(&mut self, c: &Cmd) {
+        let mut operands = Vec::new();
+        let mut it = c.args.iter();
+        while let Some(w) = it.next() {
+            let Some(l) = w.literal() else {
+                if w.may_start_with('-') {
+                    self.refuse(
+                        &c.part,
+                        format!(
+                            "split gets a computed argument {} that could be an option",
+                            w.text
+                        ),
+                        "write split's options literally",
+                    );
+                }
+                operands.push(w);
+                continue;
+            };
+            if l.starts_with("--filter") {
+                self.refuse(
+                    &c.part,
+                    "split --filter runs a shell command for each piece",
+                    "split into files, then process them with allowed commands",
+                );
+            } else if matches!(l.as_str(), "-a" | "-b" | "-C" | "-l" | "-n" | "-t")
+                || l == "--additional-suffix"
+            {
+                it.next();
+            } else if l == "--" || !l.starts_with('-') || l == "-" {
+                if l != "--" {
+                    operands.push(w);
+                }
+            }
+        }
+        if let Some(prefix) = operands.get(1) {
+            self.write_target(prefix, &c.cwd, &c.part, false);
+        }
+    }
 }
