@@ -171,10 +171,8 @@ impl Checker<'_> {
                 || l == "--additional-suffix"
             {
                 it.next();
-            } else if l == "--" || !l.starts_with('-') || l == "-" {
-                if l != "--" {
-                    operands.push(w);
-                }
+            } else if !l.starts_with('-') || l == "-" {
+                operands.push(w);
             }
         }
         if let Some(prefix) = operands.get(1) {
