@@ -102,6 +102,16 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
         .with_context(|| format!("cannot resolve {}", dir.display()))?;
     let cfg = Config::load(&dir)?;
     let policy = Policy::new(&cfg.policy, &dir)?;
+    // A command beyond the checker's limits (or one it failed on) blocks with exit 2,
+    // like every other failure of the judgement.
+    if tool == "Bash"
+        && let Some(cmd) = tool_input["command"].as_str()
+    {
+        let verdict = policy.check(cmd);
+        if verdict.beyond_limits() {
+            anyhow::bail!("the command cannot be judged: {}", verdict.message());
+        }
+    }
     let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
         inner: &policy,
         project: dir.clone(),

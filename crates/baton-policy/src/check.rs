@@ -60,7 +60,7 @@ pub(crate) fn check(policy: &Policy, command: &str) -> (Vec<Refusal>, u64) {
         arith_safe: HashSet::new(),
     };
     if command.len() > MAX_COMMAND_BYTES {
-        c.refuse(
+        c.refuse_unjudged(
             &short(command),
             format!(
                 "the command is {} bytes long, more than the {MAX_COMMAND_BYTES} baton checks",
@@ -147,7 +147,22 @@ impl<'p> Checker<'p> {
             part: short(part),
             reason: reason.into(),
             instead: instead.into(),
+            unjudged: false,
         });
+    }
+
+    /// Refuse because the command is beyond what the checker judges (a limit), not
+    /// because of what it does: see [`crate::Verdict::beyond_limits`].
+    pub fn refuse_unjudged(
+        &mut self,
+        part: &str,
+        reason: impl Into<String>,
+        instead: impl Into<String>,
+    ) {
+        self.refuse(part, reason, instead);
+        if let Some(last) = self.refusals.last_mut() {
+            last.unjudged = true;
+        }
     }
 
     /// Count one step; false (and a refusal, once) when the command needs more
@@ -163,6 +178,7 @@ impl<'p> Checker<'p> {
                 part: "(the whole command)".into(),
                 reason: format!("the command is too large or repetitive to check (more than {MAX_WORK} steps)"),
                 instead: "split it into several shorter commands, or put the steps in a script file in the project and run that".into(),
+                unjudged: true,
             });
             return false;
         }
@@ -175,7 +191,7 @@ impl<'p> Checker<'p> {
             return Flow::same(cwd);
         }
         if src.len() > MAX_COMMAND_BYTES {
-            self.refuse(
+            self.refuse_unjudged(
                 &short(src),
                 "the shell code is too long to check",
                 "write long content to a file with the Write tool, then run a short command",
@@ -183,7 +199,7 @@ impl<'p> Checker<'p> {
             return Flow::same(cwd);
         }
         if self.depth > MAX_DEPTH {
-            self.refuse(
+            self.refuse_unjudged(
                 src,
                 "shell code is nested too deeply to check",
                 "run the inner command directly",
@@ -209,7 +225,7 @@ impl<'p> Checker<'p> {
         }
         let (nodes, deepest) = tree_size(root);
         if deepest > MAX_TREE_DEPTH {
-            self.refuse(
+            self.refuse_unjudged(
                 src,
                 format!("the command nests lists, subshells or substitutions more than {MAX_TREE_DEPTH} levels deep, too deep to check"),
                 "split it into several shorter commands, or put the steps in a script file in the project and run that",
@@ -217,7 +233,7 @@ impl<'p> Checker<'p> {
             return Flow::same(cwd);
         }
         if nodes > MAX_NODES {
-            self.refuse(
+            self.refuse_unjudged(
                 src,
                 format!("the command has more than {MAX_NODES} syntax parts, too many to check"),
                 "split it into several shorter commands, or put the steps in a script file in the project and run that",

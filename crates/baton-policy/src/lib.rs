@@ -83,6 +83,10 @@ pub struct Refusal {
     pub reason: String,
     /// What is allowed instead.
     pub instead: String,
+    /// Refused because the command is beyond the checker's limits or the checker
+    /// failed, not for what it does.
+    #[serde(skip)]
+    pub(crate) unjudged: bool,
 }
 
 /// The policy's judgement of one command.
@@ -102,6 +106,13 @@ impl Verdict {
     /// Whether the command may run.
     pub fn is_allowed(&self) -> bool {
         matches!(self, Verdict::Allowed)
+    }
+
+    /// Whether the command was refused unjudged: too long, too deeply nested or too
+    /// costly to check, or the checker failed (see `docs/policy.md`, "Limits"). The
+    /// Claude Code hook answers these with exit 2.
+    pub fn beyond_limits(&self) -> bool {
+        self.refusals().iter().any(|r| r.unjudged)
     }
 
     /// The refusals (empty when allowed).
@@ -242,6 +253,7 @@ impl Policy {
                     ),
                     instead: "write the command more simply, or split it into several commands"
                         .into(),
+                    unjudged: true,
                 }],
                 0,
             )
@@ -296,6 +308,7 @@ impl Policy {
                         instead:
                             "read files of the project; credentials are never shown to the agent"
                                 .into(),
+                        unjudged: false,
                     }],
                 };
             }

@@ -192,3 +192,21 @@ fn modest_everyday_commands_are_within_the_limits() {
         assert!(v.is_allowed(), "{}", v.message());
     }
 }
+
+#[test]
+fn limit_refusals_are_marked_as_unjudged_and_judgements_are_not() {
+    let (_dir, policy) = project();
+    assert!(
+        policy
+            .check(&vec!["true"; 8000].join(" && "))
+            .beyond_limits()
+    );
+    assert!(
+        policy
+            .check(&format!("echo {}", "a".repeat(300 * 1024)))
+            .beyond_limits()
+    );
+    let judged = policy.check("echo {1..99999999999}; rm -rf .git");
+    assert!(!judged.is_allowed());
+    assert!(!judged.beyond_limits());
+}
