@@ -2180,6 +2180,13 @@ impl Checker<'_> {
                 if first == "-l" || first == "-L" {
                     return;
                 }
+                // Signal 0 sends nothing: it only asks whether the processes exist.
+                let second = c.args.get(1).and_then(|w| w.literal());
+                if first == "-0"
+                    || ((first == "-s" || first == "-n") && second.as_deref() == Some("0"))
+                {
+                    return;
+                }
                 i = if first == "-s" || first == "-n" { 2 } else { 1 };
             }
             if c.args.get(i).and_then(|w| w.literal()).as_deref() == Some("--") {
