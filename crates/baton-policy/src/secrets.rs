@@ -27,6 +27,8 @@ pub const SECRET_LOCATIONS: &[(&str, Scope)] = &[
     (".config/gcloud", Scope::Anywhere),
     (".kube", Scope::Anywhere),
     (".docker/config.json", Scope::Anywhere),
+    // Contexts and machine certificates too (the sandbox hid all of it before).
+    (".docker", Scope::Home),
     (".password-store", Scope::Anywhere),
     (".vault-token", Scope::Anywhere),
     // Agent CLIs' logins.
