@@ -301,7 +301,48 @@ impl Checker<'_> {
     /// `ps`: the `e` (BSD) and `-E`/environment output options print other
     /// processes' environments, which hold API keys.
     pub fn ps(&mut self, c: &Cmd) {
+        let mut value_next = false;
         for w in &c.args {
+            if std::mem::take(&mut value_next) {
+                // The value of -o/-p/-u/…: a format or a list, not options.
+                if w.literal()
+                    .is_none_or(|l| l.to_ascii_lowercase().contains("env"))
+                {
+                    self.refuse(
+                        &c.part,
+                        "this ps format could show other processes' environments, which hold credentials",
+                        "list processes without environments: ps aux, ps -ef, ps -o pid,user,args",
+                    );
+                }
+                continue;
+            }
+            if let Some(l) = w.literal() {
+                value_next = matches!(
+                    l.as_str(),
+                    "-o" | "-O"
+                        | "-p"
+                        | "-u"
+                        | "-U"
+                        | "-C"
+                        | "-G"
+                        | "-g"
+                        | "-t"
+                        | "-s"
+                        | "-q"
+                        | "--format"
+                        | "--pid"
+                        | "--user"
+                        | "--sort"
+                        | "--ppid"
+                        | "--sid"
+                        | "--cols"
+                        | "--columns"
+                        | "--rows"
+                        | "--width"
+                ) || (!l.starts_with('-')
+                    && l.chars().all(|ch| ch.is_ascii_alphabetic())
+                    && l.ends_with(['o', 'O', 'p', 'U', 't', 'k']));
+            }
             let Some(l) = w.literal() else {
                 self.refuse(
                     &c.part,
