@@ -302,11 +302,13 @@ impl Checker<'_> {
     /// processes' environments, which hold API keys.
     pub fn ps(&mut self, c: &Cmd) {
         let mut value_next = false;
+        let mut format_next = false;
         for w in &c.args {
             if std::mem::take(&mut value_next) {
                 // The value of -o/-p/-u/…: a format or a list, not options.
                 if w.literal()
-                    .is_none_or(|l| l.to_ascii_lowercase().contains("env"))
+                    .is_some_and(|l| l.to_ascii_lowercase().contains("env"))
+                    || (w.literal().is_none() && format_next)
                 {
                     self.refuse(
                         &c.part,
@@ -317,6 +319,10 @@ impl Checker<'_> {
                 continue;
             }
             if let Some(l) = w.literal() {
+                format_next = matches!(l.as_str(), "-o" | "-O" | "--format")
+                    || (!l.starts_with('-')
+                        && l.chars().all(|ch| ch.is_ascii_alphabetic())
+                        && l.ends_with(['o', 'O']));
                 value_next = matches!(
                     l.as_str(),
                     "-o" | "-O"
