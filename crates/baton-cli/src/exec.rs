@@ -116,6 +116,11 @@ pub fn cli_backend(
         eprintln!("baton: warning: {w}");
     }
     let unset = baton_policy::secret_env(&cfg.policy);
+    if let Err(e) = crate::secrets::scrub_configured(&cfg.policy.secret_env) {
+        eprintln!(
+            "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
+        );
+    }
     let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset));
     Ok(Some(CliBackend {
         program: env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
