@@ -2854,6 +2854,27 @@ const KILL_INSTEAD: &str = "stop only processes this run started: kill $! or kil
 mod tests {
     use super::*;
 
+    /// The names in `rules::VALIDATED` and the arms of `validate` are two lists; a
+    /// name in the first without an arm would be refused as "has no validator".
+    #[test]
+    fn every_validated_name_has_a_validator() {
+        let Ok(dir) = tempfile::tempdir() else {
+            panic!("no temp dir");
+        };
+        let Ok(policy) = crate::Policy::new(&baton_config::PolicyConfig::default(), dir.path())
+        else {
+            panic!("no policy");
+        };
+        for name in rules::VALIDATED {
+            let v = policy.check(&format!("{name} --version"));
+            assert!(
+                !v.message().contains("has no validator"),
+                "{name}: {}",
+                v.message()
+            );
+        }
+    }
+
     #[test]
     fn loopback_urls() {
         for ok in [
