@@ -58,6 +58,11 @@ pub fn guarded_tools(
     }
     let exe = std::env::current_exe().context("cannot find the baton executable")?;
     let guard = SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
+    if let Err(e) = crate::secrets::scrub_configured(&cfg.policy.secret_env) {
+        eprintln!(
+            "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
+        );
+    }
     Ok((Toolbox::new(ctx), guard))
 }
 
@@ -133,6 +138,11 @@ pub fn cli_backend(
         eprintln!("baton: warning: {w}");
     }
     let unset = baton_policy::secret_env(&cfg.policy);
+    if let Err(e) = crate::secrets::scrub_configured(&cfg.policy.secret_env) {
+        eprintln!(
+            "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
+        );
+    }
     let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset));
     let hook_config = freeze_config(&project)?;
     Ok(Some(CliBackend {

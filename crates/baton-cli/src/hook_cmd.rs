@@ -34,7 +34,8 @@ enum HookCommand {
     /// "PreToolUse", "permissionDecision": "allow"|"deny", "permissionDecisionReason"}}.
     ///
     /// Exit code 0 with the answer; 2 (which the CLI reads as a refusal, with stderr
-    /// as the reason) when the input or baton.toml cannot be read.
+    /// as the reason) when the input or baton.toml cannot be read, or the judgement
+    /// fails in any way (never any other code).
     PreToolUse(PreToolUseArgs),
 }
 
@@ -61,6 +62,13 @@ struct PreToolUseArgs {
 pub fn run(args: HookArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         HookCommand::PreToolUse(a) => {
+            // Fail closed: any exit but 2 lets the call through, so a panic anywhere in
+            // the judgement (on any thread, and also where the build aborts on panic)
+            // ends the process with 2 before it can unwind or abort.
+            std::panic::set_hook(Box::new(|info| {
+                eprintln!("baton hook: internal error, the call is refused: {info}");
+                std::process::exit(2);
+            }));
             let mut input = String::new();
             let answer = std::io::stdin()
                 .read_to_string(&mut input)
@@ -105,6 +113,16 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
         None => Config::load(&dir)?,
     };
     let policy = Policy::new(&cfg.policy, &dir)?;
+    // A command beyond the checker's limits (or one it failed on) blocks with exit 2,
+    // like every other failure of the judgement.
+    if tool == "Bash"
+        && let Some(cmd) = tool_input["command"].as_str()
+    {
+        let verdict = policy.check(cmd);
+        if verdict.beyond_limits() {
+            anyhow::bail!("the command cannot be judged: {}", verdict.message());
+        }
+    }
     let reach = ReachGate {
         inner: &policy,
         allow_file_urls: cfg.policy.allow_file_urls,

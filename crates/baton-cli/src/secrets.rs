@@ -36,6 +36,17 @@ pub fn take() -> Secrets {
     Secrets { values, scrubbed }
 }
 
+/// Scrub the values of more variables (`[policy] secret_env`) from this process's
+/// environment block, once the project's configuration is known: agent processes
+/// never get them, and from then on `/proc/<baton>/environ` does not show them.
+pub fn scrub_configured(names: &[String]) -> std::io::Result<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    scrub(&names)
+}
+
 /// Overwrite the values of `names` with NUL bytes in the initial environment block.
 fn scrub(names: &[&str]) -> std::io::Result<()> {
     let stat = std::fs::read_to_string("/proc/self/stat")?;

@@ -30,9 +30,16 @@ pub struct PolicyConfig {
     /// Packages `npx` / `npm exec` / `yarn dlx` / `pnpm dlx` may run, besides the
     /// built-in list.
     pub npx_packages: Vec<String>,
-    /// Process names `kill`/`pkill`/`killall` may target, besides the built-in
-    /// dev-server names (node, vite, python, uvicorn, ...).
+    /// No longer used: `kill` accepts only processes this run started, and
+    /// `pkill`/`killall` (which pick processes by name) are refused. Still accepted
+    /// so that existing `baton.toml` files load.
     pub dev_server_names: Vec<String>,
+    /// Where git, npm and pip may fetch from or push to: git remote names
+    /// (`"origin"`) and URL prefixes (`"https://github.com/me/"`); `"*"` allows every
+    /// remote. Empty (the default): `git push/fetch/pull/ls-remote/clone` of
+    /// anything but a local path, and npm/pip installs from URLs, are refused
+    /// (installs from the default registries stay allowed).
+    pub remotes: Vec<String>,
     /// Environment variables removed from every agent process, besides the provider
     /// API keys.
     pub secret_env: Vec<String>,

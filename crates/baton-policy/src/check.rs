@@ -2,7 +2,7 @@
 //! assignment, with the working directories each may run in.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use tree_sitter::{Node, Parser, Tree};
@@ -16,6 +16,18 @@ use crate::{Policy, Refusal};
 const MAX_DEPTH: usize = 6;
 /// Longest part quoted in a refusal.
 const PART_MAX: usize = 120;
+/// Longest command (bytes) the checker reads; longer ones are refused unread.
+pub(crate) const MAX_COMMAND_BYTES: usize = 256 * 1024;
+/// Deepest syntax tree (nested lists, subshells, substitutions…) the checker walks.
+pub(crate) const MAX_TREE_DEPTH: usize = 500;
+/// Most syntax nodes in one piece of shell source.
+pub(crate) const MAX_NODES: usize = 100_000;
+/// Most steps (statements, words and nodes visited, including every round of a
+/// loop body and every `bash -c` string) for one command; beyond it the command is
+/// refused. This bounds the checker's time on any input.
+pub(crate) const MAX_WORK: u64 = 400_000;
+/// Most distinct refusals reported for one command.
+const MAX_REFUSALS: usize = 50;
 
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
@@ -33,8 +45,9 @@ fn parse(src: &str) -> Option<Tree> {
     })
 }
 
-/// Check a whole command; the refusals found (empty when allowed).
-pub(crate) fn check(policy: &Policy, command: &str) -> Vec<Refusal> {
+/// Check a whole command; the refusals found (empty when allowed) and the work
+/// spent (steps, at most about [`MAX_WORK`]).
+pub(crate) fn check(policy: &Policy, command: &str) -> (Vec<Refusal>, u64) {
     let mut c = Checker {
         policy,
         refusals: Vec::new(),
@@ -42,7 +55,21 @@ pub(crate) fn check(policy: &Policy, command: &str) -> Vec<Refusal> {
         functions: HashMap::new(),
         depth: 0,
         cd_count: 0,
+        work: 0,
+        exhausted: false,
+        arith_safe: HashSet::new(),
     };
+    if command.len() > MAX_COMMAND_BYTES {
+        c.refuse_unjudged(
+            &short(command),
+            format!(
+                "the command is {} bytes long, more than the {MAX_COMMAND_BYTES} baton checks",
+                command.len()
+            ),
+            "write long content to a file with the Write tool, then run a short command",
+        );
+        return (c.refusals, 1);
+    }
     let cwd = Cwd::Known(vec![policy.places.project.clone()]);
     c.source(command, &cwd);
     let mut out: Vec<Refusal> = Vec::new();
@@ -51,7 +78,7 @@ pub(crate) fn check(policy: &Policy, command: &str) -> Vec<Refusal> {
             out.push(r);
         }
     }
-    out
+    (out, c.work)
 }
 
 /// What the working directory may be after a statement succeeded or failed.
@@ -92,6 +119,13 @@ pub(crate) struct Checker<'p> {
     pub depth: usize,
     /// How many `cd`-like statements were seen (to learn whether a body changes dir).
     pub cd_count: usize,
+    /// Steps taken so far (see [`MAX_WORK`]).
+    pub work: u64,
+    /// Whether [`MAX_WORK`] was reached (the walk then stops).
+    pub exhausted: bool,
+    /// Variables of unknown value that are nonetheless safe in arithmetic: results of
+    /// arithmetic, and loop variables over plain numbers and words.
+    pub arith_safe: HashSet<String>,
 }
 
 pub(crate) fn short(s: &str) -> String {
@@ -106,17 +140,66 @@ pub(crate) fn short(s: &str) -> String {
 
 impl<'p> Checker<'p> {
     pub fn refuse(&mut self, part: &str, reason: impl Into<String>, instead: impl Into<String>) {
+        if self.refusals.len() >= MAX_REFUSALS {
+            return;
+        }
         self.refusals.push(Refusal {
             part: short(part),
             reason: reason.into(),
             instead: instead.into(),
+            unjudged: false,
         });
+    }
+
+    /// Refuse because the command is beyond what the checker judges (a limit), not
+    /// because of what it does: see [`crate::Verdict::beyond_limits`].
+    pub fn refuse_unjudged(
+        &mut self,
+        part: &str,
+        reason: impl Into<String>,
+        instead: impl Into<String>,
+    ) {
+        self.refuse(part, reason, instead);
+        if let Some(last) = self.refusals.last_mut() {
+            last.unjudged = true;
+        }
+    }
+
+    /// Count one step; false (and a refusal, once) when the command needs more
+    /// than [`MAX_WORK`] steps, and the walk must stop.
+    pub fn tick(&mut self, steps: u64) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        self.work = self.work.saturating_add(steps);
+        if self.work > MAX_WORK {
+            self.exhausted = true;
+            self.refusals.push(Refusal {
+                part: "(the whole command)".into(),
+                reason: format!("the command is too large or repetitive to check (more than {MAX_WORK} steps)"),
+                instead: "split it into several shorter commands, or put the steps in a script file in the project and run that".into(),
+                unjudged: true,
+            });
+            return false;
+        }
+        true
     }
 
     /// Check a piece of shell source (the whole command, or `bash -c` code).
     pub fn source(&mut self, src: &str, cwd: &Cwd) -> Flow {
+        if !self.tick(1) {
+            return Flow::same(cwd);
+        }
+        if src.len() > MAX_COMMAND_BYTES {
+            self.refuse_unjudged(
+                &short(src),
+                "the shell code is too long to check",
+                "write long content to a file with the Write tool, then run a short command",
+            );
+            return Flow::same(cwd);
+        }
         if self.depth > MAX_DEPTH {
-            self.refuse(
+            self.refuse_unjudged(
                 src,
                 "shell code is nested too deeply to check",
                 "run the inner command directly",
@@ -138,6 +221,26 @@ impl<'p> Checker<'p> {
                 format!("baton could not parse the command as bash ({what}), so it cannot prove it safe"),
                 "write the command in plain bash syntax: quote special characters, close every quote, bracket and here-document",
             );
+            return Flow::same(cwd);
+        }
+        let (nodes, deepest) = tree_size(root);
+        if deepest > MAX_TREE_DEPTH {
+            self.refuse_unjudged(
+                src,
+                format!("the command nests lists, subshells or substitutions more than {MAX_TREE_DEPTH} levels deep, too deep to check"),
+                "split it into several shorter commands, or put the steps in a script file in the project and run that",
+            );
+            return Flow::same(cwd);
+        }
+        if nodes > MAX_NODES {
+            self.refuse_unjudged(
+                src,
+                format!("the command has more than {MAX_NODES} syntax parts, too many to check"),
+                "split it into several shorter commands, or put the steps in a script file in the project and run that",
+            );
+            return Flow::same(cwd);
+        }
+        if !self.tick(nodes as u64) {
             return Flow::same(cwd);
         }
         self.depth += 1;
@@ -205,6 +308,9 @@ impl<'p> Checker<'p> {
     }
 
     fn stmt(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        if !self.tick(1) {
+            return Flow::same(cwd);
+        }
         let text = &src[n.byte_range()];
         match n.kind() {
             "command" => self.command(n, src, cwd),
@@ -315,16 +421,31 @@ impl<'p> Checker<'p> {
                 })
             }
             "for_statement" => {
-                if let Some(v) = n.child_by_field_name("variable") {
-                    let name = &src[v.byte_range()];
-                    self.assigned_var(name, None, text);
-                }
                 let values: Vec<Node> = {
                     let mut cur = n.walk();
                     n.children_by_field_name("value", &mut cur).collect()
                 };
+                let mut plain = true;
                 for v in values {
-                    self.word(v, src, cwd, false);
+                    let w = self.word(v, src, cwd, false);
+                    // Plain words, or `$(seq N [M [K]])` with numbers only (seq -f
+                    // could print anything).
+                    let seq_numbers = matches!(&w.only, Some(crate::word::Dynamic::Substitution(inner))
+                        if inner.split_whitespace().next() == Some("seq")
+                            && inner.split_whitespace().skip(1).all(|a| a.parse::<f64>().is_ok()));
+                    plain &= seq_numbers
+                        || w.literal().is_some_and(|l| {
+                            l.chars().all(|c| {
+                                c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
+                            })
+                        });
+                }
+                if let Some(v) = n.child_by_field_name("variable") {
+                    let name = src[v.byte_range()].to_string();
+                    self.assigned_var(&name, None, text);
+                    if plain {
+                        self.arith_safe.insert(name);
+                    }
                 }
                 let body = n.child_by_field_name("body");
                 self.looped(cwd, |c, s| match body {
@@ -428,8 +549,19 @@ impl<'p> Checker<'p> {
                 self.declaration(n, src, cwd);
                 Flow::same(cwd)
             }
-            "unset_command" | "test_command" => {
+            "unset_command" => {
                 self.scan(n, src, cwd, false);
+                Flow::same(cwd)
+            }
+            "test_command" => {
+                self.scan(n, src, cwd, false);
+                // `[[ … ]]` evaluates arithmetic comparisons and `-v` subscripts;
+                // `[ … ]` is the test builtin (judged as a command elsewhere).
+                if n.child(0).is_some_and(|c| c.kind() == "[[") {
+                    self.test_operands(n, src);
+                } else {
+                    self.test_single_bracket(n, src);
+                }
                 Flow::same(cwd)
             }
             "comment" => Flow::same(cwd),
@@ -535,7 +667,31 @@ impl<'p> Checker<'p> {
     /// Visit everything under an expression node: words are evaluated (and checked),
     /// substitutions are checked as commands.
     pub fn scan(&mut self, n: Node, src: &str, cwd: &Cwd, arithmetic: bool) {
+        if !self.tick(1) {
+            return;
+        }
         match n.kind() {
+            "word" if arithmetic && crate::hidden::is_ident(&src[n.byte_range()]) => {
+                // `i < n` in `for ((…))`: a variable read as arithmetic.
+                let name = src[n.byte_range()].to_string();
+                let part = n.parent().map_or(src, |p| &src[p.byte_range()]).to_string();
+                self.arith_var(&name, &part, 0);
+            }
+            "simple_expansion" | "expansion" if arithmetic => {
+                let text = &src[n.byte_range()];
+                let name = text
+                    .trim_start_matches('$')
+                    .trim_start_matches('{')
+                    .trim_end_matches('}');
+                if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    let part = n
+                        .parent()
+                        .map_or(text, |p| &src[p.byte_range()])
+                        .to_string();
+                    self.arith_var(name, &part, 0);
+                }
+                self.word(n, src, cwd, false);
+            }
             "word"
             | "string"
             | "raw_string"
@@ -566,6 +722,17 @@ impl<'p> Checker<'p> {
                 {
                     let name = src[n.byte_range()].to_string();
                     self.assigned_var(&name, None, &src[p.byte_range()]);
+                    // The result of arithmetic is a number.
+                    self.arith_safe.insert(name);
+                } else if !n.parent().is_some_and(|p| {
+                    p.kind() == "subscript"
+                        && p.child_by_field_name("name")
+                            .is_some_and(|x| x.id() == n.id())
+                }) {
+                    // A variable read as arithmetic (not the array name of a subscript).
+                    let name = src[n.byte_range()].to_string();
+                    let part = n.parent().map_or(src, |p| &src[p.byte_range()]).to_string();
+                    self.arith_var(&name, &part, 0);
                 }
             }
             "comment"
@@ -591,6 +758,14 @@ impl<'p> Checker<'p> {
     /// Evaluate a word node, check what is inside it (substitutions run as
     /// commands), and judge it as a possible path (secrets, sockets).
     pub fn word(&mut self, n: Node, src: &str, cwd: &Cwd, assignment: bool) -> Word {
+        if !self.tick(1) {
+            return Word {
+                chars: vec![Ch::Dyn],
+                text: src[n.byte_range()].to_string(),
+                only: None,
+                quoted_dyn_only: false,
+            };
+        }
         let mut chars = Vec::new();
         let mut only = None;
         self.word_parts(n, src, cwd, false, &mut chars, &mut only);
@@ -742,6 +917,14 @@ impl<'p> Checker<'p> {
     }
 
     fn expansion(&mut self, n: Node, src: &str, cwd: &Cwd, in_dquote: bool, out: &mut Vec<Ch>) {
+        let whole = &src[n.byte_range()];
+        if whole.ends_with("@P}") {
+            self.refuse(
+                whole,
+                "${VAR@P} expands the value as a prompt, which runs any $(…) inside it",
+                "use the variable's value directly: \"${VAR}\"",
+            );
+        }
         let mut cur = n.walk();
         let kids: Vec<Node> = n.children(&mut cur).collect();
         let name = kids
@@ -840,6 +1023,15 @@ impl<'p> Checker<'p> {
 
     /// Checks every word gets: no sockets, no secret locations.
     fn judge_word(&mut self, w: &Word, cwd: &Cwd) {
+        let words = crate::word::brace_words(&w.chars);
+        if words > crate::word::MAX_BRACE_WORDS {
+            self.refuse(
+                &w.text,
+                format!("this brace expansion makes bash produce {words} words (more than {}), which exhausts memory", crate::word::MAX_BRACE_WORDS),
+                "use a smaller range, or a loop: for ((i = 0; i < N; i++)); do …; done",
+            );
+            return;
+        }
         let Some(patterns) = w.patterns() else {
             return;
         };
@@ -1115,11 +1307,22 @@ impl<'p> Checker<'p> {
         if record {
             self.vars.insert(name.clone(), known);
         }
+        // `x=$(( … ))`: the value is the number arithmetic produced.
+        if n.child_by_field_name("value")
+            .is_some_and(|v| v.kind() == "arithmetic_expansion")
+            && !appends
+        {
+            self.arith_safe.insert(name.clone());
+        }
         Some((name, value))
     }
 
     /// A variable gets a value; refuse names that change what programs run.
     pub fn assigned_var(&mut self, name: &str, value: Option<&Word>, part: &str) {
+        self.arith_safe.remove(name);
+        if !self.var_name(name, part) {
+            return;
+        }
         if let Some((reason, instead)) =
             rules::env_problem(name, value.and_then(|v| v.literal()).as_deref())
         {
@@ -1147,8 +1350,14 @@ impl<'p> Checker<'p> {
                             if flag.contains('n') {
                                 self.refuse(text, "name references (-n) make one variable stand for another, which baton cannot follow", "assign variables directly");
                             }
+                            if flag.contains('i') {
+                                self.refuse(text, "the integer attribute (-i) makes bash evaluate every later value of the variable as arithmetic, where a[$(cmd)] runs cmd", "assign numbers with (( x = … ))");
+                            }
                         }
-                        Some(_) => {}
+                        Some(l) => {
+                            let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+                            self.var_name(name, text);
+                        }
                         None => self.refuse(
                             text,
                             "a declaration with a computed name or flag cannot be checked",
@@ -1455,6 +1664,34 @@ fn literal_context(tree: &Tree, src: &str, at: usize) -> Context {
         match n.parent() {
             Some(p) => n = p,
             None => return Context::Code,
+        }
+    }
+}
+
+/// How many nodes a tree has and how deep it is, without recursion (stops counting
+/// once either is past its limit).
+fn tree_size(root: Node) -> (usize, usize) {
+    let mut cur = root.walk();
+    let (mut nodes, mut depth, mut deepest) = (1usize, 0usize, 0usize);
+    loop {
+        if depth <= MAX_TREE_DEPTH && cur.goto_first_child() {
+            depth += 1;
+            nodes += 1;
+            deepest = deepest.max(depth);
+        } else {
+            loop {
+                if cur.goto_next_sibling() {
+                    nodes += 1;
+                    break;
+                }
+                if !cur.goto_parent() {
+                    return (nodes, deepest);
+                }
+                depth -= 1;
+            }
+        }
+        if nodes > MAX_NODES || deepest > MAX_TREE_DEPTH {
+            return (nodes, deepest);
         }
     }
 }

@@ -363,6 +363,7 @@ impl Checker<'_> {
                 for w in &c.args {
                     match w.literal() {
                         Some(e) => {
+                            self.arith_text(&e, &c.part, 0);
                             let name: String = e
                                 .chars()
                                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -373,6 +374,7 @@ impl Checker<'_> {
                                     .starts_with(|c: char| "=+-*/%<>&|^".contains(c))
                             {
                                 self.assigned_var(&name, None, &c.part);
+                                self.arith_safe.insert(name);
                             }
                         }
                         None => self.refuse(
@@ -826,6 +828,15 @@ impl Checker<'_> {
             "tar" => self.tar(c),
             "zip" | "unzip" => self.zip(c),
             "rsync" => self.rsync(c),
+            "openssl" => self.openssl(c),
+            "split" => self.split(c),
+            "patch" => self.patch(c),
+            "printf" => self.printf(c),
+            "test" | "[" => self.test_builtin(c),
+            "compgen" => self.compgen(c),
+            "ps" => self.ps(c),
+            "gcc" | "cc" | "g++" | "c++" | "clang" | "clang++" => self.cc(c),
+            "pip" | "pip3" => self.pip(c),
             other => {
                 self.refuse(
                     &c.part,
@@ -900,7 +911,7 @@ impl Checker<'_> {
         };
         let home = self.policy.places.home.clone();
         let known_env = home.as_ref().is_some_and(|h| {
-            [".cargo/env", ".nvm/nvm.sh", ".bashrc", ".profile"]
+            [".cargo/env", ".nvm/nvm.sh"]
                 .iter()
                 .any(|f| Path::new(&l) == h.join(f))
         });
@@ -1158,6 +1169,36 @@ impl Checker<'_> {
                 _ => {}
             }
         }
+        // `find . -name '*.pyc' -delete`: one name pattern of build leftovers that
+        // neither git nor baton ever names their files with, and no operator that
+        // could widen the match.
+        let cleanup = {
+            let lits: Vec<Option<String>> = c.args.iter().map(|w| w.literal()).collect();
+            let mut names = 0;
+            let mut ok = true;
+            let mut k = 0;
+            while k < lits.len() {
+                match lits[k].as_deref() {
+                    Some("-name" | "-iname") => {
+                        names += 1;
+                        ok &= lits
+                            .get(k + 1)
+                            .and_then(|p| p.as_deref())
+                            .is_some_and(|p| CLEANUP_PATTERNS.contains(&p));
+                        k += 2;
+                        continue;
+                    }
+                    Some(
+                        "-o" | "-or" | "!" | "-not" | "," | "-path" | "-wholename" | "-regex"
+                        | "-iregex" | "-ipath" | "-iwholename" | "-lname" | "-ilname",
+                    )
+                    | None => ok = false,
+                    _ => {}
+                }
+                k += 1;
+            }
+            ok && names == 1
+        };
         if delete {
             let starts: Vec<Word> = if starts.is_empty() {
                 vec![Word::quoted(".")]
@@ -1174,7 +1215,9 @@ impl Checker<'_> {
                     dirs.iter()
                         .any(|d| self.policy.places.place(&escape(&l), d) == Place::ProjectRoot)
                 });
-                if let Some((reason, _)) = problem {
+                if root && cleanup {
+                    // Build leftovers only; see CLEANUP_PATTERNS.
+                } else if let Some((reason, _)) = problem {
                     self.refuse(&c.part, format!("find -delete: {reason}"), "delete inside a subdirectory of the project, e.g. find build -name '*.o' -delete");
                 } else if root {
                     self.refuse(
@@ -1337,6 +1380,17 @@ impl Checker<'_> {
                                 "write the code to a file in the project and run it",
                             );
                         }
+                        if module == "pip" {
+                            // `python -m pip ARGS` is pip: the same sources rules.
+                            let start = if k + 1 < flags.len() { i } else { i + 1 };
+                            let pip = Cmd {
+                                name: "pip".into(),
+                                args: c.args.get(start..).unwrap_or_default().to_vec(),
+                                cwd: c.cwd.clone(),
+                                part: c.part.clone(),
+                            };
+                            self.pip(&pip);
+                        }
                         return;
                     }
                     'V' | 'h' => return,
@@ -1464,6 +1518,14 @@ impl Checker<'_> {
             }
             let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
             match name {
+                "--registry" | "--@registry" => {
+                    self.refuse(
+                        &c.part,
+                        "npm --registry installs from another registry",
+                        "install from the default registry; other sources need [policy] remotes",
+                    );
+                    return;
+                }
                 "-g" | "--global" => {
                     self.refuse(
                         &c.part,
@@ -1498,6 +1560,10 @@ impl Checker<'_> {
         let Some((i, sub)) = sub else { return };
         let rest = &c.args[i + 1..];
         match sub.as_str() {
+            "install" | "i" | "add" | "in" | "ins" | "inst" | "insta" | "instal" | "isnt"
+            | "isnta" | "isntal" | "isntall" | "update" | "up" | "upgrade" => {
+                self.install_sources(c, rest, "npm")
+            }
             "exec" | "x" => self.npx(c, rest),
             "config" | "c" => {
                 let action = rest.first().and_then(|w| w.literal()).unwrap_or_default();
@@ -1555,6 +1621,7 @@ impl Checker<'_> {
         let mut packages: Vec<String> = Vec::new();
         let mut i = 0;
         let mut command: Option<String> = None;
+        let mut after = args.len();
         while i < args.len() {
             let w = &args[i];
             let Some(l) = w.literal() else {
@@ -1572,6 +1639,7 @@ impl Checker<'_> {
                     self.refuse(&c.part, "npx with a computed command", "write it literally");
                     return;
                 }
+                after = (i + 1).min(args.len());
                 break;
             }
             if let Some(v) = l.strip_prefix("--package=") {
@@ -1601,7 +1669,34 @@ impl Checker<'_> {
                 continue;
             }
             command = Some(l);
+            after = i;
             break;
+        }
+        // Packages that delete what they are given are judged as `rm -rf` of it
+        // (`npm exec -- rimraf /`).
+        if let Some(cmd) = &command
+            && matches!(
+                strip_version(cmd).as_str(),
+                "rimraf" | "del" | "del-cli" | "trash" | "trash-cli" | "rm"
+            )
+        {
+            let mut rm_args = vec![Word::quoted("-rf")];
+            rm_args.extend(
+                args[after..]
+                    .iter()
+                    .filter(|w| !w.literal().is_some_and(|l| l.starts_with('-')))
+                    .cloned(),
+            );
+            if rm_args.len() == 1 {
+                rm_args.push(Word::quoted("."));
+            }
+            let rm = Cmd {
+                name: "rm".into(),
+                args: rm_args,
+                cwd: c.cwd.clone(),
+                part: c.part.clone(),
+            };
+            self.validate(&rm);
         }
         if packages.is_empty()
             && let Some(cmd) = &command
@@ -1648,6 +1743,9 @@ impl Checker<'_> {
         };
         let rest = &c.args[i + 1..];
         match sub.as_str() {
+            "add" | "install" | "i" | "up" | "upgrade" | "update" => {
+                self.install_sources(c, rest, &c.name)
+            }
             "dlx" => self.npx(c, rest),
             "exec" => {
                 let start = rest
@@ -2068,6 +2166,7 @@ impl Checker<'_> {
         }
     }
 
+    /// `kill PID…` of processes this run started; `pkill`/`killall` are refused.
     fn kill(&mut self, c: &Cmd) {
         let name = c.name.as_str();
         if name == "kill" {
@@ -2079,6 +2178,13 @@ impl Checker<'_> {
                 && first != "--"
             {
                 if first == "-l" || first == "-L" {
+                    return;
+                }
+                // Signal 0 sends nothing: it only asks whether the processes exist.
+                let second = c.args.get(1).and_then(|w| w.literal());
+                if first == "-0"
+                    || ((first == "-s" || first == "-n") && second.as_deref() == Some("0"))
+                {
                     return;
                 }
                 i = if first == "-s" || first == "-n" { 2 } else { 1 };
@@ -2094,69 +2200,19 @@ impl Checker<'_> {
             }
             return;
         }
-        let parsed = match name {
-            "pkill" => parse_args(
-                &c.args,
-                "gGPstuUF",
-                &[
-                    "signal", "parent", "pgroup", "group", "session", "terminal", "euid", "uid",
-                    "pidfile", "ns", "nslist",
-                ],
-                false,
+        // pkill and killall choose processes by name: any process whose command
+        // line matches, including ones this run did not start.
+        self.refuse(
+            &c.part,
+            format!(
+                "{name} picks processes by name, which can reach processes this run did not start"
             ),
-            _ => parse_args(
-                &c.args,
-                "sunoyZ",
-                &["signal", "user", "older-than", "younger-than", "context"],
-                false,
-            ),
-        };
-        let mut regex = name == "pkill";
-        let mut targets = 0;
-        for a in &parsed {
-            match a {
-                Arg::Opt { name: o, .. } if o == "-r" || o == "--regexp" => regex = true,
-                Arg::Opt { name: o, .. }
-                    if matches!(
-                        o.as_str(),
-                        "-u" | "-U"
-                            | "--uid"
-                            | "--euid"
-                            | "--user"
-                            | "-P"
-                            | "--parent"
-                            | "-g"
-                            | "--pgroup"
-                            | "-s"
-                            | "--session"
-                            | "-t"
-                            | "--terminal"
-                            | "-F"
-                            | "--pidfile"
-                            | "-G"
-                            | "--group"
-                    ) && !(name == "killall" && o == "-s") =>
-                {
-                    self.refuse(&c.part, format!("{name} {o} selects processes by owner or group, which baton cannot check"), format!("{name} by a dev-server name, e.g. pkill -f vite"));
-                }
-                Arg::Opt { .. } => {}
-                Arg::Pos(w) | Arg::Unknown(w) => {
-                    targets += 1;
-                    self.kill_pattern(c, w, regex);
-                }
-            }
-        }
-        if targets == 0 {
-            self.refuse(
-                &c.part,
-                format!("{name} without a process name"),
-                "give a dev-server name, e.g. pkill -f vite",
-            );
-        }
+            KILL_INSTEAD,
+        );
     }
 
     fn kill_target(&mut self, c: &Cmd, w: &Word) {
-        let instead = "stop processes started in this run (kill $!, kill PID of a server you started) or dev servers (pkill -f vite, kill $(lsof -t -i:3000))";
+        let instead = KILL_INSTEAD;
         if let Some(l) = w.literal() {
             if l.starts_with('%') {
                 return;
@@ -2172,9 +2228,7 @@ impl Checker<'_> {
                     if !self.pid_ok(p as u32, false) {
                         self.refuse(
                             &c.part,
-                            format!(
-                                "process {p} was not started in this run and is not a dev server"
-                            ),
+                            format!("process {p} was not started in this run"),
                             instead,
                         );
                     }
@@ -2212,119 +2266,30 @@ impl Checker<'_> {
         }
     }
 
-    /// Whether `pid` (or the group `pid`) belongs to this run or is a dev server.
+    /// Whether `pid` (or the group `pid`) belongs to this run: a process group the
+    /// tools' [`baton_tools::ProcessRegistry`] owns. Names and command lines are never
+    /// enough.
     fn pid_ok(&self, pid: u32, group: bool) -> bool {
-        let owned = self.policy.processes.as_ref().is_some_and(|reg| {
+        self.policy.processes.as_ref().is_some_and(|reg| {
             let alive = reg.alive();
             if group {
                 return alive.contains(&(pid as i32));
             }
             process_group(pid).is_some_and(|g| alive.contains(&g))
-        });
-        owned || (!group && self.dev_process(pid))
+        })
     }
 
-    fn dev_process(&self, pid: u32) -> bool {
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            return false;
-        };
-        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        let words: Vec<&str> = text
-            .split(|c: char| c.is_whitespace() || c == '/')
-            .chain(std::iter::once(comm.trim()))
-            .collect();
-        words
-            .iter()
-            .any(|w| self.policy.dev_servers.iter().any(|d| d == w))
-    }
-
-    /// `$(pgrep -f vite)`, `$(lsof -t -i:3000)`, `$(cat server.pid)`.
-    fn pid_source_ok(&self, inner: &str, cwd: &Cwd) -> bool {
+    /// `$(jobs -p)`: the jobs of this very shell. Nothing else computes pids baton
+    /// can trust: `pgrep`/`pidof`/`lsof` match names and ports of any process, and a
+    /// pid file can be rewritten by the command before `kill` reads it.
+    fn pid_source_ok(&self, inner: &str, _cwd: &Cwd) -> bool {
         let Some(words) = simple_words(inner) else {
             return false;
         };
         let Some((prog, args)) = words.split_first() else {
             return false;
         };
-        match prog.as_str() {
-            "jobs" => args.iter().all(|a| a.starts_with('-')),
-            "pgrep" | "pidof" => {
-                let pats: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-                !pats.is_empty()
-                    && pats.iter().all(|p| self.dev_pattern(p, prog == "pgrep"))
-                    && !args
-                        .iter()
-                        .any(|a| matches!(a.as_str(), "-u" | "-U" | "-P" | "-g" | "-s" | "-t"))
-            }
-            "lsof" => {
-                let terse = args
-                    .iter()
-                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('t'));
-                let port = args.iter().any(|a| {
-                    let spec = a
-                        .trim_start_matches("-ti")
-                        .trim_start_matches("-i")
-                        .trim_start_matches("-t");
-                    let port = spec.rsplit(':').next().unwrap_or_default();
-                    spec.contains(':') && port.parse::<u16>().is_ok_and(|p| p >= 1024)
-                });
-                terse && port
-            }
-            "cat" if args.len() == 1 => {
-                let Cwd::Known(dirs) = cwd else { return false };
-                dirs.iter().all(|d| {
-                    let path = d.join(&args[0]);
-                    self.policy
-                        .places
-                        .in_project(&crate::places::real_path(&path))
-                        && std::fs::read_to_string(&path).is_ok_and(|t| {
-                            let pids: Vec<&str> = t.split_whitespace().collect();
-                            !pids.is_empty()
-                                && pids.iter().all(|p| {
-                                    p.parse::<u32>()
-                                        .is_ok_and(|p| p > 1 && self.pid_ok(p, false))
-                                })
-                        })
-                })
-            }
-            _ => false,
-        }
-    }
-
-    fn kill_pattern(&mut self, c: &Cmd, w: &Word, regex: bool) {
-        let Some(p) = w.literal() else {
-            self.refuse(
-                &c.part,
-                format!("{} of a computed pattern", c.name),
-                "write the process name literally",
-            );
-            return;
-        };
-        if !self.dev_pattern(&p, regex) {
-            self.refuse(
-                &c.part,
-                format!("{} may stop only dev servers (node, vite, next, python, uvicorn …); {p:?} is not one, or is too broad a pattern", c.name),
-                "name the dev server (pkill -f 'vite', pkill -f 'node server.js'), or kill the PID of a process started in this run",
-            );
-        }
-    }
-
-    /// Whether a process pattern names a dev server and nothing broader.
-    fn dev_pattern(&self, p: &str, regex: bool) -> bool {
-        if regex && p.chars().any(|c| "|*+?()[]{}\\".contains(c)) {
-            return false;
-        }
-        let tokens =
-            p.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'));
-        let mut found = false;
-        for t in tokens {
-            let t = t.trim_matches('.');
-            if self.policy.dev_servers.iter().any(|d| d == t) {
-                found = true;
-            }
-        }
-        found
+        prog == "jobs" && args.iter().all(|a| a.starts_with('-'))
     }
 
     fn tar(&mut self, c: &Cmd) {
@@ -2745,9 +2710,170 @@ pub(crate) fn loopback_url(u: &str) -> bool {
         })
 }
 
+/// Name patterns `find PROJECT -name P -delete` may remove from the project root:
+/// build leftovers that git's and baton's own files never match.
+const CLEANUP_PATTERNS: &[&str] = &[
+    "*.pyc",
+    "*.pyo",
+    "*.o",
+    "*.obj",
+    "*.class",
+    "*.orig",
+    "*.rej",
+    "*.swp",
+    "*~",
+    ".DS_Store",
+    "*.tsbuildinfo",
+];
+
+impl Checker<'_> {
+    /// Package operands of `npm install`/`pip install` that name a source other than
+    /// the default registry (a URL, `git+…`, `github:…`, `user/repo`): refused unless
+    /// `[policy] remotes` allows it.
+    fn install_sources(&mut self, c: &Cmd, args: &[Word], tool: &str) {
+        let mut skip_next = false;
+        for w in args {
+            if skip_next {
+                skip_next = false;
+                continue;
+            }
+            let Some(l) = w.literal() else { continue };
+            if l.starts_with('-') {
+                let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+                let source_opt = matches!(
+                    name,
+                    "-i" | "--index-url"
+                        | "--extra-index-url"
+                        | "-f"
+                        | "--find-links"
+                        | "--registry"
+                );
+                if source_opt {
+                    let value = match l.split_once('=') {
+                        Some((_, v)) => Some(v.to_string()),
+                        None => {
+                            skip_next = true;
+                            None
+                        }
+                    };
+                    let idx = args.iter().position(|x| std::ptr::eq(x, w)).map(|p| p + 1);
+                    let value =
+                        value.or_else(|| idx.and_then(|p| args.get(p)).and_then(|x| x.literal()));
+                    if !value.as_deref().is_some_and(|v| self.remote_allowed(v)) {
+                        self.refuse(
+                            &c.part,
+                            format!("{tool} {name} installs from another index or location"),
+                            "install from the default registry; other sources need the user to list them in [policy] remotes",
+                        );
+                    }
+                }
+                if matches!(
+                    name,
+                    "-r" | "--requirement" | "-c" | "--constraint" | "-e" | "--editable"
+                ) && !l.contains('=')
+                {
+                    skip_next = name != "-e" && name != "--editable";
+                }
+                continue;
+            }
+            if remote_source(&l)
+                && !self.remote_allowed(strip_pkg_name(&l).trim_start_matches("git+"))
+            {
+                self.refuse(
+                    &c.part,
+                    format!("{tool} install from {l}: a URL or repository, not the package registry"),
+                    "install packages by name from the default registry; other sources need the user to list them in [policy] remotes",
+                );
+            }
+        }
+    }
+
+    pub(crate) fn pip(&mut self, c: &Cmd) {
+        let sub = c
+            .args
+            .iter()
+            .position(|w| !w.literal().is_some_and(|l| l.starts_with('-')));
+        let Some(i) = sub else { return };
+        match c.args[i].literal().as_deref() {
+            Some("install" | "download" | "wheel") => {
+                self.install_sources(c, &c.args[i + 1..], "pip")
+            }
+            Some(_) => {}
+            None => self.refuse(
+                &c.part,
+                "pip with a computed subcommand",
+                "write the pip subcommand literally",
+            ),
+        }
+    }
+}
+
+/// Whether a package operand names a source other than the registry.
+fn remote_source(l: &str) -> bool {
+    let spec = strip_pkg_name(l);
+    if spec.contains("://")
+        || spec.starts_with("git+")
+        || spec.starts_with("git@")
+        || ["github:", "gitlab:", "bitbucket:", "gist:", "git:"]
+            .iter()
+            .any(|p| spec.starts_with(p))
+    {
+        return true;
+    }
+    // npm's `user/repo` GitHub shorthand (not `@scope/pkg`, not a path).
+    !spec.starts_with('@')
+        && !spec.starts_with('.')
+        && !spec.starts_with('/')
+        && !spec.starts_with("file:")
+        && !spec.starts_with('~')
+        && spec.contains('/')
+        && !spec.contains(".tgz")
+        && !spec.ends_with(".whl")
+        && !spec.ends_with(".tar.gz")
+        && !spec.ends_with(".zip")
+        && !spec.contains('[')
+}
+
+/// `name@URL` (npm alias or pip direct reference `name @ URL`) → the URL part.
+fn strip_pkg_name(l: &str) -> &str {
+    match l.split_once('@') {
+        Some((name, rest))
+            if !name.is_empty()
+                && (rest.trim_start().contains("://") || rest.starts_with("git+")) =>
+        {
+            rest.trim_start()
+        }
+        _ => l,
+    }
+}
+
+/// What to do instead of a refused `kill`.
+const KILL_INSTEAD: &str = "stop only processes this run started: kill $! or kill %1 right after starting one, kill $(jobs -p), or kill PID / kill -TERM -PID with the number the Bash tool printed for a run_in_background command; servers started in the background are stopped when the session ends";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names in `rules::VALIDATED` and the arms of `validate` are two lists; a
+    /// name in the first without an arm would be refused as "has no validator".
+    #[test]
+    fn every_validated_name_has_a_validator() {
+        let Ok(dir) = tempfile::tempdir() else {
+            panic!("no temp dir");
+        };
+        let Ok(policy) = crate::Policy::new(&baton_config::PolicyConfig::default(), dir.path())
+        else {
+            panic!("no policy");
+        };
+        for name in rules::VALIDATED {
+            let v = policy.check(&format!("{name} --version"));
+            assert!(
+                !v.message().contains("has no validator"),
+                "{name}: {}",
+                v.message()
+            );
+        }
+    }
 
     #[test]
     fn loopback_urls() {

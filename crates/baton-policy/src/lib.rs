@@ -33,10 +33,13 @@
 
 mod check;
 mod cmds;
+mod hidden;
 mod places;
 mod rules;
 pub mod sandbox;
 mod scripts;
+pub mod secrets;
+mod tools;
 mod word;
 
 use std::collections::HashSet;
@@ -80,6 +83,10 @@ pub struct Refusal {
     pub reason: String,
     /// What is allowed instead.
     pub instead: String,
+    /// Refused because the command is beyond the checker's limits or the checker
+    /// failed, not for what it does.
+    #[serde(skip)]
+    pub(crate) unjudged: bool,
 }
 
 /// The policy's judgement of one command.
@@ -99,6 +106,13 @@ impl Verdict {
     /// Whether the command may run.
     pub fn is_allowed(&self) -> bool {
         matches!(self, Verdict::Allowed)
+    }
+
+    /// Whether the command was refused unjudged: too long, too deeply nested or too
+    /// costly to check, or the checker failed (see `docs/policy.md`, "Limits"). The
+    /// Claude Code hook answers these with exit 2.
+    pub fn beyond_limits(&self) -> bool {
+        self.refusals().iter().any(|r| r.unjudged)
     }
 
     /// The refusals (empty when allowed).
@@ -138,8 +152,9 @@ pub struct Policy {
     pub(crate) user_allow: HashSet<String>,
     pub(crate) deny: HashSet<String>,
     pub(crate) npx_packages: HashSet<String>,
-    pub(crate) dev_servers: Vec<String>,
     pub(crate) processes: Option<Arc<ProcessRegistry>>,
+    /// `[policy] remotes`: remote names and URL prefixes git, npm and pip may reach.
+    pub(crate) remotes: Vec<String>,
 }
 
 impl Policy {
@@ -169,22 +184,20 @@ impl Policy {
         let mut npx_packages: HashSet<String> =
             rules::NPX_PACKAGES.iter().map(|s| s.to_string()).collect();
         npx_packages.extend(cfg.npx_packages.iter().cloned());
-        let mut dev_servers: Vec<String> =
-            rules::DEV_SERVERS.iter().map(|s| s.to_string()).collect();
-        dev_servers.extend(cfg.dev_server_names.iter().cloned());
         Ok(Policy {
             mode: cfg.mode,
             places: Places::new(&project),
             user_allow: cfg.allow.iter().cloned().collect(),
             deny: cfg.deny.iter().cloned().collect(),
             npx_packages,
-            dev_servers,
             processes: None,
+            remotes: cfg.remotes.clone(),
         })
     }
 
-    /// The same policy, also allowing `kill` of any process in the groups `registry`
-    /// owns (the processes started in this run).
+    /// The same policy, also allowing `kill` of the processes in the groups `registry`
+    /// owns (the processes started in this run). Without it, `kill` of a pid is
+    /// always refused (only `kill $!`, `kill %N` and `kill $(jobs -p)` remain).
     pub fn with_processes(mut self, registry: Arc<ProcessRegistry>) -> Policy {
         self.processes = Some(registry);
         self
@@ -201,18 +214,69 @@ impl Policy {
     }
 
     /// Judge one `Bash` command line, as `bash -c` would run it in the project dir.
+    ///
+    /// Fails closed: a command too long, too deeply nested or too costly to check
+    /// (see `docs/policy.md`, "Limits") is refused, and so is any command whose
+    /// judgement fails internally (a panic in the checker is caught and becomes a
+    /// refusal where the build unwinds; with `panic = "abort"` the process ends
+    /// before anything runs).
     pub fn check(&self, command: &str) -> Verdict {
+        self.check_counted(command).0
+    }
+
+    /// [`Policy::check`], also returning the checker's work in steps (statements,
+    /// words and syntax nodes visited): at most about 400,000 for any input. For tests
+    /// and benchmarks that bound the checker's cost without timing it.
+    pub fn check_counted(&self, command: &str) -> (Verdict, u64) {
         match self.mode {
-            PolicyMode::Off => Verdict::Allowed,
+            PolicyMode::Off => (Verdict::Allowed, 0),
             PolicyMode::Allowlist => {
-                let refusals = check::check(self, command);
+                let (refusals, work) = self.judge_isolated(command);
                 if refusals.is_empty() {
-                    Verdict::Allowed
+                    (Verdict::Allowed, work)
                 } else {
-                    Verdict::Refused { refusals }
+                    (Verdict::Refused { refusals }, work)
                 }
             }
         }
+    }
+
+    /// Run the checker on its own thread with a large stack, so no input can
+    /// overflow the caller's stack, and turn any failure into a refusal.
+    fn judge_isolated(&self, command: &str) -> (Vec<Refusal>, u64) {
+        let failed = |what: String| {
+            (
+                vec![Refusal {
+                    part: check::short(command),
+                    reason: format!(
+                        "baton's checker failed on this command ({what}), so it cannot prove it safe"
+                    ),
+                    instead: "write the command more simply, or split it into several commands"
+                        .into(),
+                    unjudged: true,
+                }],
+                0,
+            )
+        };
+        std::thread::scope(|scope| {
+            let spawned = std::thread::Builder::new()
+                .name("baton-policy-check".into())
+                .stack_size(CHECK_STACK)
+                .spawn_scoped(scope, || {
+                    #[cfg(debug_assertions)]
+                    if command.contains(FAULT_MARKER) {
+                        panic!("fault injected for a test");
+                    }
+                    check::check(self, command)
+                });
+            match spawned {
+                Ok(handle) => match handle.join() {
+                    Ok(out) => out,
+                    Err(_) => failed("internal error".into()),
+                },
+                Err(e) => failed(format!("cannot start the checker thread: {e}")),
+            }
+        })
     }
 
     /// Judge a `Read` of `file_path` (absolute or relative to the project): refused
@@ -244,6 +308,7 @@ impl Policy {
                         instead:
                             "read files of the project; credentials are never shown to the agent"
                                 .into(),
+                        unjudged: false,
                     }],
                 };
             }
@@ -251,6 +316,16 @@ impl Policy {
         Verdict::Allowed
     }
 }
+
+/// Stack of the checker's thread: the walk recurses along the syntax tree, whose
+/// depth is bounded, with room to spare.
+const CHECK_STACK: usize = 64 * 1024 * 1024;
+
+/// In debug builds, a command containing this text makes the checker panic: tests use
+/// it to prove that an internal failure refuses the command (and exits 2 in the hook).
+#[cfg(debug_assertions)]
+#[doc(hidden)]
+pub const FAULT_MARKER: &str = "__baton_test_fault_in_checker__";
 
 fn escape_glob(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

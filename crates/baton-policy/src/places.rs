@@ -72,52 +72,6 @@ pub(crate) enum Secret {
 /// Directories of the project that only git and baton may change.
 pub(crate) const PROTECTED: &[&str] = &[".git", ".baton"];
 
-/// Names that are secret wherever they appear in a path, as component sequences.
-const SECRET_NAMES: &[&[&str]] = &[
-    &[".ssh"],
-    &[".aws"],
-    &[".gnupg"],
-    &[".netrc"],
-    &[".git-credentials"],
-    &[".config", "gcloud"],
-    &[".config", "gh"],
-    &[".docker", "config.json"],
-    &[".kube"],
-    &[".azure"],
-    &[".password-store"],
-    &[".pgpass"],
-];
-
-/// Secret locations under the home directory (besides [`SECRET_NAMES`]).
-const HOME_SECRETS: &[&str] = &[
-    ".npmrc",
-    ".pypirc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".bash_history",
-    ".zsh_history",
-    ".config/hub",
-];
-
-/// Secret locations anywhere on the system.
-const SYSTEM_SECRETS: &[&str] = &[
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/shadow-",
-    "/etc/gshadow-",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/ssh",
-    "/proc/*/environ",
-    "/proc/*/mem",
-    "/proc/*/root",
-    "/proc/*/cwd",
-    "/proc/*/fd",
-    "/proc/*/map_files",
-    "/var/run/docker.sock",
-    "/run/docker.sock",
-];
-
 /// The places the checker knows: the project, home, temp dirs.
 #[derive(Debug, Clone)]
 pub(crate) struct Places {
@@ -156,17 +110,12 @@ impl Places {
             }
         }
         let mut secrets = Vec::new();
-        for s in SYSTEM_SECRETS {
-            secrets.push((split(s), (*s).to_string()));
+        for s in crate::secrets::system() {
+            secrets.push((split(s), s.to_string()));
         }
         if let Some(h) = &home {
             let hc = comps(h);
-            for seq in SECRET_NAMES {
-                let mut c = hc.clone();
-                c.extend(seq.iter().map(|s| s.to_string()));
-                secrets.push((c, format!("~/{}", seq.join("/"))));
-            }
-            for s in HOME_SECRETS {
+            for s in crate::secrets::home_relative() {
                 let mut c = hc.clone();
                 c.extend(split(s));
                 secrets.push((c, format!("~/{s}")));
@@ -254,7 +203,8 @@ impl Places {
     pub fn secret(&self, pattern: &str, cwd: &Path, leading_unknown: bool) -> Option<Secret> {
         // Secret names anywhere in the path, however it was reached.
         let parts: Vec<&str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
-        for seq in SECRET_NAMES {
+        for seq in crate::secrets::anywhere() {
+            let seq: Vec<&str> = seq.split('/').collect();
             for start in 0..parts.len() {
                 if parts.len() - start < seq.len() {
                     break;

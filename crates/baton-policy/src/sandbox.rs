@@ -10,8 +10,8 @@
 //! temp dirs, the package caches toolchains need (`~/.npm`, `~/.cache`,
 //! `~/.cargo/registry`, …), a few devices (`/dev/null`, `/dev/tty`, …) and the
 //! directories listed in `[sandbox] writable`; they may **read** everything except
-//! secret locations (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.netrc`,
-//! `/etc/shadow`, other users' homes, …). Landlock also stops them from tracing
+//! secret locations of [`crate::secrets::SECRET_LOCATIONS`] (`~/.ssh`, `~/.aws`,
+//! `~/.config/gcloud`, `~/.netrc`, `/etc/shadow`, …) and other users' homes. Landlock also stops them from tracing
 //! processes outside the sandbox, so `/proc/<baton>/environ` (which holds the API
 //! keys) cannot be read.
 //!
@@ -138,49 +138,6 @@ pub const HOME_CACHES: &[&str] = &[
     ".jupyter",
 ];
 
-/// Names in the home directory that sandboxed processes may not read.
-pub const HOME_SECRETS: &[&str] = &[
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".docker",
-    ".kube",
-    ".azure",
-    ".password-store",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-    ".node_repl_history",
-    ".lesshst",
-    ".viminfo",
-];
-
-/// Names under `~/.config` and `~/.cargo` that sandboxed processes may not read.
-const NESTED_SECRETS: &[(&str, &str)] = &[
-    (".config", "gcloud"),
-    (".config", "gh"),
-    (".config", "hub"),
-    (".cargo", "credentials"),
-    (".cargo", "credentials.toml"),
-];
-
-/// Files of `/etc` that sandboxed processes may not read.
-const ETC_SECRETS: &[&str] = &[
-    "shadow",
-    "gshadow",
-    "shadow-",
-    "gshadow-",
-    "sudoers",
-    "sudoers.d",
-    "ssh",
-    "security",
-];
-
 impl SandboxSpec {
     /// The spec for `project` with extra writable dirs (absolute, or `~/…`).
     pub fn new(project: &Path, writable: &[String], network: SandboxNetwork) -> Self {
@@ -250,26 +207,51 @@ fn entries_except(dir: &Path, skip: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Where sandboxed processes may read, and where they may write.
+/// What sandboxed processes may read in `dir`: every entry except the secret
+/// locations `secrets` (paths relative to `dir`); a directory that holds secrets
+/// deeper down is opened up entry by entry in the same way.
+fn readable_except(dir: &Path, secrets: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.filter_map(Result::ok) {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else {
+            out.push(e.path());
+            continue;
+        };
+        if secrets.contains(&name) {
+            continue;
+        }
+        let prefix = format!("{name}/");
+        let deeper: Vec<&str> = secrets
+            .iter()
+            .filter_map(|s| s.strip_prefix(prefix.as_str()))
+            .collect();
+        // `is_dir` follows symlinks, as Landlock rules do.
+        if !deeper.is_empty() && e.path().is_dir() {
+            readable_except(&e.path(), &deeper, out);
+        } else {
+            out.push(e.path());
+        }
+    }
+}
+
+/// Where sandboxed processes may read, and where they may write. The secret
+/// locations of [`crate::secrets::SECRET_LOCATIONS`] that are plain paths (not
+/// `/proc/*/…` patterns, which Landlock's path rules cannot express) are left out.
 pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let home = home();
     let mut read = Vec::new();
     // Everything at the top, except the homes and /etc, which are opened up entry by entry.
     read.extend(entries_except(Path::new("/"), &["home", "root", "etc"]));
-    read.extend(entries_except(Path::new("/etc"), ETC_SECRETS));
+    let etc: Vec<&str> = crate::secrets::system()
+        .filter_map(|s| s.strip_prefix("/etc/"))
+        .collect();
+    readable_except(Path::new("/etc"), &etc, &mut read);
     if let Some(h) = &home {
-        let nested: Vec<&str> = NESTED_SECRETS.iter().map(|(d, _)| *d).collect();
-        let mut skip: Vec<&str> = HOME_SECRETS.to_vec();
-        skip.extend(nested.iter().copied());
-        read.extend(entries_except(h, &skip));
-        for dir in nested {
-            let names: Vec<&str> = NESTED_SECRETS
-                .iter()
-                .filter(|(d, _)| *d == dir)
-                .map(|(_, n)| *n)
-                .collect();
-            read.extend(entries_except(&h.join(dir), &names));
-        }
+        let in_home: Vec<&str> = crate::secrets::home_relative().collect();
+        readable_except(h, &in_home, &mut read);
     }
     let mut write = vec![spec.project.clone()];
     write.extend(temp_dirs());
@@ -479,6 +461,12 @@ mod tests {
         let home = home().unwrap_or_default();
         assert!(!read.contains(&home.join(".ssh")));
         assert!(!read.contains(&PathBuf::from("/etc/shadow")));
+        assert!(!read.contains(&PathBuf::from("/etc/security")));
+        // Every plain secret location of the one list is outside every read rule.
+        for s in crate::secrets::home_relative() {
+            let secret = home.join(s);
+            assert!(!read.iter().any(|r| secret.starts_with(r)), "{s} readable");
+        }
         assert!(
             !read
                 .iter()

@@ -216,7 +216,77 @@ pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
     }
     match sub {
         "config" => git_config(c, cmd, &lits),
+        "push" | "fetch" | "pull" | "ls-remote" | "clone" => {
+            remote_args(c, cmd, sub);
+        }
+        _ => {}
+    }
+    match sub {
+        "config" => {}
+        "remote" => {
+            let words: Vec<Option<String>> = cmd.args.iter().map(|w| w.literal()).collect();
+            let pos: Vec<&Option<String>> = words
+                .iter()
+                .filter(|w| !w.as_deref().is_some_and(|l| l.starts_with('-')))
+                .collect();
+            match pos.first().and_then(|w| w.as_deref()) {
+                Some("add") | Some("set-url") => {
+                    // git remote add NAME URL / set-url NAME URL [OLD]
+                    match pos.get(2).and_then(|w| w.as_deref()) {
+                        Some(url) if c.remote_allowed(url) => {}
+                        Some(url) => c.refuse(
+                            &cmd.part,
+                            format!("git remote: {url} is not a remote this project may reach"),
+                            REMOTE_INSTEAD,
+                        ),
+                        None => {
+                            c.refuse(&cmd.part, "git remote with a computed URL", REMOTE_INSTEAD)
+                        }
+                    }
+                }
+                Some("show") | Some("prune") | Some("update") => {
+                    let names: Vec<&str> = pos[1..].iter().filter_map(|w| w.as_deref()).collect();
+                    let all_ok = if names.is_empty() {
+                        c.remote_allowed("*")
+                    } else {
+                        names.iter().all(|n| c.remote_allowed(n))
+                    };
+                    if !all_ok {
+                        c.refuse(
+                            &cmd.part,
+                            "git remote show/prune/update contacts remotes this project may not reach",
+                            REMOTE_INSTEAD,
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        "submodule" => {
+            let words: Vec<String> = cmd.args.iter().filter_map(|w| w.literal()).collect();
+            if words
+                .iter()
+                .any(|w| matches!(w.as_str(), "add" | "update" | "sync"))
+                && !c.remote_allowed("*")
+            {
+                c.refuse(
+                    &cmd.part,
+                    "git submodule add/update/sync fetches from the submodules' remotes",
+                    "ask the user to add \"*\" to [policy] remotes, or vendor the code",
+                );
+            }
+        }
+        _ => {}
+    }
+    match sub {
         "push" => {
+            if cmd.args.iter().any(|w| w.literal().is_none()) {
+                c.refuse(
+                    &cmd.part,
+                    "git push with a computed argument: a refspec computed as +ref or :ref would force or delete remote history",
+                    "write the remote and branch literally: git push origin main",
+                );
+            }
             if has(&[
                 "--force",
                 "--force-with-lease",
@@ -415,11 +485,10 @@ fn safe_config_key(key: &str) -> bool {
     }
     let parts: Vec<&str> = k.split('.').collect();
     match parts.as_slice() {
-        ["branch", _, last] => matches!(*last, "remote" | "merge" | "rebase" | "description"),
-        ["remote", _, last] => matches!(
-            *last,
-            "url" | "pushurl" | "fetch" | "push" | "tagopt" | "prune"
-        ),
+        // Not branch.*.remote, remote.*.url/pushurl/push/fetch/mirror: they change
+        // where git pushes and fetches, and remote.*.push can force-push (+refs/…).
+        ["branch", _, last] => matches!(*last, "merge" | "rebase" | "description"),
+        ["remote", _, last] => matches!(*last, "tagopt" | "prune"),
         _ => false,
     }
 }
@@ -507,7 +576,7 @@ fn git_config(c: &mut Checker, cmd: &Cmd, lits: &[String]) {
         Some(k) => c.refuse(
             &cmd.part,
             format!("git config {k}: baton lets the agent set only plain settings; keys like core.hooksPath, core.pager, core.fsmonitor, core.sshCommand, alias.*, filters and diff drivers make git run programs"),
-            "set only plain settings such as user.name, user.email, init.defaultBranch, pull.rebase, branch.*, remote.*.url",
+            "set only plain settings such as user.name, user.email, init.defaultBranch, pull.rebase, branch.*.merge; remotes are added with git remote add NAME URL (URLs allowed by [policy] remotes)",
         ),
         None => c.refuse(&cmd.part, "git config with a computed key", "write the key literally"),
     }
@@ -940,6 +1009,129 @@ fn awk_program(p: &str) -> Result<(), String> {
         return Err("system() runs a shell command".into());
     }
     Ok(())
+}
+
+const REMOTE_INSTEAD: &str = "work with the local repository (commit, branch, merge); reaching a remote needs the user to list it in [policy] remotes of baton.toml (e.g. remotes = [\"origin\"])";
+
+/// Options of push/fetch/pull/ls-remote/clone that take the next word as a value.
+const REMOTE_VALUE_OPTS: &[&str] = &[
+    "--depth",
+    "-j",
+    "--jobs",
+    "-o",
+    "--push-option",
+    "--server-option",
+    "--shallow-since",
+    "--shallow-exclude",
+    "--deepen",
+    "--negotiation-tip",
+    "--refmap",
+    "--origin",
+    "-b",
+    "--branch",
+    "--reference",
+    "--reference-if-able",
+    "--filter",
+    "--separate-git-dir",
+    "--recurse-submodules-default",
+    "--signed",
+    "--sort",
+];
+
+/// `git push/fetch/pull/ls-remote/clone`: the repository they reach (the first
+/// operand; none means the current branch's remote, taken to be `origin`) must be a
+/// local path or allowed by `[policy] remotes`.
+fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str) {
+    let mut repo: Option<Option<String>> = None;
+    let mut all = false;
+    let mut i = 0;
+    while let Some(w) = cmd.args.get(i) {
+        i += 1;
+        let Some(l) = w.literal() else {
+            if repo.is_none() {
+                repo = Some(None);
+            }
+            continue;
+        };
+        if l == "--" {
+            if repo.is_none() {
+                repo = Some(cmd.args.get(i).and_then(|w| w.literal()));
+            }
+            break;
+        }
+        if let Some(r) = l.strip_prefix("--repo=") {
+            repo = Some(Some(r.to_string()));
+            continue;
+        }
+        if l == "--repo" {
+            repo = Some(cmd.args.get(i).and_then(|w| w.literal()));
+            i += 1;
+            continue;
+        }
+        if l == "--all" || l == "--multiple" {
+            all = sub != "push";
+            continue;
+        }
+        if l.starts_with('-') {
+            if REMOTE_VALUE_OPTS.contains(&l.as_str()) {
+                i += 1;
+            }
+            continue;
+        }
+        if repo.is_none() {
+            repo = Some(Some(l));
+        }
+    }
+    let target = if all {
+        Some("*".to_string())
+    } else {
+        match repo {
+            Some(r) => r,
+            None => Some("origin".to_string()),
+        }
+    };
+    match target {
+        Some(t) if local_repo(&t) || c.remote_allowed(&t) => {}
+        Some(t) => c.refuse(
+            &cmd.part,
+            format!("git {sub} reaches {t}, which is not a remote this project may reach (git without a remote means the branch's remote, taken as origin)"),
+            REMOTE_INSTEAD,
+        ),
+        None => c.refuse(
+            &cmd.part,
+            format!("git {sub} with a computed remote"),
+            REMOTE_INSTEAD,
+        ),
+    }
+}
+
+/// A repository given as a local path (not a URL or `host:path`).
+fn local_repo(r: &str) -> bool {
+    if r.starts_with("file://") {
+        return true;
+    }
+    if r.contains("://") {
+        return false;
+    }
+    let looks_path = r.starts_with('/') || r.starts_with('.') || r.starts_with('~');
+    // `host:path` and `user@host:path` are ssh URLs; a local path has no ':' before
+    // its first '/'.
+    let colon_first = r
+        .find(':')
+        .is_some_and(|c| r.find('/').is_none_or(|s| c < s));
+    !colon_first && (looks_path || r.contains('/'))
+}
+
+impl Checker<'_> {
+    /// Whether `[policy] remotes` lets git, npm or pip reach `target` (a remote name
+    /// or a URL; `"*"` asks whether every remote is allowed).
+    pub fn remote_allowed(&self, target: &str) -> bool {
+        self.policy.remotes.iter().any(|r| {
+            r == "*"
+                || r == target
+                || ((r.contains(':') || r.contains('/')) && target.starts_with(r.as_str()))
+        })
+    }
 }
 
 #[cfg(test)]

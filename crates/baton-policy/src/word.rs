@@ -191,7 +191,7 @@ fn brace_expand(chars: &[Ch], out: &mut Vec<Vec<Ch>>) -> Option<()> {
             return None;
         }
         if let (Ok(a), Ok(b)) = (parts[0].parse::<i64>(), parts[1].parse::<i64>()) {
-            if (a - b).unsigned_abs() as usize > MAX_EXPANSIONS {
+            if a.abs_diff(b) > MAX_EXPANSIONS as u64 {
                 return None;
             }
             let (lo, hi) = (a.min(b), a.max(b));
@@ -225,6 +225,51 @@ fn brace_expand(chars: &[Ch], out: &mut Vec<Vec<Ch>>) -> Option<()> {
         }
     }
     Some(())
+}
+
+/// Most words one brace expansion in a command may produce when bash runs it:
+/// `{1..99999999}` would make bash itself run out of memory.
+pub(crate) const MAX_BRACE_WORDS: u64 = 100_000;
+
+/// How many words the numeric brace sequences of a word (`{1..10}{a..c}`) expand to
+/// when bash runs it, multiplied together (saturating).
+pub(crate) fn brace_words(chars: &[Ch]) -> u64 {
+    let mut total: u64 = 1;
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == Ch::Bare('{') {
+            let close = chars[i + 1..]
+                .iter()
+                .position(|c| matches!(c, Ch::Bare('{') | Ch::Bare('}')))
+                .map(|p| p + i + 1);
+            if let Some(close) = close
+                && chars[close] == Ch::Bare('}')
+            {
+                let inner: String = chars[i + 1..close]
+                    .iter()
+                    .map(|c| match c {
+                        Ch::Quoted(c) | Ch::Bare(c) => *c,
+                        Ch::Dyn => '\u{0}',
+                    })
+                    .collect();
+                let parts: Vec<&str> = inner.split("..").collect();
+                if (2..=3).contains(&parts.len())
+                    && let (Ok(a), Ok(b)) = (parts[0].parse::<i128>(), parts[1].parse::<i128>())
+                {
+                    let step = parts
+                        .get(2)
+                        .and_then(|s| s.parse::<i128>().ok())
+                        .map(|s| s.unsigned_abs().max(1))
+                        .unwrap_or(1);
+                    let n = a.abs_diff(b) / step + 1;
+                    total = total.saturating_mul(u64::try_from(n).unwrap_or(u64::MAX));
+                }
+                i = close;
+            }
+        }
+        i += 1;
+    }
+    total
 }
 
 fn single(s: &str) -> Option<char> {

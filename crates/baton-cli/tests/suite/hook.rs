@@ -301,3 +301,38 @@ fn hook_judges_by_the_frozen_config_not_the_projects_file() {
     );
     assert_eq!(decision(&v).0, "deny", "{v}");
 }
+
+#[test]
+fn hook_exits_2_when_the_judgement_fails_internally() {
+    // Debug builds panic inside the checker on this marker; the hook must block the
+    // call (exit 2), never crash with another code or allow it.
+    let p = Project::new();
+    let cmd = format!("echo {}", baton_policy::FAULT_MARKER);
+    let (code, v, err) = hook(&call(&p, "Bash", json!({ "command": cmd })), &[]);
+    assert_eq!(code, Some(2), "stdout {v}, stderr {err}");
+    assert!(err.contains("internal error"), "{err}");
+}
+
+#[test]
+fn hook_denies_huge_brace_ranges_without_expanding_them() {
+    let p = Project::new();
+    let cmd = "x={-9223372036854775808..9223372036854775807}; echo {1..99999999999}";
+    let (code, v, err) = hook(&call(&p, "Bash", json!({ "command": cmd })), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(decision(&v).0, "deny", "{v}");
+}
+
+#[test]
+fn hook_refuses_huge_chains_and_deep_nesting_without_crashing() {
+    let p = Project::new();
+    let chain = vec!["true"; 8000].join(" && ");
+    let nested = format!("{}true{}", "(".repeat(5000), ")".repeat(5000));
+    let substs = format!("{}true{}", "$(".repeat(3000), ")".repeat(3000));
+    let long = format!("echo {}", "a".repeat(300 * 1024));
+    for cmd in [chain, nested, substs, long] {
+        let (code, v, err) = hook(&call(&p, "Bash", json!({ "command": cmd })), &[]);
+        // Beyond the checker's limits: exit 2 (Claude Code blocks), never a crash.
+        assert_eq!(code, Some(2), "stdout {v}, stderr {err}");
+        assert!(err.contains("cannot be judged"), "{err}");
+    }
+}

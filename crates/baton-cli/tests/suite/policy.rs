@@ -64,17 +64,17 @@ fn policy_check_json() {
 
 #[test]
 fn policy_check_reads_the_project_config() {
-    let p = Project::with_toml("[policy]\nallow = [\"shellcheck\"]\ndeny = [\"curl\"]\n");
+    let p = Project::with_toml("[policy]\nallow = [\"hadolint\"]\ndeny = [\"curl\"]\n");
     let dir = p.path().to_str().unwrap();
     let here = tempfile::tempdir().unwrap();
     assert_eq!(
-        check(here.path(), &["--dir", dir, "--", "shellcheck init.sh"])
+        check(here.path(), &["--dir", dir, "--", "hadolint Dockerfile"])
             .status
             .code(),
         Some(0)
     );
     assert_eq!(
-        check(here.path(), &["--", "shellcheck init.sh"])
+        check(here.path(), &["--", "hadolint Dockerfile"])
             .status
             .code(),
         Some(1),
@@ -267,4 +267,64 @@ fn sandbox_can_be_disabled() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");
+}
+
+/// The kernel test for other processes' environments (issue #11): a key planted in
+/// baton's own environment (and kept from the agent by `[policy] secret_env`) is not
+/// readable through `/proc/<pid>/environ` by a sandboxed project script, and
+/// `ps eww`, which would print it, is refused by the policy.
+#[test]
+fn sandboxed_commands_cannot_read_other_processes_environments() {
+    if !matches!(
+        baton_policy::sandbox::probe(),
+        baton_policy::sandbox::Support::Landlock(_)
+    ) {
+        eprintln!("NOTE: this kernel has no Landlock; the environ test is skipped");
+        return;
+    }
+    let planted = "planted-7f3a9c5e";
+    let p = Project::with_toml("[policy]\nsecret_env = [\"BATON_TEST_PLANTED\"]\n");
+    let script = format!(
+        "#!/bin/bash\n\
+         n=$(cat /proc/[0-9]*/environ /proc/[0-9]*/task/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c {planted})\n\
+         echo \"count=$n\"\n\
+         k=$(cat /proc/[0-9]*/environ /proc/[0-9]*/task/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c sk-test-key)\n\
+         echo \"keys=$k\"\n"
+    );
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Write",
+                json!({"file_path": "peek.sh", "content": script}),
+            )),
+            Step::Reply(Reply::tool("Bash", json!({"command": "bash peek.sh"}))),
+            Step::Reply(Reply::tool("Bash", json!({"command": "ps eww"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let out = baton(&server, Wire::Anthropic)
+        .env("BATON_TEST_PLANTED", planted)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "look around"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    let peek = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;
+    assert!(
+        peek.contains("count=0"),
+        "the planted key was visible: {peek}"
+    );
+    // The provider key the test gives baton (ANTHROPIC_API_KEY) is not readable
+    // either: baton scrubs its own environment block of both at start-up / session
+    // start, and the kernel keeps confined commands from other processes' environs.
+    assert!(
+        peek.contains("keys=0"),
+        "the provider key was visible: {peek}"
+    );
+    let ps = &tool_results(Wire::Anthropic, &reqs[3].body)[0].1;
+    assert!(ps.contains("environments"), "ps eww was not refused: {ps}");
+    assert!(!ps.contains(planted), "{ps}");
 }

@@ -88,7 +88,8 @@ fn allow_deny_and_package_lists_come_from_config() {
     let v = policy.check("curl -s http://localhost:3000");
     assert!(v.message().contains("[policy] deny"), "{}", v.message());
     assert!(policy.check("npx cowsay hi").is_allowed());
-    assert!(policy.check("pkill -f my-server").is_allowed());
+    // Names never select processes to kill, even listed ones (issue #11).
+    assert!(!policy.check("pkill -f my-server").is_allowed());
     // Validators still apply to allowed names that have them.
     assert!(!policy.check("git -c x=y log").is_allowed());
 }
@@ -126,11 +127,12 @@ fn kill_is_allowed_for_processes_of_this_run_only() {
     // This test process is neither this run's nor a dev server.
     let me = std::process::id();
     assert!(!policy.check(&format!("kill {me}")).is_allowed());
-    // A pid file in the project naming an owned process.
+    // A pid file is not trusted: the command could rewrite it before kill reads it.
     std::fs::write(dir.path().join("server.pid"), format!("{pid}\n")).unwrap();
-    assert!(policy.check("kill $(cat server.pid)").is_allowed());
-    std::fs::write(dir.path().join("server.pid"), "1\n").unwrap();
     assert!(!policy.check("kill $(cat server.pid)").is_allowed());
+    // Matching by name reaches processes this run did not start.
+    assert!(!policy.check("pkill -f sleep").is_allowed());
+    assert!(!policy.check("kill $(pgrep -f sleep)").is_allowed());
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -144,4 +146,38 @@ fn verdicts_serialize_for_json_output() {
     assert!(v["refusals"][0]["instead"].as_str().unwrap().len() > 5);
     let v = serde_json::to_value(policy.check("ls")).unwrap();
     assert_eq!(v, json!({"verdict": "allowed"}));
+}
+
+#[test]
+fn remotes_allowed_in_config_may_be_reached_but_never_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = PolicyConfig {
+        remotes: vec!["origin".into(), "https://github.com/me/".into()],
+        ..PolicyConfig::default()
+    };
+    let policy = Policy::new(&cfg, dir.path()).unwrap();
+    for ok in [
+        "git push origin main",
+        "git push -u origin feature/auth",
+        "git pull --rebase",
+        "git fetch origin",
+        "git clone https://github.com/me/lib.git vendor/lib",
+        "npm install git+https://github.com/me/pkg.git",
+        "git remote add mine https://github.com/me/x.git",
+    ] {
+        let v = policy.check(ok);
+        assert!(v.is_allowed(), "{ok}: {}", v.message());
+    }
+    for bad in [
+        "git push --force origin main",
+        "git push origin +main",
+        "git push origin :main",
+        "git push --delete origin main",
+        "git push upstream main",
+        "git fetch https://github.com/other/x.git",
+        "git clone https://github.com/mean/x.git",
+        "git fetch --all",
+    ] {
+        assert!(!policy.check(bad).is_allowed(), "{bad}");
+    }
 }

@@ -1,6 +1,7 @@
 mod corpus;
 mod gate;
 mod props;
+mod robust;
 
 use baton_config::PolicyConfig;
 use baton_policy::Policy;

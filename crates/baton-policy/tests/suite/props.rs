@@ -29,7 +29,7 @@ const ALLOWED: &[&str] = &[
     "sed -n 1p package.json",
     "find src -name '*.ts'",
     "./init.sh",
-    "pkill -f vite",
+    "kill %1",
     "awk '{print $1}' package.json",
     "test -f package.json",
 ];
