@@ -3,7 +3,6 @@
 //! grows with the conversation, replies cut at `max_tokens`, quota walls that answer
 //! 429 until their reset. Each test fails if baton stops surviving it.
 
-use std::process::Output;
 use std::time::Duration;
 
 use baton_agent::transcript::Event;
@@ -32,13 +31,12 @@ fn project(extra: &str) -> Project {
     p
 }
 
-fn run_with(p: &Project, server: &ScriptedServer, wire: Wire, extra: &[&str]) -> Output {
-    baton(server, wire)
-        .arg("run")
-        .arg(p.path())
-        .args(extra)
-        .output()
-        .unwrap()
+/// Three honest coding sessions that make features 1, 2 and 3 pass.
+fn three_honest() -> Vec<Step> {
+    let mut steps = honest(1, &[true, false, false]);
+    steps.extend(honest(2, &[true, true, false]));
+    steps.extend(honest(3, &[true, true, true]));
+    steps
 }
 
 /// A Bash call whose output is about 29 kB (about 10k tokens once JSON-escaped).
@@ -87,9 +85,7 @@ fn status_json(p: &Project) -> Value {
 fn a_session_that_fills_its_window_hands_off_and_the_run_completes() {
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let p = project("[agent]\ncontext_window = 40000\n");
-        let mut rest = honest(1, &[true, false, false]);
-        rest.extend(honest(2, &[true, true, false]));
-        rest.extend(honest(3, &[true, true, true]));
+        let rest = three_honest();
         let server = ScriptedServer::builder(wire)
             .like_a_real_model(40_000)
             .when(|r| r.says(HANDOFF), wrap_up())
@@ -98,7 +94,7 @@ fn a_session_that_fills_its_window_hands_off_and_the_run_completes() {
                 (0..10).map(|_| filler()).collect(),
             )
             .start(the_whole_run(rest));
-        let out = run_with(&p, &server, wire, &[]);
+        let out = run_on(&server, wire, &p, &[]);
         assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
         assert_eq!(server.remaining(), 0, "{wire:?}");
         // baton acted at its threshold, before the window was reached: at most one
@@ -145,9 +141,7 @@ fn compaction_replaces_the_conversation_and_the_session_goes_on() {
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let p = project("[agent]\ncontext_window = 40000\ncontext = \"compact\"\n");
         // After the compaction the session implements feature 1 itself.
-        let mut rest = honest(1, &[true, false, false]);
-        rest.extend(honest(2, &[true, true, false]));
-        rest.extend(honest(3, &[true, true, true]));
+        let rest = three_honest();
         let compacted = "baton compacted this session";
         let server = ScriptedServer::builder(wire)
             .like_a_real_model(40_000)
@@ -162,7 +156,7 @@ fn compaction_replaces_the_conversation_and_the_session_goes_on() {
                 (0..10).map(|_| filler()).collect(),
             )
             .start(the_whole_run(rest));
-        let out = run_with(&p, &server, wire, &["--json"]);
+        let out = run_on(&server, wire, &p, &["--json"]);
         assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
         assert_eq!(server.remaining(), 0, "{wire:?}");
         assert!(server.refused("context") <= 1, "{wire:?}");
@@ -234,9 +228,7 @@ fn a_context_length_error_teaches_the_window_and_is_never_fatal() {
     // baton believes the model has 200k tokens; the server has 40k and says so.
     let wire = Wire::Anthropic;
     let p = project("[agent]\ncontext_window = 200000\nmax_output_tokens = 8000\n");
-    let mut rest = honest(1, &[true, false, false]);
-    rest.extend(honest(2, &[true, true, false]));
-    rest.extend(honest(3, &[true, true, true]));
+    let rest = three_honest();
     let server = ScriptedServer::builder(wire)
         .like_a_real_model(40_000)
         .when(|r| r.says(HANDOFF), wrap_up())
@@ -245,7 +237,7 @@ fn a_context_length_error_teaches_the_window_and_is_never_fatal() {
             (0..10).map(|_| filler()).collect(),
         )
         .start(the_whole_run(rest));
-    let out = run_with(&p, &server, wire, &[]);
+    let out = run_on(&server, wire, &p, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.remaining(), 0);
     // Refused once, then never again above the window it learnt.
@@ -391,9 +383,7 @@ fn a_quota_wall_is_waited_out_and_the_run_completes() {
             .replace("max_delay_ms = 50", "max_delay_ms = 2000");
         std::fs::write(p.path().join("baton.toml"), toml).unwrap();
         let mut rest = vec![Step::quota_wall(Duration::from_secs(reset))];
-        rest.extend(honest(1, &[true, false, false]));
-        rest.extend(honest(2, &[true, true, false]));
-        rest.extend(honest(3, &[true, true, true]));
+        rest.extend(three_honest());
         let server = ScriptedServer::start(wire, the_whole_run(rest));
         let child = baton(&server, wire)
             .arg("run")
@@ -515,7 +505,7 @@ fn a_quota_that_resets_beyond_the_longest_wait_stops_the_run_with_exit_2() {
     let mut rest = vec![Step::quota_wall(Duration::from_secs(3_600))];
     rest.extend(honest(1, &[true, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, the_whole_run(rest));
-    let out = run_with(&p, &server, Wire::Anthropic, &[]);
+    let out = run_on(&server, Wire::Anthropic, &p, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("beyond the longest wait allowed"), "{err}");
@@ -647,7 +637,7 @@ fn a_night_with_a_full_window_a_quota_wall_and_an_impossible_feature_finishes_th
             (0..10).map(|_| filler()).collect(),
         )
         .start(steps);
-    let out = run_with(&p, &server, Wire::Anthropic, &[]);
+    let out = run_on(&server, Wire::Anthropic, &p, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert_eq!(server.remaining(), 0, "{err}");

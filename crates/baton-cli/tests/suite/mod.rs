@@ -88,6 +88,27 @@ pub fn baton(server: &ScriptedServer, wire: Wire) -> Command {
     c
 }
 
+/// `baton run DIR EXTRA…` against `server` (speaking `wire`), to completion.
+pub fn run_on(server: &ScriptedServer, wire: Wire, p: &Project, extra: &[&str]) -> Output {
+    baton(server, wire)
+        .arg("run")
+        .arg(p.path())
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// `baton run DIR` against `server`, in the background, its output discarded.
+pub fn spawn_run(server: &ScriptedServer, p: &Project) -> std::process::Child {
+    baton(server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// Run `baton exec` in `p` with `prompt` against a fresh server playing `steps`.
 pub fn exec(p: &Project, wire: Wire, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
     let server = ScriptedServer::start(wire, steps);

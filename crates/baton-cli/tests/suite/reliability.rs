@@ -42,11 +42,7 @@ fn a_second_run_on_a_project_is_refused_at_once_and_the_first_is_intact() {
     wait_for("the first run's lock", || {
         std::fs::read_to_string(&lock).is_ok_and(|t| t.contains("pid "))
     });
-    let second = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .output()
-        .unwrap();
+    let second = run_on(&server, Wire::Anthropic, &p, &[]);
     let err = stderr(&second);
     assert_eq!(second.status.code(), Some(1), "{err}");
     assert!(
@@ -86,13 +82,7 @@ fn a_killed_runs_lock_is_taken_over_with_a_note() {
     let server = ScriptedServer::builder(Wire::Anthropic)
         .think_time(Duration::from_millis(500))
         .start(steps);
-    let mut first = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = spawn_run(&server, &p);
     let lock = p.path().join(".baton/run.lock");
     wait_for("the first run's lock", || {
         std::fs::read_to_string(&lock).is_ok_and(|t| t.contains("pid "))
@@ -101,12 +91,7 @@ fn a_killed_runs_lock_is_taken_over_with_a_note() {
     first.wait().unwrap();
     // The next run takes the lock at once and says whose it was.
     let server2 = ScriptedServer::start(Wire::Anthropic, vec![]);
-    let out = baton(&server2, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "0"])
-        .output()
-        .unwrap();
+    let out = run_on(&server2, Wire::Anthropic, &p, &["--max-sessions", "0"]);
     let err = stderr(&out);
     assert!(
         err.contains(&format!("the lock of baton run (pid {}", first.id())),
@@ -155,13 +140,7 @@ fn leftovers_are_stopped(sandbox: bool) {
     let server = ScriptedServer::builder(Wire::Anthropic)
         .think_time(Duration::from_millis(700))
         .start(steps);
-    let mut first = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = spawn_run(&server, &p);
     // The coding session started a server; kill -9 the run while the model thinks.
     let transcript = p.path().join(".baton/sessions/0002.jsonl");
     let mut pid = 0u32;
@@ -182,12 +161,7 @@ fn leftovers_are_stopped(sandbox: bool) {
     assert!(survived || sandbox, "the server outlived the killed run");
     // The next run stops it before anything else, and says so.
     let server2 = ScriptedServer::start(Wire::Anthropic, honest(1, &[true, false, false]));
-    let out = baton(&server2, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "1"])
-        .output()
-        .unwrap();
+    let out = run_on(&server2, Wire::Anthropic, &p, &["--max-sessions", "1"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     if survived {
@@ -210,11 +184,7 @@ fn a_rejected_feature_list_is_never_adopted_and_the_initializer_runs_again() {
     let mut steps = initializer(&features(&[false, false]));
     steps.extend(initializer(&features(&[false, false])));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .output()
-        .unwrap();
+    let out = run_on(&server, Wire::Anthropic, &p, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("[project] min_features"), "{err}");
@@ -223,12 +193,7 @@ fn a_rejected_feature_list_is_never_adopted_and_the_initializer_runs_again() {
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(honest(1, &[true, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "2"])
-        .output()
-        .unwrap();
+    let out = run_on(&server, Wire::Anthropic, &p, &["--max-sessions", "2"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(!err.contains("adopted"), "{err}");
@@ -250,12 +215,7 @@ fn a_deleted_or_invalid_list_is_restored_before_the_session_with_passes_intact()
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(honest(1, &[true, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "2"])
-        .output()
-        .unwrap();
+    let out = run_on(&server, Wire::Anthropic, &p, &["--max-sessions", "2"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let accepted = p.file("feature_list.json");
     for (n, damage) in [(3, None), (4, Some("{ not json"))] {
@@ -274,12 +234,7 @@ fn a_deleted_or_invalid_list_is_restored_before_the_session_with_passes_intact()
                 baton_testkit::Step::Reply(baton_testkit::Reply::text("looked")),
             ],
         );
-        let out = baton(&server, Wire::Anthropic)
-            .arg("run")
-            .arg(p.path())
-            .args(["--max-sessions", "1"])
-            .output()
-            .unwrap();
+        let out = run_on(&server, Wire::Anthropic, &p, &["--max-sessions", "1"]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
@@ -305,12 +260,12 @@ fn a_deleted_or_invalid_list_is_restored_before_the_session_with_passes_intact()
 fn a_budget_that_cannot_be_counted_is_refused_with_the_fix() {
     let p = new_project();
     let server = ScriptedServer::start(Wire::Anthropic, vec![]);
-    let out = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .args(["--budget-usd", "5", "--model", "my-local-model"])
-        .output()
-        .unwrap();
+    let out = run_on(
+        &server,
+        Wire::Anthropic,
+        &p,
+        &["--budget-usd", "5", "--model", "my-local-model"],
+    );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("cannot be counted"), "{err}");

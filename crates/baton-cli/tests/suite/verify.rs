@@ -77,6 +77,32 @@ fn session(files: &[&str], passes: &[bool], extra: &str) -> Vec<Step> {
     ]
 }
 
+/// The features without their verify commands.
+fn plain(passes: &[bool]) -> String {
+    let mut v: Vec<Value> = serde_json::from_str(&features(passes)).unwrap();
+    for f in &mut v {
+        f.as_object_mut().unwrap().shift_remove("verify");
+    }
+    serde_json::to_string_pretty(&v).unwrap() + "\n"
+}
+
+/// A project whose features have no verify commands (committed).
+fn plain_project() -> Project {
+    let p = project();
+    std::fs::write(
+        p.path().join("feature_list.json"),
+        plain(&[false, false, false]),
+    )
+    .unwrap();
+    let o = std::process::Command::new("git")
+        .args(["commit", "-qam", "plain"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    p
+}
+
 #[test]
 fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
     let p = project();
@@ -236,26 +262,8 @@ fn an_agent_may_add_a_verify_command_when_it_flips_and_baton_runs_it() {
 
 #[test]
 fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
-    let p = project();
     // No verify commands: only the verifier stands between a claim and the ledger.
-    let plain = |passes: &[bool]| {
-        let mut v: Vec<Value> = serde_json::from_str(&features(passes)).unwrap();
-        for f in &mut v {
-            f.as_object_mut().unwrap().shift_remove("verify");
-        }
-        serde_json::to_string_pretty(&v).unwrap() + "\n"
-    };
-    std::fs::write(
-        p.path().join("feature_list.json"),
-        plain(&[false, false, false]),
-    )
-    .unwrap();
-    let o = std::process::Command::new("git")
-        .args(["commit", "-qam", "plain"])
-        .current_dir(p.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
+    let p = plain_project();
     std::fs::write(
         p.path().join("baton.toml"),
         format!("{TOML}[verify]\nagent = true\nmodel = \"verifier-model\"\n[prices.\"verifier-model\"]\ninput = 10.0\noutput = 10.0\n"),
@@ -366,25 +374,7 @@ fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
 
 #[test]
 fn a_verifier_out_of_turns_keeps_the_verdicts_it_gave_and_fails_only_what_it_did_not_reach() {
-    let p = project();
-    let plain = |passes: &[bool]| {
-        let mut v: Vec<Value> = serde_json::from_str(&features(passes)).unwrap();
-        for f in &mut v {
-            f.as_object_mut().unwrap().shift_remove("verify");
-        }
-        serde_json::to_string_pretty(&v).unwrap() + "\n"
-    };
-    std::fs::write(
-        p.path().join("feature_list.json"),
-        plain(&[false, false, false]),
-    )
-    .unwrap();
-    let o = std::process::Command::new("git")
-        .args(["commit", "-qam", "plain"])
-        .current_dir(p.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
+    let p = plain_project();
     std::fs::write(
         p.path().join("baton.toml"),
         format!("{TOML}[verify]\nagent = true\nmax_turns = 2\n"),
