@@ -100,6 +100,9 @@ pub struct SandboxArgs {
     /// `loopback` to ask for the loopback-only network.
     #[arg(long)]
     network: Option<String>,
+    /// The project is only readable (the verifier's commands).
+    #[arg(long)]
+    read_only: bool,
     /// A variable to remove from the command's environment (repeatable).
     #[arg(long)]
     unset: Vec<String>,
@@ -117,6 +120,7 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
             Some("loopback") => SandboxNetwork::Loopback,
             _ => SandboxNetwork::Open,
         },
+        read_only: args.read_only,
     };
     let err = exec_confined(&spec, &args.command, &args.unset);
     eprintln!("baton: {err}");
@@ -130,6 +134,7 @@ pub fn shell_spec(spec: &SandboxSpec, unset: &[String]) -> String {
         "project": spec.project.display().to_string(),
         "writable": spec.writable.iter().map(|w| w.display().to_string()).collect::<Vec<_>>(),
         "network": if spec.network == SandboxNetwork::Loopback { "loopback" } else { "open" },
+        "read_only": spec.read_only,
         "unset": unset,
     })
     .to_string()
@@ -180,6 +185,7 @@ fn shell_command(args: &[OsString]) -> anyhow::Result<(SandboxSpec, Vec<OsString
             Some("loopback") => SandboxNetwork::Loopback,
             _ => SandboxNetwork::Open,
         },
+        read_only: v["read_only"].as_bool().unwrap_or(false),
     };
     let mut unset = strings("unset");
     unset.push(var.to_string());

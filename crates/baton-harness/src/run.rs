@@ -639,9 +639,13 @@ impl Runner<'_> {
                 }
                 let client = ModelClient::new(client_cfg)
                     .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
+                // The verifier's commands see the project read-only (kernel-enforced
+                // where the sandbox runs); baton starts the app for it first.
+                self.start_app_for_verifier().await;
+                let ro_tools = self.read_only_tools();
                 let session = Session {
                     client: &client,
-                    tools: &self.tools,
+                    tools: &ro_tools,
                     gate: &gate,
                     observer: self.observer,
                     prices: self.prices,
@@ -683,6 +687,30 @@ impl Runner<'_> {
         }
         g.reject(rejected);
         Ok(result.cost_usd)
+    }
+
+    /// The run's tools with the project read-only for `Bash` (through the sandbox
+    /// launcher, where one is in use): the verifier's commands cannot write it.
+    fn read_only_tools(&self) -> Toolbox {
+        let mut ctx = self.tools.context().clone();
+        ctx.launcher = ctx
+            .launcher
+            .as_deref()
+            .map(baton_policy::sandbox::read_only_launcher);
+        self.tools.with_context(ctx)
+    }
+
+    /// Run the start script (writable, through the policy) so the read-only verifier
+    /// finds the app running; its failure is the verifier's to see.
+    async fn start_app_for_verifier(&self) {
+        let init = &self.files.names.init_script;
+        if !(self.cfg.verify.run_init && self.files.dir.join(init).is_file()) {
+            return;
+        }
+        let input = serde_json::json!({"command": format!("./{init}"), "timeout": 600_000});
+        if self.policy.check("Bash", &input) == baton_tools::GateDecision::Allow {
+            let _ = self.tools.call("Bash", &input).await;
+        }
     }
 
     /// The checker for verify commands, through the run's tools and policy.

@@ -102,6 +102,22 @@ pub struct SandboxSpec {
     pub writable: Vec<PathBuf>,
     /// Network restriction asked for.
     pub network: SandboxNetwork,
+    /// The project is only readable (the independent verifier's commands): nothing
+    /// in it can be written, `.git` included.
+    pub read_only: bool,
+}
+
+/// `launcher` (the arguments of `baton __sandbox … --`) confining the project to
+/// read-only as well.
+pub fn read_only_launcher(launcher: &[OsString]) -> Vec<OsString> {
+    let mut v = Vec::with_capacity(launcher.len() + 1);
+    for a in launcher {
+        v.push(a.clone());
+        if a == "__sandbox" {
+            v.push("--read-only".into());
+        }
+    }
+    v
 }
 
 /// How much of the sandbox the kernel enforces.
@@ -154,6 +170,7 @@ impl SandboxSpec {
             project: project.to_path_buf(),
             writable,
             network,
+            read_only: false,
         }
     }
 
@@ -173,6 +190,9 @@ impl SandboxSpec {
         if self.network == SandboxNetwork::Loopback {
             v.push("--network".into());
             v.push("loopback".into());
+        }
+        if self.read_only {
+            v.push("--read-only".into());
         }
         v.push("--".into());
         v
@@ -253,7 +273,12 @@ pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
         let in_home: Vec<&str> = crate::secrets::home_relative().collect();
         readable_except(h, &in_home, &mut read);
     }
-    let mut write = vec![spec.project.clone()];
+    let mut write = Vec::new();
+    if spec.read_only {
+        read.push(spec.project.clone());
+    } else {
+        write.push(spec.project.clone());
+    }
     write.extend(temp_dirs());
     if let Some(h) = &home {
         write.extend(HOME_CACHES.iter().map(|c| h.join(c)));
@@ -392,6 +417,11 @@ pub fn exec_confined(
     {
         let mut cmd = std::process::Command::new(&bw);
         cmd.args(["--die-with-parent", "--dev-bind", "/", "/"]);
+        // The verifier's commands: the whole project read-only (Landlock alone cannot
+        // make it so when it lies inside a writable tree such as /tmp).
+        if spec.read_only {
+            cmd.arg("--ro-bind").arg(&spec.project).arg(&spec.project);
+        }
         for p in protected_paths(&spec.project) {
             cmd.arg("--ro-bind").arg(&p).arg(&p);
         }
@@ -437,6 +467,7 @@ mod tests {
             project: PathBuf::from("/p"),
             writable: vec![PathBuf::from("/w")],
             network: SandboxNetwork::Open,
+            read_only: false,
         };
         let v = spec.launcher(Path::new("/bin/baton"));
         let v: Vec<String> = v.iter().map(|s| s.to_string_lossy().into_owned()).collect();

@@ -178,6 +178,15 @@ impl Toolbox {
         }
     }
 
+    /// The same tools (external ones included, and the same process registry if
+    /// `ctx` shares it) acting in `ctx`, e.g. with another sandbox launcher.
+    pub fn with_context(&self, ctx: ToolContext) -> Self {
+        Self {
+            ctx,
+            external: Arc::clone(&self.external),
+        }
+    }
+
     /// Offer `tools` too, from now on, in this toolbox and every clone of it.
     pub fn attach(&self, tools: Arc<dyn ExternalTools>) {
         if let Ok(mut e) = self.external.write() {

@@ -423,3 +423,74 @@ fn a_verifier_out_of_turns_keeps_the_verdicts_it_gave_and_fails_only_what_it_did
     );
     assert_eq!(rejected.as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn the_verifier_cannot_write_the_project_through_bash() {
+    // The read-only project needs bubblewrap where the project lies inside a
+    // writable tree (a temp dir): required on CI, skipped with a note elsewhere.
+    if baton_policy::sandbox::bwrap().is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "bwrap missing on CI"
+        );
+        eprintln!("skipped: bubblewrap (bwrap) is not installed");
+        return;
+    }
+    let p = plain_project();
+    std::fs::write(
+        p.path().join("baton.toml"),
+        format!("{TOML}[verify]\nagent = true\n"),
+    )
+    .unwrap();
+    let tmp_marker = format!("/tmp/baton-verifier-may-write-tmp-{}", std::process::id());
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": plain(&[true, false, false])}),
+            ),
+            (
+                "Bash",
+                json!({"command": "mkdir -p src && echo ok > src/f1.txt && echo n >> claude-progress.txt && git add -A && git commit -qm 'f1'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Feature 1 works.")),
+        // The verifier "helps": every write to the project fails; /tmp is fine.
+        Step::Reply(Reply::tools(&[
+            ("Bash", json!({"command": "echo hacked > src/f1.txt"})),
+            ("Bash", json!({"command": "sed -i s/ok/no/ src/f1.txt"})),
+            ("Bash", json!({"command": "git stash"})),
+            (
+                "Bash",
+                json!({"command": "git commit --allow-empty -qm 'verifier was here'"}),
+            ),
+            (
+                "Bash",
+                json!({"command": format!("echo fine > {tmp_marker}")}),
+            ),
+        ])),
+        Step::Reply(Reply::text(
+            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"src/f1.txt reads ok\"}]}",
+        )),
+        Step::Reply(Reply::text("reading")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = run_on(&server, Wire::Anthropic, &p, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let results = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    for (i, r) in results.iter().take(4).enumerate() {
+        assert!(r.2, "write {i} should have failed: {r:?}");
+    }
+    assert!(!results[4].2, "/tmp stays writable: {:?}", results[4]);
+    let _ = std::fs::remove_file(&tmp_marker);
+    assert_eq!(p.file("src/f1.txt"), "ok\n");
+    let log = std::process::Command::new("git")
+        .args(["log", "--oneline"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(!log.contains("verifier was here"), "{log}");
+    // Feature 1 stands: the verifier confirmed it.
+    assert_eq!(p.file("feature_list.json"), plain(&[true, false, false]));
+}
