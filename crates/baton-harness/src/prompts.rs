@@ -146,7 +146,7 @@ fn kind_line(kind: &str) -> &'static str {
 pub fn how_to_verify(kind: &str, browser: bool) -> &'static str {
     match (kind, browser) {
         ("web", true) => {
-            " in the real browser through the mcp__playwright__ tools: browser_navigate to the page, then act as a user with browser_click and browser_type (each action returns the page's snapshot with its element refs, so take no extra snapshot), reload to check what must persist, read browser_console_messages for errors, and take a screenshot of each state you verified. browser_evaluate is for inspecting, never for doing a step a user would do"
+            " in the real browser through the mcp__playwright__ tools: browser_navigate to the page, then act as a user with browser_click and browser_type (each action returns the page's snapshot with its element refs, so take no extra snapshot), reload to check what must persist, read browser_console_messages for errors, and take a screenshot of each state you verified. browser_evaluate is for inspecting, never for doing a step a user would do. For style features, check layout, overflow and contrast in the screenshot"
         }
         ("web", false) => {
             ", exercising the running app over HTTP against the dev server (curl, or browser-automation scripts the project has)"

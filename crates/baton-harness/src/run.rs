@@ -660,6 +660,17 @@ impl Runner<'_> {
                 if let Some(m) = &self.cfg.verify.model {
                     cli.model = m.clone();
                 }
+                // The CLI's shell commands, too, see the project read-only.
+                cli.command_sandbox = cli.command_sandbox.as_deref().map(|spec| {
+                    match serde_json::from_str::<serde_json::Value>(spec) {
+                        Ok(mut v) => {
+                            v["read_only"] = serde_json::Value::Bool(true);
+                            v.to_string()
+                        }
+                        Err(_) => spec.to_string(),
+                    }
+                });
+                self.start_app_for_verifier().await;
                 let hook_args = ["--read-only".to_string()];
                 cli.session(
                     &self.files.dir,
