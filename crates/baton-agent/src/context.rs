@@ -204,13 +204,23 @@ impl Outputs {
     }
 }
 
+/// Characters a result of `max_tokens` may have (counted at the cautious ratio).
+fn budget_chars(max_tokens: u64) -> usize {
+    (max_tokens as f64 * DEFAULT_CPT) as usize
+}
+
+/// Whether `text` is over a result budget of `max_tokens`.
+pub(crate) fn over_budget(text: &str, max_tokens: u64) -> bool {
+    text.len() > budget_chars(max_tokens)
+}
+
 /// Cut `text` to about `max_tokens`, keeping its head and tail, when it is larger;
 /// `saved` is where the whole text is (or `None`).
 pub(crate) fn cap(text: &str, max_tokens: u64, saved: Option<&str>) -> Option<String> {
-    let budget = (max_tokens as f64 * DEFAULT_CPT) as usize;
-    if text.len() <= budget {
+    if !over_budget(text, max_tokens) {
         return None;
     }
+    let budget = budget_chars(max_tokens);
     let half = budget / 2;
     let mut head_end = half;
     while !text.is_char_boundary(head_end) {

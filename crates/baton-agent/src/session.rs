@@ -842,7 +842,7 @@ impl Session<'_> {
             let took = t0.elapsed();
             // One result must not fill the window: keep head and tail, save the whole.
             let budget = self.limits.context.result_max_tokens;
-            if out.content.len() as f64 > budget as f64 * 3.0 {
+            if context::over_budget(&out.content, budget) {
                 let saved = st.outputs.save(turn, results.len(), name, &out.content);
                 if let Some(capped) = context::cap(&out.content, budget, saved.as_deref()) {
                     out.content = capped;

@@ -133,8 +133,9 @@ impl<'a> Gates<'a> {
     }
 
     /// Step 2, verify: run the `verify` command of every new flip; revert those that fail.
-    pub async fn verify(&mut self, checker: &Checker<'_>) {
-        let Some(list) = &self.list else { return };
+    /// Returns whether the checker ran the start script (so the app is up).
+    pub async fn verify(&mut self, checker: &Checker<'_>) -> bool {
+        let Some(list) = &self.list else { return false };
         let new: Vec<usize> = self.report.flipped.iter().map(|n| n - 1).collect();
         let run: CheckRun = checker.run(list, &new, None).await;
         self.report.verified = run.passed.clone();
@@ -147,6 +148,7 @@ impl<'a> Gates<'a> {
         let failed: Vec<usize> = run.failed.iter().map(|f| f.feature).collect();
         self.revert(&failed);
         self.report.verify_failed = run.failed;
+        run.init_ran
     }
 
     /// Set features (1-based) back to failing, as baton's decision.

@@ -603,11 +603,17 @@ impl Runner<'_> {
         &self,
         g: &mut Gates<'_>,
         base: Option<&str>,
+        app_started: bool,
         deadline: Option<Instant>,
     ) -> Result<f64, HarnessError> {
         let Some(current) = g.list.clone() else {
             return Ok(0.0);
         };
+        // The verifier sees the project read-only, so baton starts the app for it
+        // (unless the verify gate just ran the start script).
+        if !app_started {
+            self.start_app_for_verifier().await;
+        }
         let flips = g.report.flipped.clone();
         let limits = self.limits(self.cfg.verify.max_turns, deadline);
         let reach = ReachGate {
@@ -640,8 +646,7 @@ impl Runner<'_> {
                 let client = ModelClient::new(client_cfg)
                     .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
                 // The verifier's commands see the project read-only (kernel-enforced
-                // where the sandbox runs); baton starts the app for it first.
-                self.start_app_for_verifier().await;
+                // where the sandbox runs).
                 let ro_tools = self.read_only_tools();
                 let session = Session {
                     client: &client,
@@ -670,7 +675,6 @@ impl Runner<'_> {
                         Err(_) => spec.to_string(),
                     }
                 });
-                self.start_app_for_verifier().await;
                 let hook_args = ["--read-only".to_string()];
                 cli.session(
                     &self.files.dir,
@@ -830,10 +834,10 @@ impl Runner<'_> {
         g.report.boundary = undone;
         let mut verifier_cost = 0.0;
         if ip.kind == SessionKind::Coding {
-            g.verify(&self.checker()).await;
+            let app_started = g.verify(&self.checker()).await;
             if self.cfg.verify.agent && !g.report.flipped.is_empty() {
                 verifier_cost = self
-                    .verifier(&mut g, ip.head_before.as_deref(), deadline)
+                    .verifier(&mut g, ip.head_before.as_deref(), app_started, deadline)
                     .await?;
             }
         }

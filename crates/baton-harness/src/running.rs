@@ -61,10 +61,7 @@ pub fn describe(pgids: &[i32], project: &Path) -> Vec<Running> {
 }
 
 fn pgrp_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(2)?.parse().ok()
+    baton_tools::process::proc_stat(pid, 5).and_then(|g| i32::try_from(g).ok())
 }
 
 fn command_of(pid: i32) -> String {

@@ -37,6 +37,9 @@ pub struct CheckRun {
     /// The end of what `init.sh` printed when it succeeded (where to reach the app).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_output: Option<String>,
+    /// Whether the start script ran (not recorded).
+    #[serde(skip)]
+    pub init_ran: bool,
 }
 
 fn tail(s: &str, max: usize) -> String {
@@ -105,6 +108,7 @@ impl Checker<'_> {
             let (ok, out) = self
                 .bash(&format!("./{init}"), Duration::from_secs(600))
                 .await;
+            run.init_ran = true;
             if ok {
                 let said = out.trim_end().trim_end_matches("Exit code: 0").trim_end();
                 let last: Vec<&str> = said.lines().rev().take(4).collect();

@@ -848,7 +848,8 @@ impl Checker<'_> {
         same
     }
 
-    fn unknown_option(&mut self, c: &Cmd, w: &Word) {
+    /// Refuse `w`, a computed argument of `c` that could be an option.
+    pub(crate) fn unknown_option(&mut self, c: &Cmd, w: &Word) {
         self.refuse(
             &c.part,
             format!("{} gets a computed argument {} that could be an option, so baton cannot check what it does", c.name, w.text),

@@ -104,14 +104,7 @@ impl Checker<'_> {
         while let Some(w) = it.next() {
             let Some(l) = w.literal() else {
                 if w.may_start_with('-') {
-                    self.refuse(
-                        &c.part,
-                        format!(
-                            "patch gets a computed argument {} that could be an option",
-                            w.text
-                        ),
-                        "write patch's options literally",
-                    );
+                    self.unknown_option(c, w);
                 }
                 continue;
             };
@@ -149,14 +142,7 @@ impl Checker<'_> {
         while let Some(w) = it.next() {
             let Some(l) = w.literal() else {
                 if w.may_start_with('-') {
-                    self.refuse(
-                        &c.part,
-                        format!(
-                            "split gets a computed argument {} that could be an option",
-                            w.text
-                        ),
-                        "write split's options literally",
-                    );
+                    self.unknown_option(c, w);
                 }
                 operands.push(w);
                 continue;

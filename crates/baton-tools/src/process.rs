@@ -117,11 +117,21 @@ pub fn signal_group(pgid: i32, sig: Signal) {
     }
 }
 
-/// When process `pid` started, in clock ticks since boot (`/proc/PID/stat` field 22).
-fn start_ticks(pid: i32) -> Option<u64> {
+/// Numeric field `field` (numbered from 1 as in proc(5): 5 is the process group,
+/// 22 the start time) of `/proc/PID/stat`; the command name, which may hold spaces
+/// and parentheses, is skipped safely.
+pub fn proc_stat(pid: i32, field: usize) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    rest.split_whitespace()
+        .nth(field.checked_sub(3)?)?
+        .parse()
+        .ok()
+}
+
+/// When process `pid` started, in clock ticks since boot.
+fn start_ticks(pid: i32) -> Option<u64> {
+    proc_stat(pid, 22)
 }
 
 /// Whether process `pid` carries `RUN_MARKER=run_id` in its environment.

@@ -65,6 +65,19 @@ fn wrap_up() -> Vec<Step> {
     ]
 }
 
+/// A model with a 40k window, like a real one: in session `n` it reads logs until
+/// baton says its context is nearly full, then wraps up; `steps` play the rest.
+fn filling_model(wire: Wire, n: u32, steps: Vec<Step>) -> ScriptedServer {
+    ScriptedServer::builder(wire)
+        .like_a_real_model(40_000)
+        .when(|r| r.says(HANDOFF), wrap_up())
+        .when(
+            move |r| in_session(n)(r) && !r.says(HANDOFF),
+            (0..10).map(|_| filler()).collect(),
+        )
+        .start(steps)
+}
+
 fn the_whole_run(steps_after_init: Vec<Step>) -> Vec<Step> {
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(steps_after_init);
@@ -86,14 +99,7 @@ fn a_session_that_fills_its_window_hands_off_and_the_run_completes() {
     for wire in [Wire::Anthropic, Wire::OpenAi] {
         let p = project("[agent]\ncontext_window = 40000\n");
         let rest = three_honest();
-        let server = ScriptedServer::builder(wire)
-            .like_a_real_model(40_000)
-            .when(|r| r.says(HANDOFF), wrap_up())
-            .when(
-                move |r| in_session(2)(r) && !r.says(HANDOFF),
-                (0..10).map(|_| filler()).collect(),
-            )
-            .start(the_whole_run(rest));
+        let server = filling_model(wire, 2, the_whole_run(rest));
         let out = run_on(&server, wire, &p, &[]);
         assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
         assert_eq!(server.remaining(), 0, "{wire:?}");
@@ -229,14 +235,7 @@ fn a_context_length_error_teaches_the_window_and_is_never_fatal() {
     let wire = Wire::Anthropic;
     let p = project("[agent]\ncontext_window = 200000\nmax_output_tokens = 8000\n");
     let rest = three_honest();
-    let server = ScriptedServer::builder(wire)
-        .like_a_real_model(40_000)
-        .when(|r| r.says(HANDOFF), wrap_up())
-        .when(
-            move |r| in_session(2)(r) && !r.says(HANDOFF),
-            (0..10).map(|_| filler()).collect(),
-        )
-        .start(the_whole_run(rest));
+    let server = filling_model(wire, 2, the_whole_run(rest));
     let out = run_on(&server, wire, &p, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.remaining(), 0);
@@ -629,14 +628,7 @@ fn a_night_with_a_full_window_a_quota_wall_and_an_impossible_feature_finishes_th
     )));
     steps.push(Step::Reply(Reply::text("Feature 2 cannot pass here.")));
     // Session 1 fills its window and hands off.
-    let server = ScriptedServer::builder(Wire::Anthropic)
-        .like_a_real_model(40_000)
-        .when(|r| r.says(HANDOFF), wrap_up())
-        .when(
-            move |r| in_session(1)(r) && !r.says(HANDOFF),
-            (0..10).map(|_| filler()).collect(),
-        )
-        .start(steps);
+    let server = filling_model(Wire::Anthropic, 1, steps);
     let out = run_on(&server, Wire::Anthropic, &p, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(4), "{err}");
