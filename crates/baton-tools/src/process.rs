@@ -199,7 +199,22 @@ mod tests {
         if let Some(id) = marker {
             c.env(RUN_MARKER, id);
         }
-        c.spawn().unwrap_or_else(|e| panic!("{e}"))
+        let mut child = c.spawn().unwrap_or_else(|e| panic!("{e}"));
+        // `spawn` returns once exec has begun, before the kernel has set up the
+        // new image's arguments and environment: wait (bounded) until both show,
+        // or a check of the marker may read an empty environment.
+        let pid = child.id();
+        for _ in 0..500 {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let env_ready = marker.is_none_or(|id| marked(pid as i32, id));
+            if cmdline.starts_with(b"sleep\0") && env_ready {
+                return child;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("sleep {pid} did not finish starting within 5 s");
     }
 
     #[tokio::test]
