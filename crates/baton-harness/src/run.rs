@@ -708,10 +708,7 @@ impl Runner<'_> {
     /// launcher, where one is in use): the verifier's commands cannot write it.
     fn read_only_tools(&self) -> Toolbox {
         let mut ctx = self.tools.context().clone();
-        ctx.launcher = ctx
-            .launcher
-            .as_deref()
-            .map(baton_policy::sandbox::read_only_launcher);
+        ctx.launcher = ctx.launcher.as_ref().map(|l| l.read_only());
         self.tools.with_context(ctx)
     }
 

@@ -384,7 +384,10 @@ impl SessionGuard {
         ctx.env_remove = secret_env(policy);
         let gate = Policy::new(policy, &ctx.project_dir)?.with_processes(ctx.processes.clone());
         let (spec, warning) = session_sandbox(sandbox, &ctx.project_dir);
-        ctx.launcher = spec.map(|s| s.launcher(exe));
+        ctx.launcher = spec.map(|s| {
+            std::sync::Arc::new(sandbox::SandboxLauncher::new(s, exe))
+                as std::sync::Arc<dyn baton_tools::Launcher>
+        });
         Ok(SessionGuard {
             policy: gate,
             warning,

@@ -68,6 +68,153 @@ pub fn bwrap() -> Option<PathBuf> {
     ok.then_some(exe)
 }
 
+/// `bwrap` and its arguments, up to and including `--`, for one command confined to
+/// `spec`: the whole file system as it is, except [`PROTECTED`] (and, for the
+/// verifier, the whole project) bound read-only, baton's state dir read-only, and the
+/// `/proc` entries `hide` covered (see [`Hidden`]). The command after
+/// `--` is baton's launcher, which applies Landlock inside (see [`NAMESPACE_VAR`]).
+pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsString> {
+    let mut v: Vec<OsString> = vec![
+        bwrap.as_os_str().to_os_string(),
+        "--die-with-parent".into(),
+        "--dev-bind".into(),
+        "/".into(),
+        "/".into(),
+    ];
+    let mut ro = |p: &Path| {
+        v.push("--ro-bind".into());
+        v.push(p.as_os_str().to_os_string());
+        v.push(p.as_os_str().to_os_string());
+    };
+    // The verifier's commands: the whole project read-only (Landlock alone cannot
+    // make it so when it lies inside a writable tree such as /tmp).
+    if spec.read_only {
+        ro(&spec.project);
+    }
+    for p in protected_paths(&spec.project) {
+        ro(&p);
+    }
+    // baton's state dir (the hook's frozen config, the MCP launch dir).
+    let state = baton_config::state_dir(&spec.project);
+    if state.is_dir() {
+        ro(&state);
+    }
+    for h in hide {
+        let p = h.path.as_os_str().to_os_string();
+        if h.thread {
+            // A thread may end at any moment, and bwrap fails on a mount point that
+            // is gone: bind a harmless directory of the same thread over it, which
+            // `-try` skips once the thread (and so the source) is gone.
+            let mut src = p.clone();
+            src.push("/attr");
+            v.extend(["--ro-bind-try".into(), src, p]);
+        } else {
+            v.extend(["--tmpfs".into(), p.clone(), "--remount-ro".into(), p]);
+        }
+    }
+    v.extend([
+        "--setenv".into(),
+        NAMESPACE_VAR.into(),
+        "1".into(),
+        "--".into(),
+    ]);
+    v
+}
+
+/// A `/proc` entry to hide from sandboxed commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hidden {
+    /// `/proc/PID` or `/proc/TID`.
+    pub path: PathBuf,
+    /// A thread other than its process's main one: covered by a harmless directory
+    /// of its own (`attr/`) and skipped once gone, where a process is covered by an
+    /// empty read-only directory.
+    pub thread: bool,
+}
+
+/// The `/proc` entries of `pid` and of each of its ancestors (up to, not including,
+/// pid 1): what a command started below them must not see. Their environments hold
+/// what the user started baton with (and, with the claude-code backend, the CLI's
+/// key), and `/proc/PID/root` of any of them leads around the read-only binds.
+/// A process's threads have entries of their own (`/proc/TID`, unlisted but
+/// readable with the same environment); they are hidden too.
+pub fn hidden_procs(pid: u32) -> Vec<Hidden> {
+    let mut out = Vec::new();
+    let mut p = pid as i32;
+    for _ in 0..64 {
+        if p <= 1 {
+            break;
+        }
+        out.push(Hidden {
+            path: PathBuf::from(format!("/proc/{p}")),
+            thread: false,
+        });
+        if let Ok(rd) = std::fs::read_dir(format!("/proc/{p}/task")) {
+            for t in rd.flatten() {
+                if let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+                    && tid != p
+                {
+                    out.push(Hidden {
+                        path: PathBuf::from(format!("/proc/{tid}")),
+                        thread: true,
+                    });
+                }
+            }
+        }
+        match baton_tools::process::proc_stat(p, 4).and_then(|pp| i32::try_from(pp).ok()) {
+            Some(parent) => p = parent,
+            None => break,
+        }
+    }
+    out
+}
+
+/// The `Bash` tool's way into the sandbox: for each command, bubblewrap's arguments
+/// (where it works; probed once, when the launcher is made) followed by baton's own
+/// Landlock launcher, so a command costs one `bwrap` and one `baton` start.
+#[derive(Debug, Clone)]
+pub struct SandboxLauncher {
+    spec: SandboxSpec,
+    exe: PathBuf,
+    bwrap: Option<PathBuf>,
+}
+
+impl SandboxLauncher {
+    /// The launcher confining commands to `spec`, with `exe` (the `baton` binary) as
+    /// the Landlock launcher.
+    pub fn new(spec: SandboxSpec, exe: &Path) -> Self {
+        Self {
+            spec,
+            exe: exe.to_path_buf(),
+            bwrap: if cfg!(target_os = "linux") {
+                bwrap()
+            } else {
+                None
+            },
+        }
+    }
+}
+
+impl baton_tools::Launcher for SandboxLauncher {
+    fn prefix(&self) -> Vec<OsString> {
+        let inner = self.spec.launcher(&self.exe);
+        match &self.bwrap {
+            Some(bw) => {
+                let mut v = bwrap_args(bw, &self.spec, &hidden_procs(std::process::id()));
+                v.extend(inner);
+                v
+            }
+            None => inner,
+        }
+    }
+
+    fn read_only(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        let mut l = self.clone();
+        l.spec.read_only = true;
+        std::sync::Arc::new(l)
+    }
+}
+
 /// Whether the kernel keeps [`PROTECTED`] read-only for sandboxed commands
 /// (bubblewrap works here).
 pub fn kernel_binds() -> bool {
@@ -105,19 +252,6 @@ pub struct SandboxSpec {
     /// The project is only readable (the independent verifier's commands): nothing
     /// in it can be written, `.git` included.
     pub read_only: bool,
-}
-
-/// `launcher` (the arguments of `baton __sandbox … --`) confining the project to
-/// read-only as well.
-pub fn read_only_launcher(launcher: &[OsString]) -> Vec<OsString> {
-    let mut v = Vec::with_capacity(launcher.len() + 1);
-    for a in launcher {
-        v.push(a.clone());
-        if a == "__sandbox" {
-            v.push("--read-only".into());
-        }
-    }
-    v
 }
 
 /// How much of the sandbox the kernel enforces.
@@ -415,24 +549,12 @@ pub fn exec_confined(
         && let Some(bw) = bwrap()
         && let Ok(exe) = std::env::current_exe()
     {
+        // Run by an agent CLI (`--sandbox-shell`): hide the CLI (which holds its key)
+        // and every other ancestor; this process becomes bwrap itself.
+        let hide = hidden_procs(std::os::unix::process::parent_id());
+        let args = bwrap_args(&bw, spec, &hide);
         let mut cmd = std::process::Command::new(&bw);
-        cmd.args(["--die-with-parent", "--dev-bind", "/", "/"]);
-        // The verifier's commands: the whole project read-only (Landlock alone cannot
-        // make it so when it lies inside a writable tree such as /tmp).
-        if spec.read_only {
-            cmd.arg("--ro-bind").arg(&spec.project).arg(&spec.project);
-        }
-        for p in protected_paths(&spec.project) {
-            cmd.arg("--ro-bind").arg(&p).arg(&p);
-        }
-        // baton's state dir (the hook's frozen config, the MCP launch dir).
-        let state = baton_config::state_dir(&spec.project);
-        if state.is_dir() {
-            cmd.arg("--ro-bind").arg(&state).arg(&state);
-        }
-        cmd.args(["--setenv", NAMESPACE_VAR, "1", "--"])
-            .args(spec.launcher(&exe))
-            .args(command);
+        cmd.args(&args[1..]).args(spec.launcher(&exe)).args(command);
         for v in env_remove {
             cmd.env_remove(v);
         }

@@ -157,13 +157,18 @@ impl CappedOutput {
 }
 
 fn command(ctx: &ToolContext, line: &str) -> tokio::process::Command {
-    let mut cmd = match ctx.launcher.as_deref() {
-        Some([program, args @ ..]) => {
+    let prefix = ctx
+        .launcher
+        .as_ref()
+        .map(|l| l.prefix())
+        .unwrap_or_default();
+    let mut cmd = match prefix.as_slice() {
+        [program, args @ ..] => {
             let mut c = tokio::process::Command::new(program);
             c.args(args).arg("bash");
             c
         }
-        _ => tokio::process::Command::new("bash"),
+        [] => tokio::process::Command::new("bash"),
     };
     cmd.arg("-c")
         .arg(line)

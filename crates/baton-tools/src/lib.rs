@@ -131,9 +131,33 @@ pub struct ToolContext {
     pub processes: Arc<ProcessRegistry>,
     /// Environment variables removed from every command (API keys and other secrets).
     pub env_remove: Vec<String>,
-    /// A command prefix `Bash` runs through (program first), e.g. baton's own OS
-    /// sandbox launcher; `bash -c COMMAND` is appended. `None` runs bash directly.
-    pub launcher: Option<Vec<std::ffi::OsString>>,
+    /// What `Bash` runs its commands through, e.g. baton's own OS sandbox;
+    /// `bash -c COMMAND` is appended to its prefix. `None` runs bash directly.
+    pub launcher: Option<Arc<dyn Launcher>>,
+}
+
+/// A command prefix `Bash` runs every command through (program first; `bash -c
+/// COMMAND` is appended), made anew for each command so it can reflect the moment
+/// (which files exist, which processes to hide).
+pub trait Launcher: Send + Sync + std::fmt::Debug {
+    /// The prefix for the next command.
+    fn prefix(&self) -> Vec<std::ffi::OsString>;
+    /// The same launcher with the project only readable (the verifier's commands).
+    fn read_only(&self) -> Arc<dyn Launcher>;
+}
+
+/// A launcher that is always the same prefix.
+#[derive(Debug, Clone)]
+pub struct FixedLauncher(pub Vec<std::ffi::OsString>);
+
+impl Launcher for FixedLauncher {
+    fn prefix(&self) -> Vec<std::ffi::OsString> {
+        self.0.clone()
+    }
+
+    fn read_only(&self) -> Arc<dyn Launcher> {
+        Arc::new(self.clone())
+    }
 }
 
 impl ToolContext {

@@ -269,10 +269,13 @@ fn sandbox_can_be_disabled() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");
 }
 
-/// The kernel test for other processes' environments (issue #11): a key planted in
-/// baton's own environment (and kept from the agent by `[policy] secret_env`) is not
-/// readable through `/proc/<pid>/environ` by a sandboxed project script, and
-/// `ps eww`, which would print it, is refused by the policy.
+/// The kernel test for other processes' environments (issue #11): a sandboxed
+/// project script cannot read the environment of baton or of any other process it
+/// descends from (the user's shell, the test runner; with the claude-code backend,
+/// the CLI holding its key), neither through `/proc/PID/environ` nor through the
+/// threads' `/proc/TID/environ`: where bubblewrap works those entries are hidden;
+/// without it, baton's environment is scrubbed of the keys and `secret_env`. `ps
+/// eww`, which would print environments, is refused by the policy.
 #[test]
 fn sandboxed_commands_cannot_read_other_processes_environments() {
     if !matches!(
@@ -282,14 +285,34 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
         eprintln!("NOTE: this kernel has no Landlock; the environ test is skipped");
         return;
     }
+    let kernel_hides = baton_policy::sandbox::kernel_binds();
     let planted = "planted-7f3a9c5e";
+    let prompt = "look around 5c0ffee";
     let p = Project::with_toml("[policy]\nsecret_env = [\"BATON_TEST_PLANTED\"]\n");
+    // This test runner is an ancestor too, with threads of its own (the scripted
+    // server's among them) whose `/proc/TID` entries have higher ids than its pid.
+    let runner = std::process::id();
+    let runner_exe = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    // Walk up from the script through every ancestor it can see, reading each one's
+    // environment and its threads' (only ancestors: other tests' processes run
+    // beside this one and are not what this test is about).
     let script = format!(
         "#!/bin/bash\n\
-         n=$(cat /proc/[0-9]*/environ /proc/[0-9]*/task/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c {planted})\n\
-         echo \"count=$n\"\n\
-         k=$(cat /proc/[0-9]*/environ /proc/[0-9]*/task/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c sk-test-key)\n\
-         echo \"keys=$k\"\n"
+         p=$$; envs=''; seen=''\n\
+         while [ \"$p\" -gt 1 ] && [ -r /proc/$p/stat ]; do\n\
+           envs+=\"$(cat /proc/$p/environ /proc/$p/task/*/environ 2>/dev/null | tr '\\0' '\\n')\"$'\\n'\n\
+           seen+=\"$(tr '\\0' ' ' < /proc/$p/cmdline)\"$'\\n'\n\
+           p=$(awk '{{print $4}}' /proc/$p/stat)\n\
+         done\n\
+         echo \"count=$(grep -c {planted} <<<\"$envs\")\"\n\
+         echo \"keys=$(grep -c sk-test-key <<<\"$envs\")\"\n\
+         echo \"baton-seen=$(grep -c '{prompt}' <<<\"$seen\")\"\n\
+         echo \"top=$p\"\n\
+         for n in $(seq {runner} $$); do [ -r /proc/$n/cmdline ] && tr '\\0' ' ' < /proc/$n/cmdline && echo; done > threads.txt\n\
+         echo \"threads-seen=$(grep -c -- '{runner_exe}' threads.txt)\"\n"
     );
     let server = baton_testkit::ScriptedServer::start(
         Wire::Anthropic,
@@ -307,7 +330,7 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
         .env("BATON_TEST_PLANTED", planted)
         .arg("exec")
         .arg(p.path())
-        .args(["--prompt", "look around"])
+        .args(["--prompt", prompt])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -319,11 +342,27 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
     );
     // The provider key the test gives baton (ANTHROPIC_API_KEY) is not readable
     // either: baton scrubs its own environment block of both at start-up / session
-    // start, and the kernel keeps confined commands from other processes' environs.
+    // start.
     assert!(
         peek.contains("keys=0"),
         "the provider key was visible: {peek}"
     );
+    if kernel_hides {
+        // Whatever else baton's environment holds is out of reach too: baton's
+        // process (and the test runner above it) are not even visible to the script.
+        assert!(
+            peek.contains("baton-seen=0"),
+            "baton's process was visible: {peek}"
+        );
+        // Nor are the threads of any of them, whose `/proc/TID` entries are unlisted
+        // but readable: the script tries every id between the runner's and its own.
+        assert!(
+            peek.contains("threads-seen=0"),
+            "baton's threads were visible: {peek}"
+        );
+    } else {
+        eprintln!("NOTE: no bubblewrap here; only the scrubbing of baton's environment is tested");
+    }
     let ps = &tool_results(Wire::Anthropic, &reqs[3].body)[0].1;
     assert!(ps.contains("environments"), "ps eww was not refused: {ps}");
     assert!(!ps.contains(planted), "{ps}");
