@@ -11,16 +11,17 @@
 //! `~/.cargo/registry`, …), a few devices (`/dev/null`, `/dev/tty`, …) and the
 //! directories listed in `[sandbox] writable`; they may **read** everything except
 //! secret locations of [`crate::secrets::SECRET_LOCATIONS`] (`~/.ssh`, `~/.aws`,
-//! `~/.config/gcloud`, `~/.netrc`, `/etc/shadow`, …) and other users' homes. Landlock also stops them from tracing
-//! processes outside the sandbox, so `/proc/<baton>/environ` (which holds the API
-//! keys) cannot be read.
+//! `~/.config/gcloud`, `~/.netrc`, `/etc/shadow`, …) and other users' homes.
 //!
-//! Landlock cannot make part of a writable tree read-only, so where bubblewrap
-//! (`bwrap`) works the launcher first re-runs itself inside a mount namespace in
-//! which [`PROTECTED`] (git's config, hooks and info, `.baton/`, `baton.toml`) are
-//! read-only binds, then applies Landlock there (which also forbids unmounting
-//! them). Without bubblewrap, Landlock alone applies and baton's gates undo changes
-//! to these files after the fact ([`kernel_binds`] says which).
+//! Landlock cannot make part of a writable tree read-only, nor hide other processes'
+//! `/proc` entries (their environments). So where bubblewrap (`bwrap`) works, each
+//! command first enters a mount namespace ([`bwrap_args`], built by the parent for
+//! the `Bash` tool and by [`exec_confined`] for an agent CLI's shell) in which
+//! [`PROTECTED`] (git's config, hooks and info, `.baton/`, `baton.toml`) are
+//! read-only binds and the command's ancestors are hidden ([`hidden_procs`]); the
+//! launcher then applies Landlock there (which also forbids unmounting them).
+//! Without bubblewrap, Landlock alone applies and baton's gates undo changes to
+//! these files after the fact ([`kernel_binds`] says which).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

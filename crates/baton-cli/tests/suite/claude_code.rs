@@ -536,6 +536,61 @@ fn claude_code_commands_run_without_the_secret_variables() {
     }
 }
 
+/// The CLI holds the API key in its environment; a project script its commands run
+/// descends from it, and from baton and the test runner. Where bubblewrap works
+/// none of them is visible to the script, so the key cannot be read from
+/// `/proc/PID/environ` (nor from a thread's `/proc/TID/environ`).
+#[test]
+fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
+    let Some(cli) = claude() else { return };
+    if !landlock() || !baton_policy::sandbox::kernel_binds() {
+        eprintln!("NOTE: no Landlock or no bubblewrap here; the CLI key test is skipped");
+        return;
+    }
+    let p = Project::new();
+    let home = tempfile::tempdir().unwrap();
+    let script = p.path().join("peek.sh");
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Write",
+                json!({"file_path": script.to_str().unwrap(), "content":
+                    "#!/bin/bash\n\
+                     p=$$; n=0; hops=0\n\
+                     while [ \"$p\" -gt 1 ] && [ -r /proc/$p/stat ]; do\n\
+                       c=$(cat /proc/$p/environ /proc/$p/task/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c sk-test-key)\n\
+                       n=$((n + c)); hops=$((hops + 1))\n\
+                       p=$(awk '{print $4}' /proc/$p/stat)\n\
+                     done\n\
+                     echo \"key-seen=$n hops=$hops\"\n"}),
+            )),
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "bash peek.sh", "description": "look around"}),
+            )),
+            Step::Reply(Reply::text("Seen.")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc_env(
+        &cli,
+        &server,
+        home.path(),
+        &["exec", dir, "--prompt", "look around"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    let results = tool_results(Wire::Anthropic, &reqs[2].body);
+    let peek = &results[0].1;
+    assert!(
+        peek.contains("key-seen=0"),
+        "the CLI's key was readable: {peek}"
+    );
+    assert!(peek.contains("hops="), "the script did not run: {peek}");
+}
+
 #[test]
 fn claude_code_sandbox_stops_a_project_script_writing_outside() {
     let Some(cli) = claude() else { return };
