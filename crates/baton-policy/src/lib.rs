@@ -218,8 +218,7 @@ impl Policy {
     /// Fails closed: a command too long, too deeply nested or too costly to check
     /// (see `docs/policy.md`, "Limits") is refused, and so is any command whose
     /// judgement fails internally (a panic in the checker is caught and becomes a
-    /// refusal where the build unwinds; with `panic = "abort"` the process ends
-    /// before anything runs).
+    /// refusal; every profile of this workspace unwinds).
     pub fn check(&self, command: &str) -> Verdict {
         self.check_counted(command).0
     }
