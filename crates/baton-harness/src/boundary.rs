@@ -10,6 +10,14 @@
 //! violation. Where bubblewrap is available the sandbox also binds these paths
 //! read-only (`baton_policy::sandbox`), so the check finds nothing to undo.
 //!
+//! The snapshot is also saved in baton's state dir, outside the project and out of
+//! the sandbox's reach ([`saved_path`]), and removed when a run ends. A run that
+//! finds one was preceded by a run that did not end cleanly (killed, crashed): it
+//! first puts git's guarded files back as that run found them
+//! ([`Snapshot::restore_git`]), so a hook planted just before a crash never
+//! outlives it to run in the user's own `git commit`. `baton.toml` is left as it is
+//! then: the user may have edited it since, and it was loaded already.
+//!
 //! ```no_run
 //! # use std::path::Path;
 //! let snap = baton_harness::boundary::Snapshot::take(Path::new("/p")).unwrap();
@@ -31,14 +39,14 @@ pub const GIT_GUARDED: &[&str] = &["config", "config.worktree", "commondir", "ho
 pub const PROJECT_GUARDED: &[&str] = &[baton_config::CONFIG_FILE];
 
 /// One guarded file as it was: its bytes and permission bits, or a directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Entry {
     File { bytes: Vec<u8>, mode: u32 },
     Dir,
 }
 
 /// The guarded files of a project as they were when the run started.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
     project: PathBuf,
     /// Guarded roots (absolute).
@@ -88,6 +96,50 @@ impl Snapshot {
             entries,
             git_dir,
         })
+    }
+
+    /// Save the snapshot to `path` (written whole, then renamed into place).
+    pub fn save(&self, path: &Path) -> Result<(), HarnessError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        let text = serde_json::to_vec(self).map_err(|e| {
+            HarnessError::Input(format!("cannot encode the boundary snapshot: {e}"))
+        })?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, path).map_err(io(path))
+    }
+
+    /// The snapshot saved at `path` by a run of `project` that did not end cleanly,
+    /// if there is one. One that cannot be read is an error naming the file.
+    pub fn load(path: &Path, project: &Path) -> Result<Option<Self>, HarnessError> {
+        let text = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(path)(e)),
+        };
+        let snap: Self = serde_json::from_slice(&text).map_err(|e| {
+            HarnessError::Input(format!(
+                "{}: {e} (baton's record of git's guarded files from a run that did not end cleanly; delete it to start without it)",
+                path.display()
+            ))
+        })?;
+        Ok((snap.project == project).then_some(snap))
+    }
+
+    /// [`Self::restore`] limited to git's guarded files (`baton.toml` is left as it
+    /// is): for a snapshot saved by a run that did not end cleanly.
+    pub fn restore_git(&self) -> Result<Vec<String>, HarnessError> {
+        let project_files: Vec<PathBuf> = PROJECT_GUARDED
+            .iter()
+            .map(|p| self.project.join(p))
+            .collect();
+        let mut git = self.clone();
+        git.roots.retain(|r| !project_files.contains(r));
+        git.entries
+            .retain(|p, _| !project_files.iter().any(|f| p.starts_with(f)));
+        git.restore()
     }
 
     /// The paths that differ from the snapshot now (changed, added, removed), for
@@ -184,6 +236,11 @@ impl Snapshot {
             .display()
             .to_string()
     }
+}
+
+/// Where a run keeps its snapshot while it runs: baton's state dir for `project`.
+pub fn saved_path(project: &Path) -> PathBuf {
+    baton_config::state_dir(project).join("boundary.json")
 }
 
 /// Every plain file and directory at and under `p`; a symlink or other special file
@@ -285,5 +342,39 @@ mod tests {
                 .is_symlink()
         );
         assert!(snap.changes().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_saved_snapshot_restores_gits_files_but_leaves_baton_toml() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path();
+        std::fs::create_dir_all(p.join(".git/hooks")).unwrap();
+        std::fs::write(p.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(p.join("baton.toml"), "[policy]\n").unwrap();
+        let saved = p.join("state/boundary.json");
+        Snapshot::take(p).unwrap().save(&saved).unwrap();
+        // The run is killed; a hook was planted, and the user edits baton.toml.
+        std::fs::write(p.join(".git/hooks/pre-commit"), "#!/bin/sh\ntouch /x\n").unwrap();
+        std::fs::write(p.join("baton.toml"), "[run]\nmax_sessions = 3\n").unwrap();
+        let old = Snapshot::load(&saved, p).unwrap().unwrap();
+        assert_eq!(
+            old.restore_git().unwrap(),
+            [".git/hooks/pre-commit was added"]
+        );
+        assert!(!p.join(".git/hooks/pre-commit").exists());
+        assert_eq!(
+            std::fs::read_to_string(p.join("baton.toml")).unwrap(),
+            "[run]\nmax_sessions = 3\n"
+        );
+        // Another project's snapshot is not this one's; a damaged one is an error.
+        assert!(
+            Snapshot::load(&saved, Path::new("/elsewhere"))
+                .unwrap()
+                .is_none()
+        );
+        std::fs::write(&saved, "{").unwrap();
+        let e = Snapshot::load(&saved, p).unwrap_err().to_string();
+        assert!(e.contains("boundary.json"), "{e}");
+        assert!(Snapshot::load(&p.join("none.json"), p).unwrap().is_none());
     }
 }

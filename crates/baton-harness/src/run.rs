@@ -149,6 +149,14 @@ impl Runner<'_> {
         if let Some(hub) = hub {
             hub.shutdown().await;
         }
+        // Ended cleanly, with no session left unfinished (an interrupted one is
+        // finished by the next run, which must judge it against this snapshot): the
+        // gates restored what the last session changed, so the saved snapshot has
+        // done its job.
+        let unfinished = State::load(&self.files.dir).map_or(true, |s| s.in_progress.is_some());
+        if end.is_ok() && !unfinished {
+            let _ = std::fs::remove_file(crate::boundary::saved_path(&self.files.dir));
+        }
         end
     }
 
@@ -157,10 +165,34 @@ impl Runner<'_> {
         if !git::is_repo(dir) {
             git::git(dir, &["init", "-q"])?;
         }
+        // A snapshot saved by a run that did not end cleanly: git's guarded files go
+        // back as that run found them before baton's git touches the repository.
+        let saved = crate::boundary::saved_path(dir);
+        if let Some(old) = Snapshot::load(&saved, dir)? {
+            let number = State::load(dir)?.in_progress.map_or(0, |ip| ip.number);
+            for u in old.restore_git()? {
+                self.reporter.line(&format!(
+                    "boundary: {u} after a run that did not end cleanly; restored"
+                ));
+                self.files.append_ledger(&LedgerEntry {
+                    t_ms: now_ms(),
+                    session: number,
+                    kind: "boundary_violation".into(),
+                    feature: None,
+                    detail: format!(
+                        "{u} after a run that did not end cleanly; restored from baton's saved snapshot"
+                    ),
+                    commit: None,
+                    evidence: Vec::new(),
+                })?;
+            }
+        }
         git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
         // What the agent may not change (git's config, hooks, info; baton.toml), as
-        // it is now, in baton's memory.
+        // it is now, in baton's memory and in its state dir (removed when the run
+        // ends cleanly).
         let snap = Snapshot::take(dir)?;
+        snap.save(&saved)?;
         let mut state = State::load(dir)?;
         let mut accepted = self.adopt(&mut state)?;
         if let Some(ip) = state.in_progress.clone() {

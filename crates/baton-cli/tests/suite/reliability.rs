@@ -304,3 +304,55 @@ fn commands_on_what_is_not_a_project_say_so() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("\"claude-code\""), "{}", stderr(&out));
 }
+
+/// A run killed mid-session leaves its snapshot of git's guarded files in baton's
+/// state dir. A hook planted then (by a script just before the crash, or by
+/// anything while no run watches) is removed by the next run before any git
+/// command, recorded, and so never runs in the user's own `git commit`.
+#[test]
+fn a_hook_planted_before_a_crash_is_removed_by_the_next_run() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(baton_testkit::Step::Reply(baton_testkit::Reply::text(
+        "thinking",
+    )));
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(700))
+        .start(steps);
+    let mut first = spawn_run(&server, &p);
+    let transcript = p.path().join(".baton/sessions/0002.jsonl");
+    wait_for("the coding session", || transcript.exists());
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let hook = p.path().join(".git/hooks/post-commit");
+    std::fs::write(&hook, "#!/bin/sh\necho planted > /tmp/never\n").unwrap();
+    let before = p.file(".git/config");
+    std::fs::write(
+        p.path().join(".git/config"),
+        format!("{before}[core]\n\tpager = sh -c 'echo planted'\n"),
+    )
+    .unwrap();
+    let server2 = ScriptedServer::start(Wire::Anthropic, honest(1, &[true, false, false]));
+    let out = run_on(&server2, Wire::Anthropic, &p, &["--max-sessions", "1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            ".git/hooks/post-commit was added after a run that did not end cleanly; restored"
+        ),
+        "{err}"
+    );
+    assert!(!hook.exists(), "the planted hook survived");
+    assert!(
+        !p.file(".git/config").contains("planted"),
+        "{}",
+        p.file(".git/config")
+    );
+    let recorded: Vec<Value> = p
+        .file(".baton/ledger.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["kind"] == "boundary_violation")
+        .collect();
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+}
