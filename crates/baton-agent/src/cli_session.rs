@@ -96,6 +96,9 @@ pub struct CliBackend {
     /// The copy of `baton.toml` taken when baton started, outside the project, which
     /// the hook judges by (`--config`); `None` lets the hook read the project's.
     pub hook_config: Option<PathBuf>,
+    /// What must live as long as the backend (the sandbox's PID namespace, which the
+    /// CLI's commands join).
+    pub keep_alive: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl CliBackend {

@@ -143,12 +143,20 @@ pub fn cli_backend(
             "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
         );
     }
-    let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset));
+    // The CLI's commands join one PID namespace for the run, as baton's own do.
+    let baton_exe = std::env::current_exe().context("cannot find the baton executable")?;
+    let launcher = spec
+        .clone()
+        .map(|s| baton_policy::sandbox::SandboxLauncher::new(s, &baton_exe));
+    let join = launcher
+        .as_ref()
+        .and_then(baton_policy::sandbox::SandboxLauncher::join_target);
+    let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset, join));
     let hook_config = freeze_config(&project)?;
     Ok(Some(CliBackend {
         program: env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
         model,
-        baton_exe: std::env::current_exe().context("cannot find the baton executable")?,
+        baton_exe,
         env: keys
             .iter()
             .filter_map(|k| secrets.get(k).map(|v| (k.to_string(), v)))
@@ -156,6 +164,8 @@ pub fn cli_backend(
         mcp_config,
         command_sandbox,
         hook_config: Some(hook_config),
+        keep_alive: launcher
+            .map(|l| std::sync::Arc::new(l) as std::sync::Arc<dyn std::any::Any + Send + Sync>),
     }))
 }
 

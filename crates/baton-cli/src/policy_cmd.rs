@@ -106,6 +106,10 @@ pub struct SandboxArgs {
     /// A variable to remove from the command's environment (repeatable).
     #[arg(long)]
     unset: Vec<String>,
+    /// Join the PID namespace held by this process (see `baton_policy::namespace`)
+    /// and run the command as a child there.
+    #[arg(long)]
+    join: Option<i32>,
     /// The command to run confined (after --).
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
@@ -122,15 +126,38 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         },
         read_only: args.read_only,
     };
+    if let Some(target) = args.join {
+        return Ok(join(&spec, target, &args.command, &args.unset));
+    }
     let err = exec_confined(&spec, &args.command, &args.unset);
     eprintln!("baton: {err}");
     Ok(ExitCode::from(126))
 }
 
+/// Run `command` in the namespace `target` holds; the exit code is the command's
+/// (126 when it could not be started there, with the reason on stderr).
+fn join(spec: &SandboxSpec, target: i32, command: &[OsString], unset: &[String]) -> ExitCode {
+    #[cfg(target_os = "linux")]
+    match baton_policy::namespace::join(spec, target, command, unset) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("baton: {e}");
+            ExitCode::from(126)
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (spec, target, command, unset);
+        eprintln!("baton: --join needs Linux");
+        ExitCode::from(126)
+    }
+}
+
 /// The `BATON_SANDBOX` value for `baton --sandbox-shell`: the spec and the variables
 /// to remove from the command's environment.
-pub fn shell_spec(spec: &SandboxSpec, unset: &[String]) -> String {
+pub fn shell_spec(spec: &SandboxSpec, unset: &[String], join: Option<i32>) -> String {
     serde_json::json!({
+        "join": join,
         "project": spec.project.display().to_string(),
         "writable": spec.writable.iter().map(|w| w.display().to_string()).collect::<Vec<_>>(),
         "network": if spec.network == SandboxNetwork::Loopback { "loopback" } else { "open" },
@@ -146,7 +173,12 @@ pub fn shell_spec(spec: &SandboxSpec, unset: &[String]) -> String {
 /// variables (nor `BATON_SANDBOX`). Without a valid spec nothing runs (exit 126).
 pub fn sandbox_shell(args: &[OsString]) -> ExitCode {
     match shell_command(args) {
-        Ok((spec, command, unset)) => {
+        Ok((spec, command, unset, join_target)) => {
+            // The verifier's read-only commands get a namespace of their own (the
+            // run's shared one keeps the project writable).
+            if let Some(target) = join_target.filter(|_| !spec.read_only) {
+                return join(&spec, target, &command, &unset);
+            }
             let err = exec_confined(&spec, &command, &unset);
             eprintln!("baton: {err}");
         }
@@ -155,7 +187,9 @@ pub fn sandbox_shell(args: &[OsString]) -> ExitCode {
     ExitCode::from(126)
 }
 
-fn shell_command(args: &[OsString]) -> anyhow::Result<(SandboxSpec, Vec<OsString>, Vec<String>)> {
+type ShellCommand = (SandboxSpec, Vec<OsString>, Vec<String>, Option<i32>);
+
+fn shell_command(args: &[OsString]) -> anyhow::Result<ShellCommand> {
     let [script] = args else {
         anyhow::bail!(
             "--sandbox-shell takes one command string, got {}",
@@ -190,5 +224,6 @@ fn shell_command(args: &[OsString]) -> anyhow::Result<(SandboxSpec, Vec<OsString
     let mut unset = strings("unset");
     unset.push(var.to_string());
     let command = vec!["bash".into(), "-c".into(), script.clone()];
-    Ok((spec, command, unset))
+    let join = v["join"].as_i64().and_then(|p| i32::try_from(p).ok());
+    Ok((spec, command, unset, join))
 }

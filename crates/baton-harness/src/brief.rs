@@ -116,7 +116,7 @@ pub fn brief_with(
             let _ = writeln!(
                 b,
                 "- pid {}: `{}`{ports}{log}",
-                r.pgid,
+                r.pid,
                 cut(&one_line(&r.command), 100)
             );
         }

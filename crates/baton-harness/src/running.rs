@@ -10,6 +10,10 @@ use std::path::Path;
 pub struct Running {
     /// The group's id (its leader's pid).
     pub pgid: i32,
+    /// The pid the agent's commands know the group by: where they run in a PID
+    /// namespace of their own (the sandbox's), the first member's pid there;
+    /// otherwise the group's id.
+    pub pid: i32,
     /// The leader's command line.
     pub command: String,
     /// TCP ports any member listens on.
@@ -47,8 +51,16 @@ pub fn describe(pgids: &[i32], project: &Path) -> Vec<Running> {
                     }
                 }
             }
+            let inside = members
+                .get(&pgid)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|&m| inner_pid(m))
+                .min();
             Running {
                 pgid,
+                pid: inside.unwrap_or(pgid),
                 command: command_of(pgid),
                 ports: ports.into_iter().collect(),
                 log: std::fs::read_link(format!("/proc/{pgid}/fd/1"))
@@ -58,6 +70,18 @@ pub fn describe(pgids: &[i32], project: &Path) -> Vec<Running> {
             }
         })
         .collect()
+}
+
+/// `pid`'s pid in the innermost PID namespace it is in, when that is not ours.
+fn inner_pid(pid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let ids: Vec<i32> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))?
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    (ids.len() > 1).then(|| ids.last().copied()).flatten()
 }
 
 fn pgrp_of(pid: i32) -> Option<i32> {

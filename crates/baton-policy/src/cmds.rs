@@ -2271,6 +2271,15 @@ impl Checker<'_> {
     /// tools' [`baton_tools::ProcessRegistry`] owns. Names and command lines are never
     /// enough.
     fn pid_ok(&self, pid: u32, group: bool) -> bool {
+        // The pid as baton knows it (the commands may see another, inside their
+        // PID namespace).
+        let pid = match &self.policy.launcher {
+            Some(l) => match l.host_pid(pid) {
+                Some(p) => p,
+                None => return false,
+            },
+            None => pid,
+        };
         self.policy.processes.as_ref().is_some_and(|reg| {
             let alive = reg.alive();
             if group {

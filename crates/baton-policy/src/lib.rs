@@ -34,6 +34,8 @@
 mod check;
 mod cmds;
 mod hidden;
+#[cfg(target_os = "linux")]
+pub mod namespace;
 mod places;
 mod rules;
 pub mod sandbox;
@@ -153,6 +155,8 @@ pub struct Policy {
     pub(crate) deny: HashSet<String>,
     pub(crate) npx_packages: HashSet<String>,
     pub(crate) processes: Option<Arc<ProcessRegistry>>,
+    /// The commands' launcher, which knows the pids inside their PID namespace.
+    pub(crate) launcher: Option<Arc<dyn baton_tools::Launcher>>,
     /// `[policy] remotes`: remote names and URL prefixes git, npm and pip may reach.
     pub(crate) remotes: Vec<String>,
 }
@@ -191,6 +195,7 @@ impl Policy {
             deny: cfg.deny.iter().cloned().collect(),
             npx_packages,
             processes: None,
+            launcher: None,
             remotes: cfg.remotes.clone(),
         })
     }
@@ -200,6 +205,13 @@ impl Policy {
     /// always refused (only `kill $!`, `kill %N` and `kill $(jobs -p)` remain).
     pub fn with_processes(mut self, registry: Arc<ProcessRegistry>) -> Policy {
         self.processes = Some(registry);
+        self
+    }
+
+    /// The same policy, reading the pids in `kill` commands as the commands that
+    /// `launcher` starts see them (they may have a PID namespace of their own).
+    pub fn with_launcher(mut self, launcher: Option<Arc<dyn baton_tools::Launcher>>) -> Policy {
+        self.launcher = launcher;
         self
     }
 
@@ -387,6 +399,7 @@ impl SessionGuard {
             std::sync::Arc::new(sandbox::SandboxLauncher::new(s, exe))
                 as std::sync::Arc<dyn baton_tools::Launcher>
         });
+        let gate = gate.with_launcher(ctx.launcher.clone());
         Ok(SessionGuard {
             policy: gate,
             warning,

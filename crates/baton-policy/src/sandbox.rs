@@ -170,14 +170,26 @@ pub fn hidden_procs(pid: u32) -> Vec<Hidden> {
     out
 }
 
-/// The `Bash` tool's way into the sandbox: for each command, bubblewrap's arguments
-/// (where it works; probed once, when the launcher is made) followed by baton's own
-/// Landlock launcher, so a command costs one `bwrap` and one `baton` start.
+/// The `Bash` tool's way into the sandbox. Where bubblewrap works (probed once,
+/// when the launcher is made), every command joins one PID namespace kept for the
+/// run by a [`crate::namespace::Holder`] (started on first use, again if it died):
+/// `baton __sandbox --join PID …`, one baton start per command. Should the holder
+/// not start, each command gets a `bwrap` of its own with its ancestors hidden
+/// ([`bwrap_args`]). Without bubblewrap, Landlock alone.
 #[derive(Debug, Clone)]
 pub struct SandboxLauncher {
     spec: SandboxSpec,
     exe: PathBuf,
     bwrap: Option<PathBuf>,
+    holder: std::sync::Arc<std::sync::Mutex<Option<Holding>>>,
+}
+
+/// The holder of a launcher's namespace, or why there is none.
+#[derive(Debug)]
+enum Holding {
+    #[cfg(target_os = "linux")]
+    Up(crate::namespace::Holder),
+    Failed,
 }
 
 impl SandboxLauncher {
@@ -192,6 +204,54 @@ impl SandboxLauncher {
             } else {
                 None
             },
+            holder: std::sync::Arc::default(),
+        }
+    }
+
+    /// The pid to join and the namespace's identity, starting the holder if needed.
+    #[cfg(target_os = "linux")]
+    fn namespace(&self, bwrap: &Path) -> Option<(i32, String)> {
+        let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(Holding::Up(holder)) = &*h
+            && !holder.alive()
+        {
+            *h = None;
+        }
+        if h.is_none() {
+            *h = Some(match crate::namespace::Holder::start(bwrap, &self.spec) {
+                Ok(holder) => Holding::Up(holder),
+                Err(e) => {
+                    eprintln!(
+                        "baton: warning: {e}; each command gets a namespace of its own instead"
+                    );
+                    Holding::Failed
+                }
+            });
+        }
+        match &*h {
+            Some(Holding::Up(holder)) => Some((holder.pid(), holder.ns().to_string())),
+            _ => None,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn namespace(&self, _bwrap: &Path) -> Option<(i32, String)> {
+        None
+    }
+
+    /// The pid an agent CLI's `baton --sandbox-shell` joins (`"join"` in its spec),
+    /// starting the holder now; `None` without bubblewrap or when it cannot start.
+    pub fn join_target(&self) -> Option<i32> {
+        let bw = self.bwrap.clone()?;
+        self.namespace(&bw).map(|(pid, _)| pid)
+    }
+
+    /// The namespace the commands run in, once one was made.
+    fn current_ns(&self) -> Option<String> {
+        match &*self.holder.lock().unwrap_or_else(|e| e.into_inner()) {
+            #[cfg(target_os = "linux")]
+            Some(Holding::Up(h)) => Some(h.ns().to_string()),
+            _ => None,
         }
     }
 }
@@ -199,20 +259,53 @@ impl SandboxLauncher {
 impl baton_tools::Launcher for SandboxLauncher {
     fn prefix(&self) -> Vec<OsString> {
         let inner = self.spec.launcher(&self.exe);
-        match &self.bwrap {
-            Some(bw) => {
+        let Some(bw) = &self.bwrap else {
+            return inner;
+        };
+        match self.namespace(bw) {
+            Some((pid, _)) => {
+                let mut v = Vec::with_capacity(inner.len() + 2);
+                for a in inner {
+                    let join = a == "__sandbox";
+                    v.push(a);
+                    if join {
+                        v.push("--join".into());
+                        v.push(pid.to_string().into());
+                    }
+                }
+                v
+            }
+            None => {
                 let mut v = bwrap_args(bw, &self.spec, &hidden_procs(std::process::id()));
                 v.extend(inner);
                 v
             }
-            None => inner,
         }
     }
 
     fn read_only(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        // A namespace of its own, in which the whole project is read-only; it ends
+        // with the verifier's tools.
         let mut l = self.clone();
         l.spec.read_only = true;
+        l.holder = std::sync::Arc::default();
         std::sync::Arc::new(l)
+    }
+
+    fn visible_pid(&self, spawned: u32) -> u32 {
+        #[cfg(target_os = "linux")]
+        if self.current_ns().is_some() {
+            return crate::namespace::visible_pid(spawned).unwrap_or(spawned);
+        }
+        spawned
+    }
+
+    fn host_pid(&self, visible: u32) -> Option<u32> {
+        #[cfg(target_os = "linux")]
+        if let Some(ns) = self.current_ns() {
+            return crate::namespace::host_pid(visible, &ns);
+        }
+        Some(visible)
     }
 }
 

@@ -301,8 +301,16 @@ async fn run_background(ctx: &ToolContext, line: &str) -> ToolOutput {
     });
     match started {
         Ok((child, log_path)) => {
-            let pid = child.id().unwrap_or_default();
-            ctx.processes.adopt(pid);
+            let spawned = child.id().unwrap_or_default();
+            ctx.processes.adopt(spawned);
+            // The pid the agent's own commands know it by (the sandbox may give
+            // them a PID namespace of their own).
+            let pid = match ctx.launcher.clone() {
+                Some(l) => tokio::task::spawn_blocking(move || l.visible_pid(spawned))
+                    .await
+                    .unwrap_or(spawned),
+                None => spawned,
+            };
             // The child is owned through its process group; reap it when it exits.
             tokio::spawn(async move {
                 let mut child = child;

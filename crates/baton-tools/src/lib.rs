@@ -144,6 +144,16 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     fn prefix(&self) -> Vec<std::ffi::OsString>;
     /// The same launcher with the project only readable (the verifier's commands).
     fn read_only(&self) -> Arc<dyn Launcher>;
+    /// The pid the command's own processes know the process baton started as
+    /// `spawned` by (they may live in a PID namespace of their own).
+    fn visible_pid(&self, spawned: u32) -> u32 {
+        spawned
+    }
+    /// The pid baton knows the process the commands call `visible` by; `None` when
+    /// there is no such process.
+    fn host_pid(&self, visible: u32) -> Option<u32> {
+        Some(visible)
+    }
 }
 
 /// A launcher that is always the same prefix.

@@ -539,7 +539,8 @@ fn claude_code_commands_run_without_the_secret_variables() {
 /// The CLI holds the API key in its environment; a project script its commands run
 /// descends from it, and from baton and the test runner. Where bubblewrap works
 /// none of them is visible to the script, so the key cannot be read from
-/// `/proc/PID/environ` (nor from a thread's `/proc/TID/environ`).
+/// `/proc/PID/environ` (nor from a thread's `/proc/TID/environ`); nor is any other
+/// process of the user's (the commands join one PID namespace for the run).
 #[test]
 fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
     let Some(cli) = claude() else { return };
@@ -563,7 +564,8 @@ fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
                        n=$((n + c)); hops=$((hops + 1))\n\
                        p=$(awk '{print $4}' /proc/$p/stat)\n\
                      done\n\
-                     echo \"key-seen=$n hops=$hops\"\n"}),
+                     s=$(cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c sibling-77ab)\n\
+                     echo \"key-seen=$n hops=$hops sibling-seen=$s\"\n"}),
             )),
             Step::Reply(Reply::tool(
                 "Bash",
@@ -573,6 +575,12 @@ fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
         ],
     );
     let dir = p.path().to_str().unwrap();
+    // Another process of the user's, beside baton, with a secret of its own.
+    let mut sibling = std::process::Command::new("sleep")
+        .arg("30")
+        .env("BATON_TEST_SIBLING", "sibling-77ab")
+        .spawn()
+        .unwrap();
     let out = baton_cc_env(
         &cli,
         &server,
@@ -580,10 +588,16 @@ fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
         &["exec", dir, "--prompt", "look around"],
         &[],
     );
+    let _ = sibling.kill();
+    let _ = sibling.wait();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let reqs = server.requests();
     let results = tool_results(Wire::Anthropic, &reqs[2].body);
     let peek = &results[0].1;
+    assert!(
+        peek.contains("sibling-seen=0"),
+        "another process's environment was readable: {peek}"
+    );
     assert!(
         peek.contains("key-seen=0"),
         "the CLI's key was readable: {peek}"

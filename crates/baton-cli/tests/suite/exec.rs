@@ -134,7 +134,7 @@ fn background_processes_are_stopped_when_the_session_ends() {
         vec![
             Step::Reply(Reply::tool(
                 "Bash",
-                json!({"command": "sleep 300 & echo $! > server.pid"}),
+                json!({"command": "sleep 307 & echo $! > server.pid"}),
             )),
             Step::Reply(Reply::text("started")),
         ],
@@ -148,12 +148,17 @@ fn background_processes_are_stopped_when_the_session_ends() {
         "{}",
         stderr(&out)
     );
-    // Gone or a zombie waiting for its reaper: either way no longer running.
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    assert!(
-        state.is_empty() || state.contains(") Z"),
-        "still running: {state}"
-    );
+    // Gone or a zombie waiting for its reaper: either way no longer running. (The
+    // pid the command saw may be one inside the sandbox's PID namespace, so the
+    // server is looked for by its command line.)
+    let still: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00307\x00"))
+        .map(|e| std::fs::read_to_string(e.path().join("stat")).unwrap_or_default())
+        .filter(|stat| !stat.is_empty() && !stat.contains(") Z"))
+        .collect();
+    assert!(still.is_empty(), "still running: {still:?}");
 }
 
 #[test]
@@ -288,4 +293,42 @@ fn session_time_limit_also_cuts_a_stalled_model_request() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(end_of(&p.transcript(1)).0, "time_limit");
+}
+
+/// A server started in the background is reported with the pid the agent's own
+/// commands know it by, and `kill` of that pid is allowed and stops it, also when
+/// the commands run in a PID namespace of their own (where pids differ from baton's).
+#[test]
+fn a_background_server_is_stopped_by_the_pid_the_agent_was_told() {
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "sleep 311", "run_in_background": true}),
+            )),
+            // In a fresh namespace the first command's process is pid 3 (1 and 2
+            // hold the namespace); without one, this pid is refused (not the run's).
+            Step::Reply(Reply::tool("Bash", json!({"command": "kill 3; echo sent"}))),
+            Step::Reply(Reply::text("stopped")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    if !baton_policy::sandbox::kernel_binds() {
+        eprintln!("NOTE: no bubblewrap here; the namespace's pids are not tested");
+        return;
+    }
+    let reqs = server.requests();
+    let started = &tool_results(Wire::Anthropic, &reqs[1].body)[0].1;
+    assert!(started.contains("(pid 3)"), "{started}");
+    let killed = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;
+    assert!(killed.contains("sent"), "kill 3 was not run: {killed}");
+    assert!(
+        !stderr(&out).contains("stopped 1 background process group"),
+        "the agent's kill did not stop it: {}",
+        stderr(&out)
+    );
 }

@@ -311,6 +311,7 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
          echo \"keys=$(grep -c sk-test-key <<<\"$envs\")\"\n\
          echo \"baton-seen=$(grep -c '{prompt}' <<<\"$seen\")\"\n\
          echo \"top=$p\"\n\
+         echo \"sibling-seen=$(cat /proc/[0-9]*/environ /proc/[0-9]*/task/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c sibling-9e1d44)\"\n\
          for n in $(seq {runner} $$); do [ -r /proc/$n/cmdline ] && tr '\\0' ' ' < /proc/$n/cmdline && echo; done > threads.txt\n\
          echo \"threads-seen=$(grep -c -- '{runner_exe}' threads.txt)\"\n"
     );
@@ -326,6 +327,13 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
             Step::Reply(Reply::text("done")),
         ],
     );
+    // A process beside baton (not an ancestor of the script) with a secret of its
+    // own, as another program of the user's would be.
+    let mut sibling = std::process::Command::new("sleep")
+        .arg("30")
+        .env("BATON_TEST_SIBLING", "sibling-9e1d44")
+        .spawn()
+        .unwrap();
     let out = baton(&server, Wire::Anthropic)
         .env("BATON_TEST_PLANTED", planted)
         .arg("exec")
@@ -333,6 +341,8 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
         .args(["--prompt", prompt])
         .output()
         .unwrap();
+    let _ = sibling.kill();
+    let _ = sibling.wait();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let reqs = server.requests();
     let peek = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;
@@ -353,6 +363,12 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
         assert!(
             peek.contains("baton-seen=0"),
             "baton's process was visible: {peek}"
+        );
+        // Nor any other process of the user's: the commands have a PID namespace of
+        // their own, with a /proc that shows only them.
+        assert!(
+            peek.contains("sibling-seen=0"),
+            "another process's environment was visible: {peek}"
         );
         // Nor are the threads of any of them, whose `/proc/TID` entries are unlisted
         // but readable: the script tries every id between the runner's and its own.

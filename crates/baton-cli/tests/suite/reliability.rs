@@ -101,6 +101,15 @@ fn a_killed_runs_lock_is_taken_over_with_a_note() {
 }
 
 /// Whether process `pid` exists and is not a zombie.
+/// The pid of a process whose command line is exactly `cmdline` (NUL-separated).
+fn pid_of_command(cmdline: &[u8]) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .find(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == cmdline))
+}
+
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -132,7 +141,7 @@ fn leftovers_are_stopped(sandbox: bool) {
     let mut steps = initializer(&features(&[false, false, false]));
     steps.push(baton_testkit::Step::Reply(baton_testkit::Reply::tool(
         "Bash",
-        serde_json::json!({"command": "sleep 600", "run_in_background": true}),
+        serde_json::json!({"command": "sleep 613", "run_in_background": true}),
     )));
     steps.push(baton_testkit::Step::Reply(baton_testkit::Reply::text(
         "waiting",
@@ -143,14 +152,16 @@ fn leftovers_are_stopped(sandbox: bool) {
     let mut first = spawn_run(&server, &p);
     // The coding session started a server; kill -9 the run while the model thinks.
     let transcript = p.path().join(".baton/sessions/0002.jsonl");
-    let mut pid = 0u32;
     wait_for("the background process", || {
         let t = std::fs::read_to_string(&transcript).unwrap_or_default();
-        if let Some(rest) = t.split("Started in the background (pid ").nth(1) {
-            pid = rest.split(')').next().unwrap().parse().unwrap();
-            return true;
-        }
-        false
+        t.contains("Started in the background (pid ")
+    });
+    // The pid the agent was told is the one inside the sandbox's PID namespace;
+    // find the server's pid out here by its command line.
+    let mut pid = 0u32;
+    wait_for("the server's pid", || {
+        pid = pid_of_command(b"sleep\x00613\x00").unwrap_or(0);
+        pid != 0
     });
     first.kill().unwrap();
     first.wait().unwrap();

@@ -27,8 +27,11 @@ fn no_ancestor_of_an_agent_command_shows_the_api_key_in_proc_environ() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
     let lines: Vec<&str> = r[1].1.lines().collect();
-    // At least baton itself was looked at, and the key was found nowhere.
-    assert!(lines.len() >= 3, "{r:?}");
+    // The key was found nowhere. Without bubblewrap at least baton itself was
+    // looked at; with it, the commands' PID namespace hides every ancestor.
+    if !baton_policy::sandbox::kernel_binds() {
+        assert!(lines.len() >= 3, "{r:?}");
+    }
     for l in &lines[..lines.len() - 1] {
         if let Some((pid, n)) = l.split_once(' ') {
             assert_eq!(n, "0", "process {pid} shows the key: {r:?}");

@@ -293,6 +293,7 @@ fn brief_with_servers_a_rejected_flip_a_refusal_and_a_deferred_feature_snapshot(
     let extras = baton_harness::brief::Extras {
         running: vec![baton_harness::brief::Running {
             pgid: 4242,
+            pid: 4242,
             command: "./init.sh".into(),
             ports: vec![3000],
             log: Some(".baton/background/0001.log".into()),
@@ -323,6 +324,7 @@ fn brief_with_every_addition_at_200_features_stays_under_3000_tokens() {
         running: (0..8)
             .map(|i| baton_harness::brief::Running {
                 pgid: 1000 + i,
+                pid: 1000 + i,
                 command: "node server.js --port 3000 --watch src --config config/development.json"
                     .into(),
                 ports: vec![3000 + i as u16],

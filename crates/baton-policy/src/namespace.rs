@@ -1,0 +1,293 @@
+//! One PID namespace for all of a run's commands (Linux, with bubblewrap).
+//!
+//! Landlock does not keep a confined command from reading the `/proc` entries of
+//! other processes of the same user: their environments, and `/proc/PID/root`,
+//! which leads around any mount namespace. A PID namespace with a `/proc` of its
+//! own shows a command only the run's own processes. It must outlive each command
+//! (a dev server started with `&` runs on after the command that started it), so a
+//! [`Holder`] keeps one for the run: `bwrap --unshare-pid --proc /proc … cat`. Each
+//! command's launcher then [`join`]s it: it enters the holder's namespaces
+//! (`setns`), binds [`crate::sandbox::PROTECTED`] read-only there (once; again
+//! when a file was replaced), applies Landlock, and runs the command as its child,
+//! exiting as the child did. When baton ends, or dies, the holder ends and with it
+//! every process in the namespace.
+//!
+//! Pids differ inside: [`visible_pid`] gives the one the agent sees for a process
+//! baton started, and [`host_pid`] the other way round, for the `kill` rules.
+
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::sandbox::{SandboxError, SandboxSpec};
+
+/// A process holding a PID namespace (and a mount namespace with its own `/proc`)
+/// for the commands of one run, or of one verifier session. Dropping it ends the
+/// namespace and every process still in it.
+#[derive(Debug)]
+pub struct Holder {
+    bwrap: Child,
+    /// The outer pid of a process inside (the `cat` bwrap runs), which joiners name.
+    inside: i32,
+    /// `pid:[inode]` of the namespace.
+    ns: String,
+}
+
+impl Holder {
+    /// Start a holder with `bwrap`; for a read-only spec the whole project is bound
+    /// read-only in it. Waits (at most 5 s) until the namespace is set up.
+    pub fn start(bwrap: &Path, spec: &SandboxSpec) -> Result<Self, SandboxError> {
+        use std::os::unix::process::CommandExt as _;
+        let mut cmd = Command::new(bwrap);
+        cmd.args([
+            "--die-with-parent",
+            "--unshare-pid",
+            "--dev-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+        ]);
+        if spec.read_only {
+            cmd.arg("--ro-bind").arg(&spec.project).arg(&spec.project);
+        }
+        // `cat` waits on a pipe only baton writes to: it ends when baton does.
+        cmd.args(["--", "cat"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group: a Ctrl-C at the terminal is baton's to handle.
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|source| SandboxError::Exec {
+            program: bwrap.display().to_string(),
+            source,
+        })?;
+        let outer = child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            // bwrap → its pid 1 inside → cat (started once the mounts are done).
+            let cat = children(outer).into_iter().flat_map(children).find(|&c| {
+                std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == "cat")
+            });
+            if let Some(inside) = cat
+                && let Ok(ns) = std::fs::read_link(format!("/proc/{inside}/ns/pid"))
+            {
+                return Ok(Self {
+                    bwrap: child,
+                    inside,
+                    ns: ns.to_string_lossy().into_owned(),
+                });
+            }
+            if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SandboxError::Exec {
+                    program: bwrap.display().to_string(),
+                    source: std::io::Error::other("the PID namespace was not set up within 5 s"),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// The pid (outside) that joiners name: `baton __sandbox --join PID`.
+    pub fn pid(&self) -> i32 {
+        self.inside
+    }
+
+    /// `pid:[inode]`: the namespace's identity.
+    pub fn ns(&self) -> &str {
+        &self.ns
+    }
+
+    /// Whether the namespace still stands.
+    pub fn alive(&self) -> bool {
+        std::fs::read_link(format!("/proc/{}/ns/pid", self.inside))
+            .is_ok_and(|l| l.to_string_lossy() == self.ns)
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.bwrap.kill();
+        let _ = self.bwrap.wait();
+    }
+}
+
+/// The children of `pid` (`/proc/PID/task/*/children`).
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|s| {
+            s.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// The pids of `pid` in each PID namespace it is in, outermost first (`NSpid`).
+fn ns_pids(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("NSpid:")).map(|v| {
+                v.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// The pid the agent sees for the process baton started as `spawned` (a joiner):
+/// its child's pid inside the namespace. Waits up to 1 s for the child to start;
+/// `None` when there is none.
+pub fn visible_pid(spawned: u32) -> Option<u32> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        if !Path::new(&format!("/proc/{spawned}")).exists() {
+            return None;
+        }
+        if let Some(&child) = children(spawned as i32).first()
+            && let Some(&inner) = ns_pids(child).last()
+        {
+            return u32::try_from(inner).ok();
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The pid outside of the process the agent calls `visible` in namespace `ns`.
+pub fn host_pid(visible: u32, ns: &str) -> Option<u32> {
+    let rd = std::fs::read_dir("/proc").ok()?;
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .find(|&p| {
+            ns_pids(p).last() == Some(&(visible as i32))
+                && std::fs::read_link(format!("/proc/{p}/ns/pid"))
+                    .is_ok_and(|l| l.to_string_lossy() == ns)
+        })
+        .and_then(|p| u32::try_from(p).ok())
+}
+
+/// Enter the namespaces of the holder whose inside process is `target`, bind the
+/// protected paths read-only there, confine this process with Landlock, and run
+/// `command` as a child without the variables `env_remove`. Returns the child's
+/// exit code (a child killed by a signal is reported by this process dying of the
+/// same signal).
+pub fn join(
+    spec: &SandboxSpec,
+    target: i32,
+    command: &[OsString],
+    env_remove: &[String],
+) -> Result<i32, SandboxError> {
+    use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
+    use std::os::fd::AsFd as _;
+    let Some((program, args)) = command.split_first() else {
+        return Err(SandboxError::NoCommand);
+    };
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        SandboxError::Landlock(format!("cannot join the run's namespace ({what}): {e}"))
+    };
+    let cwd = std::env::current_dir().map_err(|e| fail("working directory", &e))?;
+    // The protected files as they are now, outside: a bind inside that shows
+    // another file (replaced since, e.g. by git's lock-and-rename) is renewed.
+    let protected: Vec<(PathBuf, (u64, u64))> = crate::sandbox::protected_paths(&spec.project)
+        .into_iter()
+        .chain(Some(baton_config::state_dir(&spec.project)).filter(|d| d.is_dir()))
+        .filter_map(|p| {
+            let m = std::fs::metadata(&p).ok()?;
+            Some((p, (m.dev(), m.ino())))
+        })
+        .collect();
+    let open = |kind: &str| {
+        std::fs::File::open(format!("/proc/{target}/ns/{kind}")).map_err(|e| fail(kind, &e))
+    };
+    // Opened before any is entered: /proc changes with the mount namespace.
+    let (user, mnt, pid) = (open("user")?, open("mnt")?, open("pid")?);
+    let own_user = std::fs::metadata("/proc/self/ns/user")
+        .map(|m| m.ino())
+        .ok();
+    if user.metadata().map(|m| m.ino()).ok() != own_user {
+        move_into_link_name_space(user.as_fd(), Some(LinkNameSpaceType::User))
+            .map_err(|e| fail("user", &e))?;
+    }
+    move_into_link_name_space(mnt.as_fd(), Some(LinkNameSpaceType::Mount))
+        .map_err(|e| fail("mnt", &e))?;
+    move_into_link_name_space(pid.as_fd(), Some(LinkNameSpaceType::ProcessID))
+        .map_err(|e| fail("pid", &e))?;
+    drop((user, mnt, pid));
+    // Entering a mount namespace moves to its root: back to the same directory.
+    std::env::set_current_dir(&cwd).map_err(|e| fail("working directory", &e))?;
+    for (path, id) in &protected {
+        bind_read_only(path, *id).map_err(|e| fail(&path.display().to_string(), &e))?;
+    }
+    crate::sandbox::confine(spec)?;
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    for v in env_remove {
+        cmd.env_remove(v);
+    }
+    let status = cmd.status().map_err(|source| SandboxError::Exec {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    use std::os::unix::process::ExitStatusExt as _;
+    if let Some(sig) = status.signal() {
+        // Die of the same signal, so the caller sees what the command saw.
+        if let Some(s) = rustix::process::Signal::from_named_raw(sig) {
+            let _ = rustix::process::kill_process(rustix::process::getpid(), s);
+        }
+        return Ok(128 + sig);
+    }
+    Ok(status.code().unwrap_or(1))
+}
+
+/// Make `path` a read-only bind of itself in this mount namespace, unless it is one
+/// already of the file `id` (device, inode) names.
+fn bind_read_only(path: &Path, id: (u64, u64)) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, CWD, StatVfsMountFlags, StatxFlags, statvfs, statx};
+    use rustix::mount::{MountFlags, UnmountFlags, mount_bind, mount_remount, unmount};
+    let mnt_id = |p: &Path| {
+        statx(CWD, p, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::MNT_ID).map(|s| s.stx_mnt_id)
+    };
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.is_symlink() {
+        return Ok(());
+    }
+    let mounted = mnt_id(path)? != mnt_id(parent)?;
+    if mounted {
+        if (meta.dev(), meta.ino()) == id {
+            return Ok(());
+        }
+        unmount(path, UnmountFlags::DETACH)?;
+    }
+    mount_bind(path, path)?;
+    // Keep the flags the kernel locks (nosuid, nodev, …), add read-only.
+    let have = statvfs(path)?.f_flag;
+    let mut flags = MountFlags::BIND | MountFlags::RDONLY;
+    for (st, ms) in [
+        (StatVfsMountFlags::NOSUID, MountFlags::NOSUID),
+        (StatVfsMountFlags::NODEV, MountFlags::NODEV),
+        (StatVfsMountFlags::NOEXEC, MountFlags::NOEXEC),
+        (StatVfsMountFlags::NOATIME, MountFlags::NOATIME),
+        (StatVfsMountFlags::NODIRATIME, MountFlags::NODIRATIME),
+        (StatVfsMountFlags::RELATIME, MountFlags::RELATIME),
+    ] {
+        if have.contains(st) {
+            flags |= ms;
+        }
+    }
+    mount_remount(path, flags, "")?;
+    Ok(())
+}
