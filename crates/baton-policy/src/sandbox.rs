@@ -14,14 +14,15 @@
 //! `~/.config/gcloud`, `~/.netrc`, `/etc/shadow`, …) and other users' homes.
 //!
 //! Landlock cannot make part of a writable tree read-only, nor hide other processes'
-//! `/proc` entries (their environments). So where bubblewrap (`bwrap`) works, each
-//! command first enters a mount namespace ([`bwrap_args`], built by the parent for
-//! the `Bash` tool and by [`exec_confined`] for an agent CLI's shell) in which
-//! [`PROTECTED`] (git's config, hooks and info, `.baton/`, `baton.toml`) are
-//! read-only binds and the command's ancestors are hidden ([`hidden_procs`]); the
-//! launcher then applies Landlock there (which also forbids unmounting them).
-//! Without bubblewrap, Landlock alone applies and baton's gates undo changes to
-//! these files after the fact ([`kernel_binds`] says which).
+//! `/proc` entries (their environments). So where bubblewrap (`bwrap`) works, every
+//! command joins the run's PID and mount namespace ([`crate::namespace`], through
+//! [`SandboxLauncher`]), in which [`PROTECTED`] (git's config, hooks and info,
+//! `.baton/`, `baton.toml`) are read-only binds and `/proc` shows only the run's
+//! processes; the launcher then applies Landlock there (which also forbids
+//! unmounting them). Should that namespace not start, each command gets a mount
+//! namespace of its own ([`bwrap_args`]) with its ancestors hidden
+//! ([`hidden_procs`]). Without bubblewrap, Landlock alone applies and baton's gates
+//! undo changes to these files after the fact ([`kernel_binds`] says which).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -218,7 +219,29 @@ impl SandboxLauncher {
             *h = None;
         }
         if h.is_none() {
-            *h = Some(match crate::namespace::Holder::start(bwrap, &self.spec) {
+            let started = crate::namespace::Holder::start(bwrap, &self.spec).and_then(|holder| {
+                // Joining needs rights a setuid bwrap's namespaces do not grant: try it
+                // once, so a failure costs a fallback, never every command.
+                let probe = std::process::Command::new(&self.exe)
+                    .args(self.joining(holder.pid()))
+                    .arg("true")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .output();
+                match probe {
+                    Ok(o) if o.status.success() => Ok(holder),
+                    Ok(o) => Err(SandboxError::Landlock(format!(
+                        "a command could not join the run's PID namespace: {}",
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    ))),
+                    Err(source) => Err(SandboxError::Exec {
+                        program: self.exe.display().to_string(),
+                        source,
+                    }),
+                }
+            });
+            *h = Some(match started {
                 Ok(holder) => Holding::Up(holder),
                 Err(e) => {
                     eprintln!(
@@ -237,6 +260,22 @@ impl SandboxLauncher {
     #[cfg(not(target_os = "linux"))]
     fn namespace(&self, _bwrap: &Path) -> Option<(i32, String)> {
         None
+    }
+
+    /// The launcher's arguments after the program, joining the namespace `pid`
+    /// holds, ending with `--`.
+    fn joining(&self, pid: i32) -> Vec<OsString> {
+        let inner = self.spec.launcher(&self.exe);
+        let mut v = Vec::with_capacity(inner.len() + 1);
+        for a in inner.into_iter().skip(1) {
+            let join = a == "__sandbox";
+            v.push(a);
+            if join {
+                v.push("--join".into());
+                v.push(pid.to_string().into());
+            }
+        }
+        v
     }
 
     /// The pid an agent CLI's `baton --sandbox-shell` joins (`"join"` in its spec),
@@ -264,15 +303,8 @@ impl baton_tools::Launcher for SandboxLauncher {
         };
         match self.namespace(bw) {
             Some((pid, _)) => {
-                let mut v = Vec::with_capacity(inner.len() + 2);
-                for a in inner {
-                    let join = a == "__sandbox";
-                    v.push(a);
-                    if join {
-                        v.push("--join".into());
-                        v.push(pid.to_string().into());
-                    }
-                }
+                let mut v = vec![self.exe.as_os_str().to_os_string()];
+                v.extend(self.joining(pid));
                 v
             }
             None => {

@@ -301,21 +301,30 @@ fn session_time_limit_also_cuts_a_stalled_model_request() {
 #[test]
 fn a_background_server_is_stopped_by_the_pid_the_agent_was_told() {
     let p = Project::new();
-    let (out, server) = exec(
-        &p,
-        Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tool(
+    // The model kills whatever pid it was told (in a fresh namespace a small one).
+    let mut builder = baton_testkit::ScriptedServer::builder(Wire::Anthropic);
+    for n in 2..40 {
+        builder = builder.when(
+            move |r| r.body.to_string().contains(&format!("(pid {n})")),
+            vec![Step::Reply(Reply::tool(
                 "Bash",
-                json!({"command": "sleep 311", "run_in_background": true}),
-            )),
-            // In a fresh namespace the first command's process is pid 3 (1 and 2
-            // hold the namespace); without one, this pid is refused (not the run's).
-            Step::Reply(Reply::tool("Bash", json!({"command": "kill 3; echo sent"}))),
-            Step::Reply(Reply::text("stopped")),
-        ],
-        &[],
-    );
+                json!({"command": format!("kill {n}; echo sent")}),
+            ))],
+        );
+    }
+    let server = builder.start(vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "sleep 311", "run_in_background": true}),
+        )),
+        Step::Reply(Reply::text("stopped")),
+    ]);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "start and stop a server"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     if !baton_policy::sandbox::kernel_binds() {
         eprintln!("NOTE: no bubblewrap here; the namespace's pids are not tested");
@@ -323,9 +332,12 @@ fn a_background_server_is_stopped_by_the_pid_the_agent_was_told() {
     }
     let reqs = server.requests();
     let started = &tool_results(Wire::Anthropic, &reqs[1].body)[0].1;
-    assert!(started.contains("(pid 3)"), "{started}");
+    assert!(
+        started.contains("Started in the background (pid "),
+        "{started}"
+    );
     let killed = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;
-    assert!(killed.contains("sent"), "kill 3 was not run: {killed}");
+    assert!(killed.contains("sent"), "the kill was not run: {killed}");
     assert!(
         !stderr(&out).contains("stopped 1 background process group"),
         "the agent's kill did not stop it: {}",

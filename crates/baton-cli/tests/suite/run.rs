@@ -682,7 +682,7 @@ fn dev_servers_live_across_sessions_and_stop_when_the_run_ends() {
     let mut steps = initializer(&features(&[false, false, false]));
     steps.push(Step::Reply(Reply::tool(
         "Bash",
-        json!({"command": "sleep 300 > /dev/null 2>&1 & echo $! > server.pid; echo 'server.pid' >> .gitignore"}),
+        json!({"command": "sleep 303 > /dev/null 2>&1 & echo $! > server.pid; echo 'server.pid' >> .gitignore"}),
     )));
     steps.push(Step::Reply(Reply::text("Server started.")));
     steps.push(Step::Reply(Reply::tool(
@@ -699,12 +699,16 @@ fn dev_servers_live_across_sessions_and_stop_when_the_run_ends() {
         "{}",
         stderr(&out)
     );
-    let pid = p.file("server.pid").trim().to_string();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    assert!(
-        stat.is_empty() || stat.contains(") Z"),
-        "still running: {stat}"
-    );
+    // `$!` was the pid inside the sandbox's PID namespace: look for the server out
+    // here by its command line.
+    let still: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00303\x00"))
+        .map(|e| std::fs::read_to_string(e.path().join("stat")).unwrap_or_default())
+        .filter(|stat| !stat.is_empty() && !stat.contains(") Z"))
+        .collect();
+    assert!(still.is_empty(), "still running: {still:?}");
 }
 
 #[test]
