@@ -231,7 +231,13 @@ pub fn join(
     for (path, id) in &protected {
         bind_read_only(path, *id).map_err(|e| fail(&path.display().to_string(), &e))?;
     }
-    crate::sandbox::confine(spec)?;
+    // The secret locations are hidden by mounts here, so Landlock need not list
+    // every other entry of /, /etc and the home directory (the costly part of a
+    // command's start).
+    for path in secret_paths() {
+        mask(&path).map_err(|e| fail(&path.display().to_string(), &e))?;
+    }
+    crate::sandbox::confine_masked(spec)?;
     let mut cmd = Command::new(program);
     cmd.args(args);
     for v in env_remove {
@@ -252,14 +258,69 @@ pub fn join(
     Ok(status.code().unwrap_or(1))
 }
 
+/// Where the secrets of [`crate::secrets::SECRET_LOCATIONS`] are that exist now
+/// (home-relative ones under `$HOME`, the system ones but `/proc` patterns, which
+/// the PID namespace covers), and the homes of other users.
+fn secret_paths() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute() && h != Path::new("/"));
+    let mut out: Vec<PathBuf> = Vec::new();
+    if let Some(h) = &home {
+        out.extend(crate::secrets::home_relative().map(|r| h.join(r)));
+    }
+    out.extend(
+        crate::secrets::system()
+            .filter(|s| !s.contains('*'))
+            .map(PathBuf::from),
+    );
+    let mut homes: Vec<PathBuf> = std::fs::read_dir("/home")
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    homes.push(PathBuf::from("/root"));
+    out.extend(homes.into_iter().filter(|o| {
+        home.as_ref()
+            .is_none_or(|h| !h.starts_with(o) && !o.starts_with(h))
+    }));
+    out.retain(|p| std::fs::metadata(p).is_ok());
+    out
+}
+
+/// Hide `path` in this mount namespace, unless it is hidden already: a directory
+/// under an empty read-only tmpfs, anything else under a read-only `/dev/null`.
+fn mask(path: &Path) -> std::io::Result<()> {
+    use rustix::mount::{MountFlags, mount};
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if mnt_id(path)? != mnt_id(parent)? {
+        return Ok(());
+    }
+    if meta.is_dir() {
+        mount(
+            "tmpfs",
+            path,
+            "tmpfs",
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            Some(c"size=4k,mode=0555"),
+        )?;
+        Ok(())
+    } else {
+        rustix::mount::mount_bind("/dev/null", path)?;
+        remount_read_only(path)
+    }
+}
+
+fn mnt_id(p: &Path) -> std::io::Result<u64> {
+    use rustix::fs::{AtFlags, CWD, StatxFlags, statx};
+    Ok(statx(CWD, p, AtFlags::empty(), StatxFlags::MNT_ID)?.stx_mnt_id)
+}
+
 /// Make `path` a read-only bind of itself in this mount namespace, unless it is one
 /// already of the file `id` (device, inode) names.
 fn bind_read_only(path: &Path, id: (u64, u64)) -> std::io::Result<()> {
-    use rustix::fs::{AtFlags, CWD, StatVfsMountFlags, StatxFlags, statvfs, statx};
-    use rustix::mount::{MountFlags, UnmountFlags, mount_bind, mount_remount, unmount};
-    let mnt_id = |p: &Path| {
-        statx(CWD, p, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::MNT_ID).map(|s| s.stx_mnt_id)
-    };
+    use rustix::mount::{UnmountFlags, mount_bind, unmount};
     let parent = path.parent().unwrap_or(Path::new("/"));
     let meta = std::fs::symlink_metadata(path)?;
     if meta.is_symlink() {
@@ -273,7 +334,14 @@ fn bind_read_only(path: &Path, id: (u64, u64)) -> std::io::Result<()> {
         unmount(path, UnmountFlags::DETACH)?;
     }
     mount_bind(path, path)?;
-    // Keep the flags the kernel locks (nosuid, nodev, …), add read-only.
+    remount_read_only(path)
+}
+
+/// Remount the bind at `path` read-only, keeping the flags the kernel locks
+/// (nosuid, nodev, …).
+fn remount_read_only(path: &Path) -> std::io::Result<()> {
+    use rustix::fs::{StatVfsMountFlags, statvfs};
+    use rustix::mount::{MountFlags, mount_remount};
     let have = statvfs(path)?.f_flag;
     let mut flags = MountFlags::BIND | MountFlags::RDONLY;
     for (st, ms) in [

@@ -533,10 +533,18 @@ pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
         let in_home: Vec<&str> = crate::secrets::home_relative().collect();
         readable_except(h, &in_home, &mut read);
     }
-    let mut write = Vec::new();
     if spec.read_only {
         read.push(spec.project.clone());
-    } else {
+    }
+    (read, write_rules(spec))
+}
+
+/// Where sandboxed processes may write: the project (unless read-only), the temp
+/// dirs, the package caches, `[sandbox] writable` and a few devices.
+fn write_rules(spec: &SandboxSpec) -> Vec<PathBuf> {
+    let home = home();
+    let mut write = Vec::new();
+    if !spec.read_only {
         write.push(spec.project.clone());
     }
     write.extend(temp_dirs());
@@ -557,7 +565,7 @@ pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
     ] {
         write.push(PathBuf::from(dev));
     }
-    (read, write)
+    write
 }
 
 /// Whether this kernel enforces Landlock, and which ABI.
@@ -596,6 +604,23 @@ pub fn probe() -> Support {
 /// process stays unconfined (best effort) and [`Support::Unsupported`] is returned.
 #[cfg(target_os = "linux")]
 pub fn confine(spec: &SandboxSpec) -> Result<Support, SandboxError> {
+    confine_with(spec, rules(spec))
+}
+
+/// [`confine`] where the secret locations are already out of sight (masked by
+/// mounts in the run's namespace, see `crate::namespace`): everything is readable,
+/// the write rules are the same. One read rule instead of one per entry of `/`,
+/// `/etc` and the home directory.
+#[cfg(target_os = "linux")]
+pub fn confine_masked(spec: &SandboxSpec) -> Result<Support, SandboxError> {
+    confine_with(spec, (vec![PathBuf::from("/")], write_rules(spec)))
+}
+
+#[cfg(target_os = "linux")]
+fn confine_with(
+    _spec: &SandboxSpec,
+    (reads, writes): (Vec<PathBuf>, Vec<PathBuf>),
+) -> Result<Support, SandboxError> {
     use landlock::{
         ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
         RulesetStatus,
@@ -610,7 +635,6 @@ pub fn confine(spec: &SandboxSpec) -> Result<Support, SandboxError> {
         .map_err(|e| err(&e))?
         .create()
         .map_err(|e| err(&e))?;
-    let (reads, writes) = rules(spec);
     for (paths, access) in [(reads, read), (writes, all)] {
         for p in paths {
             let Ok(fd) = PathFd::new(&p) else { continue };

@@ -383,3 +383,64 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
     assert!(ps.contains("environments"), "ps eww was not refused: {ps}");
     assert!(!ps.contains(planted), "{ps}");
 }
+
+/// The secret locations of the one list are out of a project script's reach (keys,
+/// cloud credentials, `.netrc`), while the home's package caches stay writable:
+/// Landlock refuses them, and in the run's namespace they are hidden by mounts.
+#[test]
+fn a_project_script_cannot_read_the_secret_locations_of_home() {
+    if !matches!(
+        baton_policy::sandbox::probe(),
+        baton_policy::sandbox::Support::Landlock(_)
+    ) {
+        eprintln!("NOTE: this kernel has no Landlock; the secrets test is skipped");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    std::fs::create_dir_all(h.join(".ssh")).unwrap();
+    std::fs::write(h.join(".ssh/id_ed25519"), "secret-ssh-4b1e\n").unwrap();
+    std::fs::create_dir_all(h.join(".aws")).unwrap();
+    std::fs::write(h.join(".aws/credentials"), "secret-aws-90ac\n").unwrap();
+    std::fs::write(h.join(".netrc"), "secret-netrc-77f2\n").unwrap();
+    std::fs::create_dir_all(h.join(".npm")).unwrap();
+    std::fs::write(h.join("notes.txt"), "plain-notes\n").unwrap();
+    let p = Project::new();
+    let script = "#!/bin/bash\n\
+                  cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc 2>&1\n\
+                  ls -a ~/.ssh ~/.aws 2>&1\n\
+                  cat ~/notes.txt\n\
+                  touch ~/.npm/cache-entry && echo cache-writable\n";
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Write",
+                json!({"file_path": "peek.sh", "content": script}),
+            )),
+            Step::Reply(Reply::tool("Bash", json!({"command": "bash peek.sh"}))),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let out = baton(&server, Wire::Anthropic)
+        .env("HOME", h)
+        .env_remove("XDG_STATE_HOME")
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "look around"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let peek = &tool_results(Wire::Anthropic, &server.requests()[2].body)[0].1;
+    for secret in ["secret-ssh-4b1e", "secret-aws-90ac", "secret-netrc-77f2"] {
+        assert!(!peek.contains(secret), "{secret} was readable: {peek}");
+    }
+    assert!(
+        peek.contains("plain-notes"),
+        "the rest of home is readable: {peek}"
+    );
+    assert!(
+        peek.contains("cache-writable"),
+        "the caches are writable: {peek}"
+    );
+}
