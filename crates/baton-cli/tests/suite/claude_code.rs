@@ -475,18 +475,6 @@ fn claude_code_errors_are_surfaced_with_what_the_cli_said() {
     assert!(err.contains("no step left"), "{err}");
 }
 
-/// Whether the kernel enforces Landlock (else a note, and the caller skips).
-fn landlock() -> bool {
-    let ok = matches!(
-        baton_policy::sandbox::probe(),
-        baton_policy::sandbox::Support::Landlock(_)
-    );
-    if !ok {
-        eprintln!("NOTE: this kernel has no Landlock; the sandbox test is skipped");
-    }
-    ok
-}
-
 #[test]
 fn claude_code_commands_run_without_the_secret_variables() {
     let Some(cli) = claude() else { return };

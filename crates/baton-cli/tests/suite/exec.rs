@@ -151,13 +151,7 @@ fn background_processes_are_stopped_when_the_session_ends() {
     // Gone or a zombie waiting for its reaper: either way no longer running. (The
     // pid the command saw may be one inside the sandbox's PID namespace, so the
     // server is looked for by its command line.)
-    let still: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00307\x00"))
-        .map(|e| std::fs::read_to_string(e.path().join("stat")).unwrap_or_default())
-        .filter(|stat| !stat.is_empty() && !stat.contains(") Z"))
-        .collect();
+    let still = running_with_command(b"sleep\x00307\x00");
     assert!(still.is_empty(), "still running: {still:?}");
 }
 

@@ -251,3 +251,34 @@ pub fn prompt_of(server: &ScriptedServer, i: usize) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// Whether this kernel enforces Landlock (a note is printed when it does not, and
+/// the calling test skips its kernel part).
+pub fn landlock() -> bool {
+    let ok = matches!(
+        baton_policy::sandbox::probe(),
+        baton_policy::sandbox::Support::Landlock(_)
+    );
+    if !ok {
+        eprintln!("NOTE: this kernel has no Landlock; the sandbox test is skipped");
+    }
+    ok
+}
+
+/// The `/proc/PID/stat` lines of running (not zombie) processes whose command line
+/// is exactly `cmdline` (NUL-separated): how a test finds a server the agent
+/// started, whose pid it knows only inside the sandbox's PID namespace.
+pub fn running_with_command(cmdline: &[u8]) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            (std::fs::read(e.path().join("cmdline")).ok()? == cmdline).then_some(pid)
+        })
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            (!stat.contains(") Z")).then_some((pid, stat))
+        })
+        .collect()
+}

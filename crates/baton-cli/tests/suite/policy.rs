@@ -195,11 +195,7 @@ fn agent_environment_has_no_api_key() {
 /// project stays writable.
 #[test]
 fn sandbox_stops_a_project_script_writing_outside() {
-    if !matches!(
-        baton_policy::sandbox::probe(),
-        baton_policy::sandbox::Support::Landlock(_)
-    ) {
-        eprintln!("NOTE: this kernel has no Landlock; the sandbox test is skipped");
+    if !landlock() {
         return;
     }
     let home = std::env::var("HOME").unwrap();
@@ -278,11 +274,7 @@ fn sandbox_can_be_disabled() {
 /// eww`, which would print environments, is refused by the policy.
 #[test]
 fn sandboxed_commands_cannot_read_other_processes_environments() {
-    if !matches!(
-        baton_policy::sandbox::probe(),
-        baton_policy::sandbox::Support::Landlock(_)
-    ) {
-        eprintln!("NOTE: this kernel has no Landlock; the environ test is skipped");
+    if !landlock() {
         return;
     }
     let kernel_hides = baton_policy::sandbox::kernel_binds();
@@ -315,18 +307,12 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
          for n in $(seq {runner} $$); do [ -r /proc/$n/cmdline ] && tr '\\0' ' ' < /proc/$n/cmdline && echo; done > threads.txt\n\
          echo \"threads-seen=$(grep -c -- '{runner_exe}' threads.txt)\"\n"
     );
-    let server = baton_testkit::ScriptedServer::start(
-        Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tool(
-                "Write",
-                json!({"file_path": "peek.sh", "content": script}),
-            )),
-            Step::Reply(Reply::tool("Bash", json!({"command": "bash peek.sh"}))),
-            Step::Reply(Reply::tool("Bash", json!({"command": "ps eww"}))),
-            Step::Reply(Reply::text("done")),
-        ],
+    let mut steps = peek_steps(&script);
+    steps.insert(
+        2,
+        Step::Reply(Reply::tool("Bash", json!({"command": "ps eww"}))),
     );
+    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, steps);
     // A process beside baton (not an ancestor of the script) with a secret of its
     // own, as another program of the user's would be.
     let mut sibling = std::process::Command::new("sleep")
@@ -389,11 +375,7 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
 /// Landlock refuses them, and in the run's namespace they are hidden by mounts.
 #[test]
 fn a_project_script_cannot_read_the_secret_locations_of_home() {
-    if !matches!(
-        baton_policy::sandbox::probe(),
-        baton_policy::sandbox::Support::Landlock(_)
-    ) {
-        eprintln!("NOTE: this kernel has no Landlock; the secrets test is skipped");
+    if !landlock() {
         return;
     }
     let home = tempfile::tempdir().unwrap();
@@ -411,17 +393,7 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
                   ls -a ~/.ssh ~/.aws 2>&1\n\
                   cat ~/notes.txt\n\
                   touch ~/.npm/cache-entry && echo cache-writable\n";
-    let server = baton_testkit::ScriptedServer::start(
-        Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tool(
-                "Write",
-                json!({"file_path": "peek.sh", "content": script}),
-            )),
-            Step::Reply(Reply::tool("Bash", json!({"command": "bash peek.sh"}))),
-            Step::Reply(Reply::text("done")),
-        ],
-    );
+    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, peek_steps(script));
     let out = baton(&server, Wire::Anthropic)
         .env("HOME", h)
         .env_remove("XDG_STATE_HOME")
@@ -443,4 +415,16 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
         peek.contains("cache-writable"),
         "the caches are writable: {peek}"
     );
+}
+
+/// A model that writes `script` to `peek.sh`, runs it, and is done.
+fn peek_steps(script: &str) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": "peek.sh", "content": script}),
+        )),
+        Step::Reply(Reply::tool("Bash", json!({"command": "bash peek.sh"}))),
+        Step::Reply(Reply::text("done")),
+    ]
 }

@@ -101,15 +101,6 @@ fn a_killed_runs_lock_is_taken_over_with_a_note() {
 }
 
 /// Whether process `pid` exists and is not a zombie.
-/// The pid of a process whose command line is exactly `cmdline` (NUL-separated).
-fn pid_of_command(cmdline: &[u8]) -> Option<u32> {
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .find(|p| std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c == cmdline))
-}
-
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
@@ -160,7 +151,9 @@ fn leftovers_are_stopped(sandbox: bool) {
     // find the server's pid out here by its command line.
     let mut pid = 0u32;
     wait_for("the server's pid", || {
-        pid = pid_of_command(b"sleep\x00613\x00").unwrap_or(0);
+        pid = running_with_command(b"sleep\x00613\x00")
+            .first()
+            .map_or(0, |(p, _)| *p);
         pid != 0
     });
     first.kill().unwrap();

@@ -701,13 +701,7 @@ fn dev_servers_live_across_sessions_and_stop_when_the_run_ends() {
     );
     // `$!` was the pid inside the sandbox's PID namespace: look for the server out
     // here by its command line.
-    let still: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x00303\x00"))
-        .map(|e| std::fs::read_to_string(e.path().join("stat")).unwrap_or_default())
-        .filter(|stat| !stat.is_empty() && !stat.contains(") Z"))
-        .collect();
+    let still = running_with_command(b"sleep\x00303\x00");
     assert!(still.is_empty(), "still running: {still:?}");
 }
 
