@@ -146,10 +146,10 @@ fn ns_pids(pid: i32) -> Vec<i32> {
 }
 
 /// The pid the agent sees for the process baton started as `spawned` (a joiner):
-/// its child's pid inside the namespace. Waits up to 1 s for the child to start;
-/// `None` when there is none.
+/// its child's pid inside the namespace. Waits (up to 5 s, for a loaded machine)
+/// while `spawned` runs and its child has not started; `None` when there is none.
 pub fn visible_pid(spawned: u32) -> Option<u32> {
-    let deadline = Instant::now() + Duration::from_secs(1);
+    let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         if !Path::new(&format!("/proc/{spawned}")).exists() {
             return None;
