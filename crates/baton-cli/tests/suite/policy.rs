@@ -428,3 +428,40 @@ fn peek_steps(script: &str) -> Vec<Step> {
         Step::Reply(Reply::text("done")),
     ]
 }
+
+/// The fallback where no shared PID namespace is at hand (a `BATON_SANDBOX` spec
+/// without `"join"`, as for the claude-code verifier's read-only commands): the
+/// command gets a bubblewrap of its own in which its ancestors, and each of their
+/// threads, are hidden from `/proc`.
+#[test]
+fn without_the_runs_namespace_a_command_still_cannot_see_its_ancestors() {
+    if !landlock() || !baton_policy::sandbox::kernel_binds() {
+        eprintln!("NOTE: no Landlock or no bubblewrap here; the fallback test is skipped");
+        return;
+    }
+    let p = Project::new();
+    let me = std::process::id();
+    let script = format!(
+        "#!/bin/bash\n\
+         test -r /proc/{me}/cmdline && echo runner-visible\n\
+         n=0; for t in $(seq {me} $$); do grep -qa all- /proc/$t/cmdline 2>/dev/null && n=$((n+1)); done\n\
+         echo \"runner-threads-seen=$n\"\n\
+         echo > .git/config 2>/dev/null || echo config-read-only\n"
+    );
+    std::fs::write(p.path().join("peek.sh"), script).unwrap();
+    let spec = json!({
+        "project": p.path().canonicalize().unwrap(),
+        "writable": [], "network": "open", "read_only": false, "unset": [],
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["--sandbox-shell", "bash peek.sh"])
+        .env("BATON_SANDBOX", spec.to_string())
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(!text.contains("runner-visible"), "{text}");
+    assert!(text.contains("runner-threads-seen=0"), "{text}");
+    assert!(text.contains("config-read-only"), "{text}");
+}
