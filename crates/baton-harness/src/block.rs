@@ -18,7 +18,7 @@ use baton_tools::{ExternalTools, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use crate::error::HarnessError;
-use crate::files::{Files, LedgerEntry};
+use crate::files::{Files, LedgerEntry, LedgerKind};
 use crate::state::State;
 
 /// The tool's name.
@@ -220,7 +220,7 @@ pub fn unblock(files: &Files, n: usize) -> Result<String, HarnessError> {
     files.append_ledger(&LedgerEntry {
         t_ms: now_ms(),
         session,
-        kind: "unblocked".into(),
+        kind: LedgerKind::Unblocked,
         feature: Some(n),
         detail: format!(
             "{}: unblocked by a person (was blocked: {reason}; {attempts} failed attempt(s) cleared)",

@@ -105,9 +105,8 @@ pub struct LedgerEntry {
     pub t_ms: u64,
     /// The session after which it happened.
     pub session: u32,
-    /// `accepted`, `flip`, `unflip`, `verify_failed`, `verifier_rejected`, `violation`,
-    /// `regression`, `deferred`, `blocked`, `unblocked` (docs/harness.md).
-    pub kind: String,
+    /// What happened.
+    pub kind: LedgerKind,
     /// The feature (1-based), where it concerns one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature: Option<usize>,
@@ -119,4 +118,66 @@ pub struct LedgerEntry {
     /// Evidence files of the session (relative to the project), for flips.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
+}
+
+/// What a line of `.baton/ledger.jsonl` records (its `kind`, in snake case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerKind {
+    /// A feature list was accepted: the initializer's, or one adopted as it was.
+    Accepted,
+    /// A feature newly passes, as the session's gates accepted it.
+    Flip,
+    /// A feature that passed no longer does (the session set it back).
+    Unflip,
+    /// A flip whose `verify` command failed, reverted.
+    VerifyFailed,
+    /// A flip the independent verifier rejected, reverted.
+    VerifierRejected,
+    /// A change to the feature list beyond `passes`, undone.
+    Violation,
+    /// A change to git's config, hooks or info, or to `baton.toml`, undone.
+    BoundaryViolation,
+    /// A passing feature the regression sweep found broken, set back.
+    Regression,
+    /// A feature set aside after `[run] feature_attempts` sessions without passing.
+    Deferred,
+    /// A feature the agent declared blocked, with its reason.
+    Blocked,
+    /// A blocked feature handed out again (`baton unblock`).
+    Unblocked,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_kinds_are_written_as_the_documented_names() {
+        let kinds = [
+            (LedgerKind::Accepted, "accepted"),
+            (LedgerKind::Flip, "flip"),
+            (LedgerKind::Unflip, "unflip"),
+            (LedgerKind::VerifyFailed, "verify_failed"),
+            (LedgerKind::VerifierRejected, "verifier_rejected"),
+            (LedgerKind::Violation, "violation"),
+            (LedgerKind::BoundaryViolation, "boundary_violation"),
+            (LedgerKind::Regression, "regression"),
+            (LedgerKind::Deferred, "deferred"),
+            (LedgerKind::Blocked, "blocked"),
+            (LedgerKind::Unblocked, "unblocked"),
+        ];
+        let doc = include_str!("../../../docs/harness.md");
+        for (k, name) in kinds {
+            assert_eq!(serde_json::to_value(k).unwrap(), name);
+            assert!(
+                doc.contains(&format!("`{name}`")),
+                "{name} is not in docs/harness.md"
+            );
+            let line = format!(r#"{{"t_ms":1,"session":2,"kind":"{name}","detail":"d"}}"#);
+            let e: LedgerEntry = serde_json::from_str(&line).unwrap();
+            assert_eq!(e.kind, k);
+        }
+    }
 }

@@ -7,7 +7,7 @@ use baton_ledger::{FeatureList, reconcile};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{HarnessError, io};
-use crate::files::{Files, LedgerEntry};
+use crate::files::{Files, LedgerEntry, LedgerKind};
 use crate::git;
 use crate::verify::{CheckFailure, CheckRun, Checker};
 
@@ -239,17 +239,18 @@ impl<'a> Gates<'a> {
     fn record(&self, list: &FeatureList) -> Result<(), HarnessError> {
         let head = git::head(&self.files.dir);
         let r = &self.report;
-        let entry = |kind: &str, feature: Option<usize>, detail: String, commit: Option<String>| {
-            LedgerEntry {
-                t_ms: now_ms(),
-                session: self.session,
-                kind: kind.into(),
-                feature,
-                detail,
-                commit,
-                evidence: Vec::new(),
-            }
-        };
+        let entry =
+            |kind: LedgerKind, feature: Option<usize>, detail: String, commit: Option<String>| {
+                LedgerEntry {
+                    t_ms: now_ms(),
+                    session: self.session,
+                    kind,
+                    feature,
+                    detail,
+                    commit,
+                    evidence: Vec::new(),
+                }
+            };
         let desc = |n: usize| {
             list.features
                 .get(n - 1)
@@ -257,17 +258,17 @@ impl<'a> Gates<'a> {
                 .unwrap_or_default()
         };
         for &n in &r.flipped {
-            let mut e = entry("flip", Some(n), desc(n), head.clone());
+            let mut e = entry(LedgerKind::Flip, Some(n), desc(n), head.clone());
             e.evidence = r.evidence.clone();
             self.files.append_ledger(&e)?;
         }
         for &n in &r.unflipped {
             self.files
-                .append_ledger(&entry("unflip", Some(n), desc(n), head.clone()))?;
+                .append_ledger(&entry(LedgerKind::Unflip, Some(n), desc(n), head.clone()))?;
         }
         for f in &r.verify_failed {
             self.files.append_ledger(&entry(
-                "verify_failed",
+                LedgerKind::VerifyFailed,
                 Some(f.feature),
                 format!("{}: `{}` failed: {}", desc(f.feature), f.command, f.reason),
                 r.restore_commit.clone(),
@@ -275,7 +276,7 @@ impl<'a> Gates<'a> {
         }
         for (n, why) in &r.verifier_rejected {
             self.files.append_ledger(&entry(
-                "verifier_rejected",
+                LedgerKind::VerifierRejected,
                 Some(*n),
                 format!("{}: {why}", desc(*n)),
                 r.restore_commit.clone(),
@@ -283,7 +284,7 @@ impl<'a> Gates<'a> {
         }
         for v in &r.boundary {
             self.files.append_ledger(&entry(
-                "boundary_violation",
+                LedgerKind::BoundaryViolation,
                 None,
                 format!("{v}; restored from baton's snapshot"),
                 head.clone(),
@@ -291,7 +292,7 @@ impl<'a> Gates<'a> {
         }
         for v in &r.violations {
             self.files.append_ledger(&entry(
-                "violation",
+                LedgerKind::Violation,
                 None,
                 v.clone(),
                 r.restore_commit.clone(),

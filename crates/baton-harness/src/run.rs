@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::block::BlockTool;
 use crate::boundary::Snapshot;
 use crate::error::{HarnessError, io};
-use crate::files::{Files, LedgerEntry};
+use crate::files::{Files, LedgerEntry, LedgerKind};
 use crate::gates::{GateReport, Gates};
 use crate::guard::{FeatureListGuard, ReachGate};
 use crate::state::{InProgress, SessionKind, SessionRecord, State};
@@ -177,7 +177,7 @@ impl Runner<'_> {
                 self.files.append_ledger(&LedgerEntry {
                     t_ms: now_ms(),
                     session: number,
-                    kind: "boundary_violation".into(),
+                    kind: LedgerKind::BoundaryViolation,
                     feature: None,
                     detail: format!(
                         "{u} after a run that did not end cleanly; restored from baton's saved snapshot"
@@ -382,7 +382,7 @@ impl Runner<'_> {
         self.files.append_ledger(&LedgerEntry {
             t_ms: now_ms(),
             session: 0,
-            kind: "accepted".into(),
+            kind: LedgerKind::Accepted,
             feature: None,
             detail: format!(
                 "adopted the existing {} ({} features, {} passing)",
@@ -433,7 +433,7 @@ impl Runner<'_> {
             self.files.append_ledger(&LedgerEntry {
                 t_ms: now_ms(),
                 session: number,
-                kind: "violation".into(),
+                kind: LedgerKind::Violation,
                 feature: None,
                 detail: format!("before session {number}: {w}; restored the accepted list"),
                 commit: commit.clone(),
@@ -619,7 +619,7 @@ impl Runner<'_> {
             self.files.append_ledger(&LedgerEntry {
                 t_ms: now_ms(),
                 session: number,
-                kind: "boundary_violation".into(),
+                kind: LedgerKind::BoundaryViolation,
                 feature: None,
                 detail: format!("{u} between sessions; restored from baton's snapshot"),
                 commit: None,
@@ -822,7 +822,7 @@ impl Runner<'_> {
             self.files.append_ledger(&LedgerEntry {
                 t_ms: now_ms(),
                 session: number,
-                kind: "regression".into(),
+                kind: LedgerKind::Regression,
                 feature: Some(f.feature),
                 detail: format!(
                     "`{}` failed before session {number}: {}",
@@ -997,10 +997,10 @@ impl Runner<'_> {
                 .map(|f| f.description.clone())
                 .unwrap_or_default()
         };
-        let entry = |kind: &str, n: usize, detail: String| LedgerEntry {
+        let entry = |kind: LedgerKind, n: usize, detail: String| LedgerEntry {
             t_ms: now_ms(),
             session: record.number,
-            kind: kind.into(),
+            kind,
             feature: Some(n),
             detail,
             commit: None,
@@ -1015,8 +1015,11 @@ impl Runner<'_> {
             let r = state.features.entry(n).or_default();
             r.blocked = Some(reason.clone());
             r.blocked_in = Some(record.number);
-            self.files
-                .append_ledger(&entry("blocked", n, format!("{}: {reason}", desc(n))))?;
+            self.files.append_ledger(&entry(
+                LedgerKind::Blocked,
+                n,
+                format!("{}: {reason}", desc(n)),
+            ))?;
             notes.push(format!(
                 "  blocked #{n} (the agent says: {}); `baton unblock` hands it out again",
                 queue::cut(reason, 200)
@@ -1034,7 +1037,7 @@ impl Runner<'_> {
             if let Some(d) = queue::count_attempt(state, t, record.number, reason.clone(), limit) {
                 first_deferral = d.first;
                 self.files.append_ledger(&entry(
-                    "deferred",
+                    LedgerKind::Deferred,
                     t,
                     format!(
                         "{}: deferred after {} failed attempt(s); last: {reason}",
@@ -1106,7 +1109,7 @@ impl Runner<'_> {
         self.files.append_ledger(&LedgerEntry {
             t_ms: now_ms(),
             session,
-            kind: "accepted".into(),
+            kind: LedgerKind::Accepted,
             feature: None,
             detail: format!("initial feature list ({} features)", list.features.len()),
             commit: git::head(&self.files.dir),
