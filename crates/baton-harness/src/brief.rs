@@ -8,7 +8,7 @@ use baton_ledger::FeatureList;
 
 use crate::files::Files;
 pub use crate::running::Running;
-use crate::state::State;
+use crate::state::{SessionOutcome, State};
 use crate::verify::CheckRun;
 use crate::{git, queue};
 
@@ -142,20 +142,20 @@ pub fn brief_with(
                 last.kind.name(),
                 last.outcome
             );
-            match last.outcome.as_str() {
-                "context_full" => {
+            match last.outcome {
+                SessionOutcome::ContextFull => {
                     let _ = writeln!(
                         b,
                         "- It filled its context window and was told to wrap up: read the end of its notes and its last commit, and finish anything it left half-done first."
                     );
                 }
-                "usage_limit" => {
+                SessionOutcome::UsageLimit => {
                     let _ = writeln!(
                         b,
                         "- The provider's usage limit stopped it; baton waited for the reset. Carry on where it left off."
                     );
                 }
-                "max_turns" | "time_limit" | "token_limit" | "killed" | "error" => {
+                o if o.cut_off() => {
                     let _ = writeln!(
                         b,
                         "- It was cut off before it finished: check for half-done work first."

@@ -9,7 +9,7 @@
 
 use baton_ledger::FeatureList;
 
-use crate::state::{FeatureRecord, SessionRecord, State};
+use crate::state::{FeatureRecord, SessionOutcome, SessionRecord, State};
 
 /// Characters of a failure reason kept in the record.
 const REASON_CHARS: usize = 300;
@@ -128,8 +128,11 @@ pub fn forget_passing(state: &mut State, list: &FeatureList) {
 /// Whether a session with this outcome counts as an attempt at its target: not when
 /// a person interrupted it, the model provider failed, or its quota ran out
 /// (`usage_limit`).
-pub fn counts_as_attempt(outcome: &str) -> bool {
-    !matches!(outcome, "interrupted" | "error" | "usage_limit")
+pub fn counts_as_attempt(outcome: SessionOutcome) -> bool {
+    !matches!(
+        outcome,
+        SessionOutcome::Interrupted | SessionOutcome::Error | SessionOutcome::UsageLimit
+    )
 }
 
 /// Why `target` did not pass after the session `record`, as far as the gates know.
@@ -143,7 +146,7 @@ pub fn failure_reason(record: &SessionRecord, target: usize) -> String {
         )
     } else if let Some((_, why)) = g.verifier_rejected.iter().find(|(n, _)| *n == target) {
         format!("the independent verifier rejected it: {}", one_line(why))
-    } else if record.outcome != "completed" {
+    } else if record.outcome != SessionOutcome::Completed {
         format!("the session ended ({}) without it passing", record.outcome)
     } else {
         "the session ended without flipping it".to_string()
@@ -293,7 +296,7 @@ mod tests {
             kind: SessionKind::Coding,
             started_ms: 0,
             ended_ms: 0,
-            outcome: "completed".into(),
+            outcome: SessionOutcome::Completed,
             turns: 1,
             usage: Default::default(),
             cost_usd: 0.0,
@@ -308,7 +311,7 @@ mod tests {
             failure_reason(&r, 2),
             "the session ended without flipping it"
         );
-        r.outcome = "max_turns".into();
+        r.outcome = SessionOutcome::MaxTurns;
         assert_eq!(
             failure_reason(&r, 2),
             "the session ended (max_turns) without it passing"
@@ -327,8 +330,9 @@ mod tests {
             failure_reason(&r, 2),
             "its verify command `test -f x` failed: Exit code: 1"
         );
-        assert!(counts_as_attempt("killed") && counts_as_attempt("max_turns"));
-        assert!(!counts_as_attempt("interrupted") && !counts_as_attempt("error"));
-        assert!(!counts_as_attempt("usage_limit"));
+        use SessionOutcome as O;
+        assert!(counts_as_attempt(O::Killed) && counts_as_attempt(O::MaxTurns));
+        assert!(!counts_as_attempt(O::Interrupted) && !counts_as_attempt(O::Error));
+        assert!(!counts_as_attempt(O::UsageLimit));
     }
 }

@@ -22,7 +22,7 @@ use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry, LedgerKind};
 use crate::gates::{GateReport, Gates};
 use crate::guard::{FeatureListGuard, ReachGate};
-use crate::state::{InProgress, SessionKind, SessionRecord, State};
+use crate::state::{InProgress, SessionKind, SessionOutcome, SessionRecord, State};
 use crate::verify::{self, CheckRun, Checker};
 use crate::{block, brief, git, prompts, queue, verifier};
 
@@ -285,7 +285,7 @@ impl Runner<'_> {
                 .await?;
             this_run += 1;
             let error = f.error;
-            let outcome = f.record.outcome.clone();
+            let outcome = f.record.outcome;
             self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
             match error {
                 None => {}
@@ -342,7 +342,7 @@ impl Runner<'_> {
                 ));
                 problem = Some(p);
             }
-            if outcome == "interrupted" {
+            if outcome == SessionOutcome::Interrupted {
                 return Ok(RunEnd::Interrupted);
             }
         }
@@ -892,10 +892,11 @@ impl Runner<'_> {
             ..
         } = summary;
         let outcome = match (&error, outcome) {
-            (Some(AgentError::UsageLimit { .. }), _) => "usage_limit".to_string(),
-            (Some(_), _) => "error".to_string(),
-            (None, Some(o)) => o,
-            (None, None) => "killed".to_string(),
+            (Some(AgentError::UsageLimit { .. }), _) => SessionOutcome::UsageLimit,
+            (Some(_), _) => SessionOutcome::Error,
+            // A name this baton does not know (a newer transcript): it ended, somehow.
+            (None, Some(o)) => SessionOutcome::from_name(&o).unwrap_or(SessionOutcome::Error),
+            (None, None) => SessionOutcome::Killed,
         };
         let record = SessionRecord {
             number: ip.number,
@@ -1030,7 +1031,7 @@ impl Runner<'_> {
         let mut first_deferral = false;
         if let Some(t) = target
             && !target_blocked
-            && queue::counts_as_attempt(&record.outcome)
+            && queue::counts_as_attempt(record.outcome)
         {
             let reason = queue::failure_reason(record, t);
             let limit = self.cfg.run.feature_attempts;
@@ -1059,7 +1060,9 @@ impl Runner<'_> {
         queue::count_stall(
             state,
             !record.gates.flipped.is_empty(),
-            record.target.is_some() && !target_blocked && record.outcome != "usage_limit",
+            record.target.is_some()
+                && !target_blocked
+                && record.outcome != SessionOutcome::UsageLimit,
             first_deferral,
         );
         Ok(notes)

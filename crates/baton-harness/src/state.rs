@@ -31,6 +31,68 @@ impl SessionKind {
     }
 }
 
+/// How a session ended, as `state.json` and `baton status --json` spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionOutcome {
+    /// The agent ended its turn.
+    Completed,
+    /// Its context window filled up: it was told to wrap up and hand off.
+    ContextFull,
+    /// `[agent] max_turns` was reached.
+    MaxTurns,
+    /// The session's token limit was reached.
+    TokenLimit,
+    /// The session's time limit was reached.
+    TimeLimit,
+    /// Stopped by Ctrl-C.
+    Interrupted,
+    /// The agent CLI's usage limit stopped it (the run waited for the reset).
+    UsageLimit,
+    /// An error ended it.
+    Error,
+    /// baton was killed while it ran; the next run finished its gates.
+    Killed,
+}
+
+impl SessionOutcome {
+    /// The name in the records (`completed`, `context_full`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::ContextFull => "context_full",
+            Self::MaxTurns => "max_turns",
+            Self::TokenLimit => "token_limit",
+            Self::TimeLimit => "time_limit",
+            Self::Interrupted => "interrupted",
+            Self::UsageLimit => "usage_limit",
+            Self::Error => "error",
+            Self::Killed => "killed",
+        }
+    }
+
+    /// The outcome a transcript's `session_end` names; `None` for a name baton
+    /// does not know.
+    pub fn from_name(name: &str) -> Option<Self> {
+        serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
+    }
+
+    /// Whether the session was cut off before the agent finished (limits, errors,
+    /// a kill): its work may be half done.
+    pub fn cut_off(self) -> bool {
+        matches!(
+            self,
+            Self::MaxTurns | Self::TimeLimit | Self::TokenLimit | Self::Killed | Self::Error
+        )
+    }
+}
+
+impl std::fmt::Display for SessionOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One finished (or killed) session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRecord {
@@ -42,9 +104,8 @@ pub struct SessionRecord {
     pub started_ms: u64,
     /// End, Unix ms.
     pub ended_ms: u64,
-    /// `completed`, `context_full`, `max_turns`, `token_limit`, `time_limit`,
-    /// `interrupted`, `usage_limit`, `killed` or `error`.
-    pub outcome: String,
+    /// How it ended.
+    pub outcome: SessionOutcome,
     /// Model turns.
     pub turns: u32,
     /// Tokens.
@@ -188,6 +249,28 @@ impl State {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn every_outcome_a_transcript_names_is_known_and_round_trips() {
+        use baton_agent::session::Outcome;
+        for o in [
+            Outcome::Completed,
+            Outcome::ContextFull,
+            Outcome::MaxTurns,
+            Outcome::TokenLimit,
+            Outcome::TimeLimit,
+            Outcome::Interrupted,
+        ] {
+            let known = SessionOutcome::from_name(o.name());
+            assert_eq!(known.map(SessionOutcome::name), Some(o.name()));
+        }
+        for name in ["usage_limit", "error", "killed"] {
+            let o = SessionOutcome::from_name(name).unwrap();
+            assert_eq!(serde_json::to_value(o).unwrap(), name);
+            assert_eq!(o.to_string(), name);
+        }
+        assert_eq!(SessionOutcome::from_name("exploded"), None);
+    }
 
     #[test]
     fn a_state_file_without_targets_or_feature_records_still_loads() {

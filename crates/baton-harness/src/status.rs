@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::error::HarnessError;
 use crate::files::Files;
-use crate::state::State;
+use crate::state::{SessionOutcome, State};
 use crate::{git, queue};
 
 /// Everything `baton status --json` prints (a stable contract; see docs).
@@ -76,7 +76,7 @@ pub struct SessionStatus {
     /// `initializer` or `coding`.
     pub kind: String,
     /// How it ended.
-    pub outcome: String,
+    pub outcome: SessionOutcome,
     /// Wall time in seconds.
     pub duration_secs: f64,
     /// Model turns.
@@ -236,7 +236,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         .map(|s| SessionStatus {
             number: s.number,
             kind: s.kind.name().to_string(),
-            outcome: s.outcome.clone(),
+            outcome: s.outcome,
             duration_secs: s.ended_ms.saturating_sub(s.started_ms) as f64 / 1000.0,
             turns: s.turns,
             tokens: s.usage.total(),
@@ -285,7 +285,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         waited_secs: sessions.iter().fold(0.0, |a, s| a + s.waited_secs),
         context_full: sessions
             .iter()
-            .filter(|s| s.outcome == "context_full")
+            .filter(|s| s.outcome == SessionOutcome::ContextFull)
             .count(),
     };
     let cost_usd = totals.cost_usd;
@@ -412,8 +412,8 @@ pub const TABLE_SESSIONS: usize = 20;
 /// What the gates found after a session, in a few words.
 fn findings(x: &SessionStatus) -> String {
     let mut f = Vec::new();
-    if matches!(x.outcome.as_str(), "error" | "killed") {
-        f.push(x.outcome.clone());
+    if matches!(x.outcome, SessionOutcome::Error | SessionOutcome::Killed) {
+        f.push(x.outcome.to_string());
     }
     if !x.violations.is_empty() {
         f.push(format!("{} restore", x.violations.len()));
@@ -545,7 +545,7 @@ pub fn render(s: &Status) -> String {
                 "{:>5}  {:<11}  {:<10} {:>6} {:>5} {:>6} {:>8}  {:<10}  {}",
                 x.number,
                 x.kind,
-                cut(&x.outcome, 10),
+                cut(x.outcome.name(), 10),
                 duration(x.duration_secs),
                 x.turns,
                 compact(x.tokens),
