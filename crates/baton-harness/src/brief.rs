@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 
 use baton_ledger::FeatureList;
 
+use crate::checks::CheckRun;
 use crate::files::Files;
 pub use crate::running::Running;
 use crate::state::{SessionOutcome, State};
-use crate::verify::CheckRun;
 use crate::{git, queue};
 
 /// Lines of the progress notes' tail shown.
@@ -347,7 +347,7 @@ pub fn brief_with(
         for s in f.steps.iter().take(STEPS_SHOWN) {
             let _ = writeln!(b, "   - {}", cut(s, 140));
         }
-        match crate::verify::command_of(list, i) {
+        match crate::checks::command_of(list, i) {
             Some(v) => {
                 let _ = writeln!(
                     b,

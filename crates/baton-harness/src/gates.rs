@@ -6,10 +6,10 @@ use baton_agent::transcript::now_ms;
 use baton_ledger::{FeatureList, reconcile};
 use serde::{Deserialize, Serialize};
 
+use crate::checks::{CheckFailure, CheckRun, Checker};
 use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry, LedgerKind};
 use crate::git;
-use crate::verify::{CheckFailure, CheckRun, Checker};
 
 /// What the gates found after one session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -13,6 +13,7 @@
 pub mod block;
 pub mod boundary;
 pub mod brief;
+pub mod checks;
 mod error;
 pub mod files;
 pub mod gates;
@@ -27,6 +28,5 @@ pub mod running;
 pub mod state;
 pub mod status;
 pub mod verifier;
-pub mod verify;
 
 pub use error::HarnessError;

@@ -170,9 +170,9 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::CheckFailure;
     use crate::gates::GateReport;
     use crate::state::SessionKind;
-    use crate::verify::CheckFailure;
     use pretty_assertions::assert_eq;
 
     fn list(passes: &[bool]) -> FeatureList {

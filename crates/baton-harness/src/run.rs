@@ -18,12 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::block::BlockTool;
 use crate::boundary::Snapshot;
+use crate::checks::{self, CheckRun, Checker};
 use crate::error::{HarnessError, io};
 use crate::files::{Files, LedgerEntry, LedgerKind};
 use crate::gates::{GateReport, Gates};
 use crate::guard::{FeatureListGuard, ReachGate};
 use crate::state::{InProgress, SessionKind, SessionOutcome, SessionRecord, State};
-use crate::verify::{self, CheckRun, Checker};
 use crate::{block, brief, git, prompts, queue, verifier};
 
 /// Limits given on the command line; `None` falls back to `baton.toml`.
@@ -780,7 +780,7 @@ impl Runner<'_> {
             return Ok(None);
         };
         let passing: Vec<usize> = (0..list.features.len())
-            .filter(|&i| list.features[i].passes && verify::command_of(list, i).is_some())
+            .filter(|&i| list.features[i].passes && checks::command_of(list, i).is_some())
             .collect();
         if passing.is_empty() {
             return Ok(None);

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use baton_agent::model::Usage;
 use serde::{Deserialize, Serialize};
 
+use crate::checks::CheckRun;
 use crate::error::{HarnessError, io};
 use crate::gates::GateReport;
-use crate::verify::CheckRun;
 
 /// The kind of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -265,7 +265,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
             waited_ms: 0,
             target: Some(2),
             gates: GateReport {
-                verify_failed: vec![baton_harness::verify::CheckFailure {
+                verify_failed: vec![baton_harness::checks::CheckFailure {
                     feature: 2,
                     command: "curl -fsS http://127.0.0.1:3000/api/todos | grep -q '\"title\"'"
                         .into(),
@@ -309,7 +309,7 @@ fn brief_with_servers_a_rejected_flip_a_refusal_and_a_deferred_feature_snapshot(
 fn brief_with_every_addition_at_200_features_stays_under_3000_tokens() {
     let (_d, files, list) = project_with(200, 400);
     let mut state = state_with_findings();
-    state.sessions[0].gates.verify_failed = vec![baton_harness::verify::CheckFailure {
+    state.sessions[0].gates.verify_failed = vec![baton_harness::checks::CheckFailure {
         feature: 67,
         command: "npm test -- checkout".into(),
         reason: "x".repeat(2_000),

@@ -1,4 +1,4 @@
-//! Checks baton runs itself: a feature's `"verify"` command, run through the same
+//! Checks baton runs itself (not the independent verifier, see `verifier`): a feature's `"verify"` command, run through the same
 //! `Bash` tool, policy and sandbox as the agent's commands, after `init.sh` is up.
 
 use std::time::{Duration, Instant};
