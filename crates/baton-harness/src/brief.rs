@@ -234,7 +234,7 @@ pub fn brief_with(
                     "- The progress notes were not updated. Write them this time."
                 );
             }
-            let last_session = crate::run::summarize(&files.dir, last.number);
+            let last_session = crate::summary::summarize(&files.dir, last.number);
             if g.refusals > 0 {
                 let _ = writeln!(
                     b,

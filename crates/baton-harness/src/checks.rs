@@ -3,10 +3,14 @@
 
 use std::time::{Duration, Instant};
 
+use baton_agent::transcript::now_ms;
 use baton_ledger::{FeatureList, VERIFY};
 use baton_tools::{GateDecision, ToolGate, Toolbox};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+use crate::error::HarnessError;
+use crate::files::{LedgerEntry, LedgerKind};
 
 /// Characters of a failed check's output kept as its reason.
 const REASON_CHARS: usize = 1_500;
@@ -137,5 +141,84 @@ impl Checker<'_> {
             }
         }
         run
+    }
+}
+
+impl crate::run::Runner<'_> {
+    /// The checker for verify commands, through the run's tools and policy.
+    pub(crate) fn checker(&self) -> Checker<'_> {
+        let init = &self.files.names.init_script;
+        Checker {
+            tools: &self.tools,
+            policy: self.policy,
+            timeout: Duration::from_secs(self.cfg.verify.timeout_secs.max(1)),
+            init_script: (self.cfg.verify.run_init && self.files.dir.join(init).is_file())
+                .then(|| init.clone()),
+        }
+    }
+
+    /// The regression sweep: re-run the checks of every passing feature, in list
+    /// order and time-boxed, and set back whatever broke, in a commit of baton's.
+    pub(crate) async fn sweep(
+        &self,
+        number: u32,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<Option<CheckRun>, HarnessError> {
+        let Some(list) = accepted.as_mut() else {
+            return Ok(None);
+        };
+        let passing: Vec<usize> = (0..list.features.len())
+            .filter(|&i| list.features[i].passes && command_of(list, i).is_some())
+            .collect();
+        if passing.is_empty() {
+            return Ok(None);
+        }
+        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
+        let run = self.checker().run(list, &passing, Some(budget)).await;
+        if run.failed.is_empty() {
+            self.reporter.line(&format!(
+                "sweep: {} passing feature(s) re-checked, all still pass",
+                run.passed.len()
+            ));
+            return Ok(Some(run));
+        }
+        for f in &run.failed {
+            list.features[f.feature - 1].passes = false;
+        }
+        let broke = run
+            .failed
+            .iter()
+            .map(|f| format!("#{}", f.feature))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let msg = format!(
+            "baton: regression sweep before session {number} set back {broke}\n\n{}",
+            run.failed
+                .iter()
+                .map(|f| format!("- feature {}: `{}` failed\n", f.feature, f.command))
+                .collect::<String>()
+        );
+        let entries = run
+            .failed
+            .iter()
+            .map(|f| LedgerEntry {
+                t_ms: now_ms(),
+                session: number,
+                kind: LedgerKind::Regression,
+                feature: Some(f.feature),
+                detail: format!(
+                    "`{}` failed before session {number}: {}",
+                    f.command, f.reason
+                ),
+                commit: None,
+                evidence: Vec::new(),
+            })
+            .collect();
+        self.files.commit_list(list, &msg, entries)?;
+        self.files.save_accepted(list)?;
+        self.reporter.line(&format!(
+            "sweep: {broke} broke and were set back to failing"
+        ));
+        Ok(Some(run))
     }
 }

@@ -75,6 +75,27 @@ impl Files {
         std::fs::rename(&tmp, &path).map_err(io(&path))
     }
 
+    /// Write `list` to the project's feature list, commit that file alone with
+    /// `message`, and append `entries` to the ledger with that commit: how every
+    /// correction of baton's to the list is made (set-backs, restores, resets).
+    /// Returns the commit, `None` when there was nothing to commit.
+    pub fn commit_list(
+        &self,
+        list: &FeatureList,
+        message: &str,
+        entries: Vec<LedgerEntry>,
+    ) -> Result<Option<String>, HarnessError> {
+        let path = self.feature_list();
+        std::fs::write(&path, list.to_json()).map_err(io(&path))?;
+        let commit =
+            crate::git::commit(&self.dir, message, &[self.names.feature_list.as_str()], &[])?;
+        for mut e in entries {
+            e.commit = commit.clone();
+            self.append_ledger(&e)?;
+        }
+        Ok(commit)
+    }
+
     /// Append one entry to the ledger.
     pub fn append_ledger(&self, entry: &LedgerEntry) -> Result<(), HarnessError> {
         use std::io::Write as _;

@@ -184,12 +184,6 @@ impl<'a> Gates<'a> {
     ) -> Result<(GateReport, Option<FeatureList>), HarnessError> {
         let files = self.files;
         let fl_name = files.names.feature_list.clone();
-        if self.changed
-            && let Some(list) = &self.list
-        {
-            let p = files.feature_list();
-            std::fs::write(&p, list.to_json()).map_err(io(&p))?;
-        }
         let dirty = git::dirty_paths(&files.dir)?;
         let leftovers: Vec<String> = dirty
             .into_iter()
@@ -218,7 +212,9 @@ impl<'a> Gates<'a> {
         }
         let notes_now = files.read_notes();
         self.report.notes_updated = !notes_now.trim().is_empty() && notes_now != notes_before;
-        if self.changed {
+        if self.changed
+            && let Some(list) = &self.list
+        {
             let msg = format!(
                 "baton: correct {fl_name} after session {}\n\nOnly \"passes\" may change in {fl_name}, and only for features that pass their checks. baton:\n{}",
                 self.session,
@@ -227,7 +223,7 @@ impl<'a> Gates<'a> {
                     .map(|v| format!("- {v}\n"))
                     .collect::<String>()
             );
-            self.report.restore_commit = git::commit(&files.dir, &msg, &[fl_name.as_str()], &[])?;
+            self.report.restore_commit = files.commit_list(list, &msg, Vec::new())?;
         }
         if let Some(list) = &self.list {
             self.record(list)?;

@@ -10,6 +10,7 @@
 //! # }
 //! ```
 
+mod accept;
 pub mod block;
 pub mod boundary;
 pub mod brief;
@@ -27,6 +28,7 @@ pub mod run;
 pub mod running;
 pub mod state;
 pub mod status;
+pub mod summary;
 pub mod verifier;
 
 pub use error::HarnessError;

@@ -1,16 +1,20 @@
 //! `baton run`: sessions until every feature passes, a limit is reached, or the run
 //! stalls. The agent's word is never a stop condition; the ledger decides.
+//!
+//! This module holds the loop, one session's start and finish, and the stop
+//! conditions. Around it: [`crate::accept`] (which feature list baton goes by),
+//! [`crate::checks`] (verify commands and the regression sweep), [`crate::verifier`]
+//! (the independent verifier's session), [`crate::summary`] (what a transcript
+//! says), [`crate::gates`] (the gates after each session).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_agent::cli_session::CliBackend;
 use baton_agent::client::ModelClient;
-use baton_agent::model::Usage;
 use baton_agent::pricing::PriceTable;
 use baton_agent::session::{AgentError, Limits, Observer, Session};
-use baton_agent::transcript::{self, Event, Transcript, now_ms};
+use baton_agent::transcript::{Transcript, now_ms};
 use baton_config::Config;
 use baton_ledger::FeatureList;
 use baton_tools::{ToolGate, Toolbox};
@@ -18,13 +22,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::block::BlockTool;
 use crate::boundary::Snapshot;
-use crate::checks::{self, CheckRun, Checker};
-use crate::error::{HarnessError, io};
+use crate::error::HarnessError;
 use crate::files::{Files, LedgerEntry, LedgerKind};
-use crate::gates::{GateReport, Gates};
+use crate::gates::Gates;
 use crate::guard::{FeatureListGuard, ReachGate};
 use crate::state::{InProgress, SessionKind, SessionOutcome, SessionRecord, State};
-use crate::{block, brief, git, prompts, queue, verifier};
+use crate::summary::{Summary, summarize};
+use crate::{block, brief, git, prompts, queue};
 
 /// Limits given on the command line; `None` falls back to `baton.toml`.
 #[derive(Debug, Clone, Default)]
@@ -348,105 +352,6 @@ impl Runner<'_> {
         }
     }
 
-    /// The accepted list, or the project's own list adopted as the baseline (which
-    /// starts the per-feature records afresh: their numbers may mean other features now).
-    fn adopt(&self, state: &mut State) -> Result<Option<FeatureList>, HarnessError> {
-        if let Some(a) = self.files.load_accepted()? {
-            return Ok(Some(a));
-        }
-        // A list baton's own initializer wrote and baton rejected is never adopted:
-        // the initializer runs again (told what was wrong).
-        if state
-            .sessions
-            .iter()
-            .any(|s| s.kind == SessionKind::Initializer)
-        {
-            return Ok(None);
-        }
-        let path = self.files.feature_list();
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            return Ok(None);
-        };
-        let list = FeatureList::parse(&text, &self.files.names.feature_list).map_err(|e| {
-            HarnessError::Input(format!("cannot adopt the existing feature list: {e}"))
-        })?;
-        self.files.save_accepted(&list)?;
-        if !state.features.is_empty() {
-            self.reporter.line(&format!(
-                "cleared the attempts, deferrals and blocks of {} feature(s): they belonged to the list adopted before",
-                state.features.len()
-            ));
-            state.features.clear();
-            state.save(&self.files.dir)?;
-        }
-        self.files.append_ledger(&LedgerEntry {
-            t_ms: now_ms(),
-            session: 0,
-            kind: LedgerKind::Accepted,
-            feature: None,
-            detail: format!(
-                "adopted the existing {} ({} features, {} passing)",
-                self.files.names.feature_list,
-                list.features.len(),
-                list.passing()
-            ),
-            commit: git::head(&self.files.dir),
-            evidence: Vec::new(),
-        })?;
-        self.reporter.line(&format!(
-            "adopted {}: {} features, {} passing",
-            self.files.names.feature_list,
-            list.features.len(),
-            list.passing()
-        ));
-        Ok(Some(list))
-    }
-
-    /// Before a coding session: a feature list that is invalid, deleted or changed
-    /// beyond `passes` since it was accepted (by a person, a script, a crash) is put
-    /// back to the accepted version, passes included, and committed and recorded, so
-    /// the agent never starts from a broken list and no pass is lost.
-    fn restore_before(&self, number: u32, accepted: &FeatureList) -> Result<(), HarnessError> {
-        let name = &self.files.names.feature_list;
-        let path = self.files.feature_list();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(io(&path)(e)),
-        };
-        let r = baton_ledger::reconcile(accepted, &text, name);
-        if !r.needs_restore() {
-            return Ok(());
-        }
-        let what: Vec<String> = if text.is_empty() {
-            vec![format!("{name} was deleted")]
-        } else {
-            r.violations.iter().map(ToString::to_string).collect()
-        };
-        std::fs::write(&path, accepted.to_json()).map_err(io(&path))?;
-        let msg = format!(
-            "baton: restore {name} before session {number}\n\n{}",
-            what.iter().map(|w| format!("- {w}\n")).collect::<String>()
-        );
-        let commit = git::commit(&self.files.dir, &msg, &[name.as_str()], &[])?;
-        for w in &what {
-            self.files.append_ledger(&LedgerEntry {
-                t_ms: now_ms(),
-                session: number,
-                kind: LedgerKind::Violation,
-                feature: None,
-                detail: format!("before session {number}: {w}; restored the accepted list"),
-                commit: commit.clone(),
-                evidence: Vec::new(),
-            })?;
-        }
-        self.reporter.line(&format!(
-            "restored {name} before session {number:04}: {}",
-            what.join("; ")
-        ));
-        Ok(())
-    }
-
     /// Wait `wait` for a usage limit to reset, shown live and recorded in the state
     /// (`waiting_until_ms` while it lasts, the session's `waited_ms` after). False when
     /// interrupted.
@@ -481,7 +386,7 @@ impl Runner<'_> {
     }
 
     /// The session limits of `[agent]`, within what is left of the run's hours.
-    fn limits(&self, max_turns: u32, deadline: Option<Instant>) -> Limits {
+    pub(crate) fn limits(&self, max_turns: u32, deadline: Option<Instant>) -> Limits {
         let mut limits = Limits::from_config(&self.cfg.agent, max_turns);
         limits.context.handoff_note = Some(prompts::handoff_note(&self.files.names));
         if let Some(d) = deadline {
@@ -627,216 +532,6 @@ impl Runner<'_> {
             })?;
         }
         Ok(())
-    }
-
-    /// Run the independent verifier over the session's new flips and reject those
-    /// it does not confirm. Returns its cost.
-    async fn verifier(
-        &self,
-        g: &mut Gates<'_>,
-        base: Option<&str>,
-        app_started: bool,
-        deadline: Option<Instant>,
-    ) -> Result<f64, HarnessError> {
-        let Some(current) = g.list.clone() else {
-            return Ok(0.0);
-        };
-        // The verifier sees the project read-only, so baton starts the app for it
-        // (unless the verify gate just ran the start script).
-        if !app_started {
-            self.start_app_for_verifier().await;
-        }
-        let flips = g.report.flipped.clone();
-        let limits = self.limits(self.cfg.verify.max_turns, deadline);
-        let reach = ReachGate {
-            inner: self.policy,
-            allow_file_urls: self.cfg.policy.allow_file_urls,
-        };
-        let gate = verifier::ReadOnly { inner: &reach };
-        let mut transcript = Transcript::create_next(&self.files.dir)?;
-        self.reporter.line(&format!(
-            "── session {:04} · verifier of session {:04} · checking {} ──",
-            transcript.number(),
-            g.session,
-            list(&flips)
-        ));
-        let browser = self.cfg.browser.enabled && self.cfg.project.kind == "web";
-        let prompt = verifier::prompt(
-            &current,
-            &flips,
-            &self.files.names.init_script,
-            browser,
-            base,
-        );
-        let system = prompts::verifier_system(&self.files.dir);
-        let result = match &self.backend {
-            Backend::Loop(client) => {
-                let mut client_cfg = client.config().clone();
-                if let Some(m) = &self.cfg.verify.model {
-                    client_cfg.model = m.clone();
-                }
-                let client = ModelClient::new(client_cfg)
-                    .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
-                // The verifier's commands see the project read-only (kernel-enforced
-                // where the sandbox runs).
-                let ro_tools = self.read_only_tools();
-                let session = Session {
-                    client: &client,
-                    tools: &ro_tools,
-                    gate: &gate,
-                    observer: self.observer,
-                    prices: self.prices,
-                    limits,
-                };
-                session
-                    .run_until(&mut transcript, &system, &prompt, &self.stop)
-                    .await?
-            }
-            Backend::Cli(cli) => {
-                let mut cli = cli.clone();
-                if let Some(m) = &self.cfg.verify.model {
-                    cli.model = m.clone();
-                }
-                // The CLI's shell commands, too, see the project read-only.
-                cli.command_sandbox = cli.command_sandbox.as_deref().map(|spec| {
-                    match serde_json::from_str::<serde_json::Value>(spec) {
-                        Ok(mut v) => {
-                            v["read_only"] = serde_json::Value::Bool(true);
-                            v.to_string()
-                        }
-                        Err(_) => spec.to_string(),
-                    }
-                });
-                let hook_args = ["--read-only".to_string()];
-                cli.session(
-                    &self.files.dir,
-                    &hook_args,
-                    limits,
-                    self.observer,
-                    self.prices,
-                )
-                .run_until(&mut transcript, &system, &prompt, &self.stop)
-                .await?
-            }
-        };
-        // The final verdict object; else (out of turns, cut off) the verdicts it gave
-        // one by one as it went: a feature it did not reach is not confirmed.
-        let verdicts = (result.outcome == baton_agent::session::Outcome::Completed)
-            .then(|| verifier::parse_verdict(&result.final_text))
-            .flatten()
-            .or_else(|| Some(verifier::verdict_lines(transcript.path())));
-        let rejected = verifier::rejections(&flips, verdicts.as_deref());
-        if !rejected.is_empty() {
-            self.reporter.line(&format!(
-                "  verifier rejected {}",
-                list(&rejected.iter().map(|r| r.0).collect::<Vec<_>>())
-            ));
-        }
-        g.reject(rejected);
-        Ok(result.cost_usd)
-    }
-
-    /// The run's tools with the project read-only for `Bash` (through the sandbox
-    /// launcher, where one is in use): the verifier's commands cannot write it.
-    fn read_only_tools(&self) -> Toolbox {
-        let mut ctx = self.tools.context().clone();
-        ctx.launcher = ctx.launcher.as_ref().map(|l| l.read_only());
-        self.tools.with_context(ctx)
-    }
-
-    /// Run the start script (writable, through the policy) so the read-only verifier
-    /// finds the app running; its failure is the verifier's to see.
-    async fn start_app_for_verifier(&self) {
-        let init = &self.files.names.init_script;
-        if !(self.cfg.verify.run_init && self.files.dir.join(init).is_file()) {
-            return;
-        }
-        let input = serde_json::json!({"command": format!("./{init}"), "timeout": 600_000});
-        if self.policy.check("Bash", &input) == baton_tools::GateDecision::Allow {
-            let _ = self.tools.call("Bash", &input).await;
-        }
-    }
-
-    /// The checker for verify commands, through the run's tools and policy.
-    fn checker(&self) -> Checker<'_> {
-        let init = &self.files.names.init_script;
-        Checker {
-            tools: &self.tools,
-            policy: self.policy,
-            timeout: Duration::from_secs(self.cfg.verify.timeout_secs.max(1)),
-            init_script: (self.cfg.verify.run_init && self.files.dir.join(init).is_file())
-                .then(|| init.clone()),
-        }
-    }
-
-    /// The regression sweep: re-run the checks of every passing feature, in list
-    /// order and time-boxed, and set back whatever broke, in a commit of baton's.
-    async fn sweep(
-        &self,
-        number: u32,
-        accepted: &mut Option<FeatureList>,
-    ) -> Result<Option<CheckRun>, HarnessError> {
-        let Some(list) = accepted.as_mut() else {
-            return Ok(None);
-        };
-        let passing: Vec<usize> = (0..list.features.len())
-            .filter(|&i| list.features[i].passes && checks::command_of(list, i).is_some())
-            .collect();
-        if passing.is_empty() {
-            return Ok(None);
-        }
-        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
-        let run = self.checker().run(list, &passing, Some(budget)).await;
-        if run.failed.is_empty() {
-            self.reporter.line(&format!(
-                "sweep: {} passing feature(s) re-checked, all still pass",
-                run.passed.len()
-            ));
-            return Ok(Some(run));
-        }
-        for f in &run.failed {
-            list.features[f.feature - 1].passes = false;
-        }
-        let path = self.files.feature_list();
-        std::fs::write(&path, list.to_json()).map_err(io(&path))?;
-        let broke = run
-            .failed
-            .iter()
-            .map(|f| format!("#{}", f.feature))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let msg = format!(
-            "baton: regression sweep before session {number} set back {broke}\n\n{}",
-            run.failed
-                .iter()
-                .map(|f| format!("- feature {}: `{}` failed\n", f.feature, f.command))
-                .collect::<String>()
-        );
-        let commit = git::commit(
-            &self.files.dir,
-            &msg,
-            &[self.files.names.feature_list.as_str()],
-            &[],
-        )?;
-        for f in &run.failed {
-            self.files.append_ledger(&LedgerEntry {
-                t_ms: now_ms(),
-                session: number,
-                kind: LedgerKind::Regression,
-                feature: Some(f.feature),
-                detail: format!(
-                    "`{}` failed before session {number}: {}",
-                    f.command, f.reason
-                ),
-                commit: commit.clone(),
-                evidence: Vec::new(),
-            })?;
-        }
-        self.files.save_accepted(list)?;
-        self.reporter.line(&format!(
-            "sweep: {broke} broke and were set back to failing"
-        ));
-        Ok(Some(run))
     }
 
     /// Gates and the session's record, from its transcript (also for a killed session).
@@ -1067,175 +762,11 @@ impl Runner<'_> {
         );
         Ok(notes)
     }
-
-    /// Validate the initializer's list; accept it (all features failing) or leave `None`.
-    fn accept_initial(
-        &self,
-        session: u32,
-        gates: &mut GateReport,
-    ) -> Result<Option<FeatureList>, HarnessError> {
-        let path = self.files.feature_list();
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            return Ok(None);
-        };
-        let Ok(mut list) = FeatureList::parse(&text, &self.files.names.feature_list) else {
-            return Ok(None);
-        };
-        if (list.features.len() as u32) < self.cfg.project.min_features {
-            return Ok(None);
-        }
-        let claimed: Vec<usize> = (0..list.features.len())
-            .filter(|&i| list.features[i].passes)
-            .collect();
-        if !claimed.is_empty() {
-            for &i in &claimed {
-                list.features[i].passes = false;
-            }
-            std::fs::write(&path, list.to_json()).map_err(io(&path))?;
-            let v = format!(
-                "{} feature(s) were marked passing before any was implemented; set back to false",
-                claimed.len()
-            );
-            gates.violations.push(v.clone());
-            let msg = format!(
-                "baton: reset premature passes in {} after session {session}\n\n{v}",
-                self.files.names.feature_list
-            );
-            gates.restore_commit = git::commit(
-                &self.files.dir,
-                &msg,
-                &[self.files.names.feature_list.as_str()],
-                &[],
-            )?;
-        }
-        self.files.save_accepted(&list)?;
-        self.files.append_ledger(&LedgerEntry {
-            t_ms: now_ms(),
-            session,
-            kind: LedgerKind::Accepted,
-            feature: None,
-            detail: format!("initial feature list ({} features)", list.features.len()),
-            commit: git::head(&self.files.dir),
-            evidence: Vec::new(),
-        })?;
-        Ok(Some(list))
-    }
-
-    fn initial_problem(&self) -> String {
-        let name = &self.files.names.feature_list;
-        match std::fs::read_to_string(self.files.feature_list()) {
-            Err(_) => format!("no {name} was written"),
-            Ok(text) => match FeatureList::parse(&text, name) {
-                Err(e) => e.to_string(),
-                Ok(l) => format!(
-                    "{name} has {} features; at least {} are required (lower [project] min_features in baton.toml, or ask for fewer with `baton new --features N`)",
-                    l.features.len(),
-                    self.cfg.project.min_features
-                ),
-            },
-        }
-    }
 }
 
-fn list(v: &[usize]) -> String {
+pub(crate) fn list(v: &[usize]) -> String {
     v.iter()
         .map(|n| format!("#{n}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// What a session's transcript says about it.
-#[derive(Debug, Clone, Default)]
-pub struct Summary {
-    /// How it ended, if it ended.
-    pub outcome: Option<String>,
-    /// Model turns.
-    pub turns: u32,
-    /// Tokens.
-    pub usage: Usage,
-    /// Cost in USD.
-    pub cost: f64,
-    /// Tool calls refused.
-    pub refusals: u32,
-    /// Evidence files kept for it.
-    pub evidence: Vec<String>,
-    /// Time spent waiting for quotas to reset, in ms.
-    pub waited_ms: u64,
-    /// Refused calls: (what was asked, baton's reason).
-    pub refused: Vec<(String, String)>,
-    /// The model's last text.
-    pub final_text: String,
-}
-
-/// Read session `number`'s transcript into a [`Summary`] (empty if unreadable).
-pub fn summarize(dir: &std::path::Path, number: u32) -> Summary {
-    let path: PathBuf = dir
-        .join(transcript::SESSIONS_DIR)
-        .join(format!("{number:04}.jsonl"));
-    let mut s = Summary::default();
-    // Each call's key argument (a Bash command, a path), to name refused calls.
-    let mut calls: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    for r in transcript::read(&path).unwrap_or_default() {
-        match r.event {
-            Event::Assistant {
-                turn,
-                usage: u,
-                cost_usd,
-                content,
-                ..
-            } => {
-                s.turns = s.turns.max(turn);
-                s.usage.add(&u);
-                s.cost += cost_usd;
-                for b in content {
-                    if let baton_agent::model::Block::ToolUse { id, name, input } = b {
-                        let key = ["command", "file_path", "pattern", "url"]
-                            .iter()
-                            .find_map(|k| input.get(*k).and_then(|v| v.as_str()))
-                            .map_or_else(|| name.clone(), |v| format!("{name} {v}"));
-                        calls.insert(id, key);
-                    }
-                }
-            }
-            Event::ToolResult {
-                refused,
-                evidence,
-                tool_use_id,
-                name,
-                content,
-                ..
-            } => {
-                s.refusals += u32::from(refused);
-                s.evidence.extend(evidence);
-                if refused {
-                    let what = calls
-                        .get(&tool_use_id)
-                        .cloned()
-                        .unwrap_or_else(|| name.clone());
-                    let why = content
-                        .strip_prefix("Refused by baton's policy: ")
-                        .unwrap_or(&content)
-                        .to_string();
-                    s.refused.push((what, why));
-                }
-            }
-            Event::Compaction {
-                usage: u, cost_usd, ..
-            } => {
-                s.usage.add(&u);
-                s.cost += cost_usd;
-            }
-            Event::Wait { until_ms, .. } => s.waited_ms += until_ms.saturating_sub(r.t_ms),
-            Event::SessionEnd {
-                outcome,
-                final_text,
-                ..
-            } => {
-                s.outcome = Some(outcome);
-                s.final_text = final_text;
-            }
-            _ => {}
-        }
-    }
-    s
 }

@@ -2,9 +2,20 @@
 //! re-walks the steps of each newly flipped feature and may not edit the project.
 //! Its structured verdict decides; a feature without a passing verdict is reverted.
 
+use std::time::Instant;
+
+use baton_agent::client::ModelClient;
+use baton_agent::session::Session;
+use baton_agent::transcript::Transcript;
 use baton_ledger::FeatureList;
-use baton_tools::{GateDecision, ToolGate};
+use baton_tools::{GateDecision, ToolGate, Toolbox};
 use serde_json::Value;
+
+use crate::error::HarnessError;
+use crate::gates::Gates;
+use crate::guard::ReachGate;
+use crate::prompts;
+use crate::run::{Backend, list};
 
 /// Refuses every edit; defers to the policy for the rest.
 pub struct ReadOnly<'a> {
@@ -171,6 +182,136 @@ pub fn rejections(
             },
         )
         .collect()
+}
+
+impl crate::run::Runner<'_> {
+    /// Run the independent verifier over the session's new flips and reject those
+    /// it does not confirm. Returns its cost.
+    pub(crate) async fn verifier(
+        &self,
+        g: &mut Gates<'_>,
+        base: Option<&str>,
+        app_started: bool,
+        deadline: Option<Instant>,
+    ) -> Result<f64, HarnessError> {
+        let Some(current) = g.list.clone() else {
+            return Ok(0.0);
+        };
+        // The verifier sees the project read-only, so baton starts the app for it
+        // (unless the verify gate just ran the start script).
+        if !app_started {
+            self.start_app_for_verifier().await;
+        }
+        let flips = g.report.flipped.clone();
+        let limits = self.limits(self.cfg.verify.max_turns, deadline);
+        let reach = ReachGate {
+            inner: self.policy,
+            allow_file_urls: self.cfg.policy.allow_file_urls,
+        };
+        let gate = ReadOnly { inner: &reach };
+        let mut transcript = Transcript::create_next(&self.files.dir)?;
+        self.reporter.line(&format!(
+            "── session {:04} · verifier of session {:04} · checking {} ──",
+            transcript.number(),
+            g.session,
+            list(&flips)
+        ));
+        let browser = self.cfg.browser.enabled && self.cfg.project.kind == "web";
+        let prompt = prompt(
+            &current,
+            &flips,
+            &self.files.names.init_script,
+            browser,
+            base,
+        );
+        let system = prompts::verifier_system(&self.files.dir);
+        let result = match &self.backend {
+            Backend::Loop(client) => {
+                let mut client_cfg = client.config().clone();
+                if let Some(m) = &self.cfg.verify.model {
+                    client_cfg.model = m.clone();
+                }
+                let client = ModelClient::new(client_cfg)
+                    .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
+                // The verifier's commands see the project read-only (kernel-enforced
+                // where the sandbox runs).
+                let ro_tools = self.read_only_tools();
+                let session = Session {
+                    client: &client,
+                    tools: &ro_tools,
+                    gate: &gate,
+                    observer: self.observer,
+                    prices: self.prices,
+                    limits,
+                };
+                session
+                    .run_until(&mut transcript, &system, &prompt, &self.stop)
+                    .await?
+            }
+            Backend::Cli(cli) => {
+                let mut cli = cli.clone();
+                if let Some(m) = &self.cfg.verify.model {
+                    cli.model = m.clone();
+                }
+                // The CLI's shell commands, too, see the project read-only.
+                cli.command_sandbox = cli.command_sandbox.as_deref().map(|spec| {
+                    match serde_json::from_str::<serde_json::Value>(spec) {
+                        Ok(mut v) => {
+                            v["read_only"] = serde_json::Value::Bool(true);
+                            v.to_string()
+                        }
+                        Err(_) => spec.to_string(),
+                    }
+                });
+                let hook_args = ["--read-only".to_string()];
+                cli.session(
+                    &self.files.dir,
+                    &hook_args,
+                    limits,
+                    self.observer,
+                    self.prices,
+                )
+                .run_until(&mut transcript, &system, &prompt, &self.stop)
+                .await?
+            }
+        };
+        // The final verdict object; else (out of turns, cut off) the verdicts it gave
+        // one by one as it went: a feature it did not reach is not confirmed.
+        let verdicts = (result.outcome == baton_agent::session::Outcome::Completed)
+            .then(|| parse_verdict(&result.final_text))
+            .flatten()
+            .or_else(|| Some(verdict_lines(transcript.path())));
+        let rejected = rejections(&flips, verdicts.as_deref());
+        if !rejected.is_empty() {
+            self.reporter.line(&format!(
+                "  verifier rejected {}",
+                list(&rejected.iter().map(|r| r.0).collect::<Vec<_>>())
+            ));
+        }
+        g.reject(rejected);
+        Ok(result.cost_usd)
+    }
+
+    /// The run's tools with the project read-only for `Bash` (through the sandbox
+    /// launcher, where one is in use): the verifier's commands cannot write it.
+    pub(crate) fn read_only_tools(&self) -> Toolbox {
+        let mut ctx = self.tools.context().clone();
+        ctx.launcher = ctx.launcher.as_ref().map(|l| l.read_only());
+        self.tools.with_context(ctx)
+    }
+
+    /// Run the start script (writable, through the policy) so the read-only verifier
+    /// finds the app running; its failure is the verifier's to see.
+    pub(crate) async fn start_app_for_verifier(&self) {
+        let init = &self.files.names.init_script;
+        if !(self.cfg.verify.run_init && self.files.dir.join(init).is_file()) {
+            return;
+        }
+        let input = serde_json::json!({"command": format!("./{init}"), "timeout": 600_000});
+        if self.policy.check("Bash", &input) == baton_tools::GateDecision::Allow {
+            let _ = self.tools.call("Bash", &input).await;
+        }
+    }
 }
 
 #[cfg(test)]

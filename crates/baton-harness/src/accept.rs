@@ -1,0 +1,180 @@
+//! The feature list baton goes by: a list found in the project is adopted (or the
+//! one in `.baton/` restored), the initializer's is accepted or refused, and a
+//! list damaged or deleted between sessions is put back before the next one.
+
+use baton_agent::transcript::now_ms;
+use baton_ledger::FeatureList;
+
+use crate::error::{HarnessError, io};
+use crate::files::{LedgerEntry, LedgerKind};
+use crate::gates::GateReport;
+use crate::git;
+use crate::run::Runner;
+use crate::state::{SessionKind, State};
+
+impl Runner<'_> {
+    /// The accepted list, or the project's own list adopted as the baseline (which
+    /// starts the per-feature records afresh: their numbers may mean other features now).
+    pub(crate) fn adopt(&self, state: &mut State) -> Result<Option<FeatureList>, HarnessError> {
+        if let Some(a) = self.files.load_accepted()? {
+            return Ok(Some(a));
+        }
+        // A list baton's own initializer wrote and baton rejected is never adopted:
+        // the initializer runs again (told what was wrong).
+        if state
+            .sessions
+            .iter()
+            .any(|s| s.kind == SessionKind::Initializer)
+        {
+            return Ok(None);
+        }
+        let path = self.files.feature_list();
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let list = FeatureList::parse(&text, &self.files.names.feature_list).map_err(|e| {
+            HarnessError::Input(format!("cannot adopt the existing feature list: {e}"))
+        })?;
+        self.files.save_accepted(&list)?;
+        if !state.features.is_empty() {
+            self.reporter.line(&format!(
+                "cleared the attempts, deferrals and blocks of {} feature(s): they belonged to the list adopted before",
+                state.features.len()
+            ));
+            state.features.clear();
+            state.save(&self.files.dir)?;
+        }
+        self.files.append_ledger(&LedgerEntry {
+            t_ms: now_ms(),
+            session: 0,
+            kind: LedgerKind::Accepted,
+            feature: None,
+            detail: format!(
+                "adopted the existing {} ({} features, {} passing)",
+                self.files.names.feature_list,
+                list.features.len(),
+                list.passing()
+            ),
+            commit: git::head(&self.files.dir),
+            evidence: Vec::new(),
+        })?;
+        self.reporter.line(&format!(
+            "adopted {}: {} features, {} passing",
+            self.files.names.feature_list,
+            list.features.len(),
+            list.passing()
+        ));
+        Ok(Some(list))
+    }
+
+    /// Before a coding session: a feature list that is invalid, deleted or changed
+    /// beyond `passes` since it was accepted (by a person, a script, a crash) is put
+    /// back to the accepted version, passes included, and committed and recorded, so
+    /// the agent never starts from a broken list and no pass is lost.
+    pub(crate) fn restore_before(
+        &self,
+        number: u32,
+        accepted: &FeatureList,
+    ) -> Result<(), HarnessError> {
+        let name = &self.files.names.feature_list;
+        let path = self.files.feature_list();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let r = baton_ledger::reconcile(accepted, &text, name);
+        if !r.needs_restore() {
+            return Ok(());
+        }
+        let what: Vec<String> = if text.is_empty() {
+            vec![format!("{name} was deleted")]
+        } else {
+            r.violations.iter().map(ToString::to_string).collect()
+        };
+        let msg = format!(
+            "baton: restore {name} before session {number}\n\n{}",
+            what.iter().map(|w| format!("- {w}\n")).collect::<String>()
+        );
+        let entries = what
+            .iter()
+            .map(|w| LedgerEntry {
+                t_ms: now_ms(),
+                session: number,
+                kind: LedgerKind::Violation,
+                feature: None,
+                detail: format!("before session {number}: {w}; restored the accepted list"),
+                commit: None,
+                evidence: Vec::new(),
+            })
+            .collect();
+        self.files.commit_list(accepted, &msg, entries)?;
+        self.reporter.line(&format!(
+            "restored {name} before session {number:04}: {}",
+            what.join("; ")
+        ));
+        Ok(())
+    }
+
+    /// Validate the initializer's list; accept it (all features failing) or leave `None`.
+    pub(crate) fn accept_initial(
+        &self,
+        session: u32,
+        gates: &mut GateReport,
+    ) -> Result<Option<FeatureList>, HarnessError> {
+        let path = self.files.feature_list();
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(None);
+        };
+        let Ok(mut list) = FeatureList::parse(&text, &self.files.names.feature_list) else {
+            return Ok(None);
+        };
+        if (list.features.len() as u32) < self.cfg.project.min_features {
+            return Ok(None);
+        }
+        let claimed: Vec<usize> = (0..list.features.len())
+            .filter(|&i| list.features[i].passes)
+            .collect();
+        if !claimed.is_empty() {
+            for &i in &claimed {
+                list.features[i].passes = false;
+            }
+            let v = format!(
+                "{} feature(s) were marked passing before any was implemented; set back to false",
+                claimed.len()
+            );
+            gates.violations.push(v.clone());
+            let msg = format!(
+                "baton: reset premature passes in {} after session {session}\n\n{v}",
+                self.files.names.feature_list
+            );
+            gates.restore_commit = self.files.commit_list(&list, &msg, Vec::new())?;
+        }
+        self.files.save_accepted(&list)?;
+        self.files.append_ledger(&LedgerEntry {
+            t_ms: now_ms(),
+            session,
+            kind: LedgerKind::Accepted,
+            feature: None,
+            detail: format!("initial feature list ({} features)", list.features.len()),
+            commit: git::head(&self.files.dir),
+            evidence: Vec::new(),
+        })?;
+        Ok(Some(list))
+    }
+
+    pub(crate) fn initial_problem(&self) -> String {
+        let name = &self.files.names.feature_list;
+        match std::fs::read_to_string(self.files.feature_list()) {
+            Err(_) => format!("no {name} was written"),
+            Ok(text) => match FeatureList::parse(&text, name) {
+                Err(e) => e.to_string(),
+                Ok(l) => format!(
+                    "{name} has {} features; at least {} are required (lower [project] min_features in baton.toml, or ask for fewer with `baton new --features N`)",
+                    l.features.len(),
+                    self.cfg.project.min_features
+                ),
+            },
+        }
+    }
+}
