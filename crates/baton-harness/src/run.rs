@@ -2,7 +2,7 @@
 //! stalls. The agent's word is never a stop condition; the ledger decides.
 //!
 //! This module holds the loop, one session's start and finish, and the stop
-//! conditions. Around it: [`crate::accept`] (which feature list baton goes by),
+//! conditions. Around it: `accept.rs` (which feature list baton goes by),
 //! [`crate::checks`] (verify commands and the regression sweep), [`crate::verifier`]
 //! (the independent verifier's session), [`crate::summary`] (what a transcript
 //! says), [`crate::gates`] (the gates after each session).
