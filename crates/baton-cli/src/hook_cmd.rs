@@ -14,8 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use baton_config::Config;
-use baton_harness::guard::{FeatureListGuard, ReachGate};
-use baton_harness::verifier::ReadOnly;
+use baton_harness::guard::GateStack;
 use baton_policy::Policy;
 use baton_tools::{GateDecision, ToolGate, paths};
 use serde_json::{Value, json};
@@ -123,23 +122,15 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
             anyhow::bail!("the command cannot be judged: {}", verdict.message());
         }
     }
-    let reach = ReachGate {
-        inner: &policy,
+    // The same gates, in the same order, as in baton's own loop.
+    let gate = GateStack {
+        policy: &policy,
         allow_file_urls: cfg.policy.allow_file_urls,
+        feature_list: a.feature_list.as_deref().map(|name| (dir.as_path(), name)),
+        read_only: a.read_only,
     };
-    let guard = a.feature_list.as_ref().map(|name| FeatureListGuard {
-        inner: &reach,
-        project: dir.clone(),
-        feature_list: name.clone(),
-    });
-    let gate: &dyn ToolGate = match &guard {
-        Some(g) => g,
-        None => &reach,
-    };
-    let read_only = ReadOnly { inner: gate };
     let decision = match confinement(&dir, tool, tool_input) {
         Some(reason) => GateDecision::Refuse(reason),
-        None if a.read_only => read_only.check(tool, tool_input),
         None => gate.check(tool, tool_input),
     };
     Ok(match decision {

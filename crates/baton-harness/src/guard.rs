@@ -1,7 +1,11 @@
-//! Refuses, on the spot, `Write` and `Edit` calls that would change anything in the
-//! feature list but `passes`, then defers to the policy for everything else.
+//! The gates in front of the command policy, and [`GateStack`], the one order in
+//! which every agent's tool call passes them (in baton's loop and in the agent
+//! CLI's hook alike): the policy with the reach rules ([`ReachGate`]), then in a
+//! coding session the feature-list guard ([`FeatureListGuard`]: `Write`/`Edit` that
+//! would change anything in the feature list but `passes` are refused on the spot),
+//! then for the verifier read-only (`crate::verifier::ReadOnly`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use baton_ledger::{FeatureList, reconcile};
 use baton_tools::{GateDecision, ToolGate, paths};
@@ -12,9 +16,50 @@ pub struct FeatureListGuard<'a> {
     /// The gate consulted for everything the guard allows.
     pub inner: &'a dyn ToolGate,
     /// The project directory (canonical).
-    pub project: PathBuf,
+    pub project: &'a Path,
     /// The feature list's name relative to the project.
-    pub feature_list: String,
+    pub feature_list: &'a str,
+}
+
+/// Every gate a tool call passes, in order (see the module's doc). One constructor
+/// for baton's own loop, the verifier and the agent CLI's hook.
+#[derive(Clone, Copy)]
+pub struct GateStack<'a> {
+    /// The command policy.
+    pub policy: &'a dyn ToolGate,
+    /// `[policy] allow_file_urls`.
+    pub allow_file_urls: bool,
+    /// The project directory and the feature list's name: the feature-list guard
+    /// (coding sessions).
+    pub feature_list: Option<(&'a Path, &'a str)>,
+    /// Refuse every edit (the independent verifier).
+    pub read_only: bool,
+}
+
+impl ToolGate for GateStack<'_> {
+    fn check(&self, tool: &str, input: &Value) -> GateDecision {
+        let reach = ReachGate {
+            inner: self.policy,
+            allow_file_urls: self.allow_file_urls,
+        };
+        let guard;
+        let gate: &dyn ToolGate = match self.feature_list {
+            Some((project, feature_list)) => {
+                guard = FeatureListGuard {
+                    inner: &reach,
+                    project,
+                    feature_list,
+                };
+                &guard
+            }
+            None => &reach,
+        };
+        if self.read_only {
+            crate::verifier::ReadOnly { inner: gate }.check(tool, input)
+        } else {
+            gate.check(tool, input)
+        }
+    }
 }
 
 /// `current` with one `Edit`-shaped change (`old_string`, `new_string`,
@@ -67,8 +112,8 @@ impl FeatureListGuard<'_> {
             _ => return None,
         };
         // The feature list by any name: through a symlink, a hard link, `..`.
-        let target = paths::resolve(&self.project, input[key].as_str()?);
-        let list_path = self.project.join(&self.feature_list);
+        let target = paths::resolve(self.project, input[key].as_str()?);
+        let list_path = self.project.join(self.feature_list);
         if target != list_path && !same_file(&target, &list_path) {
             return None;
         }
@@ -79,7 +124,7 @@ impl FeatureListGuard<'_> {
             ));
         }
         let current = std::fs::read_to_string(&list_path).unwrap_or_default();
-        let base = FeatureList::parse(&current, &self.feature_list).ok()?;
+        let base = FeatureList::parse(&current, self.feature_list).ok()?;
         let Some(next) = self.proposed(tool, input, &current) else {
             // Through another name, a change baton cannot follow is refused.
             return (target != list_path).then(|| {
@@ -90,7 +135,7 @@ impl FeatureListGuard<'_> {
                 )
             });
         };
-        let r = reconcile(&base, &next, &self.feature_list);
+        let r = reconcile(&base, &next, self.feature_list);
         if r.violations.is_empty() {
             return None;
         }

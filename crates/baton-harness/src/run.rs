@@ -25,7 +25,7 @@ use crate::boundary::Snapshot;
 use crate::error::HarnessError;
 use crate::files::{Files, LedgerEntry, LedgerKind};
 use crate::gates::Gates;
-use crate::guard::{FeatureListGuard, ReachGate};
+use crate::guard::GateStack;
 use crate::state::{InProgress, SessionKind, SessionOutcome, SessionRecord, State};
 use crate::summary::{Summary, summarize};
 use crate::{block, brief, git, prompts, queue};
@@ -465,19 +465,14 @@ impl Runner<'_> {
         self.reporter
             .line(&format!("── session {number:04} · {} ──", kind.name()));
         self.reporter.session_start(number, kind);
-        let reach = ReachGate {
-            inner: self.policy,
+        let stack = GateStack {
+            policy: self.policy,
             allow_file_urls: self.cfg.policy.allow_file_urls,
+            feature_list: (kind == SessionKind::Coding)
+                .then_some((dir.as_path(), self.files.names.feature_list.as_str())),
+            read_only: false,
         };
-        let guard = FeatureListGuard {
-            inner: &reach,
-            project: dir.clone(),
-            feature_list: self.files.names.feature_list.clone(),
-        };
-        let gate: &dyn ToolGate = match kind {
-            SessionKind::Coding => &guard,
-            SessionKind::Initializer => &reach,
-        };
+        let gate: &dyn ToolGate = &stack;
         let limits = self.limits(self.cfg.agent.max_turns, deadline);
         let system = prompts::system(dir);
         let result = match &self.backend {
@@ -502,7 +497,10 @@ impl Runner<'_> {
             Backend::Cli(cli) => {
                 let hook_args = match kind {
                     SessionKind::Coding => {
-                        vec!["--feature-list".to_string(), guard.feature_list.clone()]
+                        vec![
+                            "--feature-list".to_string(),
+                            self.files.names.feature_list.clone(),
+                        ]
                     }
                     SessionKind::Initializer => Vec::new(),
                 };

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::error::HarnessError;
 use crate::gates::Gates;
-use crate::guard::ReachGate;
+use crate::guard::GateStack;
 use crate::prompts;
 use crate::run::{Backend, list};
 
@@ -204,11 +204,12 @@ impl crate::run::Runner<'_> {
         }
         let flips = g.report.flipped.clone();
         let limits = self.limits(self.cfg.verify.max_turns, deadline);
-        let reach = ReachGate {
-            inner: self.policy,
+        let gate = GateStack {
+            policy: self.policy,
             allow_file_urls: self.cfg.policy.allow_file_urls,
+            feature_list: None,
+            read_only: true,
         };
-        let gate = ReadOnly { inner: &reach };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
         self.reporter.line(&format!(
             "── session {:04} · verifier of session {:04} · checking {} ──",
