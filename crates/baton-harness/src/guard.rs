@@ -36,6 +36,20 @@ pub struct GateStack<'a> {
     pub read_only: bool,
 }
 
+impl GateStack<'_> {
+    /// The same gates as arguments of `baton hook pre-tool-use`, for an agent CLI.
+    pub fn hook_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some((_, name)) = self.feature_list {
+            v.extend(["--feature-list".to_string(), name.to_string()]);
+        }
+        if self.read_only {
+            v.push("--read-only".to_string());
+        }
+        v
+    }
+}
+
 impl ToolGate for GateStack<'_> {
     fn check(&self, tool: &str, input: &Value) -> GateDecision {
         let reach = ReachGate {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use baton_agent::cli_session::CliBackend;
 use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
-use baton_agent::session::{AgentError, Limits, Observer, Session};
+use baton_agent::session::{AgentError, Limits, Observer, Session, SessionResult};
 use baton_agent::transcript::{Transcript, now_ms};
 use baton_config::Config;
 use baton_ledger::FeatureList;
@@ -472,45 +472,73 @@ impl Runner<'_> {
                 .then_some((dir.as_path(), self.files.names.feature_list.as_str())),
             read_only: false,
         };
-        let gate: &dyn ToolGate = &stack;
         let limits = self.limits(self.cfg.agent.max_turns, deadline);
         let system = prompts::system(dir);
-        let result = match &self.backend {
-            Backend::Loop(client) => {
-                let session = Session {
-                    client,
+        // BlockFeature is offered while a coding session of baton's own loop runs.
+        if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
+            block.open(list);
+        }
+        let result = self
+            .run_agent(
+                Agent {
                     tools: &self.tools,
-                    gate,
-                    observer: self.observer,
-                    prices: self.prices,
+                    gate: stack,
+                    client: None,
+                    model: None,
                     limits,
-                };
-                if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
-                    block.open(list);
-                }
-                let result = session
-                    .run_until(&mut transcript, &system, &prompt, &self.stop)
-                    .await;
-                block.close();
-                result
-            }
-            Backend::Cli(cli) => {
-                let hook_args = match kind {
-                    SessionKind::Coding => {
-                        vec![
-                            "--feature-list".to_string(),
-                            self.files.names.feature_list.clone(),
-                        ]
-                    }
-                    SessionKind::Initializer => Vec::new(),
-                };
-                cli.session(dir, &hook_args, limits, self.observer, self.prices)
-                    .run_until(&mut transcript, &system, &prompt, &self.stop)
-                    .await
-            }
-        };
+                },
+                &mut transcript,
+                &system,
+                &prompt,
+            )
+            .await;
+        block.close();
         let error = result.err();
         self.finish(&ip, error, accepted, deadline, snap).await
+    }
+
+    /// Run one agent on the run's backend: baton's own loop (with `a.tools` behind
+    /// `a.gate`), or the agent CLI, whose hook applies the same gates and whose shell
+    /// commands see the project read-only where the gates say so.
+    pub(crate) async fn run_agent(
+        &self,
+        a: Agent<'_>,
+        transcript: &mut Transcript,
+        system: &str,
+        prompt: &str,
+    ) -> Result<SessionResult, AgentError> {
+        match &self.backend {
+            Backend::Loop(client) => {
+                Session {
+                    client: a.client.unwrap_or(client),
+                    tools: a.tools,
+                    gate: &a.gate,
+                    observer: self.observer,
+                    prices: self.prices,
+                    limits: a.limits,
+                }
+                .run_until(transcript, system, prompt, &self.stop)
+                .await
+            }
+            Backend::Cli(cli) => {
+                let mut cli = cli.clone();
+                if let Some(m) = a.model {
+                    cli.model = m.to_string();
+                }
+                if a.gate.read_only {
+                    cli.command_sandbox = cli.command_sandbox.as_deref().map(read_only_spec);
+                }
+                cli.session(
+                    &self.files.dir,
+                    &a.gate.hook_args(),
+                    a.limits,
+                    self.observer,
+                    self.prices,
+                )
+                .run_until(transcript, system, prompt, &self.stop)
+                .await
+            }
+        }
     }
 
     /// Restore the guarded files before session `number` starts; what had changed
@@ -759,6 +787,31 @@ impl Runner<'_> {
             first_deferral,
         );
         Ok(notes)
+    }
+}
+
+/// One agent session's means, for [`Runner::run_agent`].
+pub(crate) struct Agent<'a> {
+    /// The tools of baton's own loop.
+    pub tools: &'a Toolbox,
+    /// The gates of every tool call (also the CLI hook's arguments).
+    pub gate: GateStack<'a>,
+    /// Another client than the run's, for baton's own loop (another model).
+    pub client: Option<&'a ModelClient>,
+    /// Another model than the run's, for an agent CLI.
+    pub model: Option<&'a str>,
+    /// Turn, token and time limits.
+    pub limits: Limits,
+}
+
+/// A `BATON_SANDBOX` spec with the project read-only.
+fn read_only_spec(spec: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(spec) {
+        Ok(mut v) => {
+            v["read_only"] = serde_json::Value::Bool(true);
+            v.to_string()
+        }
+        Err(_) => spec.to_string(),
     }
 }
 

@@ -5,7 +5,6 @@
 use std::time::Instant;
 
 use baton_agent::client::ModelClient;
-use baton_agent::session::Session;
 use baton_agent::transcript::Transcript;
 use baton_ledger::FeatureList;
 use baton_tools::{GateDecision, ToolGate, Toolbox};
@@ -15,7 +14,7 @@ use crate::error::HarnessError;
 use crate::gates::Gates;
 use crate::guard::GateStack;
 use crate::prompts;
-use crate::run::{Backend, list};
+use crate::run::{Agent, Backend, list};
 
 /// Refuses every edit; defers to the policy for the rest.
 pub struct ReadOnly<'a> {
@@ -226,56 +225,35 @@ impl crate::run::Runner<'_> {
             base,
         );
         let system = prompts::verifier_system(&self.files.dir);
-        let result = match &self.backend {
-            Backend::Loop(client) => {
-                let mut client_cfg = client.config().clone();
-                if let Some(m) = &self.cfg.verify.model {
-                    client_cfg.model = m.clone();
-                }
-                let client = ModelClient::new(client_cfg)
-                    .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?;
-                // The verifier's commands see the project read-only (kernel-enforced
-                // where the sandbox runs).
-                let ro_tools = self.read_only_tools();
-                let session = Session {
-                    client: &client,
-                    tools: &ro_tools,
-                    gate: &gate,
-                    observer: self.observer,
-                    prices: self.prices,
-                    limits,
-                };
-                session
-                    .run_until(&mut transcript, &system, &prompt, &self.stop)
-                    .await?
-            }
-            Backend::Cli(cli) => {
-                let mut cli = cli.clone();
-                if let Some(m) = &self.cfg.verify.model {
-                    cli.model = m.clone();
-                }
-                // The CLI's shell commands, too, see the project read-only.
-                cli.command_sandbox = cli.command_sandbox.as_deref().map(|spec| {
-                    match serde_json::from_str::<serde_json::Value>(spec) {
-                        Ok(mut v) => {
-                            v["read_only"] = serde_json::Value::Bool(true);
-                            v.to_string()
-                        }
-                        Err(_) => spec.to_string(),
-                    }
-                });
-                let hook_args = ["--read-only".to_string()];
-                cli.session(
-                    &self.files.dir,
-                    &hook_args,
-                    limits,
-                    self.observer,
-                    self.prices,
+        // Another model for the verifier: its own client in baton's loop.
+        let own_client = match (&self.backend, &self.cfg.verify.model) {
+            (Backend::Loop(client), Some(m)) => {
+                let mut cfg = client.config().clone();
+                cfg.model = m.clone();
+                Some(
+                    ModelClient::new(cfg)
+                        .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?,
                 )
-                .run_until(&mut transcript, &system, &prompt, &self.stop)
-                .await?
             }
+            _ => None,
         };
+        // The verifier's commands see the project read-only (kernel-enforced where
+        // the sandbox runs).
+        let ro_tools = self.read_only_tools();
+        let result = self
+            .run_agent(
+                Agent {
+                    tools: &ro_tools,
+                    gate,
+                    client: own_client.as_ref(),
+                    model: self.cfg.verify.model.as_deref(),
+                    limits,
+                },
+                &mut transcript,
+                &system,
+                &prompt,
+            )
+            .await?;
         // The final verdict object; else (out of turns, cut off) the verdicts it gave
         // one by one as it went: a feature it did not reach is not confirmed.
         let verdicts = (result.outcome == baton_agent::session::Outcome::Completed)
