@@ -231,7 +231,7 @@ impl Checker<'_> {
                 d.join(&p)
             };
             let real = crate::places::real_path(&abs);
-            let lexical = match self.policy.places.place(&escape(&p), d) {
+            let lexical = match self.policy.places.place(&crate::word::escape(&p), d) {
                 Place::Project => true,
                 Place::Protected(dir) => {
                     self.refuse(
@@ -924,7 +924,7 @@ impl Checker<'_> {
             Cwd::Unknown => vec![PathBuf::from("/")],
         };
         for d in dirs {
-            match self.policy.places.place(&escape(&l), &d) {
+            match self.policy.places.place(&crate::word::escape(&l), &d) {
                 Place::Project => {}
                 _ => {
                     self.refuse(
@@ -1213,8 +1213,9 @@ impl Checker<'_> {
                         Cwd::Known(v) => v.clone(),
                         Cwd::Unknown => vec![],
                     };
-                    dirs.iter()
-                        .any(|d| self.policy.places.place(&escape(&l), d) == Place::ProjectRoot)
+                    dirs.iter().any(|d| {
+                        self.policy.places.place(&crate::word::escape(&l), d) == Place::ProjectRoot
+                    })
                 });
                 if root && cleanup {
                     // Build leftovers only; see CLEANUP_PATTERNS.
@@ -2602,18 +2603,6 @@ fn basename_of(w: &Word) -> String {
                 .map(|n| n.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| ".".into())
-}
-
-/// A literal path as a pattern (glob characters escaped).
-pub(crate) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `pkg@1.2.3` → `pkg`, `@scope/pkg@latest` → `@scope/pkg`.

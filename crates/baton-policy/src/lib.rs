@@ -308,7 +308,7 @@ impl Policy {
             candidates.push(real.to_string_lossy().into_owned());
         }
         for c in candidates {
-            let escaped = escape_glob(&c);
+            let escaped = crate::word::escape(&c);
             if let Some(Secret::Inside(what)) = self.places.secret(&escaped, project, false) {
                 return Verdict::Refused {
                     refusals: vec![Refusal {
@@ -337,17 +337,6 @@ const CHECK_STACK: usize = 64 * 1024 * 1024;
 #[cfg(debug_assertions)]
 #[doc(hidden)]
 pub const FAULT_MARKER: &str = "__baton_test_fault_in_checker__";
-
-fn escape_glob(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
 
 impl ToolGate for Policy {
     fn check(&self, tool: &str, input: &Value) -> GateDecision {

@@ -315,6 +315,18 @@ pub(crate) fn pattern_has_glob(p: &str) -> bool {
     false
 }
 
+/// A literal path as a pattern (glob characters escaped).
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A pattern with its escapes removed (for a pattern without glob characters).
 pub(crate) fn unescape(p: &str) -> String {
     let mut out = String::with_capacity(p.len());
