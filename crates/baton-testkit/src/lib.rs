@@ -19,6 +19,7 @@
 //! assert!(server.base_url().starts_with("http://127.0.0.1:"));
 //! ```
 
+pub mod browser;
 mod http;
 mod script;
 mod wire;

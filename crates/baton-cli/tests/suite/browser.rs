@@ -8,9 +8,7 @@
 //! `/usr/bin/chromium`. Missing parts fail the test on CI (`CI=true`) and skip it
 //! elsewhere, with a note.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use baton_agent::transcript::Event;
@@ -19,89 +17,7 @@ use serde_json::{Value, json};
 
 use super::*;
 
-struct BrowserParts {
-    cli: PathBuf,
-    chromium: PathBuf,
-}
-
-fn browser_parts(test: &str) -> Option<BrowserParts> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let cli = std::env::var_os("BATON_PLAYWRIGHT_MCP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".ci/npm/node_modules/@playwright/mcp/cli.js"));
-    let chromium = std::env::var_os("BATON_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let mut missing = Vec::new();
-    if !node {
-        missing.push("node".to_string());
-    }
-    if !cli.is_file() {
-        missing.push(cli.display().to_string());
-    }
-    if !chromium.is_file() {
-        missing.push(chromium.display().to_string());
-    }
-    if missing.is_empty() {
-        return Some(BrowserParts {
-            cli: cli.canonicalize().unwrap_or(cli),
-            chromium,
-        });
-    }
-    let msg = format!("{test}: missing {}", missing.join(", "));
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{msg}; .ci/run installs these");
-    }
-    eprintln!("SKIPPED {msg}");
-    None
-}
-
-/// A page with a text input and a button that changes a text, on 127.0.0.1.
-fn serve_page() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let Ok(read_half) = stream.try_clone() else {
-                continue;
-            };
-            let mut reader = BufReader::new(read_half);
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
-            let (status, body) = if request_line.starts_with("GET / ") {
-                ("200 OK", PAGE)
-            } else {
-                ("404 Not Found", "not found")
-            };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    format!("http://127.0.0.1:{port}/")
-}
-
-const PAGE: &str = r#"<!doctype html>
-<html><head><title>Greeter</title></head>
-<body>
-<h1>Greeter</h1>
-<label for="name">Your name</label>
-<input id="name" type="text">
-<button id="go" onclick="document.getElementById('out').textContent = 'Hello, ' + document.getElementById('name').value + '!'">Greet</button>
-<p id="out">Nobody greeted yet</p>
-</body></html>
-"#;
+use baton_testkit::browser::{browser_parts, serve_page};
 
 /// The text of the tool results in the last message of a recorded Anthropic
 /// request, and the images among them: (texts, image media types).

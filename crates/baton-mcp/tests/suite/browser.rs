@@ -1,8 +1,5 @@
 //! The real Playwright MCP server driving the real Chromium, through the hub.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-
 use baton_config::BrowserConfig;
 use baton_mcp::{McpHub, playwright_spec};
 use baton_tools::{ExternalTools, ToolOutput};
@@ -10,46 +7,7 @@ use serde_json::{Value, json};
 
 use super::{browser_parts, family, wait_gone};
 
-/// A page with a text input and a button that changes a text, served on 127.0.0.1
-/// for as long as the test runs. Returns its URL.
-pub fn serve_page() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
-            let (status, body) = if request_line.starts_with("GET / ") {
-                ("200 OK", PAGE)
-            } else {
-                ("404 Not Found", "not found")
-            };
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    format!("http://127.0.0.1:{}/", addr.port())
-}
-
-const PAGE: &str = r#"<!doctype html>
-<html><head><title>Greeter</title></head>
-<body>
-<h1>Greeter</h1>
-<label for="name">Your name</label>
-<input id="name" type="text">
-<button id="go" onclick="document.getElementById('out').textContent = 'Hello, ' + document.getElementById('name').value + '!'">Greet</button>
-<p id="out">Nobody greeted yet</p>
-</body></html>
-"#;
+use baton_testkit::browser::serve_page;
 
 /// The `ref` of the element whose snapshot line contains `what`, e.g. `textbox "Your name"`.
 pub fn ref_of(snapshot: &str, what: &str) -> String {

@@ -2,7 +2,7 @@ mod browser;
 mod hub;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use baton_mcp::ServerSpec;
 
@@ -77,48 +77,4 @@ pub fn wait_gone(pids: &[u32]) -> Vec<u32> {
     pids.iter().copied().filter(|&p| running(p)).collect()
 }
 
-/// What the browser tests need: the `@playwright/mcp` CLI script and Chromium.
-/// Found at `$BATON_PLAYWRIGHT_MCP` (the package's `cli.js`), else where `.ci/run`
-/// installs it (`.ci/npm/node_modules/@playwright/mcp/cli.js`); Chromium at
-/// `$BATON_CHROMIUM`, else `/usr/bin/chromium`. On CI (`CI=true`) a missing part
-/// fails the test; elsewhere the test is skipped with a note.
-pub struct BrowserParts {
-    pub cli: PathBuf,
-    pub chromium: PathBuf,
-}
-
-pub fn browser_parts(test: &str) -> Option<BrowserParts> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let cli = std::env::var_os("BATON_PLAYWRIGHT_MCP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".ci/npm/node_modules/@playwright/mcp/cli.js"));
-    let chromium = std::env::var_os("BATON_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    let node = std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let mut missing = Vec::new();
-    if !node {
-        missing.push("node (apt-get install nodejs)".to_string());
-    }
-    if !cli.is_file() {
-        missing.push(format!(
-            "{} (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix .ci/npm @playwright/mcp, or set BATON_PLAYWRIGHT_MCP)",
-            cli.display()
-        ));
-    }
-    if !chromium.is_file() {
-        missing.push(format!("{} (apt-get install chromium)", chromium.display()));
-    }
-    if missing.is_empty() {
-        return Some(BrowserParts { cli, chromium });
-    }
-    let msg = format!("{test}: missing {}", missing.join(", "));
-    if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
-        panic!("{msg}; .ci/run installs these");
-    }
-    eprintln!("SKIPPED {msg}");
-    None
-}
+pub use baton_testkit::browser::browser_parts;
