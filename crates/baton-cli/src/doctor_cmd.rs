@@ -213,7 +213,7 @@ fn bubblewrap() -> Result<String, Missing> {
 }
 
 /// Why a missing bubblewrap matters (`baton doctor`, and once per `baton run`).
-pub const BWRAP_MISSING: &str = "bubblewrap (bwrap) is not available: a sandboxed command can still write git's config and hooks, .baton/ and baton.toml (Landlock cannot make them read-only); baton's gates undo such changes after each session";
+pub const BWRAP_MISSING: &str = "bubblewrap (bwrap) is not available: a sandboxed command can still write git's config and hooks, .baton/ and baton.toml (Landlock cannot make them read-only; baton's gates undo such changes after each session), and read the environment of other processes of yours";
 
 fn landlock() -> Result<String, Missing> {
     match sandbox::probe() {
