@@ -4,15 +4,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
-use baton_agent::cli_session::{self, CliBackend};
-use baton_agent::client::{ClientConfig, ModelClient, Provider};
+use anyhow::Context as _;
+use baton_agent::cli_session::CliBackend;
+use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
 use baton_agent::session::{Limits, Outcome, Session};
 use baton_agent::transcript::Transcript;
 use baton_config::Config;
-use baton_policy::SessionGuard;
-use baton_tools::{ToolContext, Toolbox};
 
 use crate::live::LiveView;
 
@@ -44,192 +42,11 @@ fn system_prompt(dir: &Path) -> String {
     )
 }
 
-/// The tools for `dir` under the command policy and OS sandbox of `cfg`: secrets
-/// stripped from commands, `Bash` through the sandbox launcher where the kernel
-/// allows, and the policy gate (in the guard) knowing the tools' processes.
-pub fn guarded_tools(
-    dir: &Path,
-    cfg: &Config,
-    processes: Option<std::sync::Arc<baton_tools::ProcessRegistry>>,
-) -> anyhow::Result<(Toolbox, SessionGuard)> {
-    let mut ctx = ToolContext::new(dir.to_path_buf());
-    if let Some(p) = processes {
-        ctx.processes = p;
-    }
-    let exe = std::env::current_exe().context("cannot find the baton executable")?;
-    let guard = SessionGuard::new(&mut ctx, &cfg.policy, &cfg.sandbox, &exe)?;
-    if let Err(e) = crate::secrets::scrub_configured(&cfg.policy.secret_env) {
-        eprintln!(
-            "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
-        );
-    }
-    Ok((Toolbox::new(ctx), guard))
-}
-
-/// The provider's name from the flag, `BATON_PROVIDER` or `baton.toml`, in that order.
-fn provider_name(cfg: &Config, provider_flag: Option<&str>) -> String {
-    provider_flag
-        .map(str::to_string)
-        .or_else(|| {
-            std::env::var("BATON_PROVIDER")
-                .ok()
-                .filter(|v| !v.is_empty())
-        })
-        .or_else(|| cfg.agent.provider.clone())
-        .unwrap_or_else(|| "anthropic".to_string())
-}
-
-/// The agent CLI backend when the provider is `claude-code`: the program is
-/// `$BATON_CLAUDE` or `claude` on `PATH`; the API key baton holds (if any) is handed
-/// to it, else the CLI uses its own login (a subscription). MCP servers of
-/// `baton.toml` (the browser among them) go to it as `--mcp-config`.
-pub fn cli_backend(
-    cfg: &Config,
-    dir: &Path,
-    secrets: &crate::secrets::Secrets,
-    provider_flag: Option<&str>,
-    model_flag: Option<&str>,
-) -> anyhow::Result<Option<CliBackend>> {
-    if provider_name(cfg, provider_flag) != cli_session::PROVIDER {
-        return Ok(None);
-    }
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let model = model_flag
-        .map(str::to_string)
-        .or_else(|| env("BATON_MODEL"))
-        .or_else(|| cfg.agent.model.clone())
-        .unwrap_or_else(|| Provider::Anthropic.default_model().to_string());
-    let keys = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
-    let specs = baton_mcp::specs_from_config(cfg, dir);
-    let mcp_config = if specs.is_empty() {
-        None
-    } else {
-        let mut servers = serde_json::Map::new();
-        for s in &specs {
-            for (path, contents) in &s.files {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .with_context(|| format!("cannot create {}", parent.display()))?;
-                }
-                std::fs::write(path, contents)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            // The CLI starts servers in the project; `env -C` starts them in
-            // baton's launch dir instead (see baton_mcp::launch_dir).
-            std::fs::create_dir_all(&s.cwd)
-                .with_context(|| format!("cannot create {}", s.cwd.display()))?;
-            let mut args = vec![
-                "-C".to_string(),
-                s.cwd.display().to_string(),
-                s.command.clone(),
-            ];
-            args.extend(s.args.iter().cloned());
-            servers.insert(
-                s.name.clone(),
-                serde_json::json!({"command": "env", "args": args, "env": s.env}),
-            );
-        }
-        Some(serde_json::json!({ "mcpServers": servers }))
-    };
-    // The CLI's shell commands go through baton's sandbox as the built-in Bash's do.
-    let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let (spec, warning) = baton_policy::session_sandbox(&cfg.sandbox, &project);
-    if let Some(w) = warning {
-        eprintln!("baton: warning: {w}");
-    }
-    let unset = baton_policy::secret_env(&cfg.policy);
-    if let Err(e) = crate::secrets::scrub_configured(&cfg.policy.secret_env) {
-        eprintln!(
-            "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
-        );
-    }
-    // The CLI's commands join one PID namespace for the run, as baton's own do.
-    let baton_exe = std::env::current_exe().context("cannot find the baton executable")?;
-    let launcher = spec
-        .clone()
-        .map(|s| baton_policy::sandbox::SandboxLauncher::new(s, &baton_exe));
-    let join = launcher
-        .as_ref()
-        .and_then(baton_policy::sandbox::SandboxLauncher::join_target);
-    let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset, join));
-    let hook_config = freeze_config(&project)?;
-    Ok(Some(CliBackend {
-        program: env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
-        model,
-        baton_exe,
-        env: keys
-            .iter()
-            .filter_map(|k| secrets.get(k).map(|v| (k.to_string(), v)))
-            .collect(),
-        mcp_config,
-        command_sandbox,
-        hook_config: Some(hook_config),
-        keep_alive: launcher
-            .map(|l| std::sync::Arc::new(l) as std::sync::Arc<dyn std::any::Any + Send + Sync>),
-    }))
-}
-
-/// Copy the project's `baton.toml`, as baton loaded it for this command, to baton's
-/// state dir (outside the project and the sandbox's writable places): the agent
-/// CLI's hook judges every call by this copy, never by the project's file, which
-/// the agent could change mid-session. Returns the copy's path.
-pub fn freeze_config(project: &Path) -> anyhow::Result<PathBuf> {
-    let dir = baton_config::state_dir(project);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let src = project.join(baton_config::CONFIG_FILE);
-    let text = match std::fs::read_to_string(&src) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", src.display())),
-    };
-    // Only what parses as a valid config is frozen.
-    Config::from_toml_str(&text, &src)?;
-    let path = dir.join("hook-baton.toml");
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
-}
-
-/// Settings resolved from flags, environment and `baton.toml`, in that order.
-pub fn client_config(
-    cfg: &Config,
-    secrets: &crate::secrets::Secrets,
-    provider_flag: Option<&str>,
-    model_flag: Option<&str>,
-) -> anyhow::Result<ClientConfig> {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let provider = Provider::parse(&provider_name(cfg, provider_flag))?;
-    let model = model_flag
-        .map(str::to_string)
-        .or_else(|| env("BATON_MODEL"))
-        .or_else(|| cfg.agent.model.clone())
-        .unwrap_or_else(|| provider.default_model().to_string());
-    Ok(ClientConfig {
-        provider,
-        base_url: env(provider.base_url_var())
-            .unwrap_or_else(|| provider.default_base_url().to_string()),
-        api_key: secrets.get(provider.key_var()),
-        max_output_tokens: cfg
-            .agent
-            .max_output_tokens
-            .unwrap_or_else(|| baton_agent::models::info(&model).max_output),
-        thinking_budget: cfg.agent.thinking_budget,
-        retry: cfg.retry.clone(),
-        max_wait: Duration::from_secs_f64(cfg.run.max_wait_hours * 3600.0),
-        model,
-    })
-}
-
 /// Run `baton exec`.
 pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
-    if !args.dir.is_dir() {
-        bail!("{} is not a directory", args.dir.display());
-    }
-    let dir = args
-        .dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
+    let dir = crate::setup::project_dir(&args.dir, "")?;
     let cfg = Config::load(&dir)?;
-    let backend = cli_backend(
+    let backend = crate::setup::cli_backend(
         &cfg,
         &dir,
         secrets,
@@ -239,7 +56,7 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
     if let Some(backend) = backend {
         return run_cli(&dir, &cfg, &backend, &args);
     }
-    let client = ModelClient::new(client_config(
+    let client = ModelClient::new(crate::setup::client_config(
         &cfg,
         secrets,
         args.provider.as_deref(),
@@ -247,12 +64,9 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
     )?)?;
     let limits = limits(&cfg, &args);
     let prices = PriceTable::new(&cfg.prices);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::setup::runtime()?;
     runtime.block_on(async {
-        let (tools, guard) = guarded_tools(&dir, &cfg, None)?;
+        let (tools, guard) = crate::setup::guarded_tools(&dir, &cfg, None)?;
         if let Some(w) = &guard.warning {
             eprintln!("baton: warning: {w}");
         }
@@ -315,10 +129,7 @@ fn run_cli(
     args: &ExecArgs,
 ) -> anyhow::Result<ExitCode> {
     let prices = PriceTable::new(&cfg.prices);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::setup::runtime()?;
     runtime.block_on(async {
         let stop = tokio_util::sync::CancellationToken::new();
         on_ctrl_c(stop.clone());

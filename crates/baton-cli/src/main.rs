@@ -9,6 +9,7 @@ mod policy_cmd;
 mod report_cmd;
 mod run_cmd;
 mod secrets;
+mod setup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

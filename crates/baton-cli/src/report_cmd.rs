@@ -23,13 +23,7 @@ pub struct ReportArgs {
 
 /// Run `baton report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
-    if !args.dir.is_dir() {
-        bail!("{} is not a directory", args.dir.display());
-    }
-    let dir = args
-        .dir
-        .canonicalize()
-        .with_context(|| format!("cannot resolve {}", args.dir.display()))?;
+    let dir = crate::setup::project_dir(&args.dir, "")?;
     let cfg = Config::load(&dir)?;
     crate::run_cmd::require_project(&dir, &cfg)?;
     if args

@@ -15,8 +15,8 @@ use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
 use indicatif::ProgressDrawTarget;
 use tokio_util::sync::CancellationToken;
 
-use crate::exec::client_config;
 use crate::live::{Mode, RunView, Start};
+use crate::setup::client_config;
 
 /// Where a run records the process groups its tools start, relative to the project.
 const PROCESSES_FILE: &str = ".baton/processes";
@@ -53,20 +53,9 @@ pub struct RunArgs {
     json: bool,
 }
 
-fn project_dir(dir: &Path) -> anyhow::Result<PathBuf> {
-    if !dir.is_dir() {
-        bail!(
-            "{} is not a directory (create a project with `baton new DIR --spec FILE`)",
-            dir.display()
-        );
-    }
-    dir.canonicalize()
-        .with_context(|| format!("cannot resolve {}", dir.display()))
-}
-
 /// Run `baton run`, holding the project's lock: one run per project.
 pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
-    let dir = project_dir(&args.dir)?;
+    let dir = crate::setup::project_dir(&args.dir, crate::setup::CREATE_HINT)?;
     let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton run")?;
     if let Some(previous) = &lock.took_over {
         eprintln!(
@@ -97,7 +86,7 @@ fn run_locked(
             cfg.project.feature_list
         );
     }
-    let cli = crate::exec::cli_backend(
+    let cli = crate::setup::cli_backend(
         &cfg,
         &dir,
         secrets,
@@ -156,10 +145,7 @@ fn run_locked(
         ProgressDrawTarget::stderr(),
         Box::new(std::io::stdout()),
     ));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = crate::setup::runtime()?;
     runtime.block_on(async {
         // Processes a crashed or killed run left behind (dev servers, long commands)
         // are stopped before this run starts its own.
@@ -173,7 +159,7 @@ fn run_locked(
         let run_id = format!("{}-{}", std::process::id(), baton_agent::transcript::now_ms());
         let processes = Arc::new(baton_tools::ProcessRegistry::recording(record, run_id));
         // The command policy and OS sandbox, as for `baton exec`, for the whole run.
-        let (tools, guard) = crate::exec::guarded_tools(&dir, &cfg, Some(processes))?;
+        let (tools, guard) = crate::setup::guarded_tools(&dir, &cfg, Some(processes))?;
         if let Some(w) = &guard.warning {
             view.println(&format!("baton: warning: {w}"));
         }
@@ -240,8 +226,8 @@ fn run_locked(
             }
         };
         view.finish(Ok(&end));
-        let files = Files::new(dir.clone(), Config::load(&dir)?.project);
-        let s = baton_harness::status::status(&files)?;
+        // baton.toml as the run loaded it (a change by the agent was undone).
+        let s = baton_harness::status::status(&runner.files)?;
         let why = match &end {
             RunEnd::Complete => "complete: every feature passes".to_string(),
             RunEnd::CompleteExceptBlocked(b) => format!(
@@ -289,7 +275,7 @@ pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
             "{feature:?} is not a feature number (features are numbered from 1, as in `baton status`)"
         );
     };
-    let dir = project_dir(dir)?;
+    let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
     let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton unblock")?;
     let cfg = Config::load(&dir)?;
     let done = baton_harness::block::unblock(&Files::new(dir, cfg.project), feature);
@@ -317,7 +303,7 @@ pub fn require_project(dir: &Path, cfg: &Config) -> anyhow::Result<()> {
 
 /// Run `baton status`.
 pub fn status(dir: &Path, json: bool) -> anyhow::Result<()> {
-    let dir = project_dir(dir)?;
+    let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
     let cfg = Config::load(&dir)?;
     require_project(&dir, &cfg)?;
     let s = baton_harness::status::status(&Files::new(dir, cfg.project))?
