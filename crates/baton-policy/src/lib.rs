@@ -39,7 +39,6 @@ pub mod namespace;
 mod places;
 mod rules;
 pub mod sandbox;
-mod scripts;
 pub mod secrets;
 mod tools;
 mod word;

@@ -1,5 +1,5 @@
-//! The validator of `git` (config that runs programs, remotes, force pushes; see
-//! also `scripts.rs` for git's hooks in commands).
+//! The validator of `git`: which subcommands run, the options that run programs,
+//! configuration keys, remotes (`[policy] remotes`), force and delete pushes.
 
 use super::*;
 
@@ -102,7 +102,707 @@ impl Checker<'_> {
             cwd,
             part: c.part.clone(),
         };
-        crate::scripts::git_sub(self, &sc, &sub);
+        git_sub(self, &sc, &sub);
         same
     }
 }
+
+/// git subcommands baton lets through (with the checks below).
+const GIT_SUBCOMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "commit",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "fetch",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "hash-object",
+    "init",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-tree",
+    "mktag",
+    "mktree",
+    "mv",
+    "name-rev",
+    "notes",
+    "pull",
+    "push",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "reflog",
+    "remote",
+    "repack",
+    "replace",
+    "rerere",
+    "reset",
+    "restore",
+    "revert",
+    "rev-list",
+    "rev-parse",
+    "rm",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "sparse-checkout",
+    "stash",
+    "status",
+    "stripspace",
+    "submodule",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "update-index",
+    "update-ref",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+    "maintenance",
+    "prune",
+    "citool",
+    "shortlog",
+];
+
+/// Options whose value may be computed (it cannot be taken for an option).
+const GIT_VALUE_OPTS: &[&str] = &[
+    "-m",
+    "--message",
+    "-F",
+    "--file",
+    "--author",
+    "--date",
+    "-b",
+    "-B",
+    "--format",
+    "--pretty",
+    "--grep",
+    "--since",
+    "--until",
+    "--after",
+    "--before",
+    "-t",
+    "--template-message",
+    "-n",
+    "--max-count",
+    "-e",
+];
+
+/// `git SUB ARGS`: the subcommand's own escape hatches.
+pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
+    if !GIT_SUBCOMMANDS.contains(&sub) {
+        let (reason, instead) = match sub {
+            "filter-branch" | "filter-repo" => (
+                "git filter-branch runs shell filters over history",
+                "change files and commit",
+            ),
+            "daemon" | "instaweb" | "http-backend" | "upload-pack" | "receive-pack" | "shell"
+            | "upload-archive" => (
+                "this git subcommand serves the repository or runs a server",
+                "use local git commands",
+            ),
+            "credential" | "credential-store" | "credential-cache" => (
+                "git credential reads stored credentials",
+                "credentials are never available to the agent",
+            ),
+            "send-email" | "request-pull" | "imap-send" => {
+                ("this git subcommand sends mail", "commit locally")
+            }
+            "difftool" | "mergetool" | "web--browse" | "help" | "gui" | "gitk" => (
+                "this git subcommand starts other programs (tools, browsers, pagers)",
+                "use git diff and git merge",
+            ),
+            _ => (
+                "not a git subcommand baton knows; git aliases are refused because an alias can run shell commands",
+                "use git's own subcommand (status, add, commit, log, diff, branch, checkout, …)",
+            ),
+        };
+        c.refuse(&cmd.part, format!("git {sub}: {reason}"), instead);
+        return;
+    }
+    // Computed arguments that could be options.
+    let mut prev: Option<String> = None;
+    let mut dashdash = false;
+    for w in &cmd.args {
+        match w.literal() {
+            Some(l) => {
+                if l == "--" {
+                    dashdash = true;
+                }
+                prev = Some(l);
+            }
+            None => {
+                let value_of = prev.as_deref().is_some_and(|p| GIT_VALUE_OPTS.contains(&p));
+                let inline_value = w.static_text().is_none() && {
+                    let lit: String = w
+                        .chars
+                        .iter()
+                        .map_while(|ch| match ch {
+                            crate::word::Ch::Quoted(x) | crate::word::Ch::Bare(x) => Some(*x),
+                            crate::word::Ch::Dyn => None,
+                        })
+                        .collect();
+                    lit.starts_with('-')
+                        && lit
+                            .split_once('=')
+                            .is_some_and(|(o, _)| GIT_VALUE_OPTS.contains(&o))
+                };
+                if !(dashdash || value_of || inline_value || !w.may_start_with('-')) {
+                    c.refuse(
+                        &cmd.part,
+                        format!("git {sub} gets a computed argument {} that could be an option (some git options run programs)", w.text),
+                        "write git's options literally; computed messages go after -m, computed paths after --",
+                    );
+                }
+                prev = None;
+            }
+        }
+    }
+    let lits: Vec<String> = cmd.args.iter().filter_map(|w| w.literal()).collect();
+    let has = |names: &[&str]| {
+        lits.iter().any(|l| {
+            let n = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+            names.contains(&n)
+        })
+    };
+    let short_has = |flag: char| {
+        lits.iter()
+            .any(|l| l.starts_with('-') && !l.starts_with("--") && l[1..].contains(flag))
+    };
+    for l in &lits {
+        if l.starts_with("ext::") || l.starts_with("fd::") {
+            c.refuse(
+                &cmd.part,
+                "the ext:: and fd:: transports run commands",
+                "use https:// or a local path as the remote",
+            );
+        }
+    }
+    match sub {
+        "config" => git_config(c, cmd, &lits),
+        "push" | "fetch" | "pull" | "ls-remote" | "clone" => {
+            remote_args(c, cmd, sub);
+        }
+        _ => {}
+    }
+    match sub {
+        "config" => {}
+        "remote" => {
+            let words: Vec<Option<String>> = cmd.args.iter().map(|w| w.literal()).collect();
+            let pos: Vec<&Option<String>> = words
+                .iter()
+                .filter(|w| !w.as_deref().is_some_and(|l| l.starts_with('-')))
+                .collect();
+            match pos.first().and_then(|w| w.as_deref()) {
+                Some("add") | Some("set-url") => {
+                    // git remote add NAME URL / set-url NAME URL [OLD]
+                    match pos.get(2).and_then(|w| w.as_deref()) {
+                        Some(url) if c.remote_allowed(url) => {}
+                        Some(url) => c.refuse(
+                            &cmd.part,
+                            format!("git remote: {url} is not a remote this project may reach"),
+                            REMOTE_INSTEAD,
+                        ),
+                        None => {
+                            c.refuse(&cmd.part, "git remote with a computed URL", REMOTE_INSTEAD)
+                        }
+                    }
+                }
+                Some("show") | Some("prune") | Some("update") => {
+                    let names: Vec<&str> = pos[1..].iter().filter_map(|w| w.as_deref()).collect();
+                    let all_ok = if names.is_empty() {
+                        c.remote_allowed("*")
+                    } else {
+                        names.iter().all(|n| c.remote_allowed(n))
+                    };
+                    if !all_ok {
+                        c.refuse(
+                            &cmd.part,
+                            "git remote show/prune/update contacts remotes this project may not reach",
+                            REMOTE_INSTEAD,
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        "submodule" => {
+            let words: Vec<String> = cmd.args.iter().filter_map(|w| w.literal()).collect();
+            if words
+                .iter()
+                .any(|w| matches!(w.as_str(), "add" | "update" | "sync"))
+                && !c.remote_allowed("*")
+            {
+                c.refuse(
+                    &cmd.part,
+                    "git submodule add/update/sync fetches from the submodules' remotes",
+                    "ask the user to add \"*\" to [policy] remotes, or vendor the code",
+                );
+            }
+        }
+        _ => {}
+    }
+    match sub {
+        "push" => {
+            if cmd.args.iter().any(|w| w.literal().is_none()) {
+                c.refuse(
+                    &cmd.part,
+                    "git push with a computed argument: a refspec computed as +ref or :ref would force or delete remote history",
+                    "write the remote and branch literally: git push origin main",
+                );
+            }
+            if has(&[
+                "--force",
+                "--force-with-lease",
+                "--force-if-includes",
+                "--mirror",
+                "--delete",
+                "--prune",
+            ]) || short_has('f')
+                || short_has('d')
+                || lits
+                    .iter()
+                    .any(|l| !l.starts_with('-') && (l.starts_with('+') || l.starts_with(':')))
+            {
+                c.refuse(
+                    &cmd.part,
+                    "git push may not force, mirror or delete remote history",
+                    "push new commits without --force (integrate with git pull --rebase first)",
+                );
+            }
+            if has(&["--receive-pack", "--exec"]) {
+                c.refuse(
+                    &cmd.part,
+                    "git push --receive-pack/--exec runs a program",
+                    "push without it",
+                );
+            }
+        }
+        "clone" | "fetch" | "pull" | "ls-remote" | "archive" | "remote" | "submodule" => {
+            if has(&[
+                "--upload-pack",
+                "--receive-pack",
+                "--exec",
+                "--config",
+                "--template",
+                "--remote",
+            ]) || (matches!(sub, "clone" | "fetch" | "pull" | "ls-remote")
+                && (short_has('u') || short_has('c')))
+            {
+                c.refuse(&cmd.part, format!("git {sub} with --upload-pack/--exec/-c/--template runs programs or sets configuration"), format!("run git {sub} with a plain URL"));
+            }
+            if sub == "submodule" && lits.iter().any(|l| l == "foreach") {
+                c.refuse(
+                    &cmd.part,
+                    "git submodule foreach runs a shell command in each submodule",
+                    "run the command in each submodule directory yourself",
+                );
+            }
+            if sub == "archive" {
+                output_opts(c, cmd);
+            }
+        }
+        "init" if has(&["--template", "--separate-git-dir"]) => {
+            c.refuse(
+                &cmd.part,
+                "git init --template installs hooks from another directory",
+                "run git init without --template",
+            );
+        }
+        "clean" => {
+            let x = short_has('x') || short_has('X');
+            let keeps = cmd.args.windows(2).any(|p| {
+                p[0].literal().as_deref() == Some("-e")
+                    && p[1]
+                        .literal()
+                        .is_some_and(|v| v.trim_matches('/') == ".baton")
+            }) || lits.iter().any(|l| {
+                matches!(
+                    l.as_str(),
+                    "--exclude=.baton" | "--exclude=.baton/" | "-e.baton" | "-e.baton/"
+                )
+            });
+            if x && !keeps {
+                c.refuse(
+                    &cmd.part,
+                    "git clean -x also deletes ignored files, including baton's .baton/ records",
+                    "use git clean -fd (without -x), or add -e .baton",
+                );
+            }
+        }
+        "grep" if has(&["--open-files-in-pager"]) || lits.iter().any(|l| l.starts_with("-O")) => {
+            c.refuse(
+                &cmd.part,
+                "git grep -O opens a pager program",
+                "use git grep without -O",
+            );
+        }
+        "rebase" => {
+            let parsed = parse_args(
+                &cmd.args,
+                "xsX",
+                &["exec", "strategy", "strategy-option", "onto"],
+                false,
+            );
+            for a in parsed {
+                if let Arg::Opt {
+                    name,
+                    value: Some(v),
+                } = a
+                    && (name == "-x" || name == "--exec")
+                {
+                    c.inline(&v.word(), &cmd.cwd, &cmd.part, "git rebase --exec");
+                }
+            }
+        }
+        "bisect" => {
+            if let Some(pos) = cmd
+                .args
+                .iter()
+                .position(|w| w.literal().as_deref() == Some("run"))
+            {
+                let rest = &cmd.args[pos + 1..];
+                if let Some(name) = rest.first().and_then(|w| w.literal()) {
+                    let inner = Cmd {
+                        name,
+                        args: rest[1..].to_vec(),
+                        cwd: cmd.cwd.clone(),
+                        part: cmd.part.clone(),
+                    };
+                    c.run(&inner);
+                } else if !rest.is_empty() {
+                    c.refuse(
+                        &cmd.part,
+                        "git bisect run with a computed command",
+                        "write the command literally",
+                    );
+                }
+            }
+        }
+        "log" | "diff" | "show" | "format-patch" | "whatchanged" | "range-diff" | "shortlog" => {
+            output_opts(c, cmd);
+        }
+        "worktree" => {
+            if lits.first().map(String::as_str) == Some("add")
+                && let Some(path) = cmd.args.iter().skip(1).find(|w| !w.may_start_with('-'))
+            {
+                c.write_target(path, &cmd.cwd, &cmd.part, false);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `--output=FILE` / `-o DIR` write files.
+fn output_opts(c: &mut Checker, cmd: &Cmd) {
+    for a in parse_args(&cmd.args, "o", &["output", "output-directory"], false) {
+        if let Arg::Opt {
+            name,
+            value: Some(v),
+        } = a
+            && matches!(name.as_str(), "-o" | "--output" | "--output-directory")
+        {
+            c.write_target(&v.word(), &cmd.cwd, &cmd.part, false);
+        }
+    }
+}
+
+/// Configuration keys the agent may set: none of them runs a program.
+fn safe_config_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    const EXACT: &[&str] = &[
+        "user.name",
+        "user.email",
+        "init.defaultbranch",
+        "core.autocrlf",
+        "core.eol",
+        "core.filemode",
+        "core.ignorecase",
+        "core.quotepath",
+        "core.safecrlf",
+        "core.whitespace",
+        "commit.gpgsign",
+        "tag.gpgsign",
+        "pull.rebase",
+        "pull.ff",
+        "push.default",
+        "push.autosetupremote",
+        "merge.ff",
+        "merge.conflictstyle",
+        "rebase.autostash",
+        "rebase.autosquash",
+        "fetch.prune",
+        "color.ui",
+        "diff.renames",
+        "diff.algorithm",
+        "status.showuntrackedfiles",
+        "log.date",
+        "gc.auto",
+        "advice.detachedhead",
+        "commit.verbose",
+        "branch.autosetupmerge",
+        "core.precomposeunicode",
+        "help.autocorrect",
+    ];
+    if EXACT.contains(&k.as_str()) || k.starts_with("advice.") || k.starts_with("color.") {
+        return true;
+    }
+    let parts: Vec<&str> = k.split('.').collect();
+    match parts.as_slice() {
+        // Not branch.*.remote, remote.*.url/pushurl/push/fetch/mirror: they change
+        // where git pushes and fetches, and remote.*.push can force-push (+refs/…).
+        ["branch", _, last] => matches!(*last, "merge" | "rebase" | "description"),
+        ["remote", _, last] => matches!(*last, "tagopt" | "prune"),
+        _ => false,
+    }
+}
+
+fn git_config(c: &mut Checker, cmd: &Cmd, lits: &[String]) {
+    if cmd.args.iter().any(|w| w.literal().is_none()) {
+        // Values may be computed (user.email "$EMAIL"), keys may not: checked below.
+    }
+    let mut write = false;
+    let mut global = false;
+    let mut positionals: Vec<&Word> = Vec::new();
+    let mut i = 0;
+    let args = &cmd.args;
+    while i < args.len() {
+        let w = &args[i];
+        i += 1;
+        let Some(l) = w.literal() else {
+            positionals.push(w);
+            continue;
+        };
+        let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
+        match name {
+            "--global" | "--system" | "--file" | "-f" | "--blob" => {
+                global = true;
+                if (name == "--file" || name == "-f" || name == "--blob") && !l.contains('=') {
+                    i += 1;
+                }
+            }
+            "--unset" | "--unset-all" | "--add" | "--replace-all" | "--rename-section"
+            | "--remove-section" => write = true,
+            "--edit" | "-e" => {
+                c.refuse(
+                    &cmd.part,
+                    "git config --edit opens an editor",
+                    "set keys with git config KEY VALUE",
+                );
+                return;
+            }
+            "--type" | "--default" | "--comment" | "--value" => {
+                if !l.contains('=') {
+                    i += 1;
+                }
+            }
+            _ if l.starts_with('-') => {}
+            _ => positionals.push(w),
+        }
+    }
+    let mut pos: Vec<&Word> = positionals;
+    if let Some(first) = pos.first().and_then(|w| w.literal()) {
+        match first.as_str() {
+            "get" | "list" => return,
+            "set" | "unset" | "rename-section" | "remove-section" => {
+                write = true;
+                pos.remove(0);
+            }
+            "edit" => {
+                c.refuse(
+                    &cmd.part,
+                    "git config edit opens an editor",
+                    "set keys with git config KEY VALUE",
+                );
+                return;
+            }
+            _ => {}
+        }
+    }
+    if pos.len() >= 2 {
+        write = true;
+    }
+    let _ = lits;
+    if !write {
+        return;
+    }
+    if global {
+        c.refuse(
+            &cmd.part,
+            "git config --global/--system/--file changes configuration outside the project",
+            "set repository settings without --global (git config user.name NAME)",
+        );
+        return;
+    }
+    let Some(key) = pos.first() else { return };
+    match key.literal() {
+        Some(k) if safe_config_key(&k) => {}
+        Some(k) => c.refuse(
+            &cmd.part,
+            format!("git config {k}: baton lets the agent set only plain settings; keys like core.hooksPath, core.pager, core.fsmonitor, core.sshCommand, alias.*, filters and diff drivers make git run programs"),
+            "set only plain settings such as user.name, user.email, init.defaultBranch, pull.rebase, branch.*.merge; remotes are added with git remote add NAME URL (URLs allowed by [policy] remotes)",
+        ),
+        None => c.refuse(&cmd.part, "git config with a computed key", "write the key literally"),
+    }
+}
+
+/// `git push/fetch/pull/ls-remote/clone`: the repository they reach (the first
+/// operand; none means the current branch's remote, taken to be `origin`) must be a
+/// local path or allowed by `[policy] remotes`.
+fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str) {
+    let mut repo: Option<Option<String>> = None;
+    let mut all = false;
+    let mut i = 0;
+    while let Some(w) = cmd.args.get(i) {
+        i += 1;
+        let Some(l) = w.literal() else {
+            if repo.is_none() {
+                repo = Some(None);
+            }
+            continue;
+        };
+        if l == "--" {
+            if repo.is_none() {
+                repo = Some(cmd.args.get(i).and_then(|w| w.literal()));
+            }
+            break;
+        }
+        if let Some(r) = l.strip_prefix("--repo=") {
+            repo = Some(Some(r.to_string()));
+            continue;
+        }
+        if l == "--repo" {
+            repo = Some(cmd.args.get(i).and_then(|w| w.literal()));
+            i += 1;
+            continue;
+        }
+        if l == "--all" || l == "--multiple" {
+            all = sub != "push";
+            continue;
+        }
+        if l.starts_with('-') {
+            if REMOTE_VALUE_OPTS.contains(&l.as_str()) {
+                i += 1;
+            }
+            continue;
+        }
+        if repo.is_none() {
+            repo = Some(Some(l));
+        }
+    }
+    let target = if all {
+        Some("*".to_string())
+    } else {
+        match repo {
+            Some(r) => r,
+            None => Some("origin".to_string()),
+        }
+    };
+    match target {
+        Some(t) if local_repo(&t) || c.remote_allowed(&t) => {}
+        Some(t) => c.refuse(
+            &cmd.part,
+            format!("git {sub} reaches {t}, which is not a remote this project may reach (git without a remote means the branch's remote, taken as origin)"),
+            REMOTE_INSTEAD,
+        ),
+        None => c.refuse(
+            &cmd.part,
+            format!("git {sub} with a computed remote"),
+            REMOTE_INSTEAD,
+        ),
+    }
+}
+
+/// A repository given as a local path (not a URL or `host:path`).
+fn local_repo(r: &str) -> bool {
+    if r.starts_with("file://") {
+        return true;
+    }
+    if r.contains("://") {
+        return false;
+    }
+    let looks_path = r.starts_with('/') || r.starts_with('.') || r.starts_with('~');
+    // `host:path` and `user@host:path` are ssh URLs; a local path has no ':' before
+    // its first '/'.
+    let colon_first = r
+        .find(':')
+        .is_some_and(|c| r.find('/').is_none_or(|s| c < s));
+    !colon_first && (looks_path || r.contains('/'))
+}
+
+impl Checker<'_> {
+    /// Whether `[policy] remotes` lets git, npm or pip reach `target` (a remote name
+    /// or a URL; `"*"` asks whether every remote is allowed).
+    pub fn remote_allowed(&self, target: &str) -> bool {
+        self.policy.remotes.iter().any(|r| {
+            r == "*"
+                || r == target
+                || ((r.contains(':') || r.contains('/')) && target.starts_with(r.as_str()))
+        })
+    }
+}
+
+const REMOTE_INSTEAD: &str = "work with the local repository (commit, branch, merge); reaching a remote needs the user to list it in [policy] remotes of baton.toml (e.g. remotes = [\"origin\"])";
+
+/// Options of push/fetch/pull/ls-remote/clone that take the next word as a value.
+const REMOTE_VALUE_OPTS: &[&str] = &[
+    "--depth",
+    "-j",
+    "--jobs",
+    "-o",
+    "--push-option",
+    "--server-option",
+    "--shallow-since",
+    "--shallow-exclude",
+    "--deepen",
+    "--negotiation-tip",
+    "--refmap",
+    "--origin",
+    "-b",
+    "--branch",
+    "--reference",
+    "--reference-if-able",
+    "--filter",
+    "--separate-git-dir",
+    "--recurse-submodules-default",
+    "--signed",
+    "--sort",
+];

@@ -5,7 +5,7 @@
 //! name to validator. The validators live by family: `files` (cd, source, rm, cp,
 //! ln, chmod, find), `interpreters` (shells, python, node, perl), `packages` (npm,
 //! npx, yarn, pip), `git`, `network` (curl, wget, URLs), `processes` (kill) and
-//! `archives` (tar, zip, rsync).
+//! `archives` (tar, zip, rsync), `text` (sed, awk).
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,7 @@ mod interpreters;
 mod network;
 mod packages;
 mod processes;
+mod text;
 
 /// One argument, as a program's option parser would see it.
 #[derive(Debug)]
