@@ -21,7 +21,9 @@ use baton_harness::run::{Reporter, RunEnd};
 use baton_harness::state::{SessionKind, SessionRecord};
 use baton_tools::ToolOutput;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::events::{Line, RunEvent};
 
 /// Prints one line per event to stderr.
 pub struct LiveView;
@@ -291,17 +293,14 @@ impl RunView {
             countdown: std::sync::Arc::default(),
         };
         view.refresh();
-        view.event(
-            "run_start",
-            json!({
-                "project": start.project,
-                "passing": start.passing,
-                "total": start.total,
-                "sessions": start.sessions,
-                "cost_usd": start.spent_usd,
-                "budget_usd": start.budget_usd,
-            }),
-        );
+        view.event(RunEvent::RunStart {
+            project: &start.project,
+            passing: start.passing,
+            total: start.total,
+            sessions: start.sessions,
+            cost_usd: start.spent_usd,
+            budget_usd: start.budget_usd,
+        });
         view
     }
 
@@ -317,21 +316,20 @@ impl RunView {
     }
 
     /// One JSON event, in JSON mode: `{"t_ms", "type", ...fields}`.
-    fn event(&self, kind: &str, fields: Value) {
+    fn event(&self, event: RunEvent<'_>) {
         if self.mode != Mode::Json {
             return;
         }
-        let mut obj = serde_json::Map::new();
-        obj.insert("t_ms".into(), json!(now_ms()));
-        obj.insert("type".into(), json!(kind));
-        if let Value::Object(m) = fields {
-            obj.extend(m);
-        }
+        let line = Line {
+            t_ms: now_ms(),
+            event: &event,
+        };
+        let text = serde_json::to_string(&line).unwrap_or_default();
         let mut sink = self
             .sink
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = writeln!(sink, "{}", Value::Object(obj));
+        let _ = writeln!(sink, "{text}");
         let _ = sink.flush();
     }
 
@@ -411,19 +409,19 @@ impl RunView {
             Err(e) => ("error", 1, e.to_string()),
         };
         let spent = Self::spent_now(&t);
-        let fields = json!({
-            "outcome": outcome,
-            "exit_code": code,
-            "reason": reason,
-            "passing": t.passing,
-            "total": t.total,
-            "sessions": t.sessions,
-            "cost_usd": spent,
-            "budget_usd": self.budget,
-            "budget_left_usd": self.budget.map(|b| (b - spent).max(0.0)),
-        });
+        let (passing, total, sessions) = (t.passing, t.total, t.sessions);
         drop(t);
-        self.event("run_end", fields);
+        self.event(RunEvent::RunEnd {
+            outcome,
+            exit_code: code,
+            reason,
+            passing,
+            total,
+            sessions,
+            cost_usd: spent,
+            budget_usd: self.budget,
+            budget_left_usd: self.budget.map(|b| (b - spent).max(0.0)),
+        });
     }
 
     fn session_number(&self) -> Option<u32> {
@@ -434,7 +432,7 @@ impl RunView {
 impl Reporter for RunView {
     fn line(&self, text: &str) {
         match self.mode {
-            Mode::Json => self.event("message", json!({ "text": text })),
+            Mode::Json => self.event(RunEvent::Message { text }),
             Mode::Bars | Mode::Lines { .. } => self.println(text),
         }
     }
@@ -453,10 +451,10 @@ impl Reporter for RunView {
             b.tool.reset_elapsed();
         }
         self.refresh();
-        self.event(
-            "session_start",
-            json!({ "session": number, "kind": kind.name() }),
-        );
+        self.event(RunEvent::SessionStart {
+            session: number,
+            kind: kind.name(),
+        });
     }
 
     fn session_end(&self, r: &SessionRecord, passing: usize, total: usize) {
@@ -474,53 +472,44 @@ impl Reporter for RunView {
         }
         self.refresh();
         let g = &r.gates;
-        self.event(
-            "session_end",
-            json!({
-                "session": r.number,
-                "kind": r.kind.name(),
-                "outcome": r.outcome,
-                "duration_secs": r.ended_ms.saturating_sub(r.started_ms) as f64 / 1000.0,
-                "turns": r.turns,
-                "tokens": r.usage.total(),
-                "usage": r.usage,
-                "cost_usd": r.cost_usd,
-                "verifier_cost_usd": r.verifier_cost_usd,
-                "commits": r.commits,
-                "passing": passing,
-                "total": total,
-            }),
-        );
-        self.event(
-            "gates",
-            json!({
-                "session": r.number,
-                "flipped": g.flipped,
-                "unflipped": g.unflipped,
-                "violations": g.violations,
-                "restore_commit": g.restore_commit,
-                "leftover_files": g.leftover_files,
-                "leftover_commit": g.leftover_commit,
-                "notes_updated": g.notes_updated,
-                "refusals": g.refusals,
-            }),
-        );
+        self.event(RunEvent::SessionEnd {
+            session: r.number,
+            kind: r.kind.name(),
+            outcome: r.outcome,
+            duration_secs: r.ended_ms.saturating_sub(r.started_ms) as f64 / 1000.0,
+            turns: r.turns,
+            tokens: r.usage.total(),
+            usage: &r.usage,
+            cost_usd: r.cost_usd,
+            verifier_cost_usd: r.verifier_cost_usd,
+            commits: r.commits,
+            passing,
+            total,
+        });
+        self.event(RunEvent::Gates {
+            session: r.number,
+            flipped: &g.flipped,
+            unflipped: &g.unflipped,
+            violations: &g.violations,
+            restore_commit: g.restore_commit.as_deref(),
+            leftover_files: &g.leftover_files,
+            leftover_commit: g.leftover_commit.as_deref(),
+            notes_updated: g.notes_updated,
+            refusals: g.refusals,
+        });
     }
 }
 
 impl Observer for RunView {
     fn wait(&self, turn: u32, n: &RetryNotice) {
         match self.mode {
-            Mode::Json => self.event(
-                "waiting",
-                json!({
-                    "session": self.session_number(),
-                    "turn": turn,
-                    "error": n.error,
-                    "delay_ms": n.delay.as_millis() as u64,
-                    "until_ms": now_ms() + n.delay.as_millis() as u64,
-                }),
-            ),
+            Mode::Json => self.event(RunEvent::Waiting {
+                session: self.session_number(),
+                turn,
+                error: &n.error,
+                delay_ms: n.delay.as_millis() as u64,
+                until_ms: now_ms() + n.delay.as_millis() as u64,
+            }),
             Mode::Bars => {
                 self.println(&wait_line(turn, n));
                 if let Some(b) = &self.bars {
@@ -550,16 +539,13 @@ impl Observer for RunView {
 
     fn context(&self, action: ContextMode, tokens: u64, after: u64, window: u64) {
         match self.mode {
-            Mode::Json => self.event(
-                "context",
-                json!({
-                    "session": self.session_number(),
-                    "action": action.name(),
-                    "tokens": tokens,
-                    "tokens_after": after,
-                    "window": window,
-                }),
-            ),
+            Mode::Json => self.event(RunEvent::Context {
+                session: self.session_number(),
+                action: action.name(),
+                tokens,
+                tokens_after: after,
+                window,
+            }),
             Mode::Bars | Mode::Lines { .. } => {
                 self.println(&context_line(action, tokens, after, window));
             }
@@ -568,17 +554,14 @@ impl Observer for RunView {
 
     fn retry(&self, turn: u32, n: &RetryNotice) {
         match self.mode {
-            Mode::Json => self.event(
-                "retry",
-                json!({
-                    "session": self.session_number(),
-                    "turn": turn,
-                    "attempt": n.attempt,
-                    "max_attempts": n.max_attempts,
-                    "error": n.error,
-                    "delay_ms": n.delay.as_millis() as u64,
-                }),
-            ),
+            Mode::Json => self.event(RunEvent::Retry {
+                session: self.session_number(),
+                turn,
+                attempt: n.attempt,
+                max_attempts: n.max_attempts,
+                error: &n.error,
+                delay_ms: n.delay.as_millis() as u64,
+            }),
             Mode::Bars => {
                 self.println(&retry_line(turn, n));
                 if let Some(b) = &self.bars {
@@ -597,14 +580,11 @@ impl Observer for RunView {
 
     fn assistant_text(&self, text: &str, more_to_come: bool) {
         match self.mode {
-            Mode::Json => self.event(
-                "assistant_text",
-                json!({
-                    "session": self.session_number(),
-                    "text": text,
-                    "more_to_come": more_to_come,
-                }),
-            ),
+            Mode::Json => self.event(RunEvent::AssistantText {
+                session: self.session_number(),
+                text,
+                more_to_come,
+            }),
             Mode::Lines { quiet: true } => {}
             Mode::Bars | Mode::Lines { quiet: false } => {
                 if more_to_come {
@@ -617,14 +597,11 @@ impl Observer for RunView {
     fn tool_start(&self, name: &str, input: &Value) {
         self.countdown.fetch_add(1, Ordering::SeqCst);
         match self.mode {
-            Mode::Json => self.event(
-                "tool_start",
-                json!({
-                    "session": self.session_number(),
-                    "name": name,
-                    "summary": key_argument(name, input),
-                }),
-            ),
+            Mode::Json => self.event(RunEvent::ToolStart {
+                session: self.session_number(),
+                name,
+                summary: key_argument(name, input),
+            }),
             Mode::Lines { quiet: true } => {}
             Mode::Lines { quiet: false } => LiveView.tool_start(name, input),
             Mode::Bars => {
@@ -639,17 +616,14 @@ impl Observer for RunView {
 
     fn tool_end(&self, name: &str, out: &ToolOutput, refused: bool, took: Duration) {
         match self.mode {
-            Mode::Json => self.event(
-                "tool_end",
-                json!({
-                    "session": self.session_number(),
-                    "name": name,
-                    "is_error": out.is_error,
-                    "refused": refused,
-                    "duration_ms": took.as_millis() as u64,
-                    "last_line": one_line(out.content.lines().last().unwrap_or_default(), 200),
-                }),
-            ),
+            Mode::Json => self.event(RunEvent::ToolEnd {
+                session: self.session_number(),
+                name,
+                is_error: out.is_error,
+                refused,
+                duration_ms: took.as_millis() as u64,
+                last_line: one_line(out.content.lines().last().unwrap_or_default(), 200),
+            }),
             Mode::Lines { quiet: true } => {}
             Mode::Lines { quiet: false } => LiveView.tool_end(name, out, refused, took),
             Mode::Bars => {
@@ -686,15 +660,12 @@ impl Observer for RunView {
             t.current.as_ref().map(|c| c.number)
         };
         self.refresh();
-        self.event(
-            "turn_end",
-            json!({
-                "session": session,
-                "turn": turn,
-                "usage": usage,
-                "cost_usd": cost_usd,
-            }),
-        );
+        self.event(RunEvent::TurnEnd {
+            session,
+            turn,
+            usage,
+            cost_usd,
+        });
     }
 }
 
@@ -738,7 +709,7 @@ mod tests {
 
     fn drive(v: &RunView) {
         v.session_start(3, SessionKind::Coding);
-        v.tool_start("Bash", &json!({"command": "npm test"}));
+        v.tool_start("Bash", &serde_json::json!({"command": "npm test"}));
         v.tool_end(
             "Bash",
             &ToolOutput::ok("ok\nExit code: 0"),
@@ -818,5 +789,32 @@ mod tests {
         assert_eq!(events[7]["cost_usd"], 1.0);
         assert_eq!(events[7]["budget_left_usd"], 1.0);
         assert_eq!(events[7]["exit_code"], 2);
+        // Every line opens with the time, then the type (docs/report.md).
+        assert!(text.lines().all(|l| l.starts_with("{\"t_ms\":")), "{text}");
+        let keys = |i: usize| -> Vec<&str> {
+            events[i]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect()
+        };
+        assert_eq!(keys(1), ["t_ms", "type", "session", "kind"]);
+        assert_eq!(
+            keys(7),
+            [
+                "t_ms",
+                "type",
+                "outcome",
+                "exit_code",
+                "reason",
+                "passing",
+                "total",
+                "sessions",
+                "cost_usd",
+                "budget_usd",
+                "budget_left_usd"
+            ]
+        );
     }
 }

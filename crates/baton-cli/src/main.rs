@@ -1,6 +1,7 @@
 //! The `baton` command. See `baton --help` and DESIGN.md §5.
 
 mod doctor_cmd;
+mod events;
 mod exec;
 mod hook_cmd;
 mod live;
