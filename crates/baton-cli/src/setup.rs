@@ -55,9 +55,20 @@ pub fn guarded_tools(
     Ok((Toolbox::new(ctx), guard))
 }
 
-/// The provider's name from the flag, `BATON_PROVIDER` or `baton.toml`, in that order.
-pub fn provider_name(cfg: &Config, provider_flag: Option<&str>) -> String {
-    provider_flag
+/// Who plays the agent: a model provider through baton's own loop, or an agent
+/// CLI (`provider = "claude-code"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// baton's loop against this provider's API.
+    Model(Provider),
+    /// The Claude Code CLI, driven as a session backend.
+    ClaudeCode,
+}
+
+/// The provider from the flag, `BATON_PROVIDER` or `baton.toml`, in that order
+/// (default `anthropic`); an unknown name is an error that lists the known ones.
+pub fn agent_kind(cfg: &Config, provider_flag: Option<&str>) -> anyhow::Result<AgentKind> {
+    let name = provider_flag
         .map(str::to_string)
         .or_else(|| {
             std::env::var("BATON_PROVIDER")
@@ -65,7 +76,11 @@ pub fn provider_name(cfg: &Config, provider_flag: Option<&str>) -> String {
                 .filter(|v| !v.is_empty())
         })
         .or_else(|| cfg.agent.provider.clone())
-        .unwrap_or_else(|| "anthropic".to_string())
+        .unwrap_or_else(|| "anthropic".to_string());
+    if name == cli_session::PROVIDER {
+        return Ok(AgentKind::ClaudeCode);
+    }
+    Ok(AgentKind::Model(Provider::parse(&name)?))
 }
 
 /// The agent CLI backend when the provider is `claude-code`: the program is
@@ -79,7 +94,7 @@ pub fn cli_backend(
     provider_flag: Option<&str>,
     model_flag: Option<&str>,
 ) -> anyhow::Result<Option<CliBackend>> {
-    if provider_name(cfg, provider_flag) != cli_session::PROVIDER {
+    if agent_kind(cfg, provider_flag)? != AgentKind::ClaudeCode {
         return Ok(None);
     }
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
@@ -186,7 +201,12 @@ pub fn client_config(
     model_flag: Option<&str>,
 ) -> anyhow::Result<ClientConfig> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let provider = Provider::parse(&provider_name(cfg, provider_flag))?;
+    let AgentKind::Model(provider) = agent_kind(cfg, provider_flag)? else {
+        bail!(
+            "provider {:?} is an agent CLI, not a model API",
+            cli_session::PROVIDER
+        );
+    };
     let model = model_flag
         .map(str::to_string)
         .or_else(|| env("BATON_MODEL"))
