@@ -458,23 +458,8 @@ impl CliSession<'_> {
             turn,
             messages: turn as usize * 2 - 1,
         })?;
-        let calls: Vec<(String, String, Value)> = content
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolUse { id, name, input } => {
-                    Some((id.clone(), name.clone(), input.clone()))
-                }
-                _ => None,
-            })
-            .collect();
-        let text: String = content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+        let calls = crate::model::tool_calls_of(&content);
+        let text = crate::model::text_of(&content);
         if !text.is_empty() {
             self.observer.assistant_text(&text, !calls.is_empty());
             p.final_text = text;

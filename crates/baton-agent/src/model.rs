@@ -79,6 +79,32 @@ pub struct Message {
     pub content: Vec<Block>,
 }
 
+/// A tool call the model asked for: its id, the tool's name and the input.
+pub type ToolCall = (String, String, Value);
+
+/// The text blocks of `blocks`, joined by newlines.
+pub fn text_of(blocks: &[Block]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The tool calls among `blocks`, in order.
+pub fn tool_calls_of(blocks: &[Block]) -> Vec<ToolCall> {
+    blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Message {
     /// A user message with one text block.
     pub fn user_text(text: impl Into<String>) -> Self {

@@ -37,15 +37,7 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
 }
 
 fn convert(m: &Message, out: &mut Vec<Value>) {
-    let text: String = m
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            Block::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = crate::model::text_of(&m.content);
     match m.role {
         Role::User => {
             for b in &m.content {

@@ -567,16 +567,7 @@ impl Session<'_> {
                     content,
                 },
             );
-            let calls: Vec<(String, String, Value)> = resp
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, name, input } => {
-                        Some((id.clone(), name.clone(), input.clone()))
-                    }
-                    _ => None,
-                })
-                .collect();
+            let calls = crate::model::tool_calls_of(&resp.content);
             let mut invalid = resp.invalid_inputs.clone();
             // A response cut by the output limit inside a tool call: that call's input
             // may be incomplete even where it parses; it is never run.
