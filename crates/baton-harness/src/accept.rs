@@ -32,8 +32,11 @@ impl Runner<'_> {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(None);
         };
-        let list = FeatureList::parse(&text, &self.files.names.feature_list).map_err(|e| {
-            HarnessError::Input(format!("cannot adopt the existing feature list: {e}"))
+        let list = FeatureList::parse(&text, &self.files.names.feature_list).map_err(|source| {
+            HarnessError::FeatureList {
+                what: "cannot adopt the existing feature list".into(),
+                source,
+            }
         })?;
         self.files.save_accepted(&list)?;
         if !state.features.is_empty() {

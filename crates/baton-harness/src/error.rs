@@ -54,6 +54,20 @@ pub enum HarnessError {
     /// The project or its input is not usable.
     #[error("{0}")]
     Input(String),
+    /// A feature list could not be read; `what` says which and what to do.
+    #[error("{what}: {source}")]
+    FeatureList {
+        /// Which list, in words.
+        what: String,
+        /// The parse error, with file, line and field.
+        source: baton_ledger::LedgerError,
+    },
+    /// The MCP servers (the browser among them) could not start.
+    #[error("cannot start the MCP servers: {0}")]
+    Mcp(#[source] baton_mcp::McpError),
+    /// The verifier's model client could not be made.
+    #[error("verifier: {0}")]
+    VerifierClient(#[source] baton_agent::client::ModelError),
     /// The agent session failed.
     #[error(transparent)]
     Agent(#[from] baton_agent::session::AgentError),

@@ -54,10 +54,9 @@ impl Files {
         match std::fs::read_to_string(&path) {
             Ok(text) => FeatureList::parse(&text, &path.display().to_string())
                 .map(Some)
-                .map_err(|e| {
-                    HarnessError::Input(format!(
-                        "{e} (baton's accepted copy; delete it to adopt the project's list)"
-                    ))
+                .map_err(|source| HarnessError::FeatureList {
+                    what: "baton's accepted copy of the feature list is damaged (delete it to adopt the project's list)".into(),
+                    source,
                 }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io(path)(e)),

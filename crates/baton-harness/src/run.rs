@@ -138,7 +138,7 @@ impl Runner<'_> {
         } else {
             let hub = baton_mcp::McpHub::start(specs)
                 .await
-                .map_err(|e| HarnessError::Input(format!("cannot start the MCP servers: {e}")))?;
+                .map_err(HarnessError::Mcp)?;
             self.reporter
                 .line(&format!("mcp: started {}", hub.servers().join(", ")));
             self.tools.attach(hub.clone());

@@ -230,10 +230,7 @@ impl crate::run::Runner<'_> {
             (Backend::Loop(client), Some(m)) => {
                 let mut cfg = client.config().clone();
                 cfg.model = m.clone();
-                Some(
-                    ModelClient::new(cfg)
-                        .map_err(|e| HarnessError::Input(format!("verifier: {e}")))?,
-                )
+                Some(ModelClient::new(cfg).map_err(HarnessError::VerifierClient)?)
             }
             _ => None,
         };
