@@ -21,6 +21,7 @@
 
 pub mod browser;
 mod http;
+pub mod scenario;
 mod script;
 mod wire;
 

@@ -13,19 +13,7 @@ use super::*;
 pub(super) const TOML: &str =
     "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\nstall_sessions = 3\n";
 
-pub(super) fn features(passes: &[bool]) -> String {
-    let list: Vec<Value> = passes
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            json!({"category": if i == 2 { "style" } else { "functional" },
-                   "description": format!("Feature {}", i + 1),
-                   "steps": [format!("open the app for feature {}", i + 1), "check the result"],
-                   "passes": p})
-        })
-        .collect();
-    serde_json::to_string_pretty(&list).unwrap() + "\n"
-}
+pub(super) use baton_testkit::scenario::{features, honest, initializer};
 
 pub(super) fn new_project() -> Project {
     let p = Project::with_toml(TOML);
@@ -51,53 +39,6 @@ pub(super) fn git(p: &Project, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub(super) fn initializer(list: &str) -> Vec<Step> {
-    vec![
-        Step::Reply(Reply::tools(&[
-            (
-                "Write",
-                json!({"file_path": "feature_list.json", "content": list}),
-            ),
-            (
-                "Write",
-                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho 'app ready on http://127.0.0.1:0'\n"}),
-            ),
-            (
-                "Write",
-                json!({"file_path": "claude-progress.txt", "content": "Session 1: wrote the feature list and init.sh.\n"}),
-            ),
-            (
-                "Bash",
-                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list, init.sh and notes'"}),
-            ),
-        ])),
-        Step::Reply(Reply::text("The project is initialized.")),
-    ]
-}
-
-/// An honest coding session: start the app, implement, flip only its own feature,
-/// commit, write notes.
-pub(super) fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
-    vec![
-        Step::Reply(Reply::tools(&[
-            ("Bash", json!({"command": "./init.sh"})),
-            (
-                "Write",
-                json!({"file_path": format!("src/feature{n}.txt"), "content": format!("feature {n}\n")}),
-            ),
-            (
-                "Write",
-                json!({"file_path": "feature_list.json", "content": features(passes_after)}),
-            ),
-            (
-                "Bash",
-                json!({"command": format!("echo 'Session: implemented and verified feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature {n}'")}),
-            ),
-        ])),
-        Step::Reply(Reply::text(&format!("Feature {n} works."))),
-    ]
 }
 
 pub(super) fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {

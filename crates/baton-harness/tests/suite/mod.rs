@@ -1,2 +1,3 @@
 mod brief;
 mod prompts;
+mod run;
