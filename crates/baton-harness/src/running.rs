@@ -74,13 +74,7 @@ pub fn describe(pgids: &[i32], project: &Path) -> Vec<Running> {
 
 /// `pid`'s pid in the innermost PID namespace it is in, when that is not ours.
 fn inner_pid(pid: i32) -> Option<i32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let ids: Vec<i32> = status
-        .lines()
-        .find_map(|l| l.strip_prefix("NSpid:"))?
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
+    let ids = baton_tools::process::ns_pids(pid);
     (ids.len() > 1).then(|| ids.last().copied()).flatten()
 }
 

@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use baton_tools::process::ns_pids;
+
 use crate::sandbox::{SandboxError, SandboxSpec};
 
 /// A process holding a PID namespace (and a mount namespace with its own `/proc`)
@@ -129,20 +131,6 @@ fn children(pid: i32) -> Vec<i32> {
                 .collect::<Vec<i32>>()
         })
         .collect()
-}
-
-/// The pids of `pid` in each PID namespace it is in, outermost first (`NSpid`).
-fn ns_pids(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix("NSpid:")).map(|v| {
-                v.split_whitespace()
-                    .filter_map(|p| p.parse().ok())
-                    .collect()
-            })
-        })
-        .unwrap_or_default()
 }
 
 /// The pid the agent sees for the process baton started as `spawned` (a joiner):

@@ -209,9 +209,9 @@ impl SandboxLauncher {
         }
     }
 
-    /// The pid to join and the namespace's identity, starting the holder if needed.
+    /// The pid to join, starting the holder if needed.
     #[cfg(target_os = "linux")]
-    fn namespace(&self, bwrap: &Path) -> Option<(i32, String)> {
+    fn namespace(&self, bwrap: &Path) -> Option<i32> {
         let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(Holding::Up(holder)) = &*h
             && !holder.alive()
@@ -252,13 +252,13 @@ impl SandboxLauncher {
             });
         }
         match &*h {
-            Some(Holding::Up(holder)) => Some((holder.pid(), holder.ns().to_string())),
+            Some(Holding::Up(holder)) => Some(holder.pid()),
             _ => None,
         }
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn namespace(&self, _bwrap: &Path) -> Option<(i32, String)> {
+    fn namespace(&self, _bwrap: &Path) -> Option<i32> {
         None
     }
 
@@ -282,7 +282,7 @@ impl SandboxLauncher {
     /// starting the holder now; `None` without bubblewrap or when it cannot start.
     pub fn join_target(&self) -> Option<i32> {
         let bw = self.bwrap.clone()?;
-        self.namespace(&bw).map(|(pid, _)| pid)
+        self.namespace(&bw)
     }
 
     /// The namespace the commands run in, once one was made.
@@ -297,19 +297,18 @@ impl SandboxLauncher {
 
 impl baton_tools::Launcher for SandboxLauncher {
     fn prefix(&self) -> Vec<OsString> {
-        let inner = self.spec.launcher(&self.exe);
         let Some(bw) = &self.bwrap else {
-            return inner;
+            return self.spec.launcher(&self.exe);
         };
         match self.namespace(bw) {
-            Some((pid, _)) => {
+            Some(pid) => {
                 let mut v = vec![self.exe.as_os_str().to_os_string()];
                 v.extend(self.joining(pid));
                 v
             }
             None => {
                 let mut v = bwrap_args(bw, &self.spec, &hidden_procs(std::process::id()));
-                v.extend(inner);
+                v.extend(self.spec.launcher(&self.exe));
                 v
             }
         }

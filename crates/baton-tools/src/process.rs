@@ -129,6 +129,21 @@ pub fn proc_stat(pid: i32, field: usize) -> Option<u64> {
         .ok()
 }
 
+/// The pids of `pid` in each PID namespace it is in, outermost first (`NSpid` of
+/// `/proc/PID/status`); empty when it cannot be read.
+pub fn ns_pids(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("NSpid:")).map(|v| {
+                v.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
 /// When process `pid` started, in clock ticks since boot.
 fn start_ticks(pid: i32) -> Option<u64> {
     proc_stat(pid, 22)
