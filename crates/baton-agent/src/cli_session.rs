@@ -142,7 +142,7 @@ impl CliBackend {
 }
 
 /// Where the per-session files for the CLI live, inside the project.
-const CLI_DIR: &str = ".baton/claude-code";
+const CLI_DIR: &str = baton_records::layout::CLAUDE_CODE;
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> AgentError + '_ {
     move |source| {

@@ -9,7 +9,7 @@ use crate::client::ContextOverflow;
 use crate::model::{Block, Message};
 
 /// Where oversized outputs are kept, relative to the project.
-pub const OUTPUTS_DIR: &str = ".baton/outputs";
+pub const OUTPUTS_DIR: &str = baton_records::layout::OUTPUTS;
 
 /// Characters an image counts for (a screenshot is about 1,500 tokens).
 const IMAGE_CHARS: usize = 6_000;

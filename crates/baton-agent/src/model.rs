@@ -161,35 +161,8 @@ impl StopReason {
     }
 }
 
-/// Tokens used, by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Uncached input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Input tokens read from the prompt cache.
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    /// Input tokens written to the prompt cache.
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// All tokens of every kind.
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
-    }
-
-    /// Add another usage to this one.
-    pub fn add(&mut self, o: &Usage) {
-        self.input_tokens += o.input_tokens;
-        self.output_tokens += o.output_tokens;
-        self.cache_read_tokens += o.cache_read_tokens;
-        self.cache_write_tokens += o.cache_write_tokens;
-    }
-}
+/// Tokens used, by kind: a record of its own (sessions keep it in `state.json`).
+pub use baton_records::Usage;
 
 /// A complete model response, assembled from its stream.
 #[derive(Debug, Clone, PartialEq)]

@@ -905,7 +905,7 @@ fn keep_evidence(
     if out.images.is_empty() && !name.starts_with("mcp__") {
         return Vec::new();
     }
-    let rel_dir = format!(".baton/evidence/{session:04}");
+    let rel_dir = baton_records::layout::evidence(session);
     let dir = project.join(&rel_dir);
     if std::fs::create_dir_all(&dir).is_err() {
         return Vec::new();

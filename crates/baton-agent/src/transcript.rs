@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Block, StopReason, Usage};
 
 /// Directory of transcripts inside a project.
-pub const SESSIONS_DIR: &str = ".baton/sessions";
+pub const SESSIONS_DIR: &str = baton_records::layout::SESSIONS;
 
 /// An error writing or reading a transcript.
 #[derive(Debug, thiserror::Error)]

@@ -159,12 +159,12 @@ fn status_10k() -> (Duration, Duration) {
 fn ledger_10k() -> (Duration, Duration) {
     let a = features(10_000, 4_000);
     let b = features(10_000, 4_001);
-    let accepted = baton_ledger::FeatureList::parse(&a, "a").unwrap();
+    let accepted = baton_records::FeatureList::parse(&a, "a").unwrap();
     let diff = median(
         (0..9)
             .map(|_| {
                 let t0 = Instant::now();
-                let r = baton_ledger::reconcile(&accepted, &b, "b");
+                let r = baton_records::reconcile(&accepted, &b, "b");
                 assert_eq!(r.flipped, vec![4000]);
                 t0.elapsed()
             })

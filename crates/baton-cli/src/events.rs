@@ -3,7 +3,7 @@
 //! fields spelled once, here.
 
 use baton_agent::model::Usage;
-use baton_harness::state::SessionOutcome;
+use baton_records::SessionOutcome;
 use serde::Serialize;
 
 /// One event of the stream (its `type` in snake case).

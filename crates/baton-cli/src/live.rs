@@ -18,7 +18,7 @@ use baton_agent::model::Usage;
 use baton_agent::session::{ContextMode, Observer};
 use baton_agent::transcript::now_ms;
 use baton_harness::run::{Reporter, RunEnd};
-use baton_harness::state::{SessionKind, SessionRecord};
+use baton_records::{SessionKind, SessionRecord};
 use baton_tools::ToolOutput;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;

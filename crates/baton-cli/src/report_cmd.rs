@@ -44,7 +44,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     );
     let out = args
         .output
-        .unwrap_or_else(|| dir.join(".baton/report.html"));
+        .unwrap_or_else(|| dir.join(baton_records::layout::REPORT));
     if out.as_os_str() == "-" {
         let mut stdout = std::io::stdout().lock();
         return match stdout.write_all(html.as_bytes()) {

@@ -19,7 +19,7 @@ use crate::live::{Mode, RunView, Start};
 use crate::setup::client_config;
 
 /// Where a run records the process groups its tools start, relative to the project.
-const PROCESSES_FILE: &str = ".baton/processes";
+const PROCESSES_FILE: &str = baton_records::layout::PROCESSES;
 
 /// Arguments of `baton run`.
 #[derive(Debug, clap::Args)]
@@ -77,7 +77,7 @@ fn run_locked(
         bail!("--pause must be a non-negative number of seconds");
     }
     let has_list = dir.join(&cfg.project.feature_list).exists()
-        || dir.join(".baton/accepted_feature_list.json").exists();
+        || dir.join(baton_records::layout::ACCEPTED).exists();
     if !has_list && !dir.join(&cfg.project.spec).exists() {
         bail!(
             "{} has neither {} nor {}: nothing to build (create a project with `baton new DIR --spec FILE`)",
@@ -289,7 +289,7 @@ pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
 pub fn require_project(dir: &Path, cfg: &Config) -> anyhow::Result<()> {
     if dir.join(baton_config::CONFIG_FILE).exists()
         || dir.join(&cfg.project.feature_list).exists()
-        || dir.join(".baton").is_dir()
+        || dir.join(baton_records::layout::DIR).is_dir()
     {
         return Ok(());
     }

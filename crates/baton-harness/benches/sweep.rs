@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use baton_harness::checks::Checker;
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 use baton_tools::{AllowAll, ToolContext, Toolbox};
 use serde_json::json;
 

@@ -3,14 +3,14 @@
 //! list damaged or deleted between sessions is put back before the next one.
 
 use baton_agent::transcript::now_ms;
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 
 use crate::error::{HarnessError, io};
-use crate::files::{LedgerEntry, LedgerKind};
-use crate::gates::GateReport;
 use crate::git;
 use crate::run::Runner;
-use crate::state::{SessionKind, State};
+use baton_records::GateReport;
+use baton_records::{LedgerEntry, LedgerKind};
+use baton_records::{SessionKind, State};
 
 impl Runner<'_> {
     /// The accepted list, or the project's own list adopted as the baseline (which
@@ -86,7 +86,7 @@ impl Runner<'_> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(io(&path)(e)),
         };
-        let r = baton_ledger::reconcile(accepted, &text, name);
+        let r = baton_records::reconcile(accepted, &text, name);
         if !r.needs_restore() {
             return Ok(());
         }

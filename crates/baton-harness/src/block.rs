@@ -13,13 +13,14 @@ use std::sync::Mutex;
 
 use baton_agent::model::Block;
 use baton_agent::transcript::{self, Event, now_ms};
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 use baton_tools::{ExternalTools, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
 use crate::error::HarnessError;
-use crate::files::{Files, LedgerEntry, LedgerKind};
-use crate::state::State;
+use crate::files::Files;
+use baton_records::State;
+use baton_records::{LedgerEntry, LedgerKind};
 
 /// The tool's name.
 pub const TOOL: &str = "BlockFeature";
@@ -350,7 +351,7 @@ mod tests {
         };
         state.features.insert(
             2,
-            crate::state::FeatureRecord {
+            baton_records::FeatureRecord {
                 attempts: 2,
                 blocked: Some("needs a key".into()),
                 blocked_in: Some(4),

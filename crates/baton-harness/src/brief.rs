@@ -4,13 +4,13 @@
 
 use std::fmt::Write as _;
 
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 
-use crate::checks::CheckRun;
 use crate::files::Files;
 pub use crate::running::Running;
-use crate::state::{SessionOutcome, State};
 use crate::{git, queue};
+use baton_records::CheckRun;
+use baton_records::{SessionOutcome, State};
 
 /// Lines of the progress notes' tail shown.
 const NOTES_LINES: usize = 40;
@@ -318,7 +318,7 @@ pub fn brief_with(
         "\n## Next failing features (in priority order; take the first)"
     );
     let order = queue::order(list, state);
-    let failing: Vec<(usize, &baton_ledger::Feature)> = order
+    let failing: Vec<(usize, &baton_records::Feature)> = order
         .iter()
         .take(NEXT_FEATURES)
         .filter_map(|&n| list.features.get(n - 1).map(|f| (n - 1, f)))

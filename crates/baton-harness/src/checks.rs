@@ -4,47 +4,18 @@
 use std::time::{Duration, Instant};
 
 use baton_agent::transcript::now_ms;
-use baton_ledger::{FeatureList, VERIFY};
+use baton_records::{FeatureList, VERIFY};
 use baton_tools::{GateDecision, ToolGate, Toolbox};
-use serde::{Deserialize, Serialize};
+
 use serde_json::json;
 
+use baton_records::{CheckFailure, CheckRun};
+
 use crate::error::HarnessError;
-use crate::files::{LedgerEntry, LedgerKind};
+use baton_records::{LedgerEntry, LedgerKind};
 
 /// Characters of a failed check's output kept as its reason.
 const REASON_CHARS: usize = 1_500;
-
-/// A check that failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckFailure {
-    /// The feature (1-based).
-    pub feature: usize,
-    /// The command.
-    pub command: String,
-    /// Why: the command's output and exit code (the end of it), or the policy's refusal.
-    pub reason: String,
-}
-
-/// The result of running a set of checks.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CheckRun {
-    /// Features (1-based) whose check passed.
-    pub passed: Vec<usize>,
-    /// Checks that failed.
-    pub failed: Vec<CheckFailure>,
-    /// Features not checked because the time box ran out.
-    pub skipped: Vec<usize>,
-    /// `init.sh` failed (its output), if it was run and failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub init_error: Option<String>,
-    /// The end of what `init.sh` printed when it succeeded (where to reach the app).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub init_output: Option<String>,
-    /// Whether the start script ran (not recorded).
-    #[serde(skip)]
-    pub init_ran: bool,
-}
 
 fn tail(s: &str, max: usize) -> String {
     let n = s.chars().count();

@@ -23,14 +23,9 @@ pub enum HarnessError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// `.baton/state.json` is damaged.
-    #[error("{path}: not a baton state file ({message}); move it aside to start the record afresh")]
-    State {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
+    /// A record under `.baton/` could not be read or written.
+    #[error(transparent)]
+    Records(#[from] baton_records::RecordsError),
     /// The initializer did not produce a usable feature list.
     #[error(
         "the initializer did not produce a valid feature list after {attempts} sessions: {problem}"
@@ -60,7 +55,7 @@ pub enum HarnessError {
         /// Which list, in words.
         what: String,
         /// The parse error, with file, line and field.
-        source: baton_ledger::LedgerError,
+        source: baton_records::FeatureListError,
     },
     /// The MCP servers (the browser among them) could not start.
     #[error("cannot start the MCP servers: {0}")]

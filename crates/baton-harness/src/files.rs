@@ -3,8 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use baton_config::ProjectConfig;
-use baton_ledger::FeatureList;
-use serde::Serialize;
+use baton_records::{FeatureList, LedgerEntry, layout, ledger};
 
 use crate::error::{HarnessError, io};
 
@@ -35,12 +34,12 @@ impl Files {
 
     /// The accepted copy of the feature list, kept by baton.
     pub fn accepted(&self) -> PathBuf {
-        self.dir.join(".baton/accepted_feature_list.json")
+        layout::at(&self.dir, layout::ACCEPTED)
     }
 
     /// The ledger of every flip, restore and violation.
     pub fn ledger(&self) -> PathBuf {
-        self.dir.join(".baton/ledger.jsonl")
+        layout::at(&self.dir, layout::LEDGER)
     }
 
     /// The progress notes, or empty when there are none.
@@ -65,13 +64,10 @@ impl Files {
 
     /// Record `list` as the accepted version.
     pub fn save_accepted(&self, list: &FeatureList) -> Result<(), HarnessError> {
-        let path = self.accepted();
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d).map_err(io(d))?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, list.to_json()).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))
+        Ok(baton_records::write_atomic(
+            &self.accepted(),
+            &list.to_json(),
+        )?)
     }
 
     /// Write `list` to the project's feature list, commit that file alone with
@@ -97,107 +93,11 @@ impl Files {
 
     /// Append one entry to the ledger.
     pub fn append_ledger(&self, entry: &LedgerEntry) -> Result<(), HarnessError> {
-        use std::io::Write as _;
-        let path = self.ledger();
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d).map_err(io(d))?;
-        }
-        let mut line = serde_json::to_string(entry).unwrap_or_default();
-        line.push('\n');
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .map_err(io(&path))
+        Ok(ledger::append(&self.ledger(), entry)?)
     }
 
     /// A path inside the project shown relative to it.
     pub fn rel(&self, p: &Path) -> String {
         p.strip_prefix(&self.dir).unwrap_or(p).display().to_string()
-    }
-}
-
-/// One line of `.baton/ledger.jsonl`.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct LedgerEntry {
-    /// When, Unix ms.
-    pub t_ms: u64,
-    /// The session after which it happened.
-    pub session: u32,
-    /// What happened.
-    pub kind: LedgerKind,
-    /// The feature (1-based), where it concerns one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub feature: Option<usize>,
-    /// The feature's description, or what happened.
-    pub detail: String,
-    /// The commit that holds it, where there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-    /// Evidence files of the session (relative to the project), for flips.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<String>,
-}
-
-/// What a line of `.baton/ledger.jsonl` records (its `kind`, in snake case).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LedgerKind {
-    /// A feature list was accepted: the initializer's, or one adopted as it was.
-    Accepted,
-    /// A feature newly passes, as the session's gates accepted it.
-    Flip,
-    /// A feature that passed no longer does (the session set it back).
-    Unflip,
-    /// A flip whose `verify` command failed, reverted.
-    VerifyFailed,
-    /// A flip the independent verifier rejected, reverted.
-    VerifierRejected,
-    /// A change to the feature list beyond `passes`, undone.
-    Violation,
-    /// A change to git's config, hooks or info, or to `baton.toml`, undone.
-    BoundaryViolation,
-    /// A passing feature the regression sweep found broken, set back.
-    Regression,
-    /// A feature set aside after `[run] feature_attempts` sessions without passing.
-    Deferred,
-    /// A feature the agent declared blocked, with its reason.
-    Blocked,
-    /// A blocked feature handed out again (`baton unblock`).
-    Unblocked,
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ledger_kinds_are_written_as_the_documented_names() {
-        let kinds = [
-            (LedgerKind::Accepted, "accepted"),
-            (LedgerKind::Flip, "flip"),
-            (LedgerKind::Unflip, "unflip"),
-            (LedgerKind::VerifyFailed, "verify_failed"),
-            (LedgerKind::VerifierRejected, "verifier_rejected"),
-            (LedgerKind::Violation, "violation"),
-            (LedgerKind::BoundaryViolation, "boundary_violation"),
-            (LedgerKind::Regression, "regression"),
-            (LedgerKind::Deferred, "deferred"),
-            (LedgerKind::Blocked, "blocked"),
-            (LedgerKind::Unblocked, "unblocked"),
-        ];
-        let doc = include_str!("../../../docs/harness.md");
-        for (k, name) in kinds {
-            assert_eq!(serde_json::to_value(k).unwrap(), name);
-            assert!(
-                doc.contains(&format!("`{name}`")),
-                "{name} is not in docs/harness.md"
-            );
-            let line = format!(r#"{{"t_ms":1,"session":2,"kind":"{name}","detail":"d"}}"#);
-            let e: LedgerEntry = serde_json::from_str(&line).unwrap();
-            assert_eq!(e.kind, k);
-        }
     }
 }

@@ -3,68 +3,14 @@
 //! baton's own commit of anything it changed in the feature list.
 
 use baton_agent::transcript::now_ms;
-use baton_ledger::{FeatureList, reconcile};
-use serde::{Deserialize, Serialize};
+use baton_records::{FeatureList, reconcile};
 
-use crate::checks::{CheckFailure, CheckRun, Checker};
+use crate::checks::Checker;
 use crate::error::{HarnessError, io};
-use crate::files::{Files, LedgerEntry, LedgerKind};
+use crate::files::Files;
 use crate::git;
-
-/// What the gates found after one session.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct GateReport {
-    /// Features (1-based) newly passing, after every check.
-    pub flipped: Vec<usize>,
-    /// Features (1-based) set back to failing by the session itself.
-    pub unflipped: Vec<usize>,
-    /// Changes to the feature list that were not allowed, and were undone.
-    pub violations: Vec<String>,
-    /// Files baton guards (git's config, hooks and info, `baton.toml`) that the
-    /// session changed, and baton put back.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub boundary: Vec<String>,
-    /// New flips whose `verify` command failed, and were reverted.
-    #[serde(default)]
-    pub verify_failed: Vec<CheckFailure>,
-    /// New flips confirmed by their `verify` command.
-    #[serde(default)]
-    pub verified: Vec<usize>,
-    /// Features that gained a `verify` command.
-    #[serde(default)]
-    pub verify_added: Vec<usize>,
-    /// The independent verifier's rejections (feature, reason), reverted.
-    #[serde(default)]
-    pub verifier_rejected: Vec<(usize, String)>,
-    /// The commit in which baton restored or corrected the feature list.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub restore_commit: Option<String>,
-    /// Files the session left uncommitted.
-    pub leftover_files: Vec<String>,
-    /// The commit in which baton committed them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leftover_commit: Option<String>,
-    /// Whether the progress notes changed during the session.
-    pub notes_updated: bool,
-    /// Tool calls refused during the session.
-    pub refusals: u32,
-    /// Evidence files kept for the session (relative to the project).
-    #[serde(default)]
-    pub evidence: Vec<String>,
-}
-
-impl GateReport {
-    /// Whether anything needs the next session's attention.
-    pub fn has_findings(&self) -> bool {
-        !self.violations.is_empty()
-            || !self.boundary.is_empty()
-            || !self.verify_failed.is_empty()
-            || !self.verifier_rejected.is_empty()
-            || !self.leftover_files.is_empty()
-            || !self.notes_updated
-            || !self.unflipped.is_empty()
-    }
-}
+use baton_records::{CheckRun, GateReport};
+use baton_records::{LedgerEntry, LedgerKind};
 
 /// The gates of one session, run step by step.
 pub struct Gates<'a> {

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use baton_ledger::{FeatureList, reconcile};
+use baton_records::{FeatureList, reconcile};
 use baton_tools::{GateDecision, ToolGate, paths};
 use serde_json::Value;
 

@@ -26,7 +26,6 @@ pub mod prompts;
 pub mod queue;
 pub mod run;
 pub mod running;
-pub mod state;
 pub mod status;
 pub mod summary;
 pub mod verifier;

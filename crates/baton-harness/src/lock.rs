@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{HarnessError, io};
 
 /// The lock file, relative to the project.
-pub const LOCK_FILE: &str = ".baton/run.lock";
+pub const LOCK_FILE: &str = baton_records::layout::LOCK;
 
 /// A held project lock; released when dropped.
 #[derive(Debug)]

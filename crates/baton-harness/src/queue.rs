@@ -7,9 +7,9 @@
 //! order; then the deferred ones, the one deferred longest ago first. Blocked features
 //! are never handed out.
 
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 
-use crate::state::{FeatureRecord, SessionOutcome, SessionRecord, State};
+use baton_records::{FeatureRecord, SessionOutcome, SessionRecord, State};
 
 /// Characters of a failure reason kept in the record.
 const REASON_CHARS: usize = 300;
@@ -170,9 +170,9 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::CheckFailure;
-    use crate::gates::GateReport;
-    use crate::state::SessionKind;
+    use baton_records::CheckFailure;
+    use baton_records::GateReport;
+    use baton_records::SessionKind;
     use pretty_assertions::assert_eq;
 
     fn list(passes: &[bool]) -> FeatureList {

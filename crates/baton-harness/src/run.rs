@@ -16,19 +16,20 @@ use baton_agent::pricing::PriceTable;
 use baton_agent::session::{AgentError, Limits, Observer, Session, SessionResult};
 use baton_agent::transcript::{Transcript, now_ms};
 use baton_config::Config;
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 use baton_tools::{ToolGate, Toolbox};
 use tokio_util::sync::CancellationToken;
 
 use crate::block::BlockTool;
 use crate::boundary::Snapshot;
 use crate::error::HarnessError;
-use crate::files::{Files, LedgerEntry, LedgerKind};
+use crate::files::Files;
 use crate::gates::Gates;
 use crate::guard::GateStack;
-use crate::state::{InProgress, SessionKind, SessionOutcome, SessionRecord, State};
 use crate::summary::{Summary, summarize};
 use crate::{block, brief, git, prompts, queue};
+use baton_records::{InProgress, SessionKind, SessionOutcome, SessionRecord, State};
+use baton_records::{LedgerEntry, LedgerKind};
 
 /// Limits given on the command line; `None` falls back to `baton.toml`.
 #[derive(Debug, Clone, Default)]
@@ -698,7 +699,7 @@ impl Runner<'_> {
         }
         state.sessions.push(record);
         state.in_progress = None;
-        state.save(&self.files.dir)
+        Ok(state.save(&self.files.dir)?)
     }
 
     /// After a coding session: forget features that pass, record the blocks it
@@ -820,4 +821,27 @@ pub(crate) fn list(v: &[usize]) -> String {
         .map(|n| format!("#{n}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_agent::session::Outcome;
+    use baton_records::SessionOutcome;
+
+    /// A transcript's `session_end` names the agent loop's outcome; the record
+    /// must know every one of them, or a session would be recorded as an error.
+    #[test]
+    fn every_outcome_a_transcript_names_is_a_known_session_outcome() {
+        for o in [
+            Outcome::Completed,
+            Outcome::ContextFull,
+            Outcome::MaxTurns,
+            Outcome::TokenLimit,
+            Outcome::TimeLimit,
+            Outcome::Interrupted,
+        ] {
+            let known = SessionOutcome::from_name(o.name());
+            assert_eq!(known.map(SessionOutcome::name), Some(o.name()));
+        }
+    }
 }

@@ -2,13 +2,13 @@
 
 use std::fmt::Write as _;
 
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 use serde::Serialize;
 
 use crate::error::HarnessError;
 use crate::files::Files;
-use crate::state::{SessionOutcome, State};
 use crate::{git, queue};
+use baton_records::{SessionOutcome, State};
 
 /// Everything `baton status --json` prints (a stable contract; see docs).
 #[derive(Debug, Clone, Serialize)]

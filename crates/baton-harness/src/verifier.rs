@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use baton_agent::client::ModelClient;
 use baton_agent::transcript::Transcript;
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 use baton_tools::{GateDecision, ToolGate, Toolbox};
 use serde_json::Value;
 

@@ -120,7 +120,7 @@ fn default_secrets() -> Vec<String> {
 /// [`PLAYWRIGHT_HIDDEN_TOOLS`] are not offered. Temporary files (the profile) go to `<project>/.baton/playwright/tmp`
 /// (`TMPDIR`), so a browser that was killed leaves nothing outside the project.
 pub fn playwright_spec(browser: &BrowserConfig, project_dir: &Path) -> ServerSpec {
-    let dir = project_dir.join(".baton").join("playwright");
+    let dir = project_dir.join(baton_records::layout::PLAYWRIGHT);
     let config_path = dir.join("config.json");
     let tmp = dir.join("tmp");
     let config = json!({

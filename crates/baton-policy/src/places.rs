@@ -70,7 +70,7 @@ pub(crate) enum Secret {
 }
 
 /// Directories of the project that only git and baton may change.
-pub(crate) const PROTECTED: &[&str] = &[".git", ".baton"];
+pub(crate) const PROTECTED: &[&str] = &[".git", baton_records::layout::DIR];
 
 /// The places the checker knows: the project, home, temp dirs.
 #[derive(Debug, Clone)]

@@ -36,7 +36,7 @@ pub const PROTECTED: &[&str] = &[
     ".git/config",
     ".git/hooks",
     ".git/info",
-    ".baton",
+    baton_records::layout::DIR,
     "baton.toml",
 ];
 

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::records::{Records, Session};
+use baton_records::SessionOutcome;
+
+use crate::records::{Records, SessionRecord as Session, flip_backs};
 
 /// When a passing feature started passing.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +82,7 @@ pub struct Analysis {
 
 /// Whether a session's outcome counts as a failure.
 pub fn failed(s: &Session) -> bool {
-    matches!(s.outcome.as_str(), "error" | "killed")
+    matches!(s.outcome, SessionOutcome::Error | SessionOutcome::Killed)
 }
 
 impl Analysis {
@@ -117,7 +119,7 @@ impl Analysis {
             if !attributed {
                 unattributed += cost;
             }
-            let backs = s.flip_backs();
+            let backs = flip_backs(s);
             for (n, _) in &backs {
                 if let Some(f) = features.get_mut(n.wrapping_sub(1)) {
                     f.flip_backs += 1;
@@ -129,12 +131,12 @@ impl Analysis {
             findings.refusals += g.refusals;
             findings.notes_missing += usize::from(!g.notes_updated);
             findings.failed_sessions += usize::from(failed(s));
-            match by_kind.iter_mut().find(|(k, _, _)| *k == s.kind) {
+            match by_kind.iter_mut().find(|(k, _, _)| *k == s.kind.name()) {
                 Some(k) => {
                     k.1 += 1;
                     k.2 += cost;
                 }
-                None => by_kind.push((s.kind.clone(), 1, cost)),
+                None => by_kind.push((s.kind.name().to_string(), 1, cost)),
             }
         }
 
@@ -144,7 +146,7 @@ impl Analysis {
             let Some(f) = e.feature.and_then(|n| features.get_mut(n.wrapping_sub(1))) else {
                 continue;
             };
-            if e.kind == "flip" {
+            if e.kind == crate::records::LedgerKind::Flip {
                 f.since = Some(Since::Session {
                     session: e.session,
                     commit: e.commit.clone(),
@@ -186,20 +188,20 @@ impl Analysis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{Feature, Gates, LedgerEntry};
+    use crate::records::{Feature, LedgerEntry, LedgerKind, SessionKind};
+    use baton_records::GateReport as Gates;
     use pretty_assertions::assert_eq;
 
     fn session(n: u32, flipped: &[usize], unflipped: &[usize], cost: f64) -> Session {
         Session {
             number: n,
-            kind: "coding".into(),
             cost_usd: cost,
             gates: Gates {
                 flipped: flipped.to_vec(),
                 unflipped: unflipped.to_vec(),
                 ..Gates::default()
             },
-            ..Session::default()
+            ..Session::new(n, SessionKind::Coding, SessionOutcome::Completed)
         }
     }
 
@@ -223,17 +225,13 @@ mod tests {
             ],
             ledger: vec![
                 LedgerEntry {
-                    kind: "flip".into(),
-                    session: 2,
                     feature: Some(1),
                     commit: Some("aaa".into()),
-                    ..LedgerEntry::default()
+                    ..LedgerEntry::new(2, LedgerKind::Flip, "")
                 },
                 LedgerEntry {
-                    kind: "flip".into(),
-                    session: 3,
                     feature: Some(3),
-                    ..LedgerEntry::default()
+                    ..LedgerEntry::new(3, LedgerKind::Flip, "")
                 },
             ],
             ..Records::default()

@@ -9,7 +9,9 @@ use base64::Engine as _;
 use crate::Options;
 use crate::analysis::{Analysis, FeatureFacts, Since, failed};
 use crate::fmt::{compact, duration, escape, usd, utc};
-use crate::records::{FeatureRecord, Records, Session};
+use baton_records::SessionOutcome;
+
+use crate::records::{FeatureRecord, Records, SessionKind, SessionRecord as Session, flip_backs};
 use crate::svg::{self, SessionBar, Span};
 
 const STYLE: &str = include_str!("style.css");
@@ -101,9 +103,9 @@ fn session_class(s: &Session) -> &'static str {
     let g = &s.gates;
     if failed(s) {
         "s-fail"
-    } else if s.kind == "initializer" {
+    } else if s.kind == SessionKind::Initializer {
         "s-init"
-    } else if !g.violations.is_empty() || !s.flip_backs().is_empty() || g.refusals > 0 {
+    } else if !g.violations.is_empty() || !flip_backs(s).is_empty() || g.refusals > 0 {
         "s-warn"
     } else if !g.flipped.is_empty() {
         "s-flip"
@@ -126,7 +128,7 @@ fn findings_of(s: &Session) -> Vec<String> {
     if failed(s) {
         v.push(format!(
             r#"<span class="bad b">session {}</span>"#,
-            escape(&s.outcome)
+            escape(s.outcome.name())
         ));
     }
     for x in &g.violations {
@@ -140,7 +142,7 @@ fn findings_of(s: &Session) -> Vec<String> {
             escape(x)
         ));
     }
-    for (n, why) in s.flip_backs() {
+    for (n, why) in flip_backs(s) {
         v.push(format!(
             r##"<span class="bad">set back</span> <a href="#f{n}">#{n}</a>: {}"##,
             escape(&why)
@@ -179,12 +181,12 @@ fn findings_of(s: &Session) -> Vec<String> {
     if !g.notes_updated {
         v.push(r#"<span class="warn">progress notes not updated</span>"#.to_string());
     }
-    match s.outcome.as_str() {
-        "context_full" => v.push(
+    match s.outcome {
+        SessionOutcome::ContextFull => v.push(
             r#"<span class="warn">context window full</span>: the agent was told to wrap up; the next session started fresh"#
                 .to_string(),
         ),
-        "usage_limit" => v.push(
+        SessionOutcome::UsageLimit => v.push(
             r#"<span class="warn">usage limit</span>: the agent CLI stopped on the provider's limit"#
                 .to_string(),
         ),
@@ -540,8 +542,8 @@ fn findings(o: &mut String, r: &Records) {
         let _ = write!(
             o,
             r##"<tr id="g{n}"><td class="n"><a href="#s{n}">{n}</a></td><td>{}</td><td>{}</td><td><ul class="find">{}</ul></td></tr>"##,
-            escape(&s.kind),
-            escape(&s.outcome),
+            escape(s.kind.name()),
+            escape(s.outcome.name()),
             f.iter()
                 .map(|x| format!("<li>{x}</li>"))
                 .collect::<String>(),
@@ -679,11 +681,11 @@ fn sessions(o: &mut String, r: &Records) {
         let _ = write!(
             o,
             r#"<tr id="s{n}"><td class="n">{n}</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="{}">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{fcell}</td></tr>"#,
-            escape(&s.kind),
+            escape(s.kind.name()),
             utc(s.started_ms),
             duration(s.duration_secs()),
             if failed(s) { "bad" } else { "" },
-            escape(&s.outcome),
+            escape(s.outcome.name()),
             s.turns,
             compact(s.usage.total() as f64),
             usd(s.cost(), 4),
@@ -755,19 +757,13 @@ mod tests {
     #[test]
     fn waits_and_full_context_windows_are_findings() {
         let mut s = Session {
-            number: 3,
-            outcome: "context_full".into(),
             waited_ms: 20_000,
-            gates: crate::records::Gates {
-                notes_updated: true,
-                ..Default::default()
-            },
-            ..Default::default()
+            ..Session::new(3, SessionKind::Coding, SessionOutcome::ContextFull)
         };
         let f = findings_of(&s).join(" ");
         assert!(f.contains("context window full"), "{f}");
         assert!(f.contains("waited 20s"), "{f}");
-        s.outcome = "completed".into();
+        s.outcome = SessionOutcome::Completed;
         s.waited_ms = 0;
         assert!(findings_of(&s).is_empty(), "{:?}", findings_of(&s));
     }

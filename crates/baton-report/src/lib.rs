@@ -25,9 +25,7 @@ mod svg;
 use std::path::PathBuf;
 
 pub use analysis::{Analysis, FeatureFacts, Findings, Since};
-pub use records::{
-    CheckFailure, Feature, FeatureRecord, Gates, LedgerEntry, Records, Session, Sweep, Tokens,
-};
+pub use records::{Feature, Records, flip_backs};
 
 /// An error reading a project's records.
 #[derive(Debug, thiserror::Error)]

@@ -2,9 +2,9 @@
 
 use baton_config::ProjectConfig;
 use baton_harness::files::Files;
-use baton_harness::gates::GateReport;
-use baton_harness::state::{FeatureRecord, SessionKind, SessionRecord, State};
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
+use baton_records::GateReport;
+use baton_records::{FeatureRecord, SessionKind, SessionRecord, State};
 use serde_json::json;
 
 fn project_with(features: usize, note_lines: usize) -> (tempfile::TempDir, Files, FeatureList) {
@@ -65,7 +65,7 @@ fn state_with_findings() -> State {
             kind: SessionKind::Coding,
             started_ms: 0,
             ended_ms: 1,
-            outcome: baton_harness::state::SessionOutcome::Completed,
+            outcome: baton_records::SessionOutcome::Completed,
             turns: 30,
             usage: Default::default(),
             cost_usd: 0.5,
@@ -255,7 +255,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
             kind: SessionKind::Coding,
             started_ms: 0,
             ended_ms: 1,
-            outcome: baton_harness::state::SessionOutcome::MaxTurns,
+            outcome: baton_records::SessionOutcome::MaxTurns,
             turns: 200,
             usage: Default::default(),
             cost_usd: 0.5,
@@ -265,7 +265,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
             waited_ms: 0,
             target: Some(2),
             gates: GateReport {
-                verify_failed: vec![baton_harness::checks::CheckFailure {
+                verify_failed: vec![baton_records::CheckFailure {
                     feature: 2,
                     command: "curl -fsS http://127.0.0.1:3000/api/todos | grep -q '\"title\"'"
                         .into(),
@@ -309,7 +309,7 @@ fn brief_with_servers_a_rejected_flip_a_refusal_and_a_deferred_feature_snapshot(
 fn brief_with_every_addition_at_200_features_stays_under_3000_tokens() {
     let (_d, files, list) = project_with(200, 400);
     let mut state = state_with_findings();
-    state.sessions[0].gates.verify_failed = vec![baton_harness::checks::CheckFailure {
+    state.sessions[0].gates.verify_failed = vec![baton_records::CheckFailure {
         feature: 67,
         command: "npm test -- checkout".into(),
         reason: "x".repeat(2_000),

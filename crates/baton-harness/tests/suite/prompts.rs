@@ -2,7 +2,7 @@
 
 use baton_config::ProjectConfig;
 use baton_harness::prompts;
-use baton_ledger::FeatureList;
+use baton_records::FeatureList;
 
 #[test]
 fn system_prompts() {

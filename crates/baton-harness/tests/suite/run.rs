@@ -8,9 +8,10 @@ use baton_agent::client::{ClientConfig, ModelClient, Provider};
 use baton_agent::pricing::PriceTable;
 use baton_agent::session::Quiet;
 use baton_config::Config;
-use baton_harness::files::{Files, LedgerKind};
+use baton_harness::files::Files;
 use baton_harness::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
-use baton_harness::state::{SessionOutcome, State};
+use baton_records::LedgerKind;
+use baton_records::{SessionOutcome, State};
 use baton_testkit::scenario::{features, honest, initializer};
 use baton_testkit::{ScriptedServer, Wire};
 use baton_tools::{AllowAll, ToolContext, Toolbox};
@@ -91,7 +92,7 @@ async fn an_honest_run_records_every_session_and_flip_and_stops_at_its_limit() {
     let kinds: Vec<LedgerKind> = ledger
         .lines()
         .map(|l| {
-            serde_json::from_str::<baton_harness::files::LedgerEntry>(l)
+            serde_json::from_str::<baton_records::LedgerEntry>(l)
                 .unwrap()
                 .kind
         })

@@ -1,11 +1,11 @@
-//! `baton-ledger` owns the feature list (DESIGN §2): a JSON array of
+//! The feature list (DESIGN §2): a JSON array of
 //! `{"category", "description", "steps": [..], "passes": bool}` objects, extra keys
 //! kept verbatim. It parses with positions (errors name the file, line and feature),
 //! validates, compares a list with the last accepted one, and restores everything
 //! but legal `passes` flips.
 //!
 //! ```
-//! use baton_ledger::{FeatureList, reconcile};
+//! use baton_records::{FeatureList, reconcile};
 //! let accepted = FeatureList::parse(r#"[{"category":"functional","description":"a","steps":["x"],"passes":false}]"#, "f.json").unwrap();
 //! let edited = r#"[{"category":"functional","description":"A!","steps":["x"],"passes":true}]"#;
 //! let r = reconcile(&accepted, edited, "f.json");
@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 /// An error reading a feature list.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LedgerError {
+pub enum FeatureListError {
     /// Not valid JSON.
     #[error("{path}:{line}:{column}: not valid JSON: {message}")]
     Json {
@@ -129,14 +129,14 @@ fn line_of(text: &str, offset: usize) -> usize {
 
 impl FeatureList {
     /// Parse and validate the text of a feature list; `path` is used in errors.
-    pub fn parse(text: &str, path: &str) -> Result<Self, LedgerError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| LedgerError::Json {
+    pub fn parse(text: &str, path: &str) -> Result<Self, FeatureListError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| FeatureListError::Json {
             path: path.to_string(),
             line: e.line(),
             column: e.column(),
             message: e.to_string(),
         })?;
-        let shape = |line: LazyLine<'_>, message: String| LedgerError::Shape {
+        let shape = |line: LazyLine<'_>, message: String| FeatureListError::Shape {
             path: path.to_string(),
             line: line.get(),
             message,
@@ -155,7 +155,7 @@ impl FeatureList {
             let Value::Object(fields) = item else {
                 return Err(shape(line, format!("feature {n} is not an object")));
             };
-            let string = |key: &str| -> Result<String, LedgerError> {
+            let string = |key: &str| -> Result<String, FeatureListError> {
                 match fields.get(key) {
                     Some(Value::String(s)) => Ok(s.clone()),
                     Some(_) => Err(shape(
@@ -480,7 +480,7 @@ mod tests {
     #[test]
     fn errors_name_line_and_feature() {
         let e = FeatureList::parse("[\n  {\"category\": \"x\",}\n]", "f.json").unwrap_err();
-        assert!(matches!(e, LedgerError::Json { line: 2, .. }), "{e}");
+        assert!(matches!(e, FeatureListError::Json { line: 2, .. }), "{e}");
         let text = list(&[
             f("a", false),
             r#"{"category":"x","description":"y","passes":false}"#.into(),

@@ -1,15 +1,154 @@
 //! `.baton/state.json`: what every session of the project did, written atomically
-//! after each step so a crash or `kill -9` loses nothing that was decided.
+//! after each step so a crash or `kill -9` loses nothing that was decided. Fields
+//! added after the first version have defaults, so older records still load.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use baton_agent::model::Usage;
 use serde::{Deserialize, Serialize};
 
-use crate::checks::CheckRun;
-use crate::error::{HarnessError, io};
-use crate::gates::GateReport;
+use crate::{RecordsError, layout, read_optional, write_atomic};
+
+/// Tokens used, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    /// Uncached input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// All tokens of every kind.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+
+    /// Add another usage to this one.
+    pub fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.cache_read_tokens += o.cache_read_tokens;
+        self.cache_write_tokens += o.cache_write_tokens;
+    }
+}
+
+/// A check that failed (a feature's `verify` command after a session, or in the
+/// regression sweep before one).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckFailure {
+    /// The feature (1-based).
+    pub feature: usize,
+    /// The command.
+    pub command: String,
+    /// Why: the command's output and exit code (the end of it), or the policy's refusal.
+    pub reason: String,
+}
+
+/// The result of running a set of checks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckRun {
+    /// Features (1-based) whose check passed.
+    pub passed: Vec<usize>,
+    /// Checks that failed.
+    pub failed: Vec<CheckFailure>,
+    /// Features not checked because the time box ran out.
+    pub skipped: Vec<usize>,
+    /// `init.sh` failed (its output), if it was run and failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_error: Option<String>,
+    /// The end of what `init.sh` printed when it succeeded (where to reach the app).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub init_output: Option<String>,
+    /// Whether the start script ran (not recorded).
+    #[serde(skip)]
+    pub init_ran: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What the gates found after one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GateReport {
+    /// Features (1-based) newly passing, after every check.
+    pub flipped: Vec<usize>,
+    /// Features (1-based) set back to failing by the session itself.
+    pub unflipped: Vec<usize>,
+    /// Changes to the feature list that were not allowed, and were undone.
+    pub violations: Vec<String>,
+    /// Files baton guards (git's config, hooks and info, `baton.toml`) that the
+    /// session changed, and baton put back.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boundary: Vec<String>,
+    /// New flips whose `verify` command failed, and were reverted.
+    pub verify_failed: Vec<CheckFailure>,
+    /// New flips confirmed by their `verify` command.
+    pub verified: Vec<usize>,
+    /// Features that gained a `verify` command.
+    pub verify_added: Vec<usize>,
+    /// The independent verifier's rejections (feature, reason), reverted.
+    pub verifier_rejected: Vec<(usize, String)>,
+    /// The commit in which baton restored or corrected the feature list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restore_commit: Option<String>,
+    /// Files the session left uncommitted.
+    pub leftover_files: Vec<String>,
+    /// The commit in which baton committed them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leftover_commit: Option<String>,
+    /// Whether the progress notes changed during the session (true when a record
+    /// does not say).
+    #[serde(default = "yes")]
+    pub notes_updated: bool,
+    /// Tool calls refused during the session.
+    pub refusals: u32,
+    /// Evidence files kept for the session (relative to the project).
+    pub evidence: Vec<String>,
+}
+
+impl Default for GateReport {
+    fn default() -> Self {
+        Self {
+            flipped: Vec::new(),
+            unflipped: Vec::new(),
+            violations: Vec::new(),
+            boundary: Vec::new(),
+            verify_failed: Vec::new(),
+            verified: Vec::new(),
+            verify_added: Vec::new(),
+            verifier_rejected: Vec::new(),
+            restore_commit: None,
+            leftover_files: Vec::new(),
+            leftover_commit: None,
+            notes_updated: true,
+            refusals: 0,
+            evidence: Vec::new(),
+        }
+    }
+}
+
+impl GateReport {
+    /// Whether anything needs the next session's attention.
+    pub fn has_findings(&self) -> bool {
+        !self.violations.is_empty()
+            || !self.boundary.is_empty()
+            || !self.verify_failed.is_empty()
+            || !self.verifier_rejected.is_empty()
+            || !self.leftover_files.is_empty()
+            || !self.notes_updated
+            || !self.unflipped.is_empty()
+    }
+}
 
 /// The kind of a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +167,12 @@ impl SessionKind {
             Self::Initializer => "initializer",
             Self::Coding => "coding",
         }
+    }
+}
+
+impl std::fmt::Display for SessionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -101,20 +246,27 @@ pub struct SessionRecord {
     /// Its kind.
     pub kind: SessionKind,
     /// Start, Unix ms.
+    #[serde(default)]
     pub started_ms: u64,
     /// End, Unix ms.
+    #[serde(default)]
     pub ended_ms: u64,
     /// How it ended.
     pub outcome: SessionOutcome,
     /// Model turns.
+    #[serde(default)]
     pub turns: u32,
     /// Tokens.
+    #[serde(default)]
     pub usage: Usage,
     /// Cost in USD.
+    #[serde(default)]
     pub cost_usd: f64,
     /// What the gates found after it.
+    #[serde(default)]
     pub gates: GateReport,
     /// Commits made during the session (the agent's and baton's).
+    #[serde(default)]
     pub commits: usize,
     /// The regression sweep run before the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +284,38 @@ pub struct SessionRecord {
     pub target: Option<usize>,
 }
 
+impl SessionRecord {
+    /// A session with nothing recorded yet but its number, kind and outcome.
+    pub fn new(number: u32, kind: SessionKind, outcome: SessionOutcome) -> Self {
+        Self {
+            number,
+            kind,
+            started_ms: 0,
+            ended_ms: 0,
+            outcome,
+            turns: 0,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            gates: GateReport::default(),
+            commits: 0,
+            sweep: None,
+            verifier_cost_usd: 0.0,
+            waited_ms: 0,
+            target: None,
+        }
+    }
+
+    /// Everything the session cost, the verifier's check after it included.
+    pub fn cost(&self) -> f64 {
+        self.cost_usd + self.verifier_cost_usd
+    }
+
+    /// Wall time in seconds.
+    pub fn duration_secs(&self) -> f64 {
+        self.ended_ms.saturating_sub(self.started_ms) as f64 / 1000.0
+    }
+}
+
 /// A session that was started and has not been recorded as ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InProgress {
@@ -140,10 +324,13 @@ pub struct InProgress {
     /// Its kind.
     pub kind: SessionKind,
     /// Start, Unix ms.
+    #[serde(default)]
     pub started_ms: u64,
     /// HEAD when it started.
+    #[serde(default)]
     pub head_before: Option<String>,
     /// The progress notes when it started.
+    #[serde(default)]
     pub notes_before: String,
     /// The regression sweep run before it.
     #[serde(default)]
@@ -178,6 +365,7 @@ pub struct FeatureRecord {
 
 /// The whole record.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct State {
     /// Format version.
     pub version: u32,
@@ -203,38 +391,34 @@ pub struct State {
 impl State {
     /// Where the state lives in a project.
     pub fn path(project: &Path) -> PathBuf {
-        project.join(".baton/state.json")
+        layout::at(project, layout::STATE)
     }
 
     /// Load the state; a missing file is an empty record.
-    pub fn load(project: &Path) -> Result<Self, HarnessError> {
+    pub fn load(project: &Path) -> Result<Self, RecordsError> {
         let path = Self::path(project);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| HarnessError::State {
+        match read_optional(&path)? {
+            Some(text) => serde_json::from_str(&text).map_err(|e| RecordsError::Parse {
                 path,
+                what: "state file",
                 message: e.to_string(),
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self {
+            None => Ok(Self {
                 version: 1,
                 ..Self::default()
             }),
-            Err(e) => Err(io(path)(e)),
         }
     }
 
     /// Write the state atomically (temp file, then rename).
-    pub fn save(&self, project: &Path) -> Result<(), HarnessError> {
+    pub fn save(&self, project: &Path) -> Result<(), RecordsError> {
         let path = Self::path(project);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(self).map_err(|e| HarnessError::State {
+        let text = serde_json::to_string_pretty(self).map_err(|e| RecordsError::Parse {
             path: path.clone(),
+            what: "state file",
             message: e.to_string(),
         })?;
-        std::fs::write(&tmp, text).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))
+        write_atomic(&path, &text)
     }
 
     /// Total cost of every recorded session, verifiers included.
@@ -247,29 +431,46 @@ impl State {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use pretty_assertions::assert_eq;
 
     #[test]
-    fn every_outcome_a_transcript_names_is_known_and_round_trips() {
-        use baton_agent::session::Outcome;
-        for o in [
-            Outcome::Completed,
-            Outcome::ContextFull,
-            Outcome::MaxTurns,
-            Outcome::TokenLimit,
-            Outcome::TimeLimit,
-            Outcome::Interrupted,
+    fn outcomes_round_trip_by_name() {
+        for name in [
+            "completed",
+            "context_full",
+            "usage_limit",
+            "error",
+            "killed",
         ] {
-            let known = SessionOutcome::from_name(o.name());
-            assert_eq!(known.map(SessionOutcome::name), Some(o.name()));
-        }
-        for name in ["usage_limit", "error", "killed"] {
             let o = SessionOutcome::from_name(name).unwrap();
             assert_eq!(serde_json::to_value(o).unwrap(), name);
             assert_eq!(o.to_string(), name);
         }
         assert_eq!(SessionOutcome::from_name("exploded"), None);
+    }
+
+    #[test]
+    fn a_bare_record_loads_with_defaults_and_a_bad_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".baton")).unwrap();
+        std::fs::write(
+            State::path(dir.path()),
+            r#"{"sessions":[{"number":1,"kind":"initializer","outcome":"completed",
+                "gates":{"flipped":[],"future_field":7}}],"in_progress":{"number":2,"kind":"coding"}}"#,
+        )
+        .unwrap();
+        let s = State::load(dir.path()).unwrap();
+        assert!(s.sessions[0].gates.notes_updated);
+        assert_eq!(s.sessions[0].cost(), 0.0);
+        assert_eq!(s.in_progress.unwrap().number, 2);
+        std::fs::write(State::path(dir.path()), "{").unwrap();
+        let e = State::load(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("state.json") && e.contains("move it aside"),
+            "{e}"
+        );
     }
 
     #[test]

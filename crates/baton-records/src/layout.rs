@@ -1,0 +1,71 @@
+//! Where everything under `.baton/` lives, relative to the project directory.
+//! Every path baton keeps in a project is spelled here and nowhere else; the
+//! project's own files (feature list, notes, `init.sh`) are named in `baton.toml`.
+
+use std::path::{Path, PathBuf};
+
+/// baton's directory in a project, never committed.
+pub const DIR: &str = ".baton";
+/// What every session did ([`crate::State`]).
+pub const STATE: &str = ".baton/state.json";
+/// Every change to the feature list ([`crate::LedgerEntry`]), one JSON line each.
+pub const LEDGER: &str = ".baton/ledger.jsonl";
+/// The last feature list baton accepted, the one every session is compared with.
+pub const ACCEPTED: &str = ".baton/accepted_feature_list.json";
+/// Session transcripts, `NNNN.jsonl`.
+pub const SESSIONS: &str = ".baton/sessions";
+/// Tool outputs too large for the conversation, kept whole.
+pub const OUTPUTS: &str = ".baton/outputs";
+/// Screenshots and snapshots kept as evidence, `NNNN/` per session.
+pub const EVIDENCE: &str = ".baton/evidence";
+/// The browser's MCP server: its configuration, output and temporary files.
+pub const PLAYWRIGHT: &str = ".baton/playwright";
+/// The agent CLI's per-session files (settings, raw output).
+pub const CLAUDE_CODE: &str = ".baton/claude-code";
+/// The lock held by the command working on the project.
+pub const LOCK: &str = ".baton/run.lock";
+/// Processes the run started, so a later run can stop what a killed one left.
+pub const PROCESSES: &str = ".baton/processes";
+/// `baton report`'s page, by default.
+pub const REPORT: &str = ".baton/report.html";
+
+/// A session's evidence directory, relative to the project.
+pub fn evidence(session: u32) -> String {
+    format!("{EVIDENCE}/{session:04}")
+}
+
+/// A session's transcript, relative to the project.
+pub fn transcript(session: u32) -> String {
+    format!("{SESSIONS}/{session:04}.jsonl")
+}
+
+/// `rel` (one of this module's paths) inside `project`.
+pub fn at(project: &Path, rel: &str) -> PathBuf {
+    project.join(rel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_path_is_under_the_records_directory() {
+        for p in [
+            STATE,
+            LEDGER,
+            ACCEPTED,
+            SESSIONS,
+            OUTPUTS,
+            EVIDENCE,
+            PLAYWRIGHT,
+            CLAUDE_CODE,
+            LOCK,
+            PROCESSES,
+            REPORT,
+        ] {
+            assert!(p.starts_with(&format!("{DIR}/")), "{p}");
+        }
+        assert_eq!(evidence(7), ".baton/evidence/0007");
+        assert_eq!(transcript(12), ".baton/sessions/0012.jsonl");
+    }
+}

@@ -1,0 +1,182 @@
+//! `.baton/ledger.jsonl`: one JSON line per change baton accepted or undid in the
+//! feature list, with the session, the feature and the commit that holds it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{RecordsError, io, read_optional};
+
+/// One line of `.baton/ledger.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// When, Unix ms.
+    #[serde(default)]
+    pub t_ms: u64,
+    /// The session after which it happened.
+    #[serde(default)]
+    pub session: u32,
+    /// What happened.
+    pub kind: LedgerKind,
+    /// The feature (1-based), where it concerns one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature: Option<usize>,
+    /// The feature's description, or what happened.
+    #[serde(default)]
+    pub detail: String,
+    /// The commit that holds it, where there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Evidence files of the session (relative to the project), for flips.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+}
+
+impl LedgerEntry {
+    /// An entry of `kind` after `session`, at the current time, with nothing else.
+    pub fn new(session: u32, kind: LedgerKind, detail: impl Into<String>) -> Self {
+        let t_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Self {
+            t_ms,
+            session,
+            kind,
+            feature: None,
+            detail: detail.into(),
+            commit: None,
+            evidence: Vec::new(),
+        }
+    }
+}
+
+/// What a line of `.baton/ledger.jsonl` records (its `kind`, in snake case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerKind {
+    /// A feature list was accepted: the initializer's, or one adopted as it was.
+    Accepted,
+    /// A feature newly passes, as the session's gates accepted it.
+    Flip,
+    /// A feature that passed no longer does (the session set it back).
+    Unflip,
+    /// A flip whose `verify` command failed, reverted.
+    VerifyFailed,
+    /// A flip the independent verifier rejected, reverted.
+    VerifierRejected,
+    /// A change to the feature list beyond `passes`, undone.
+    Violation,
+    /// A change to git's config, hooks or info, or to `baton.toml`, undone.
+    BoundaryViolation,
+    /// A passing feature the regression sweep found broken, set back.
+    Regression,
+    /// A feature set aside after `[run] feature_attempts` sessions without passing.
+    Deferred,
+    /// A feature the agent declared blocked, with its reason.
+    Blocked,
+    /// A blocked feature handed out again (`baton unblock`).
+    Unblocked,
+}
+
+/// The ledger as read: its entries in order, and how many lines could not be read
+/// (a line cut by a crash, or written by a newer baton).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ledger {
+    /// Entries, in order.
+    pub entries: Vec<LedgerEntry>,
+    /// Lines that were not a ledger entry.
+    pub unreadable: usize,
+}
+
+/// Append one entry to the ledger at `path` (one `write` of one line, so entries
+/// never interleave).
+pub fn append(path: &Path, entry: &LedgerEntry) -> Result<(), RecordsError> {
+    use std::io::Write as _;
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(io(d))?;
+    }
+    let mut line = serde_json::to_string(entry).map_err(|e| RecordsError::Parse {
+        path: path.to_path_buf(),
+        what: "ledger",
+        message: e.to_string(),
+    })?;
+    line.push('\n');
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(io(path))
+}
+
+/// Read the ledger at `path`; a missing file is an empty ledger.
+pub fn read(path: &Path) -> Result<Ledger, RecordsError> {
+    let mut ledger = Ledger::default();
+    if let Some(text) = read_optional(path)? {
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            match serde_json::from_str::<LedgerEntry>(line) {
+                Ok(e) => ledger.entries.push(e),
+                Err(_) => ledger.unreadable += 1,
+            }
+        }
+    }
+    Ok(ledger)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_kinds_are_written_as_the_documented_names() {
+        let kinds = [
+            (LedgerKind::Accepted, "accepted"),
+            (LedgerKind::Flip, "flip"),
+            (LedgerKind::Unflip, "unflip"),
+            (LedgerKind::VerifyFailed, "verify_failed"),
+            (LedgerKind::VerifierRejected, "verifier_rejected"),
+            (LedgerKind::Violation, "violation"),
+            (LedgerKind::BoundaryViolation, "boundary_violation"),
+            (LedgerKind::Regression, "regression"),
+            (LedgerKind::Deferred, "deferred"),
+            (LedgerKind::Blocked, "blocked"),
+            (LedgerKind::Unblocked, "unblocked"),
+        ];
+        let doc = include_str!("../../../docs/harness.md");
+        for (k, name) in kinds {
+            assert_eq!(serde_json::to_value(k).unwrap(), name);
+            assert!(
+                doc.contains(&format!("`{name}`")),
+                "{name} is not in docs/harness.md"
+            );
+            let line = format!(r#"{{"t_ms":1,"session":2,"kind":"{name}","detail":"d"}}"#);
+            let e: LedgerEntry = serde_json::from_str(&line).unwrap();
+            assert_eq!(e.kind, k);
+        }
+    }
+
+    #[test]
+    fn appended_entries_read_back_and_a_cut_line_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".baton/ledger.jsonl");
+        assert_eq!(read(&path).unwrap(), Ledger::default());
+        let e = LedgerEntry {
+            t_ms: 1,
+            session: 2,
+            kind: LedgerKind::Flip,
+            feature: Some(3),
+            detail: "d".into(),
+            commit: Some("abc".into()),
+            evidence: vec![],
+        };
+        append(&path, &e).unwrap();
+        append(&path, &e).unwrap();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"t_ms\":2,\"ses");
+        std::fs::write(&path, text).unwrap();
+        let l = read(&path).unwrap();
+        assert_eq!(l.entries, vec![e.clone(), e]);
+        assert_eq!(l.unreadable, 1);
+    }
+}

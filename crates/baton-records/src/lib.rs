@@ -1,0 +1,82 @@
+//! `baton-records` owns a project's records: everything baton reads and writes about
+//! a project, and where it lives.
+//!
+//! What it promises:
+//! - [`features`]: the feature list (DESIGN §2) parsed with positions (errors name
+//!   the file, line and feature), validated, and reconciled with the accepted copy.
+//! - [`ledger`]: `.baton/ledger.jsonl`, one line per change to the list (a
+//!   [`LedgerKind`], never a free string), appended whole, read leniently (a line
+//!   cut by a crash is counted, not fatal).
+//! - [`state`]: `.baton/state.json`, what every session did, written atomically.
+//!   Records written by older versions of baton load: every field added since the
+//!   first version has a default.
+//! - [`layout`]: every path under `.baton/`, spelled once.
+//!
+//! The harness writes these records and the report reads them, both through this
+//! crate; it depends on nothing of baton's.
+
+pub mod features;
+pub mod layout;
+pub mod ledger;
+pub mod state;
+
+pub use features::{
+    Feature, FeatureList, FeatureListError, Reconciled, VERIFY, Violation, reconcile,
+};
+pub use ledger::{LedgerEntry, LedgerKind};
+pub use state::{
+    CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, SessionKind, SessionOutcome,
+    SessionRecord, State, Usage,
+};
+
+use std::path::PathBuf;
+
+/// A record that could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not what baton wrote.
+    #[error("{path}: not a baton {what} ({message}); move it aside to start the record afresh")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Which record, in words.
+        what: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> RecordsError {
+    let path = path.into();
+    move |source| RecordsError::Io { path, source }
+}
+
+/// Read a file that may not exist.
+pub(crate) fn read_optional(path: &std::path::Path) -> Result<Option<String>, RecordsError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
+/// Write a file whole: a temporary file beside it, then a rename, so a crash
+/// leaves the old version or the new one, never half of one.
+pub fn write_atomic(path: &std::path::Path, text: &str) -> Result<(), RecordsError> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(io(d))?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
