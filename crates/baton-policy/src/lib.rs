@@ -40,7 +40,6 @@ mod places;
 mod rules;
 pub mod sandbox;
 pub mod secrets;
-mod tools;
 mod word;
 
 use std::collections::HashSet;

@@ -401,3 +401,33 @@ pub(super) const CLEANUP_PATTERNS: &[&str] = &[
     ".DS_Store",
     "*.tsbuildinfo",
 ];
+
+impl Checker<'_> {
+    /// `tee`, `truncate`.
+    pub(super) fn tee(&mut self, c: &Cmd) -> Flow {
+        for a in parse_args(&c.args, "sr", &["size", "reference", "output-error"], false) {
+            match a {
+                Arg::Pos(w) => self.write_target(w, &c.cwd, &c.part, false),
+                Arg::Unknown(w) => self.write_target(w, &c.cwd, &c.part, false),
+                Arg::Opt { .. } => {}
+            }
+        }
+        Flow::same(&c.cwd)
+    }
+
+    /// `mkdir`, `touch`.
+    pub(super) fn mkdir(&mut self, c: &Cmd) -> Flow {
+        for a in parse_args(
+            &c.args,
+            "mdtrA",
+            &["mode", "date", "reference", "time", "context"],
+            false,
+        ) {
+            match a {
+                Arg::Pos(w) | Arg::Unknown(w) => self.write_target(w, &c.cwd, &c.part, true),
+                Arg::Opt { .. } => {}
+            }
+        }
+        Flow::same(&c.cwd)
+    }
+}

@@ -1,11 +1,14 @@
 //! Which program a command runs, and the validator of each program that needs one.
 //!
-//! Here: how a program is found (`run_path`), wrappers (`xargs`, `env`, `nice`…),
-//! option parsing ([`parse_args`]) and [`Checker::validate`], the table from program
-//! name to validator. The validators live by family: `files` (cd, source, rm, cp,
-//! ln, chmod, find), `interpreters` (shells, python, node, perl), `packages` (npm,
-//! npx, yarn, pip), `git`, `network` (curl, wget, URLs), `processes` (kill) and
-//! `archives` (tar, zip, rsync), `text` (sed, awk).
+//! Here: how a program is found (`run_path`) and `VALIDATORS`, the one table from
+//! program name to validator (a program is validated if and only if it is there).
+//! Option parsing is in `args`. The validators live by family: `builtins` (read,
+//! let, declarations, trap, command…), `files` (cd, source, rm, cp, ln, chmod, find,
+//! mkdir, tee), `wrappers` (xargs, env, nohup, nice, timeout, time, stdbuf),
+//! `interpreters` (shells, python, node, perl), `packages` (npm, npx, yarn, pip),
+//! `build` (cargo, go, make), `git`, `network` (curl, wget, URLs), `processes`
+//! (kill, ps), `archives` (tar, zip, rsync), `text` (sed, awk, sort, rg), `tools`
+//! (openssl, patch, split) and `system` (date, hostname).
 
 use std::path::{Path, PathBuf};
 
@@ -15,135 +18,21 @@ use crate::rules;
 use crate::word::{Ch, Dynamic, Word};
 
 mod archives;
+mod args;
+mod build;
+mod builtins;
 mod files;
 mod git;
 mod interpreters;
 mod network;
 mod packages;
 mod processes;
+mod system;
 mod text;
+mod tools;
+mod wrappers;
 
-/// One argument, as a program's option parser would see it.
-#[derive(Debug)]
-pub(crate) enum Arg<'w> {
-    /// An option (`-f`, `--force`), with its value if it takes one.
-    Opt {
-        name: String,
-        value: Option<Value<'w>>,
-    },
-    /// An operand.
-    Pos(&'w Word),
-    /// A computed word that may be an option.
-    Unknown(&'w Word),
-}
-
-/// The value of an option: written inline (`--x=v`, `-ov`) or as the next word.
-#[derive(Debug)]
-pub(crate) enum Value<'w> {
-    Inline(String),
-    Next(&'w Word),
-}
-
-impl Value<'_> {
-    pub fn word(&self) -> Word {
-        match self {
-            Value::Inline(s) => Word::quoted(s),
-            Value::Next(w) => (*w).clone(),
-        }
-    }
-    pub fn literal(&self) -> Option<String> {
-        match self {
-            Value::Inline(s) => Some(s.clone()),
-            Value::Next(w) => w.literal(),
-        }
-    }
-}
-
-/// Split `args` into options and operands. `short_val` lists the short options that
-/// take a value; `long_val` the long ones. With `stop`, the first operand ends the
-/// options (everything after it is an operand).
-pub(crate) fn parse_args<'w>(
-    args: &'w [Word],
-    short_val: &str,
-    long_val: &[&str],
-    stop: bool,
-) -> Vec<Arg<'w>> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut only_pos = false;
-    while i < args.len() {
-        let w = &args[i];
-        i += 1;
-        if only_pos {
-            out.push(Arg::Pos(w));
-            continue;
-        }
-        let Some(l) = w.literal() else {
-            if w.may_start_with('-') {
-                out.push(Arg::Unknown(w));
-            } else {
-                out.push(Arg::Pos(w));
-                only_pos |= stop;
-            }
-            continue;
-        };
-        if l == "--" {
-            only_pos = true;
-            continue;
-        }
-        if let Some(long) = l.strip_prefix("--") {
-            let (name, inline) = match long.split_once('=') {
-                Some((n, v)) => (n.to_string(), Some(v.to_string())),
-                None => (long.to_string(), None),
-            };
-            let value = match inline {
-                Some(v) => Some(Value::Inline(v)),
-                None if long_val.contains(&name.as_str()) => {
-                    let v = args.get(i).map(Value::Next);
-                    i += 1;
-                    v
-                }
-                None => None,
-            };
-            out.push(Arg::Opt {
-                name: format!("--{name}"),
-                value,
-            });
-            continue;
-        }
-        if l.len() > 1 && l.starts_with('-') {
-            let chars: Vec<char> = l[1..].chars().collect();
-            let mut k = 0;
-            while k < chars.len() {
-                let c = chars[k];
-                if short_val.contains(c) {
-                    let rest: String = chars[k + 1..].iter().collect();
-                    let value = if rest.is_empty() {
-                        let v = args.get(i).map(Value::Next);
-                        i += 1;
-                        v
-                    } else {
-                        Some(Value::Inline(rest))
-                    };
-                    out.push(Arg::Opt {
-                        name: format!("-{c}"),
-                        value,
-                    });
-                    break;
-                }
-                out.push(Arg::Opt {
-                    name: format!("-{c}"),
-                    value: None,
-                });
-                k += 1;
-            }
-            continue;
-        }
-        out.push(Arg::Pos(w));
-        only_pos |= stop;
-    }
-    out
-}
+pub(crate) use args::{Arg, parse_args};
 
 /// Standard places for installed programs: a path there is judged by its name.
 fn system_bin(path: &Path, home: Option<&Path>) -> bool {
@@ -177,6 +66,97 @@ fn system_bin(path: &Path, home: Option<&Path>) -> bool {
 
 const DYN_ARG_NOTE: &str = "write the argument literally";
 
+/// A validator: decides on one command of its program, and says where it leaves
+/// the working directory.
+pub(crate) type Validator = fn(&mut Checker<'_>, &Cmd) -> Flow;
+
+/// A validator that only refuses what it must and never moves the working directory.
+macro_rules! keeps_cwd {
+    ($method:ident) => {
+        |k, c| {
+            k.$method(c);
+            Flow::same(&c.cwd)
+        }
+    };
+}
+
+/// Every program with a validator of its own, by name. A program is validated if
+/// and only if it is here; the rest are plain (`rules::PLAIN`), refused
+/// (`rules::never`) or not allowed.
+const VALIDATORS: &[(&[&str], Validator)] = &[
+    (&["cd", "pushd"], |k, c| k.cd(c)),
+    (&["popd"], |k, c| k.popd(c)),
+    (&["source", "."], |k, c| k.source_file(c)),
+    (&["read"], |k, c| k.read_vars(c)),
+    (&["mapfile", "readarray"], |k, c| k.mapfile(c)),
+    (&["let"], |k, c| k.let_arith(c)),
+    (
+        &["local", "export", "declare", "typeset", "readonly"],
+        |k, c| k.declare(c),
+    ),
+    (&["unset"], |_, c| Flow::same(&c.cwd)),
+    (&["trap"], |k, c| k.trap(c)),
+    (&["hash"], |k, c| k.hash(c)),
+    (&["command", "builtin"], |k, c| k.command_builtin(c)),
+    (&["history"], |k, c| k.history(c)),
+    (&["date"], |k, c| k.date(c)),
+    (&["hostname"], |k, c| k.hostname(c)),
+    (&["sort"], |k, c| k.sort(c)),
+    (&["tee", "truncate"], |k, c| k.tee(c)),
+    (&["mkdir", "touch"], |k, c| k.mkdir(c)),
+    (&["rm", "rmdir"], keeps_cwd!(rm)),
+    (&["cp", "mv", "ln"], keeps_cwd!(copy)),
+    (&["chmod"], keeps_cwd!(chmod)),
+    (&["find"], keeps_cwd!(find)),
+    (&["xargs"], |k, c| k.xargs(c)),
+    (&["env"], |k, c| k.env(c)),
+    (&["nohup"], |k, c| k.wrapped(c, &c.args, false)),
+    (&["nice", "timeout", "stdbuf", "time"], |k, c| k.nice(c)),
+    (&["git"], |k, c| k.git(c)),
+    (&["node", "nodejs"], keeps_cwd!(node)),
+    (&["npm"], keeps_cwd!(npm)),
+    (&["npx", "pnpx"], |k, c| {
+        k.npx(c, &c.args);
+        Flow::same(&c.cwd)
+    }),
+    (&["yarn", "pnpm"], keeps_cwd!(yarn)),
+    (&["python", "python3"], keeps_cwd!(python)),
+    (&["perl", "ruby"], keeps_cwd!(perl)),
+    (&["bash", "sh", "dash", "zsh"], keeps_cwd!(shell)),
+    (&["cargo"], |k, c| k.cargo(c)),
+    (&["go"], |k, c| k.go(c)),
+    (&["make"], |k, c| k.make(c)),
+    (&["rg"], |k, c| k.rg(c)),
+    (&["curl"], keeps_cwd!(curl)),
+    (&["wget"], keeps_cwd!(wget)),
+    (&["kill", "pkill", "killall"], keeps_cwd!(kill)),
+    (&["sed"], keeps_cwd!(sed)),
+    (&["awk", "gawk", "mawk", "nawk"], keeps_cwd!(awk)),
+    (&["tar"], keeps_cwd!(tar)),
+    (&["zip", "unzip"], keeps_cwd!(zip)),
+    (&["rsync"], keeps_cwd!(rsync)),
+    (&["openssl"], keeps_cwd!(openssl)),
+    (&["split"], keeps_cwd!(split)),
+    (&["patch"], keeps_cwd!(patch)),
+    (&["printf"], keeps_cwd!(printf)),
+    (&["test", "["], keeps_cwd!(test_builtin)),
+    (&["compgen"], keeps_cwd!(compgen)),
+    (&["ps"], keeps_cwd!(ps)),
+    (
+        &["gcc", "cc", "g++", "c++", "clang", "clang++"],
+        keeps_cwd!(cc),
+    ),
+    (&["pip", "pip3"], keeps_cwd!(pip)),
+];
+
+/// The validator of the program `name`, if it has one.
+pub(crate) fn validator(name: &str) -> Option<Validator> {
+    VALIDATORS
+        .iter()
+        .find(|(names, _)| names.contains(&name))
+        .map(|(_, v)| *v)
+}
+
 impl Checker<'_> {
     /// Decide on one simple command (also used for the commands wrappers run).
     pub fn run(&mut self, c: &Cmd) -> Flow {
@@ -204,8 +184,8 @@ impl Checker<'_> {
             self.refuse(&c.part, format!("{name}: {reason}"), instead);
             return Flow::same(&c.cwd);
         }
-        if rules::VALIDATED.contains(&name) {
-            return self.validate(c);
+        if let Some(v) = validator(name) {
+            return v(self, c);
         }
         if rules::PLAIN.contains(&name) || user_allowed {
             return Flow::same(&c.cwd);
@@ -280,9 +260,7 @@ impl Checker<'_> {
         }
         // A project script; if it is a copy of an interpreter or a wrapper, the
         // name tells, and its validator applies.
-        if rules::VALIDATED.contains(&base.as_str())
-            && !matches!(base.as_str(), "cd" | "source" | ".")
-        {
+        if validator(&base).is_some() && !matches!(base.as_str(), "cd" | "source" | ".") {
             let as_name = Cmd {
                 name: base,
                 ..c.clone()
@@ -292,576 +270,19 @@ impl Checker<'_> {
         Flow::same(&c.cwd)
     }
 
-    /// Run the rest of a wrapper's arguments as a command (xargs, env, timeout …).
-    fn wrapped(&mut self, c: &Cmd, rest: &[Word], extra_input: bool) -> Flow {
-        let Some(first) = rest.first() else {
-            return Flow::same(&c.cwd);
-        };
-        let Some(name) = first.literal() else {
-            self.refuse(
-                &c.part,
-                format!(
-                    "{} runs a program whose name is computed when the command runs",
-                    c.name
-                ),
-                "write the wrapped program's name literally",
-            );
-            return Flow::same(&c.cwd);
-        };
-        let mut args: Vec<Word> = rest[1..].to_vec();
-        if extra_input {
-            args.push(Word {
-                chars: vec![Ch::Dyn],
-                text: format!("(arguments {} reads from its input)", c.name),
-                only: Some(Dynamic::Other),
-                quoted_dyn_only: false,
-            });
-        }
-        let inner = Cmd {
-            name,
-            args,
-            cwd: c.cwd.clone(),
-            part: c.part.clone(),
-        };
-        self.run(&inner);
-        Flow::same(&c.cwd)
-    }
-
+    /// Decide on `c` with the validator of its program (`c.name` is in the table).
     fn validate(&mut self, c: &Cmd) -> Flow {
-        let same = Flow::same(&c.cwd);
-        match c.name.as_str() {
-            "cd" | "pushd" => return self.cd(c),
-            "popd" => {
-                self.cd_count += 1;
-                return Flow {
-                    ok: Cwd::Unknown,
-                    fail: c.cwd.clone(),
-                };
-            }
-            "source" | "." => return self.source_file(c),
-            "read" => {
-                for a in parse_args(&c.args, "adinNptu", &[], false) {
-                    match a {
-                        Arg::Opt {
-                            name,
-                            value: Some(v),
-                        } if name == "-a" => {
-                            let n = v.literal().unwrap_or_default();
-                            self.assigned_var(&n, None, &c.part);
-                        }
-                        Arg::Pos(w) | Arg::Unknown(w) => match w.literal() {
-                            Some(n) => self.assigned_var(&n, None, &c.part),
-                            None => self.refuse(
-                                &c.part,
-                                "read into a computed variable name",
-                                "name the variable literally",
-                            ),
-                        },
-                        Arg::Opt { .. } => {}
-                    }
-                }
-            }
-            "mapfile" | "readarray" => {
-                for a in parse_args(&c.args, "dnOsuCc", &[], false) {
-                    if let Arg::Pos(w) | Arg::Unknown(w) = a {
-                        match w.literal() {
-                            Some(n) => self.assigned_var(&n, None, &c.part),
-                            None => self.refuse(
-                                &c.part,
-                                "mapfile into a computed variable name",
-                                "name the array literally",
-                            ),
-                        }
-                    }
-                }
-            }
-            "let" => {
-                for w in &c.args {
-                    match w.literal() {
-                        Some(e) => {
-                            self.arith_text(&e, &c.part, 0);
-                            let name: String = e
-                                .chars()
-                                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                                .collect();
-                            if !name.is_empty()
-                                && e[name.len()..]
-                                    .trim_start()
-                                    .starts_with(|c: char| "=+-*/%<>&|^".contains(c))
-                            {
-                                self.assigned_var(&name, None, &c.part);
-                                self.arith_safe.insert(name);
-                            }
-                        }
-                        None => self.refuse(
-                            &c.part,
-                            "let with a computed expression cannot be checked",
-                            "write the arithmetic literally: (( i = i + 1 ))",
-                        ),
-                    }
-                }
-            }
-            "local" | "export" | "declare" | "typeset" | "readonly" => {
-                // Reached only through `command export …` and the like.
-                for w in &c.args {
-                    match w.literal() {
-                        Some(l) if l.starts_with('-') => {
-                            if l.contains('n') {
-                                self.refuse(
-                                    &c.part,
-                                    "name references (-n) cannot be followed",
-                                    "assign variables directly",
-                                );
-                            }
-                        }
-                        Some(l) => {
-                            let (n, v) = l
-                                .split_once('=')
-                                .map_or((l.as_str(), None), |(n, v)| (n, Some(v)));
-                            self.assigned_var(n, Some(&Word::quoted(v.unwrap_or(""))), &c.part);
-                        }
-                        None => self.refuse(
-                            &c.part,
-                            "a declaration with a computed name cannot be checked",
-                            "write it literally",
-                        ),
-                    }
-                }
-            }
-            "unset" => {}
-            "trap" => {
-                let args: Vec<&Word> = c.args.iter().collect();
-                let first = args.first().and_then(|w| w.literal());
-                match first.as_deref() {
-                    None if args.is_empty() => {}
-                    Some("-l" | "-p" | "-" | "") => {}
-                    Some(l) if l.starts_with('-') && l != "--" => {}
-                    _ => {
-                        let code = if first.as_deref() == Some("--") {
-                            args.get(1)
-                        } else {
-                            args.first()
-                        };
-                        if let Some(code) = code {
-                            self.inline(code, &c.cwd, &c.part, "trap");
-                        }
-                    }
-                }
-            }
-            "hash" => {
-                if c.args.iter().any(|w| {
-                    w.literal()
-                        .is_none_or(|l| l.starts_with('-') && l.contains('p'))
-                }) {
-                    self.refuse(
-                        &c.part,
-                        "hash -p makes a command name run another program",
-                        "call programs by their own names",
-                    );
-                }
-            }
-            "command" | "builtin" => {
-                let parsed = parse_args(&c.args, "", &[], true);
-                let lookup = parsed
-                    .iter()
-                    .any(|a| matches!(a, Arg::Opt { name, .. } if name == "-v" || name == "-V"));
-                if lookup {
-                    return same;
-                }
-                let rest: Vec<Word> = c
-                    .args
-                    .iter()
-                    .skip_while(|w| w.literal().is_some_and(|l| l.starts_with('-')))
-                    .cloned()
-                    .collect();
-                return self.wrapped(c, &rest, false);
-            }
-            "history" => {
-                if !c.args.is_empty() {
-                    self.refuse(
-                        &c.part,
-                        "history with options writes or replays shell history",
-                        "run the command again directly",
-                    );
-                }
-            }
-            "date" => {
-                for a in parse_args(&c.args, "dfrI", &["date", "file", "reference"], false) {
-                    match a {
-                        Arg::Opt { name, .. } if name == "-s" || name == "--set" => self.refuse(
-                            &c.part,
-                            "date -s sets the system clock",
-                            "print dates with date or date +FORMAT",
-                        ),
-                        Arg::Pos(w) if w.literal().is_some_and(|l| !l.starts_with('+')) => self
-                            .refuse(
-                                &c.part,
-                                "a date operand without + sets the system clock",
-                                "print dates with date +FORMAT",
-                            ),
-                        Arg::Unknown(w) | Arg::Pos(w) if w.literal().is_none() => self.refuse(
-                            &c.part,
-                            "a computed date operand could set the system clock",
-                            "write the +FORMAT literally",
-                        ),
-                        _ => {}
-                    }
-                }
-            }
-            "hostname" => {
-                for a in parse_args(&c.args, "F", &["file"], false) {
-                    match a {
-                        Arg::Opt { name, .. }
-                            if !matches!(
-                                name.as_str(),
-                                "-f" | "-s" | "-i" | "-I" | "-d" | "-A" | "--fqdn" | "--short"
-                            ) =>
-                        {
-                            self.refuse(
-                                &c.part,
-                                "hostname with this option changes the machine's name",
-                                "print it with hostname or hostname -f",
-                            )
-                        }
-                        Arg::Pos(_) | Arg::Unknown(_) => self.refuse(
-                            &c.part,
-                            "hostname NAME changes the machine's name",
-                            "print it with hostname",
-                        ),
-                        _ => {}
-                    }
-                }
-            }
-            "sort" => {
-                for a in parse_args(
-                    &c.args,
-                    "koTtS",
-                    &[
-                        "key",
-                        "output",
-                        "temporary-directory",
-                        "field-separator",
-                        "buffer-size",
-                        "compress-program",
-                        "files0-from",
-                        "parallel",
-                        "random-source",
-                        "sort",
-                    ],
-                    false,
-                ) {
-                    match a {
-                        Arg::Opt { name, .. } if name == "--compress-program" => self.refuse(
-                            &c.part,
-                            "sort --compress-program runs another program",
-                            "sort without it",
-                        ),
-                        Arg::Opt {
-                            name,
-                            value: Some(v),
-                        } if name == "-o" || name == "--output" => {
-                            self.write_target(&v.word(), &c.cwd, &c.part, false)
-                        }
-                        Arg::Unknown(w) => self.unknown_option(c, w),
-                        _ => {}
-                    }
-                }
-            }
-            "tee" | "truncate" => {
-                for a in parse_args(&c.args, "sr", &["size", "reference", "output-error"], false) {
-                    match a {
-                        Arg::Pos(w) => self.write_target(w, &c.cwd, &c.part, false),
-                        Arg::Unknown(w) => self.write_target(w, &c.cwd, &c.part, false),
-                        Arg::Opt { .. } => {}
-                    }
-                }
-            }
-            "mkdir" | "touch" => {
-                for a in parse_args(
-                    &c.args,
-                    "mdtrA",
-                    &["mode", "date", "reference", "time", "context"],
-                    false,
-                ) {
-                    match a {
-                        Arg::Pos(w) | Arg::Unknown(w) => {
-                            self.write_target(w, &c.cwd, &c.part, true)
-                        }
-                        Arg::Opt { .. } => {}
-                    }
-                }
-            }
-            "rm" | "rmdir" => self.rm(c),
-            "cp" | "mv" | "ln" => self.copy(c),
-            "chmod" => self.chmod(c),
-            "find" => self.find(c),
-            "xargs" => {
-                let mut i = 0;
-                let takes = [
-                    "-I",
-                    "-n",
-                    "-L",
-                    "-P",
-                    "-s",
-                    "-d",
-                    "-E",
-                    "-a",
-                    "--max-args",
-                    "--max-lines",
-                    "--max-procs",
-                    "--delimiter",
-                    "--arg-file",
-                    "--max-chars",
-                    "--eof",
-                    "--process-slot-var",
-                ];
-                while i < c.args.len() {
-                    let Some(l) = c.args[i].literal() else {
-                        self.refuse(
-                            &c.part,
-                            "xargs with a computed option or command cannot be checked",
-                            "write xargs and its command literally",
-                        );
-                        return same;
-                    };
-                    if !l.starts_with('-') || l == "-" {
-                        break;
-                    }
-                    i += 1;
-                    if l == "--" {
-                        break;
-                    }
-                    let (name, inline) = l
-                        .split_once('=')
-                        .map_or((l.as_str(), false), |(n, _)| (n, true));
-                    if !inline && takes.contains(&name) {
-                        i += 1;
-                    }
-                }
-                let rest: Vec<Word> = c.args[i.min(c.args.len())..].to_vec();
-                if rest.is_empty() {
-                    return same;
-                }
-                return self.wrapped(c, &rest, true);
-            }
-            "env" => {
-                let mut i = 0;
-                while i < c.args.len() {
-                    let Some(l) = c.args[i].literal() else {
-                        self.refuse(
-                            &c.part,
-                            "env with a computed argument cannot be checked",
-                            "write env's arguments literally",
-                        );
-                        return same;
-                    };
-                    if l.starts_with('-') && l != "-" {
-                        if l.starts_with("-S")
-                            || l.starts_with("--split-string")
-                            || l.starts_with("-C")
-                            || l.starts_with("--chdir")
-                        {
-                            self.refuse(
-                                &c.part,
-                                "env -S and -C run a command string or move it elsewhere",
-                                "write the command directly after env",
-                            );
-                            return same;
-                        }
-                        i += if l == "-u" || l == "--unset" { 2 } else { 1 };
-                        continue;
-                    }
-                    if let Some((n, v)) = l.split_once('=') {
-                        self.assigned_var(n, Some(&Word::quoted(v)), &c.part);
-                        i += 1;
-                        continue;
-                    }
-                    break;
-                }
-                return self.wrapped(c, &c.args[i.min(c.args.len())..], false);
-            }
-            "nohup" => return self.wrapped(c, &c.args, false),
-            "nice" | "timeout" | "stdbuf" | "time" => {
-                let (short, long): (&str, &[&str]) = match c.name.as_str() {
-                    "nice" => ("n", &["adjustment"]),
-                    "timeout" => ("sk", &["signal", "kill-after"]),
-                    "stdbuf" => ("ioe", &["input", "output", "error"]),
-                    _ => ("fo", &["format", "output"]),
-                };
-                let mut i = 0;
-                let parsed = parse_args(&c.args, short, long, true);
-                let mut positional = 0usize;
-                for a in &parsed {
-                    match a {
-                        Arg::Opt {
-                            name,
-                            value: Some(v),
-                        } if c.name == "time" && (name == "-o" || name == "--output") => {
-                            self.write_target(&v.word(), &c.cwd, &c.part, false);
-                        }
-                        Arg::Pos(_) => positional += 1,
-                        Arg::Unknown(_) => {
-                            self.refuse(
-                                &c.part,
-                                format!("{} with a computed option cannot be checked", c.name),
-                                DYN_ARG_NOTE,
-                            );
-                            return same;
-                        }
-                        _ => {}
-                    }
-                }
-                // The operands are the trailing words; timeout's first is a duration.
-                let skip = usize::from(c.name == "timeout");
-                if positional > skip {
-                    i = c.args.len() - positional + skip;
-                }
-                if positional == 0 {
-                    return same;
-                }
-                return self.wrapped(c, &c.args[i..], false);
-            }
-            "git" => return self.git(c),
-            "node" | "nodejs" => self.node(c),
-            "npm" => self.npm(c),
-            "npx" | "pnpx" => self.npx(c, &c.args),
-            "yarn" | "pnpm" => self.yarn(c),
-            "python" | "python3" => self.python(c),
-            "perl" | "ruby" => self.perl(c),
-            "bash" | "sh" | "dash" | "zsh" => self.shell(c),
-            "cargo" => {
-                for w in &c.args {
-                    match w.literal() {
-                        Some(l) if l == "--" => break,
-                        Some(l) if l == "--config" || l.starts_with("--config=") => {
-                            self.refuse(&c.part, "cargo --config can set runners and wrappers that run other programs", "put settings in the project's Cargo.toml");
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            "go" => {
-                let mut prev = String::new();
-                for w in &c.args {
-                    let l = w.literal().unwrap_or_default();
-                    let flag = l.trim_start_matches('-');
-                    if l.starts_with('-')
-                        && (flag == "exec"
-                            || flag.starts_with("exec=")
-                            || flag == "toolexec"
-                            || flag.starts_with("toolexec="))
-                    {
-                        self.refuse(
-                            &c.part,
-                            "go -exec and -toolexec run other programs",
-                            "run go build/test/run without them",
-                        );
-                    }
-                    if prev == "env" && (l == "-w" || l == "-u") {
-                        self.refuse(
-                            &c.part,
-                            "go env -w changes go's settings for every later command",
-                            "set variables for one command, e.g. CGO_ENABLED=0 go build",
-                        );
-                    }
-                    prev = l;
-                }
-            }
-            "make" => {
-                for a in parse_args(
-                    &c.args,
-                    "CfIjlWoE",
-                    &[
-                        "directory",
-                        "file",
-                        "makefile",
-                        "include-dir",
-                        "jobs",
-                        "load-average",
-                        "what-if",
-                        "new-file",
-                        "old-file",
-                        "assume-old",
-                        "assume-new",
-                        "eval",
-                    ],
-                    false,
-                ) {
-                    match a {
-                        Arg::Opt { name, .. } if name == "--eval" || name == "-E" => {
-                            self.refuse(
-                                &c.part,
-                                "make --eval runs makefile text given on the command line",
-                                "put rules in the project's Makefile",
-                            );
-                        }
-                        Arg::Pos(w) => {
-                            if let Some(l) = w.literal()
-                                && let Some((var, _)) = l.split_once('=')
-                                && matches!(
-                                    var.trim_end_matches([':', '+', '?']),
-                                    "SHELL" | ".SHELLFLAGS" | "MAKESHELL" | "MAKEFLAGS"
-                                )
-                            {
-                                self.refuse(
-                                    &c.part,
-                                    format!(
-                                        "make {var}=… changes the shell that runs every recipe"
-                                    ),
-                                    "run make with the project's own settings",
-                                );
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            "rg" => {
-                for w in &c.args {
-                    match w.literal() {
-                        Some(l) if l == "--" => break,
-                        Some(l)
-                            if l == "--pre"
-                                || l.starts_with("--pre=")
-                                || l == "--search-zip"
-                                || l == "-z" =>
-                        {
-                            self.refuse(
-                                &c.part,
-                                "rg --pre and --search-zip run other programs on each file",
-                                "search with rg without --pre",
-                            );
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            "curl" => self.curl(c),
-            "wget" => self.wget(c),
-            "kill" | "pkill" | "killall" => self.kill(c),
-            "sed" => self.sed(c),
-            "awk" | "gawk" | "mawk" | "nawk" => self.awk(c),
-            "tar" => self.tar(c),
-            "zip" | "unzip" => self.zip(c),
-            "rsync" => self.rsync(c),
-            "openssl" => self.openssl(c),
-            "split" => self.split(c),
-            "patch" => self.patch(c),
-            "printf" => self.printf(c),
-            "test" | "[" => self.test_builtin(c),
-            "compgen" => self.compgen(c),
-            "ps" => self.ps(c),
-            "gcc" | "cc" | "g++" | "c++" | "clang" | "clang++" => self.cc(c),
-            "pip" | "pip3" => self.pip(c),
-            other => {
+        match validator(&c.name) {
+            Some(v) => v(self, c),
+            None => {
                 self.refuse(
                     &c.part,
-                    format!("{other} has no validator"),
+                    format!("{} has no validator", c.name),
                     "use another command",
                 );
+                Flow::same(&c.cwd)
             }
         }
-        same
     }
 
     /// Refuse `w`, a computed argument of `c` that could be an option.
@@ -919,33 +340,25 @@ fn simple_words(s: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
-impl Checker<'_> {}
-
 #[cfg(test)]
 mod tests {
     use super::network::loopback_url;
     use super::packages::strip_version;
     use super::*;
 
-    /// The names in `rules::VALIDATED` and the arms of `validate` are two lists; a
-    /// name in the first without an arm would be refused as "has no validator".
+    /// One table decides which programs are validated: a name in it twice, or also
+    /// on the plain list or the refused list, would be a second, silent answer.
     #[test]
-    fn every_validated_name_has_a_validator() {
-        let Ok(dir) = tempfile::tempdir() else {
-            panic!("no temp dir");
-        };
-        let Ok(policy) = crate::Policy::new(&baton_config::PolicyConfig::default(), dir.path())
-        else {
-            panic!("no policy");
-        };
-        for name in rules::VALIDATED {
-            let v = policy.check(&format!("{name} --version"));
-            assert!(
-                !v.message().contains("has no validator"),
-                "{name}: {}",
-                v.message()
-            );
+    fn every_validated_name_is_in_the_table_once_and_nowhere_else() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (names, _) in VALIDATORS {
+            for n in *names {
+                assert!(seen.insert(*n), "{n} is in the table twice");
+                assert!(!rules::PLAIN.contains(n), "{n} is also plain");
+                assert!(rules::never(n).is_none(), "{n} is also refused");
+            }
         }
+        assert!(validator("git").is_some() && validator("cat").is_none());
     }
 
     #[test]

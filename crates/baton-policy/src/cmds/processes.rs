@@ -1,4 +1,5 @@
-//! The validator of `kill`: only processes this run started.
+//! The validators of process tools: `kill` (only processes this run started) and
+//! `ps` (never other processes' environments).
 
 use super::*;
 
@@ -148,3 +149,78 @@ pub(super) fn process_group(pid: u32) -> Option<i32> {
 
 /// What to do instead of a refused `kill`.
 pub(super) const KILL_INSTEAD: &str = "stop only processes this run started: kill $! or kill %1 right after starting one, kill $(jobs -p), or kill PID / kill -TERM -PID with the number the Bash tool printed for a run_in_background command; servers started in the background are stopped when the session ends";
+
+impl Checker<'_> {
+    /// `ps`: the `e` (BSD) and `-E`/environment output options print other
+    /// processes' environments, which hold API keys.
+    pub(super) fn ps(&mut self, c: &Cmd) {
+        let mut value_next = false;
+        let mut format_next = false;
+        for w in &c.args {
+            if std::mem::take(&mut value_next) {
+                // The value of -o/-p/-u/…: a format or a list, not options.
+                if w.literal()
+                    .is_some_and(|l| l.to_ascii_lowercase().contains("env"))
+                    || (w.literal().is_none() && format_next)
+                {
+                    self.refuse(
+                        &c.part,
+                        "this ps format could show other processes' environments, which hold credentials",
+                        "list processes without environments: ps aux, ps -ef, ps -o pid,user,args",
+                    );
+                }
+                continue;
+            }
+            if let Some(l) = w.literal() {
+                format_next = matches!(l.as_str(), "-o" | "-O" | "--format")
+                    || (!l.starts_with('-')
+                        && l.chars().all(|ch| ch.is_ascii_alphabetic())
+                        && l.ends_with(['o', 'O']));
+                value_next = matches!(
+                    l.as_str(),
+                    "-o" | "-O"
+                        | "-p"
+                        | "-u"
+                        | "-U"
+                        | "-C"
+                        | "-G"
+                        | "-g"
+                        | "-t"
+                        | "-s"
+                        | "-q"
+                        | "--format"
+                        | "--pid"
+                        | "--user"
+                        | "--sort"
+                        | "--ppid"
+                        | "--sid"
+                        | "--cols"
+                        | "--columns"
+                        | "--rows"
+                        | "--width"
+                ) || (!l.starts_with('-')
+                    && l.chars().all(|ch| ch.is_ascii_alphabetic())
+                    && l.ends_with(['o', 'O', 'p', 'U', 't', 'k']));
+            }
+            let Some(l) = w.literal() else {
+                self.refuse(
+                    &c.part,
+                    "ps with a computed option could print other processes' environments",
+                    "write ps's options literally: ps aux, ps -ef",
+                );
+                continue;
+            };
+            let bsd = !l.starts_with('-') && l.chars().all(|ch| ch.is_ascii_alphabetic());
+            let env_out = (bsd && l.contains('e'))
+                || (l.starts_with('-') && !l.starts_with("--") && l.contains('E'))
+                || l.to_ascii_lowercase().contains("env");
+            if env_out {
+                self.refuse(
+                    &c.part,
+                    "this ps option shows other processes' environments, which hold credentials",
+                    "list processes without environments: ps aux, ps -ef, pgrep -a NAME",
+                );
+            }
+        }
+    }
+}

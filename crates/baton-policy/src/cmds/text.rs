@@ -432,6 +432,69 @@ fn awk_program(p: &str) -> Result<(), String> {
     Ok(())
 }
 
+impl Checker<'_> {
+    /// `sort`.
+    pub(super) fn sort(&mut self, c: &Cmd) -> Flow {
+        for a in parse_args(
+            &c.args,
+            "koTtS",
+            &[
+                "key",
+                "output",
+                "temporary-directory",
+                "field-separator",
+                "buffer-size",
+                "compress-program",
+                "files0-from",
+                "parallel",
+                "random-source",
+                "sort",
+            ],
+            false,
+        ) {
+            match a {
+                Arg::Opt { name, .. } if name == "--compress-program" => self.refuse(
+                    &c.part,
+                    "sort --compress-program runs another program",
+                    "sort without it",
+                ),
+                Arg::Opt {
+                    name,
+                    value: Some(v),
+                } if name == "-o" || name == "--output" => {
+                    self.write_target(&v.word(), &c.cwd, &c.part, false)
+                }
+                Arg::Unknown(w) => self.unknown_option(c, w),
+                _ => {}
+            }
+        }
+        Flow::same(&c.cwd)
+    }
+
+    /// `rg`.
+    pub(super) fn rg(&mut self, c: &Cmd) -> Flow {
+        for w in &c.args {
+            match w.literal() {
+                Some(l) if l == "--" => break,
+                Some(l)
+                    if l == "--pre"
+                        || l.starts_with("--pre=")
+                        || l == "--search-zip"
+                        || l == "-z" =>
+                {
+                    self.refuse(
+                        &c.part,
+                        "rg --pre and --search-zip run other programs on each file",
+                        "search with rg without --pre",
+                    );
+                }
+                _ => {}
+            }
+        }
+        Flow::same(&c.cwd)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,7 +39,7 @@ impl Checker<'_> {
     /// `openssl SUB …`: compute-only subcommands; options that load code (`-engine`,
     /// `-provider`, `-provider-path`, `-config`) are refused; `-out`/`-keyout` must
     /// land in the project or a temp dir.
-    pub fn openssl(&mut self, c: &Cmd) {
+    pub(super) fn openssl(&mut self, c: &Cmd) {
         let sub = c.args.first().and_then(|w| w.literal());
         match sub.as_deref() {
             Some(s) if OPENSSL_SUBCOMMANDS.contains(&s) => {}
@@ -85,7 +85,7 @@ impl Checker<'_> {
 
     /// `patch`: applies a diff to files under the working directory, which must be
     /// inside the project; options that write elsewhere or run `ed` are refused.
-    pub fn patch(&mut self, c: &Cmd) {
+    pub(super) fn patch(&mut self, c: &Cmd) {
         match &c.cwd {
             Cwd::Known(dirs)
                 if dirs.iter().all(|d| {
@@ -136,7 +136,7 @@ impl Checker<'_> {
 
     /// `split`: `--filter` runs a shell command for each piece; the output prefix
     /// (the second operand) is where the pieces are written.
-    pub fn split(&mut self, c: &Cmd) {
+    pub(super) fn split(&mut self, c: &Cmd) {
         let mut operands = Vec::new();
         let mut it = c.args.iter();
         while let Some(w) = it.next() {
