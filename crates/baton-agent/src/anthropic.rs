@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::client::{ClientConfig, ModelError, SseReader};
 use crate::model::{Block, ModelResponse, Request, StopReason, Usage};
+use crate::wire::{ClientConfig, ModelError, SseReader, parse_tool_input, snippet};
 
 /// The `anthropic-version` header value.
 pub const API_VERSION: &str = "2023-06-01";
@@ -288,35 +288,8 @@ pub(crate) async fn read_stream(r: &mut SseReader) -> Result<ModelResponse, Mode
     })
 }
 
-/// Parse a tool call's accumulated input; explain a failure so the model can fix it.
-pub(crate) fn parse_tool_input(json: &str, stop: &StopReason) -> Result<Value, String> {
-    match serde_json::from_str::<Value>(json) {
-        Ok(v) if v.is_object() => Ok(v),
-        Ok(_) => Err(format!(
-            "the tool input must be a JSON object, got: {}",
-            snippet(json)
-        )),
-        Err(e) if *stop == StopReason::MaxTokens => Err(format!(
-            "the tool input was cut off by the output token limit ({e}); make the call again with a shorter input (for a large file, write it in parts)"
-        )),
-        Err(e) => Err(format!(
-            "the tool input is not valid JSON ({e}): {}",
-            snippet(json)
-        )),
-    }
-}
-
 fn index_of(r: &SseReader, data: &Value) -> Result<u64, ModelError> {
     data["index"]
         .as_u64()
         .ok_or_else(|| r.protocol(format!("{} without an index", data["type"])))
-}
-
-pub(crate) fn snippet(s: &str) -> String {
-    let cut: String = s.chars().take(200).collect();
-    if cut.len() < s.len() {
-        format!("{cut}…")
-    } else {
-        cut
-    }
 }

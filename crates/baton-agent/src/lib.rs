@@ -44,3 +44,4 @@ pub mod pricing;
 pub mod retry;
 pub mod session;
 pub mod transcript;
+pub mod wire;

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::anthropic::{parse_tool_input, snippet};
-use crate::client::{ClientConfig, ModelError, SseReader};
 use crate::model::{Block, Message, ModelResponse, Request, Role, StopReason, Usage};
+use crate::wire::{ClientConfig, ModelError, SseReader, parse_tool_input, snippet};
 
 /// The JSON body of a streaming chat-completions request.
 pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {

@@ -104,15 +104,21 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The name used in transcripts.
+    /// The name used in transcripts: the record's name for the same outcome.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::ContextFull => "context_full",
-            Self::MaxTurns => "max_turns",
-            Self::TokenLimit => "token_limit",
-            Self::TimeLimit => "time_limit",
-            Self::Interrupted => "interrupted",
+        baton_records::SessionOutcome::from(self).name()
+    }
+}
+
+impl From<Outcome> for baton_records::SessionOutcome {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Completed => Self::Completed,
+            Outcome::ContextFull => Self::ContextFull,
+            Outcome::MaxTurns => Self::MaxTurns,
+            Outcome::TokenLimit => Self::TokenLimit,
+            Outcome::TimeLimit => Self::TimeLimit,
+            Outcome::Interrupted => Self::Interrupted,
         }
     }
 }

@@ -82,7 +82,7 @@ fn clock_in(d: Duration) -> String {
 fn wait_line(turn: u32, n: &RetryNotice) -> String {
     format!(
         "  ⏸ turn {turn}: quota reached; waiting {} for the reset, until {}: {}",
-        baton_agent::client::human(n.delay),
+        baton_records::human::wait(n.delay),
         clock_in(n.delay),
         one_line(&n.error, 160)
     )
@@ -162,16 +162,7 @@ pub enum Mode {
 }
 
 /// A token count for people: `950`, `12.3k`, `4.5M`.
-pub fn tokens(n: u64) -> String {
-    let v = n as f64;
-    if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        n.to_string()
-    }
-}
+pub use baton_records::human::count as tokens;
 
 /// Dollars: cents from $1 up, tenths of a cent below.
 pub fn usd(v: f64) -> String {
@@ -525,7 +516,7 @@ impl Observer for RunView {
                             }
                             bar.set_message(format!(
                                 "quota reached · resuming in {} (at {})",
-                                baton_agent::client::human(left),
+                                baton_records::human::wait(left),
                                 clock_in(left)
                             ));
                             std::thread::sleep(Duration::from_secs(1));

@@ -285,7 +285,7 @@ pub fn render(records: &[Record], filter: &Filter, paint: Paint) -> String {
                     "   {}",
                     paint.yellow(&format!(
                         "⏸ turn {turn}: quota reached, waited {} for the reset: {}",
-                        baton_agent::client::human(std::time::Duration::from_secs(secs)),
+                        baton_records::human::wait(std::time::Duration::from_secs(secs)),
                         one_line(error, 200)
                     ))
                 )

@@ -25,6 +25,7 @@
 //! assert!(undone.is_empty());
 //! ```
 
+use baton_records::RecordsError;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -100,15 +101,12 @@ impl Snapshot {
 
     /// Save the snapshot to `path` (written whole, then renamed into place).
     pub fn save(&self, path: &Path) -> Result<(), HarnessError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
-        }
-        let text = serde_json::to_vec(self).map_err(|e| {
-            HarnessError::Input(format!("cannot encode the boundary snapshot: {e}"))
+        let text = serde_json::to_string(self).map_err(|e| RecordsError::Parse {
+            path: path.to_path_buf(),
+            what: "boundary snapshot",
+            message: e.to_string(),
         })?;
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, path).map_err(io(path))
+        Ok(baton_records::write_atomic(path, &text)?)
     }
 
     /// The snapshot saved at `path` by a run of `project` that did not end cleanly,
@@ -119,11 +117,10 @@ impl Snapshot {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(path)(e)),
         };
-        let snap: Self = serde_json::from_slice(&text).map_err(|e| {
-            HarnessError::Input(format!(
-                "{}: {e} (baton's record of git's guarded files from a run that did not end cleanly; delete it to start without it)",
-                path.display()
-            ))
+        let snap: Self = serde_json::from_slice(&text).map_err(|e| RecordsError::Parse {
+            path: path.to_path_buf(),
+            what: "boundary snapshot (the record of git's guarded files from a run that did not end cleanly)",
+            message: e.to_string(),
         })?;
         Ok((snap.project == project).then_some(snap))
     }

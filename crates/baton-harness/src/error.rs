@@ -46,6 +46,14 @@ pub enum HarnessError {
         /// Who holds it.
         holder: String,
     },
+    /// The spec given to `baton new` cannot be read.
+    #[error("cannot read the spec {path}: {source}")]
+    Spec {
+        /// The spec's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The project or its input is not usable.
     #[error("{0}")]
     Input(String),

@@ -40,7 +40,7 @@ fn holder(text: &str) -> String {
         let ago = baton_agent::transcript::now_ms().saturating_sub(ms) / 1000;
         format!(
             ", started {} ago",
-            baton_agent::client::human(std::time::Duration::from_secs(ago))
+            baton_records::human::wait(std::time::Duration::from_secs(ago))
         )
     });
     format!("{what} (pid {pid}{when})")

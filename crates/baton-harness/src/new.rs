@@ -64,8 +64,9 @@ user_email = "baton@localhost"
 /// Create a project in `dir` from `spec`. Refuses a directory that already holds a
 /// project (or anything at all) unless `force`.
 pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(), HarnessError> {
-    let text = std::fs::read_to_string(spec).map_err(|e| {
-        HarnessError::Input(format!("cannot read the spec {}: {e}", spec.display()))
+    let text = std::fs::read_to_string(spec).map_err(|source| HarnessError::Spec {
+        path: spec.to_path_buf(),
+        source,
     })?;
     if text.trim().is_empty() {
         return Err(HarnessError::Input(format!(

@@ -316,14 +316,14 @@ impl Runner<'_> {
                     if waited + wait > max_wait {
                         return Ok(RunEnd::Limit(format!(
                             "the agent CLI's usage limit ({message}) resets in {}, beyond the longest wait allowed ({}; raise [run] max_wait_hours in baton.toml)",
-                            baton_agent::client::human(wait),
-                            baton_agent::client::human(max_wait)
+                            baton_records::human::wait(wait),
+                            baton_records::human::wait(max_wait)
                         )));
                     }
                     if deadline.is_some_and(|d| Instant::now() + wait > d) {
                         return Ok(RunEnd::Limit(format!(
                             "--max-hours {max_hours} would pass while waiting {} for the agent CLI's usage limit to reset",
-                            baton_agent::client::human(wait)
+                            baton_records::human::wait(wait)
                         )));
                     }
                     if !self.wait_for_reset(&mut state, &message, wait).await? {

@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::error::HarnessError;
 use crate::files::Files;
 use crate::{git, queue};
+use baton_records::human::{count, duration};
 use baton_records::{SessionOutcome, State};
 
 /// Everything `baton status --json` prints (a stable contract; see docs).
@@ -225,8 +226,12 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
     let list = match files.load_accepted()? {
         Some(l) => l,
         None => match std::fs::read_to_string(files.feature_list()) {
-            Ok(t) => FeatureList::parse(&t, &files.names.feature_list)
-                .map_err(|e| HarnessError::Input(e.to_string()))?,
+            Ok(t) => FeatureList::parse(&t, &files.names.feature_list).map_err(|source| {
+                HarnessError::FeatureList {
+                    what: "the project's feature list".into(),
+                    source,
+                }
+            })?,
             Err(_) => FeatureList::default(),
         },
     };
@@ -374,32 +379,6 @@ fn cut_left(s: &str, max: usize) -> String {
     }
 }
 
-/// `12`, `12.3k`, `4.5M`: a count in at most six characters.
-pub fn compact(n: u64) -> String {
-    let v = n as f64;
-    if v >= 1e9 {
-        format!("{:.1}B", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        n.to_string()
-    }
-}
-
-/// `42s`, `3m05s`, `2h07m`.
-pub fn duration(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    }
-}
-
 /// A 20-cell bar of `part` out of `whole`.
 fn bar(part: usize, whole: usize) -> String {
     let filled = (part * 20).checked_div(whole).unwrap_or(0).min(20);
@@ -525,13 +504,13 @@ pub fn render(s: &Status) -> String {
     if !s.sessions.is_empty() {
         let _ = writeln!(
             o,
-            "\n    #  kind         outcome      time  turns tokens     cost  flipped     findings"
+            "\n   #  kind         outcome       time  turns tokens     cost  flipped     findings"
         );
         let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
         if skip > 0 {
             let _ = writeln!(
                 o,
-                "       … {skip} earlier session(s); `baton status --json` lists them all"
+                "      … {skip} earlier session(s); `baton status --json` lists them all"
             );
         }
         for x in &s.sessions[skip..] {
@@ -542,13 +521,13 @@ pub fn render(s: &Status) -> String {
                 .collect::<Vec<_>>()
                 .join(",");
             let line = format!(
-                "{:>5}  {:<11}  {:<10} {:>6} {:>5} {:>6} {:>8}  {:<10}  {}",
+                "{:>4}  {:<11}  {:<10} {:>7} {:>5} {:>6} {:>8}  {:<10}  {}",
                 x.number,
                 x.kind,
                 cut(x.outcome.name(), 10),
                 duration(x.duration_secs),
                 x.turns,
-                compact(x.tokens),
+                count(x.tokens),
                 format!("${:.4}", x.cost_usd),
                 cut(&flipped, 10),
                 findings(x)
@@ -624,11 +603,6 @@ mod render_tests {
 
     #[test]
     fn helpers() {
-        assert_eq!(compact(9_999), "9999");
-        assert_eq!(compact(12_345), "12.3k");
-        assert_eq!(compact(4_500_000), "4.5M");
-        assert_eq!(duration(185.0), "3m05s");
-        assert_eq!(duration(7_620.0), "2h07m");
         assert_eq!(bar(1, 3), "██████░░░░░░░░░░░░░░");
         assert_eq!(cut_left("/a/very/long/path", 8), "…ng/path");
     }

@@ -11,11 +11,13 @@
 //!   Records written by older versions of baton load: every field added since the
 //!   first version has a default.
 //! - [`layout`]: every path under `.baton/`, spelled once.
+//! - [`human`]: how durations and counts read to people, the same everywhere.
 //!
 //! The harness writes these records and the report reads them, both through this
 //! crate; it depends on nothing of baton's.
 
 pub mod features;
+pub mod human;
 pub mod layout;
 pub mod ledger;
 pub mod state;

@@ -16,44 +16,19 @@ pub fn escape(s: &str) -> String {
     o
 }
 
-/// A count for people: `950`, `12.3k`, `4.5M`, `1.2B`.
-pub fn compact(v: f64) -> String {
-    let a = v.abs();
-    let (d, suffix) = if a >= 1e9 {
-        (1e9, "B")
-    } else if a >= 1e6 {
-        (1e6, "M")
-    } else if a >= 1e3 {
-        (1e3, "k")
-    } else {
-        return if v.fract() == 0.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v:.1}")
-        };
-    };
-    let x = v / d;
-    if x.abs() >= 100.0 || x.fract() == 0.0 {
-        format!("{x:.0}{suffix}")
-    } else {
-        format!("{x:.1}{suffix}")
-    }
-}
-
 /// Dollars with `places` decimals.
 pub fn usd(v: f64, places: usize) -> String {
     format!("${v:.places$}")
 }
 
-/// A duration for people: `42s`, `3m 05s`, `2h 07m`.
-pub fn duration(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    if s < 60 {
-        format!("{s}s")
-    } else if s < 3600 {
-        format!("{}m {:02}s", s / 60, s % 60)
+pub use baton_records::human::{count, duration};
+
+/// An axis tick: a count when whole, one decimal when not (`2.5`).
+pub fn tick(v: f64) -> String {
+    if v >= 0.0 && v.fract() == 0.0 {
+        count(v as u64)
     } else {
-        format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
+        format!("{v:.1}")
     }
 }
 
@@ -90,10 +65,6 @@ mod tests {
             escape("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
-        assert_eq!(compact(950.0), "950");
-        assert_eq!(compact(12_345.0), "12.3k");
-        assert_eq!(compact(2_000_000.0), "2M");
-        assert_eq!(compact(0.5), "0.5");
         assert_eq!(usd(1.23456, 2), "$1.23");
         assert_eq!(duration(42.4), "42s");
         assert_eq!(duration(185.0), "3m 05s");

@@ -8,7 +8,7 @@ use base64::Engine as _;
 
 use crate::Options;
 use crate::analysis::{Analysis, FeatureFacts, Since, failed};
-use crate::fmt::{compact, duration, escape, usd, utc};
+use crate::fmt::{count, duration, escape, usd, utc};
 use baton_records::SessionOutcome;
 
 use crate::records::{FeatureRecord, Records, SessionKind, SessionRecord as Session, flip_backs};
@@ -282,7 +282,7 @@ fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
         o,
         r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time</div></div>"#,
         usd(a.total_cost, 2),
-        compact(a.total_tokens as f64),
+        count(a.total_tokens),
         r.sessions.len(),
         duration(a.session_secs)
     );
@@ -687,7 +687,7 @@ fn sessions(o: &mut String, r: &Records) {
             if failed(s) { "bad" } else { "" },
             escape(s.outcome.name()),
             s.turns,
-            compact(s.usage.total() as f64),
+            count(s.usage.total()),
             usd(s.cost(), 4),
             feature_list(&s.gates.flipped),
             n = s.number

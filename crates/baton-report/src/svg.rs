@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::fmt::{compact, escape, usd};
+use crate::fmt::{count, escape, tick, usd};
 
 const W: f64 = 880.0;
 const LEFT: f64 = 52.0;
@@ -127,7 +127,7 @@ pub fn passing(passing_after: &[usize], total: usize, numbers: &[u32]) -> String
         f.h,
         "Features passing after each session",
     );
-    y_axis(&mut o, &f, max, false, compact);
+    y_axis(&mut o, &f, max, false, tick);
     axis_line(&mut o, &f);
     let x_at = |i: usize| LEFT + f.plot_w() * i as f64 / f.n.max(1) as f64;
     let ty = f.y(total as f64, max);
@@ -211,7 +211,7 @@ pub fn tokens(bars: &[SessionBar]) -> String {
             .unwrap_or(0) as f64,
     );
     open(&mut o, "chart-tokens", f.h, "Tokens per session, by kind");
-    y_axis(&mut o, &f, max, false, compact);
+    y_axis(&mut o, &f, max, false, tick);
     axis_line(&mut o, &f);
     let bw = (f.slot_w() * 0.8).max(0.6);
     let _ = write!(o, r#"<g class="bars" data-points="{}">"#, bars.len());
@@ -223,13 +223,13 @@ pub fn tokens(bars: &[SessionBar]) -> String {
             .iter()
             .zip(TOKEN_NAMES)
             .filter(|(t, _)| **t > 0)
-            .map(|(t, n)| format!("{} {n}", compact(*t as f64)))
+            .map(|(t, n)| format!("{} {n}", count(*t)))
             .collect();
         let _ = write!(
             o,
             r#"<g class="bar"><title>session {}: {} tokens ({})</title>"#,
             b.number,
-            compact(total as f64),
+            count(total),
             parts.join(", ")
         );
         let mut acc = 0u64;

@@ -230,8 +230,8 @@ fn status_shows_only_the_last_sessions_of_a_long_run() {
         text.contains("… 25 earlier session(s); `baton status --json` lists them all"),
         "{text}"
     );
-    assert!(text.contains("\n   26  coding "), "{text}");
-    assert!(!text.contains("\n   25  coding "), "{text}");
+    assert!(text.contains("\n  26  coding "), "{text}");
+    assert!(!text.contains("\n  25  coding "), "{text}");
 }
 
 /// One transcript line with a fixed time.

@@ -2,6 +2,7 @@
 //! real git repository with real bash, without the `baton` binary around it (the
 //! whole-binary scenarios live in `baton-cli/tests/suite/run.rs`).
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use baton_agent::client::{ClientConfig, ModelClient, Provider};
@@ -10,11 +11,11 @@ use baton_agent::session::Quiet;
 use baton_config::Config;
 use baton_harness::files::Files;
 use baton_harness::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
-use baton_records::LedgerKind;
-use baton_records::{SessionOutcome, State};
+use baton_records::{InProgress, LedgerEntry, LedgerKind, SessionKind, SessionOutcome, State};
 use baton_testkit::scenario::{features, honest, initializer};
-use baton_testkit::{ScriptedServer, Wire};
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
 use baton_tools::{AllowAll, ToolContext, Toolbox};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// Collects the run's lines.
@@ -37,70 +38,213 @@ fn git(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A project directory with a git repository, a spec and `baton.toml`.
+struct Project {
+    _t: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl Project {
+    /// `run` is added to `baton.toml`'s `[run]` table (pauses are always off).
+    fn new(run: &str) -> Self {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().canonicalize().unwrap();
+        let toml =
+            format!("[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n{run}");
+        std::fs::write(dir.join("baton.toml"), toml).unwrap();
+        std::fs::write(dir.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+        std::fs::write(dir.join(".gitignore"), ".baton/\n").unwrap();
+        git(&dir, &["init", "-q"]);
+        Self { _t: t, dir }
+    }
+
+    /// One `Runner::run` against a scripted model playing `steps`; what it ended
+    /// with and the lines it reported.
+    async fn run(&self, steps: Vec<Step>, max_sessions: u32) -> (RunEnd, String) {
+        let server = ScriptedServer::start(Wire::Anthropic, steps);
+        let cfg = Config::load(&self.dir).unwrap();
+        let client = ModelClient::new(ClientConfig {
+            provider: Provider::Anthropic,
+            model: "claude-sonnet-4-5".into(),
+            base_url: server.base_url(),
+            api_key: Some("sk-test".into()),
+            max_output_tokens: 4096,
+            thinking_budget: 0,
+            retry: cfg.retry.clone(),
+            max_wait: std::time::Duration::from_secs(60),
+        })
+        .unwrap();
+        let prices = PriceTable::new(&cfg.prices);
+        let lines = Lines::default();
+        let runner = Runner {
+            files: Files::new(self.dir.clone(), cfg.project.clone()),
+            cfg,
+            backend: Backend::Loop(&client),
+            prices: &prices,
+            policy: &AllowAll,
+            observer: &Quiet,
+            reporter: &lines,
+            tools: Toolbox::new(ToolContext::new(self.dir.clone())),
+            stop: CancellationToken::new(),
+            opts: RunOptions {
+                max_sessions: Some(max_sessions),
+                ..RunOptions::default()
+            },
+        };
+        let end = runner.run().await.unwrap();
+        let said = lines.0.lock().unwrap().join("\n");
+        (end, said)
+    }
+
+    fn state(&self) -> State {
+        State::load(&self.dir).unwrap()
+    }
+
+    fn ledger(&self) -> Vec<LedgerEntry> {
+        baton_records::ledger::read(&self.dir.join(baton_records::layout::LEDGER))
+            .unwrap()
+            .entries
+    }
+
+    fn kinds(&self) -> Vec<LedgerKind> {
+        self.ledger().iter().map(|e| e.kind).collect()
+    }
+
+    fn list(&self) -> baton_records::FeatureList {
+        let text = std::fs::read_to_string(self.dir.join("feature_list.json")).unwrap();
+        baton_records::FeatureList::parse(&text, "feature_list.json").unwrap()
+    }
+}
+
+/// A session that writes its notes and commits, and does nothing else.
+fn idle(n: usize) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": format!("echo 'Session {n}: looked around, changed nothing.' >> claude-progress.txt && git add -A && git commit -qm 'Notes of session {n}'")}),
+        )),
+        Step::Reply(Reply::text("Nothing done.")),
+    ]
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn an_honest_run_records_every_session_and_flip_and_stops_at_its_limit() {
-    let t = tempfile::tempdir().unwrap();
-    let dir = t.path().canonicalize().unwrap();
-    let toml = "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n";
-    std::fs::write(dir.join("baton.toml"), toml).unwrap();
-    std::fs::write(dir.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    std::fs::write(dir.join(".gitignore"), ".baton/\n").unwrap();
-    git(&dir, &["init", "-q"]);
+    let p = Project::new("");
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(honest(1, &[true, false, false]));
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let cfg = Config::load(&dir).unwrap();
-    let client = ModelClient::new(ClientConfig {
-        provider: Provider::Anthropic,
-        model: "claude-sonnet-4-5".into(),
-        base_url: server.base_url(),
-        api_key: Some("sk-test".into()),
-        max_output_tokens: 4096,
-        thinking_budget: 0,
-        retry: cfg.retry.clone(),
-        max_wait: std::time::Duration::from_secs(60),
-    })
-    .unwrap();
-    let prices = PriceTable::new(&cfg.prices);
-    let lines = Lines::default();
-    let runner = Runner {
-        files: Files::new(dir.clone(), cfg.project.clone()),
-        cfg,
-        backend: Backend::Loop(&client),
-        prices: &prices,
-        policy: &AllowAll,
-        observer: &Quiet,
-        reporter: &lines,
-        tools: Toolbox::new(ToolContext::new(dir.clone())),
-        stop: CancellationToken::new(),
-        opts: RunOptions {
-            max_sessions: Some(2),
-            ..RunOptions::default()
-        },
-    };
-    let end = runner.run().await.unwrap();
+    let (end, said) = p.run(steps, 2).await;
     assert!(matches!(end, RunEnd::Limit(_)), "{end:?}");
     // Two sessions recorded, in order, both completed; the flip accepted.
-    let state = State::load(&dir).unwrap();
+    let state = p.state();
     let outcomes: Vec<SessionOutcome> = state.sessions.iter().map(|s| s.outcome).collect();
     assert_eq!(
         outcomes,
         [SessionOutcome::Completed, SessionOutcome::Completed]
     );
     assert_eq!(state.sessions[1].gates.flipped, [1]);
-    let ledger = std::fs::read_to_string(runner.files.ledger()).unwrap();
-    let kinds: Vec<LedgerKind> = ledger
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<baton_records::LedgerEntry>(l)
-                .unwrap()
-                .kind
-        })
-        .collect();
-    assert_eq!(kinds, [LedgerKind::Accepted, LedgerKind::Flip]);
+    assert_eq!(p.kinds(), [LedgerKind::Accepted, LedgerKind::Flip]);
     // The work is committed and the tree is clean for the next session.
-    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
-    assert!(git(&dir, &["log", "--oneline"]).contains("Implement feature 1"));
-    let said = lines.0.lock().unwrap().join("\n");
+    assert_eq!(git(&p.dir, &["status", "--porcelain"]), "");
+    assert!(git(&p.dir, &["log", "--oneline"]).contains("Implement feature 1"));
     assert!(said.contains("session 0002"), "{said}");
+}
+
+/// The gate of the feature list: a session that rewrites a feature to make it
+/// easier and flips it has the rewrite undone and the flip refused, in a commit of
+/// baton's own, with the violation in the ledger and in the record.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_that_rewrites_a_feature_has_it_restored_and_recorded() {
+    let p = Project::new("");
+    let mut steps = initializer(&features(&[false, false, false]));
+    let mut easier: serde_json::Value =
+        serde_json::from_str(&features(&[true, false, false])).unwrap();
+    easier[0]["description"] = json!("Feature 1 (only the button has to exist)");
+    // Through the shell: the Write tool's own guard would refuse the rewrite
+    // before it happened, and the gate is what is tested here.
+    let easier = serde_json::to_string(&easier).unwrap();
+    steps.extend([
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": format!("printf '%s' '{easier}' > feature_list.json && echo 'Session 2: feature 1 done.' >> claude-progress.txt && git add -A && git commit -qm 'Feature 1'")}),
+        )),
+        Step::Reply(Reply::text("Feature 1 passes.")),
+    ]);
+    let (end, _) = p.run(steps, 2).await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}");
+    let gates = &p.state().sessions[1].gates;
+    assert!(gates.flipped.is_empty(), "{gates:?}");
+    assert_eq!(gates.violations.len(), 1, "{gates:?}");
+    let restore = gates.restore_commit.clone().expect("a restore commit");
+    assert_eq!(p.kinds(), [LedgerKind::Accepted, LedgerKind::Violation]);
+    assert_eq!(p.ledger()[1].commit.as_deref(), Some(restore.as_str()));
+    // The list on disk is the accepted one again, and committed.
+    let list = p.list();
+    assert_eq!(list.features[0].description, "Feature 1");
+    assert!(!list.features[0].passes);
+    assert_eq!(git(&p.dir, &["status", "--porcelain"]), "");
+}
+
+/// A stop condition: coding sessions in a row without a newly passing feature end
+/// the run as stalled (exit 3), whatever the agent says.
+#[tokio::test(flavor = "current_thread")]
+async fn sessions_that_pass_nothing_stop_the_run_as_stalled() {
+    let p = Project::new("stall_sessions = 2\n");
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(idle(2));
+    steps.extend(idle(3));
+    let (end, said) = p.run(steps, 10).await;
+    assert!(matches!(end, RunEnd::Stalled(2)), "{end:?}\n{said}");
+    assert_eq!(end.exit_code(), 3);
+    let state = p.state();
+    assert_eq!(state.sessions.len(), 3);
+    assert_eq!(state.stalled, 2);
+    assert!(state.in_progress.is_none());
+}
+
+/// Resume: a session that a killed baton left in progress, with work not
+/// committed, has its gates run by the next run before anything else: its work
+/// committed for it, recorded as killed, and the run goes on from there.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_left_by_a_killed_run_is_finished_by_the_next_one() {
+    let p = Project::new("");
+    let (end, _) = p
+        .run(initializer(&features(&[false, false, false])), 1)
+        .await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}");
+    // What `kill -9` leaves behind mid-session: the session in progress in the
+    // record, and half its work in the tree.
+    let head = git(&p.dir, &["rev-parse", "HEAD"]).trim().to_string();
+    let notes = std::fs::read_to_string(p.dir.join("claude-progress.txt")).unwrap();
+    let mut state = p.state();
+    state.in_progress = Some(InProgress {
+        number: 2,
+        kind: SessionKind::Coding,
+        started_ms: 1,
+        head_before: Some(head),
+        notes_before: notes,
+        sweep: None,
+        target: Some(1),
+    });
+    state.save(&p.dir).unwrap();
+    std::fs::write(p.dir.join(baton_records::layout::transcript(2)), "").unwrap();
+    std::fs::create_dir_all(p.dir.join("src")).unwrap();
+    std::fs::write(p.dir.join("src/half.txt"), "half of feature 1\n").unwrap();
+
+    let (end, said) = p.run(honest(1, &[true, false, false]), 1).await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}");
+    assert!(said.contains("resuming: session 0002"), "{said}");
+    let state = p.state();
+    let killed = &state.sessions[1];
+    assert_eq!((killed.number, killed.outcome), (2, SessionOutcome::Killed));
+    assert_eq!(killed.gates.leftover_files, ["src/half.txt"]);
+    assert!(killed.gates.leftover_commit.is_some());
+    // Then the next session ran and its flip was accepted.
+    assert_eq!(state.sessions[2].number, 3);
+    assert_eq!(state.sessions[2].gates.flipped, [1]);
+    assert!(state.in_progress.is_none());
+    assert_eq!(git(&p.dir, &["status", "--porcelain"]), "");
+    assert!(
+        git(&p.dir, &["show", "HEAD~1", "--stat"]).contains("half.txt")
+            || git(&p.dir, &["log", "--all", "--stat"]).contains("src/half.txt")
+    );
 }

@@ -1,0 +1,67 @@
+//! How records read to people, the same in the live view, `baton status`, `baton
+//! log`, the report and every message: durations and counts.
+
+/// A duration: `42s`, `3m 05s`, `2h 07m` (rounded to the second).
+pub fn duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s}s")
+    } else if s < 3600 {
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// A wait, never shorter than it is: the duration rounded up to the second
+/// (`retrying in 12m 00s`; a wait under a second reads `1s`).
+pub fn wait(d: std::time::Duration) -> String {
+    duration(d.as_secs_f64().ceil())
+}
+
+/// A count in at most six characters: `950`, `12.3k`, `123k`, `2M`, `4.5M`, `1.2B`.
+pub fn count(n: u64) -> String {
+    let v = n as f64;
+    let (d, suffix) = if v >= 1e9 {
+        (1e9, "B")
+    } else if v >= 1e6 {
+        (1e6, "M")
+    } else if v >= 1e3 {
+        (1e3, "k")
+    } else {
+        return n.to_string();
+    };
+    let x = v / d;
+    // Rounded to one decimal first, so 99_999 reads `100k`, never `100.0k`.
+    let tenths = (x * 10.0).round() / 10.0;
+    if tenths >= 100.0 {
+        format!("{x:.0}{suffix}")
+    } else if tenths.fract() == 0.0 {
+        format!("{tenths:.0}{suffix}")
+    } else {
+        format!("{tenths:.1}{suffix}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_counts_read_the_same_everywhere() {
+        assert_eq!(duration(0.4), "0s");
+        assert_eq!(duration(42.0), "42s");
+        assert_eq!(duration(185.0), "3m 05s");
+        assert_eq!(duration(7_620.0), "2h 07m");
+        assert_eq!(wait(std::time::Duration::from_millis(300)), "1s");
+        assert_eq!(wait(std::time::Duration::from_secs(12 * 60)), "12m 00s");
+        assert_eq!(count(950), "950");
+        assert_eq!(count(12_345), "12.3k");
+        assert_eq!(count(123_456), "123k");
+        assert_eq!(count(2_000_000), "2M");
+        assert_eq!(count(4_500_000), "4.5M");
+        assert_eq!(count(1_234_000_000), "1.2B");
+        assert_eq!(count(99_999), "100k");
+        assert!(count(999_999).len() <= 6, "{}", count(999_999));
+    }
+}
