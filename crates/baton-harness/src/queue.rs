@@ -171,7 +171,6 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use baton_records::CheckFailure;
-    use baton_records::GateReport;
     use baton_records::SessionKind;
     use pretty_assertions::assert_eq;
 
@@ -292,20 +291,9 @@ mod tests {
     #[test]
     fn the_reason_of_a_failed_attempt_names_the_check_that_failed() {
         let mut r = SessionRecord {
-            number: 4,
-            kind: SessionKind::Coding,
-            started_ms: 0,
-            ended_ms: 0,
-            outcome: SessionOutcome::Completed,
             turns: 1,
-            usage: Default::default(),
-            cost_usd: 0.0,
-            gates: GateReport::default(),
-            commits: 0,
-            sweep: None,
-            verifier_cost_usd: 0.0,
-            waited_ms: 0,
             target: Some(2),
+            ..SessionRecord::new(4, SessionKind::Coding, SessionOutcome::Completed)
         };
         assert_eq!(
             failure_reason(&r, 2),

@@ -66,9 +66,8 @@ mod tests {
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
         assert_eq!(usd(1.23456, 2), "$1.23");
-        assert_eq!(duration(42.4), "42s");
-        assert_eq!(duration(185.0), "3m 05s");
-        assert_eq!(duration(7620.0), "2h 07m");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(12_000.0), "12k");
         assert_eq!(utc(0), "1970-01-01 00:00");
         assert_eq!(utc(1_700_000_000_000), "2023-11-14 22:13");
         assert_eq!(utc(951_825_600_000), "2000-02-29 12:00");
