@@ -206,12 +206,21 @@ pub struct Transcript {
 impl Transcript {
     /// Create the next session's transcript in `project_dir/.baton/sessions/`.
     pub fn create_next(project_dir: &Path) -> Result<Self, TranscriptError> {
+        Self::create_next_from(project_dir, 1)
+    }
+
+    /// Like [`Transcript::create_next`], numbered `at_least` or higher: how the
+    /// sessions of a parallel run's agents keep the project's numbering.
+    pub fn create_next_from(project_dir: &Path, at_least: u32) -> Result<Self, TranscriptError> {
         let dir = project_dir.join(SESSIONS_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| TranscriptError::Io {
             path: dir.clone(),
             source,
         })?;
-        let mut number = list_sessions(project_dir)?.last().map_or(1, |(n, _)| n + 1);
+        let mut number = list_sessions(project_dir)?
+            .last()
+            .map_or(1, |(n, _)| n + 1)
+            .max(at_least);
         loop {
             let path = dir.join(format!("{number:04}.jsonl"));
             match File::options().append(true).create_new(true).open(&path) {

@@ -11,6 +11,7 @@ use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
+use baton_harness::parallel::{AgentParts, Parallel, Workspace};
 use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
 use indicatif::ProgressDrawTarget;
 use tokio_util::sync::CancellationToken;
@@ -51,6 +52,11 @@ pub struct RunArgs {
     /// One JSON event per line on stdout, for programs (schema: docs/report.md).
     #[arg(long)]
     json: bool,
+    /// Coding agents at once, each in a working copy of its own, merged into the
+    /// main branch after the gates and a sweep (default: baton.toml [run] agents, 1).
+    /// See docs/parallel.md.
+    #[arg(long)]
+    agents: Option<u32>,
 }
 
 /// Run `baton run`, holding the project's lock: one run per project.
@@ -93,6 +99,15 @@ fn run_locked(
         args.provider.as_deref(),
         args.model.as_deref(),
     )?;
+    let agents = args.agents.unwrap_or(cfg.run.agents);
+    if agents == 0 {
+        bail!("--agents must be at least 1");
+    }
+    if agents > 1 && cli.is_some() {
+        bail!(
+            "--agents {agents} runs baton's own agent loop in each working copy; the claude-code backend runs one agent at a time (use --agents 1, or a model provider)"
+        );
+    }
     let client = match cli {
         Some(_) => None,
         None => Some(ModelClient::new(client_config(
@@ -150,16 +165,22 @@ fn run_locked(
         // Processes a crashed or killed run left behind (dev servers, long commands)
         // are stopped before this run starts its own.
         let record = dir.join(PROCESSES_FILE);
-        let left = baton_tools::process::stop_leftovers(&record, Duration::from_secs(3)).await;
+        let mut left = 0;
+        for r in process_records(&dir) {
+            left += baton_tools::process::stop_leftovers(&r, Duration::from_secs(3)).await;
+        }
         if left > 0 {
             view.println(&format!(
                 "baton: stopped {left} process group(s) left running by an earlier run that did not end cleanly"
             ));
         }
         let run_id = format!("{}-{}", std::process::id(), baton_agent::transcript::now_ms());
-        let processes = Arc::new(baton_tools::ProcessRegistry::recording(record, run_id));
+        let processes = Arc::new(baton_tools::ProcessRegistry::recording(
+            record,
+            run_id.clone(),
+        ));
         // The command policy and OS sandbox, as for `baton exec`, for the whole run.
-        let (tools, guard) = crate::setup::guarded_tools(&dir, &cfg, Some(processes))?;
+        let (tools, guard) = crate::setup::guarded_tools(&dir, &cfg, Some(Arc::clone(&processes)))?;
         if let Some(w) = &guard.warning {
             view.println(&format!("baton: warning: {w}"));
         }
@@ -186,6 +207,50 @@ fn run_locked(
             }
         });
         let policy = &guard.policy;
+        if agents > 1
+            && let Some(client) = &client
+        {
+            let workspace = Copies {
+                cfg: &cfg,
+                main: &dir,
+                run_id: &run_id,
+                registries: std::sync::Mutex::default(),
+            };
+            let main = AgentParts {
+                tools: tools.clone(),
+                policy: Box::new(guard.policy),
+            };
+            let parallel = Parallel {
+                files: files.clone(),
+                cfg: cfg.clone(),
+                agents,
+                client,
+                prices: &prices,
+                workspace: &workspace,
+                main: &main,
+                reporter: &*view,
+                stop,
+                opts: RunOptions {
+                    max_sessions: args.max_sessions,
+                    budget_usd: args.budget_usd,
+                    max_hours: args.max_hours,
+                    pause: args.pause.map(Duration::from_secs_f64),
+                    ..RunOptions::default()
+                },
+            };
+            view.println(&format!(
+                "baton: {agents} agents, each in a working copy under {}",
+                dir.join(baton_records::layout::AGENTS).display()
+            ));
+            let result = parallel.run().await;
+            let stopped = workspace.shutdown().await;
+            if stopped > 0 {
+                view.println(&format!(
+                    "baton: stopped {stopped} process group(s) started during the run"
+                ));
+            }
+            return finish(&view, &files, budget, result);
+        }
         let runner = Runner {
             files,
             cfg,
@@ -205,6 +270,7 @@ fn run_locked(
                 budget_usd: args.budget_usd,
                 max_hours: args.max_hours,
                 pause: args.pause.map(Duration::from_secs_f64),
+                ..RunOptions::default()
             },
         };
         let result = runner.run().await;
@@ -218,42 +284,55 @@ fn run_locked(
                 "baton: stopped {stopped} process group(s) started during the run"
             ));
         }
-        let end = match result {
-            Ok(end) => end,
-            Err(e) => {
-                view.finish(Err(&format!("{e:#}")));
-                return Err(e.into());
-            }
-        };
-        view.finish(Ok(&end));
-        // baton.toml as the run loaded it (a change by the agent was undone).
-        let s = baton_harness::status::status(&runner.files)?;
-        let why = match &end {
-            RunEnd::Complete => "complete: every feature passes".to_string(),
-            RunEnd::CompleteExceptBlocked(b) => format!(
-                "complete except blocked feature(s) {}: see `baton status`, then `baton unblock DIR N`",
-                b.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(", ")
-            ),
-            RunEnd::Limit(l) => format!("stopped: {l}"),
-            RunEnd::Stalled(n) => {
-                format!("stalled: {n} coding sessions in a row without a newly passing feature")
-            }
-            RunEnd::Interrupted => "interrupted; `baton run` again resumes".to_string(),
-        };
-        let left = budget
-            .map(|b| {
-                format!(
-                    " · ${:.2} of ${b:.2} budget left",
-                    (b - s.totals.cost_usd).max(0.0)
-                )
-            })
-            .unwrap_or_default();
-        eprintln!(
-            "baton: {why} · {}/{} passing · {} sessions · ${:.4}{left}",
-            s.passing, s.total, s.totals.sessions, s.totals.cost_usd
-        );
-        Ok(ExitCode::from(end.exit_code()))
+        finish(&view, &runner.files, budget, result)
     })
+}
+
+/// Say how the run ended, with the project's status, and give its exit code.
+fn finish(
+    view: &RunView,
+    files: &Files,
+    budget: Option<f64>,
+    result: Result<RunEnd, baton_harness::HarnessError>,
+) -> anyhow::Result<ExitCode> {
+    let end = match result {
+        Ok(end) => end,
+        Err(e) => {
+            view.finish(Err(&format!("{e:#}")));
+            return Err(e.into());
+        }
+    };
+    view.finish(Ok(&end));
+    // baton.toml as the run loaded it (a change by the agent was undone).
+    let s = baton_harness::status::status(files)?;
+    let why = match &end {
+        RunEnd::Complete => "complete: every feature passes".to_string(),
+        RunEnd::CompleteExceptBlocked(b) => format!(
+            "complete except blocked feature(s) {}: see `baton status`, then `baton unblock DIR N`",
+            b.iter()
+                .map(|n| format!("#{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        RunEnd::Limit(l) => format!("stopped: {l}"),
+        RunEnd::Stalled(n) => {
+            format!("stalled: {n} coding sessions in a row without a newly passing feature")
+        }
+        RunEnd::Interrupted => "interrupted; `baton run` again resumes".to_string(),
+    };
+    let left = budget
+        .map(|b| {
+            format!(
+                " · ${:.2} of ${b:.2} budget left",
+                (b - s.totals.cost_usd).max(0.0)
+            )
+        })
+        .unwrap_or_default();
+    eprintln!(
+        "baton: {why} · {}/{} passing · {} sessions · ${:.4}{left}",
+        s.passing, s.total, s.totals.sessions, s.totals.cost_usd
+    );
+    Ok(ExitCode::from(end.exit_code()))
 }
 
 /// Run `baton new`.
@@ -317,4 +396,74 @@ pub fn status(dir: &Path, json: bool) -> anyhow::Result<()> {
         print!("{}", baton_harness::status::render(&s));
     }
     Ok(())
+}
+
+/// The files where runs record the process groups they start: the project's, and
+/// one per working copy of a parallel run (`processes.a<k>`).
+fn process_records(dir: &Path) -> Vec<PathBuf> {
+    let main = dir.join(PROCESSES_FILE);
+    let mut out = vec![main.clone()];
+    let (Some(parent), Some(name)) = (main.parent(), main.file_name()) else {
+        return out;
+    };
+    let prefix = format!("{}.", name.to_string_lossy());
+    if let Ok(rd) = std::fs::read_dir(parent) {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// The working copies of a parallel run: each gets the tools, policy and sandbox
+/// `baton run` gives the project, rooted at the copy, with a process registry of
+/// its own (recorded in `.baton/processes.a<k>`, so one copy's shutdown never
+/// stops another's commands).
+struct Copies<'a> {
+    cfg: &'a Config,
+    main: &'a Path,
+    run_id: &'a str,
+    registries: std::sync::Mutex<Vec<Arc<baton_tools::ProcessRegistry>>>,
+}
+
+impl Copies<'_> {
+    /// Stop what the copies' commands left running.
+    async fn shutdown(&self) -> usize {
+        let all = self
+            .registries
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default();
+        let mut stopped = 0;
+        for r in all {
+            stopped += r.shutdown(Duration::from_secs(3)).await;
+        }
+        stopped
+    }
+}
+
+impl Workspace for Copies<'_> {
+    fn parts(
+        &self,
+        agent: u32,
+        dir: &Path,
+        env: Vec<(String, String)>,
+    ) -> Result<AgentParts, baton_harness::HarnessError> {
+        let record = self.main.join(format!("{PROCESSES_FILE}.a{agent}"));
+        let processes = Arc::new(baton_tools::ProcessRegistry::recording(
+            record,
+            self.run_id.to_string(),
+        ));
+        if let Ok(mut r) = self.registries.lock() {
+            r.push(Arc::clone(&processes));
+        }
+        let (tools, guard) = crate::setup::guarded_tools_with(dir, self.cfg, Some(processes), env)
+            .map_err(|e| baton_harness::HarnessError::Input(format!("{e:#}")))?;
+        Ok(AgentParts {
+            tools,
+            policy: Box::new(guard.policy),
+        })
+    }
 }

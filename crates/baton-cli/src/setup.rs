@@ -41,7 +41,18 @@ pub fn guarded_tools(
     cfg: &Config,
     processes: Option<std::sync::Arc<baton_tools::ProcessRegistry>>,
 ) -> anyhow::Result<(Toolbox, SessionGuard)> {
+    guarded_tools_with(dir, cfg, processes, Vec::new())
+}
+
+/// [`guarded_tools`], with `env` set for every command (a parallel run's agent).
+pub fn guarded_tools_with(
+    dir: &Path,
+    cfg: &Config,
+    processes: Option<std::sync::Arc<baton_tools::ProcessRegistry>>,
+    env: Vec<(String, String)>,
+) -> anyhow::Result<(Toolbox, SessionGuard)> {
     let mut ctx = ToolContext::new(dir.to_path_buf());
+    ctx.env = env;
     if let Some(p) = processes {
         ctx.processes = p;
     }

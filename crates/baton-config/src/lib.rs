@@ -138,6 +138,9 @@ pub struct RunConfig {
     /// Failed attempts at a feature before it is deferred behind every other failing
     /// feature; 0 = never defer.
     pub feature_attempts: u32,
+    /// Coding agents working at once, each in a working copy of its own
+    /// (`docs/parallel.md`); 1 = one session at a time in the project itself.
+    pub agents: u32,
 }
 
 impl Default for RunConfig {
@@ -150,6 +153,7 @@ impl Default for RunConfig {
             stall_sessions: 3,
             max_wait_hours: 6.0,
             feature_attempts: 3,
+            agents: 1,
         }
     }
 }

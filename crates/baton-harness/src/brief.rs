@@ -313,10 +313,17 @@ pub fn brief_with(
         }
     }
 
-    let _ = writeln!(
-        b,
-        "\n## Next failing features (in priority order; take the first)"
-    );
+    if state.claim.is_some() {
+        let _ = writeln!(
+            b,
+            "\n## Your feature (claimed for you: other agents work on the others at the same time, in working copies of their own; do not start another)"
+        );
+    } else {
+        let _ = writeln!(
+            b,
+            "\n## Next failing features (in priority order; take the first)"
+        );
+    }
     let order = queue::order(list, state);
     let failing: Vec<(usize, &baton_records::Feature)> = order
         .iter()

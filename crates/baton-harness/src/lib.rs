@@ -22,6 +22,7 @@ pub mod git;
 pub mod guard;
 pub mod lock;
 pub mod new;
+pub mod parallel;
 pub mod prompts;
 pub mod queue;
 pub mod run;

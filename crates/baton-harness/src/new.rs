@@ -40,6 +40,7 @@ pause_secs = 3                   # between sessions
 stall_sessions = 3               # coding sessions in a row without a new pass before stopping
 # max_wait_hours = 6             # longest wait for a provider's quota to reset; 0 = never wait
 feature_attempts = 3             # failed attempts before a feature is deferred; 0 = never
+# agents = 1                     # coding agents at once, each in its own working copy
 
 [git]
 # Used only when git has no identity configured for this repository.

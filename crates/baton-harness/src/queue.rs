@@ -17,6 +17,15 @@ const REASON_CHARS: usize = 300;
 /// The failing features (1-based) in the order they are handed out; the first is the
 /// next coding session's target. Blocked features are left out.
 pub fn order(list: &FeatureList, state: &State) -> Vec<usize> {
+    // An agent of a parallel run is handed the feature it claimed, alone.
+    if let Some(n) = state.claim {
+        return list
+            .features
+            .get(n.wrapping_sub(1))
+            .filter(|f| !f.passes)
+            .map(|_| vec![n])
+            .unwrap_or_default();
+    }
     let mut deferred: Vec<(u32, usize)> = Vec::new();
     let mut out = Vec::new();
     for (i, f) in list.features.iter().enumerate() {

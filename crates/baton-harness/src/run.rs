@@ -42,6 +42,11 @@ pub struct RunOptions {
     pub max_hours: Option<f64>,
     /// Pause between sessions.
     pub pause: Option<Duration>,
+    /// Number sessions from this one up (a parallel run keeps the project's
+    /// numbering across its agents' working copies).
+    pub first_number: Option<u32>,
+    /// The agent (1-based) of a parallel run whose working copy this is.
+    pub agent: Option<u32>,
 }
 
 /// Why a run ended without an error.
@@ -412,7 +417,8 @@ impl Runner<'_> {
         snap: &Snapshot,
     ) -> Result<Finished, HarnessError> {
         let dir = &self.files.dir;
-        let mut transcript = Transcript::create_next(dir)?;
+        let mut transcript =
+            Transcript::create_next_from(dir, self.opts.first_number.unwrap_or(1))?;
         let number = transcript.number();
         // A process left running by an earlier session may have changed them since.
         self.guard_boundary(snap, number)?;
@@ -635,6 +641,8 @@ impl Runner<'_> {
             verifier_cost_usd: verifier_cost,
             waited_ms,
             target: ip.target,
+            agent: self.opts.agent,
+            integration: None,
         };
         Ok(Finished {
             record,

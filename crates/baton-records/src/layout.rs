@@ -26,6 +26,11 @@ pub const CLAUDE_CODE: &str = ".baton/claude-code";
 pub const LOCK: &str = ".baton/run.lock";
 /// Processes the run started, so a later run can stop what a killed one left.
 pub const PROCESSES: &str = ".baton/processes";
+/// A parallel run's agents' working copies, `a1/`, `a2/`, … (local clones).
+pub const AGENTS: &str = ".baton/agents";
+/// A parallel run's integration worktree, where agents' branches are merged and
+/// swept before the main branch moves.
+pub const INTEGRATE: &str = ".baton/integrate";
 /// `baton report`'s page, by default.
 pub const REPORT: &str = ".baton/report.html";
 
@@ -61,6 +66,8 @@ mod tests {
             CLAUDE_CODE,
             LOCK,
             PROCESSES,
+            AGENTS,
+            INTEGRATE,
             REPORT,
         ] {
             assert!(p.starts_with(&format!("{DIR}/")), "{p}");

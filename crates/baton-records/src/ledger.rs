@@ -76,6 +76,10 @@ pub enum LedgerKind {
     Blocked,
     /// A blocked feature handed out again (`baton unblock`).
     Unblocked,
+    /// In a parallel run: a flip whose branch could not go into the main branch (its
+    /// files conflicted, or a check failed on the merged tree); the feature goes back
+    /// to the queue and the branch is kept.
+    Requeued,
 }
 
 /// The ledger as read: its entries in order, and how many lines could not be read
@@ -142,6 +146,7 @@ mod tests {
             (LedgerKind::Deferred, "deferred"),
             (LedgerKind::Blocked, "blocked"),
             (LedgerKind::Unblocked, "unblocked"),
+            (LedgerKind::Requeued, "requeued"),
         ];
         let doc = include_str!("../../../docs/harness.md");
         for (k, name) in kinds {

@@ -27,8 +27,8 @@ pub use features::{
 };
 pub use ledger::{LedgerEntry, LedgerKind};
 pub use state::{
-    CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, SessionKind, SessionOutcome,
-    SessionRecord, State, Usage,
+    CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration, IntegrationOutcome,
+    SessionKind, SessionOutcome, SessionRecord, State, Usage,
 };
 
 use std::path::PathBuf;

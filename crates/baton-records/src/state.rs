@@ -282,6 +282,42 @@ pub struct SessionRecord {
     /// `None` for the initializer and for sessions recorded before baton kept it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<usize>,
+    /// The agent (1-based) of a parallel run that ran it; `None` for a run of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<u32>,
+    /// In a parallel run: how the agent's branch went into the main branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integration: Option<Integration>,
+}
+
+/// How a parallel run's agent's work went into the main branch after its session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Integration {
+    /// What happened.
+    pub outcome: IntegrationOutcome,
+    /// The main branch's commit that holds the work, when merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The ref that keeps the agent's branch when it was not merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+    /// The conflicting files or the checks that failed, for people.
+    #[serde(default)]
+    pub detail: String,
+}
+
+/// What integrating an agent's branch came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntegrationOutcome {
+    /// Merged into the main branch after the sweep passed on the merged tree.
+    Merged,
+    /// Its files conflicted with the main branch: the main branch did not move.
+    Conflict,
+    /// A check failed on the merged tree: the main branch did not move.
+    Regressed,
+    /// Nothing newly passed: the branch is kept, the main branch did not move.
+    Kept,
 }
 
 impl SessionRecord {
@@ -302,6 +338,8 @@ impl SessionRecord {
             verifier_cost_usd: 0.0,
             waited_ms: 0,
             target: None,
+            agent: None,
+            integration: None,
         }
     }
 
@@ -386,6 +424,10 @@ pub struct State {
     /// Failing features with failed attempts, deferred or blocked, by number (1-based).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub features: BTreeMap<usize, FeatureRecord>,
+    /// In an agent's working copy of a parallel run: the one feature (1-based) this
+    /// agent has claimed; it is handed out alone. `None` in a project's own record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<usize>,
 }
 
 impl State {

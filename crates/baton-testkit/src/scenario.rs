@@ -69,3 +69,105 @@ pub fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
         Step::Reply(Reply::text(&format!("Feature {n} works."))),
     ]
 }
+
+/// A project for many agents at once: `independent` features that each add a file
+/// of their own, then `shared` features that each append a line to one shared file
+/// (so two of them begun from the same commit conflict). Every feature has a
+/// `verify` command; descriptions are `Feature Fnn: …`, unique as text.
+pub mod parallel {
+    use serde_json::{Value, json};
+
+    use crate::{RecordedRequest, Reply, Step};
+
+    /// The token that names feature `n` (1-based) in its description.
+    pub fn token(n: usize) -> String {
+        format!("F{n:02}")
+    }
+
+    /// The feature list, every feature failing.
+    pub fn list(independent: usize, shared: usize) -> String {
+        let list: Vec<Value> = (1..=independent + shared)
+            .map(|n| {
+                let t = token(n);
+                let (what, verify) = if n <= independent {
+                    (
+                        format!("Feature {t}: the app has page {t}"),
+                        format!("test -f src/{t}.txt"),
+                    )
+                } else {
+                    (
+                        format!("Feature {t}: the shared log says {t}"),
+                        format!("grep -q '^{t}$' shared.txt"),
+                    )
+                };
+                json!({"category": "functional", "description": what,
+                       "steps": [format!("open the app for {t}"), "check the result"],
+                       "passes": false, "verify": verify})
+            })
+            .collect();
+        serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
+    }
+
+    /// The initializer: writes `list`, `init.sh`, the notes and the shared file, and
+    /// commits them.
+    pub fn initializer(list: &str) -> Vec<Step> {
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Write",
+                    json!({"file_path": "feature_list.json", "content": list}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho \"app ready on port ${PORT:-3000}\"\n"}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "claude-progress.txt", "content": "Session 1: wrote the feature list.\n"}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "shared.txt", "content": "log\n"}),
+                ),
+                (
+                    "Bash",
+                    json!({"command": "chmod +x init.sh && mkdir -p src && git add -A && git commit -qm 'Initial feature list, init.sh and notes'"}),
+                ),
+            ])),
+            Step::Reply(Reply::text("The project is initialized.")),
+        ]
+    }
+
+    /// An honest session for feature `n`: its file (or its line of the shared file
+    /// when `shared`), its own flip alone (by `sed` on its entry), notes, a commit.
+    pub fn session(n: usize, shared: bool) -> Vec<Step> {
+        let t = token(n);
+        let work = if shared {
+            format!("echo '{t}' >> shared.txt")
+        } else {
+            format!("mkdir -p src && echo 'page {t}' > src/{t}.txt")
+        };
+        let flip = format!(
+            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
+        );
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": format!("{work} && {flip} && echo 'Session: {t} done and verified.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
+            )),
+            Step::Reply(Reply::text(&format!("{t} works."))),
+        ]
+    }
+
+    /// Whether `r` is a request of a session whose claimed feature is `n`: the
+    /// brief's "Your feature" section names it.
+    pub fn is_for(r: &RecordedRequest, n: usize) -> bool {
+        let text = r.first_user_text();
+        let Some(at) = text.find("## Your feature") else {
+            return false;
+        };
+        let section = &text[at + 3..];
+        let section = section.split("\n## ").next().unwrap_or(section);
+        section.contains(&format!("Feature {}:", token(n)))
+    }
+}

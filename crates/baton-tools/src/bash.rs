@@ -175,6 +175,9 @@ fn command(ctx: &ToolContext, line: &str) -> tokio::process::Command {
         .current_dir(&ctx.project_dir)
         .stdin(Stdio::null())
         .process_group(0);
+    for (key, value) in &ctx.env {
+        cmd.env(key, value);
+    }
     for key in &ctx.env_remove {
         cmd.env_remove(key);
     }

@@ -131,6 +131,9 @@ pub struct ToolContext {
     pub processes: Arc<ProcessRegistry>,
     /// Environment variables removed from every command (API keys and other secrets).
     pub env_remove: Vec<String>,
+    /// Environment variables set for every command (a parallel run's agent identity
+    /// and port block: `BATON_AGENT`, `PORT`).
+    pub env: Vec<(String, String)>,
     /// What `Bash` runs its commands through, e.g. baton's own OS sandbox;
     /// `bash -c COMMAND` is appended to its prefix. `None` runs bash directly.
     pub launcher: Option<Arc<dyn Launcher>>,
@@ -180,6 +183,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             processes: Arc::new(ProcessRegistry::new()),
             env_remove: DEFAULT_SECRET_VARS.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
             launcher: None,
         }
     }

@@ -7,6 +7,7 @@ mod exec;
 mod faults;
 mod hook;
 mod log;
+mod parallel;
 mod policy;
 mod reliability;
 mod report;

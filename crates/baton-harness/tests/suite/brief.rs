@@ -74,6 +74,8 @@ fn state_with_findings() -> State {
             verifier_cost_usd: 0.0,
             waited_ms: 0,
             target: Some(66),
+            agent: None,
+            integration: None,
             gates: GateReport {
                 flipped: vec![66],
                 unflipped: vec![12],
@@ -91,6 +93,7 @@ fn state_with_findings() -> State {
         waiting_until_ms: None,
         restarted_by_deferral: false,
         features: set_aside(),
+        claim: None,
     }
 }
 
@@ -264,6 +267,8 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
             verifier_cost_usd: 0.0,
             waited_ms: 0,
             target: Some(2),
+            agent: None,
+            integration: None,
             gates: GateReport {
                 verify_failed: vec![baton_records::CheckFailure {
                     feature: 2,
@@ -281,6 +286,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
         waiting_until_ms: None,
         restarted_by_deferral: false,
         features,
+        claim: None,
     };
     let files = Files::new(dir.path().canonicalize().unwrap(), ProjectConfig::default());
     let list = FeatureList::parse(&text, "feature_list.json").unwrap();

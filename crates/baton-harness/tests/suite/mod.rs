@@ -1,3 +1,4 @@
 mod brief;
+mod parallel;
 mod prompts;
 mod run;

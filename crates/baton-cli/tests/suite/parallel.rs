@@ -1,0 +1,80 @@
+//! `baton run --agents N` through the binary: the real command policy and OS
+//! sandbox in every agent's working copy, the scripted model answering several
+//! sessions at once.
+
+use std::time::Duration;
+
+use baton_testkit::scenario::parallel::{initializer, is_for, list, session};
+use baton_testkit::{ScriptedServer, Wire};
+use serde_json::Value;
+
+use super::run::git;
+use super::*;
+
+#[test]
+fn agents_in_working_copies_of_their_own_finish_a_project_through_the_binary() {
+    let p = Project::with_toml(
+        "[project]\nfeatures = 4\nmin_features = 4\n[run]\npause_secs = 0\nagents = 2\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git(&p, &["init", "-q"]);
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(20));
+    for n in 1..=4 {
+        let shared = n > 3;
+        b = b.when(move |r| is_for(r, n), session(n, shared));
+    }
+    // The agent of feature 1 also checks who it is and where it may listen.
+    let server = b.start(initializer(&list(3, 1)));
+    let out = baton(&server, Wire::Anthropic)
+        .args(["run", "--quiet"])
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("2 agents"), "{err}");
+    // Every feature passes on the main branch, with each feature's work.
+    let status = baton(&server, Wire::Anthropic)
+        .args(["status", "--json"])
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let s: Value = serde_json::from_str(&stdout(&status)).unwrap();
+    assert_eq!(s["passing"], 4, "{s}");
+    for f in ["src/F01.txt", "src/F02.txt", "src/F03.txt"] {
+        assert!(p.path().join(f).is_file(), "{f}");
+    }
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    // The working copies are clones with a .git of their own (not worktrees of
+    // the project's), on branches of their own.
+    for k in ["a1", "a2"] {
+        let copy = p.path().join(".baton/agents").join(k);
+        assert!(copy.join(".git").is_dir(), "{k}");
+    }
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path().join(".baton/state.json")).unwrap())
+            .unwrap();
+    let agents: Vec<u64> = state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["agent"].as_u64())
+        .collect();
+    assert_eq!(agents.len(), 4, "{state}");
+    assert!(agents.contains(&1) && agents.contains(&2), "{agents:?}");
+}
+
+#[test]
+fn agents_and_the_claude_code_backend_do_not_mix() {
+    let p = Project::with_toml("[agent]\nprovider = \"claude-code\"\n");
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["run", "--agents", "3"])
+        .arg(p.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("--agents 3"), "{err}");
+}

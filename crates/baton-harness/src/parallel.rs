@@ -1,0 +1,784 @@
+//! Many agents on one project (`baton run --agents N`), on one machine, with git
+//! as the only coordination engine (see `docs/parallel.md`).
+//!
+//! What it promises:
+//! - **Isolation.** Agent `k` works in its own local clone, `.baton/agents/a<k>/`,
+//!   on its own branch: its own `.git` (so nothing it writes reaches the project's),
+//!   its own `.baton/` records, tools, process registry, policy and sandbox
+//!   confinement, browser profile, and `BATON_AGENT`/`PORT` in its commands.
+//! - **Claims.** A feature is claimed before a session (`refs/baton/claims/<n>`,
+//!   created atomically) and handed to that agent alone; no feature is worked on by
+//!   two agents at once. A claim ends with its session; the claims of a killed run
+//!   are dropped when the next run starts.
+//! - **Integration.** After a session and its gates (the same gates as a run of
+//!   one, in the working copy), a flip is merged into the main branch in the
+//!   integration worktree, `.baton/integrate/`: the feature list by meaning (main's
+//!   list plus the flips, never a textual merge), the progress notes as a union, any
+//!   other conflict abandons the merge. Then every passing feature's check runs on
+//!   the merged tree, and only if all pass does the main branch move (fast-forward).
+//!   Otherwise the feature goes back to the queue (an attempt counted, the reason in
+//!   the next brief) and the agent's branch is kept as
+//!   `refs/baton/unintegrated/f<n>-s<session>`: nothing an agent committed is lost.
+//! - **One record.** Every session is recorded in the project's `state.json` with
+//!   its agent and integration, its ledger lines copied to the project's ledger,
+//!   its transcript to `.baton/sessions/`; budget, `--max-sessions`,
+//!   `--max-hours`, stall detection and exit codes apply to the whole run.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use baton_agent::client::ModelClient;
+use baton_agent::pricing::PriceTable;
+use baton_agent::session::Quiet;
+use baton_config::Config;
+use baton_records::{
+    FeatureList, Integration, IntegrationOutcome, LedgerEntry, LedgerKind, SessionKind, State,
+    layout, ledger,
+};
+use baton_tools::{ToolGate, Toolbox};
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
+use tokio_util::sync::CancellationToken;
+
+use crate::checks::{Checker, command_of};
+use crate::error::HarnessError;
+use crate::files::Files;
+use crate::git::git;
+use crate::queue;
+use crate::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
+
+/// Ports each agent may use: agent `k` gets `PORT = base + (k - 1) * PORT_BLOCK`
+/// and the block above it (`BATON_PORT_BLOCK`).
+pub const PORT_BLOCK: u16 = 10;
+/// The first agent's `PORT`; the integration worktree's checks use the block
+/// below it.
+pub const PORT_BASE: u16 = 4100;
+
+/// The tools and command policy for one working copy.
+pub struct AgentParts {
+    /// Tools rooted at the working copy (its own process registry).
+    pub tools: Toolbox,
+    /// The command policy and OS sandbox for the working copy.
+    pub policy: Box<dyn ToolGate>,
+}
+
+/// Makes the tools and policy of a working copy: what `baton run` builds for the
+/// project directory, for another directory.
+pub trait Workspace: Send + Sync {
+    /// The parts for agent `agent` (0 for the integration worktree) in `dir`, whose
+    /// commands get `env` as well.
+    fn parts(
+        &self,
+        agent: u32,
+        dir: &Path,
+        env: Vec<(String, String)>,
+    ) -> Result<AgentParts, HarnessError>;
+}
+
+/// The environment of agent `agent`'s commands: its number and port block.
+pub fn agent_env(agent: u32) -> Vec<(String, String)> {
+    let base = u32::from(PORT_BASE) + agent.saturating_sub(1) * u32::from(PORT_BLOCK);
+    let base = if agent == 0 {
+        u32::from(PORT_BASE - PORT_BLOCK)
+    } else {
+        base
+    };
+    vec![
+        ("BATON_AGENT".into(), agent.to_string()),
+        ("PORT".into(), base.to_string()),
+        (
+            "BATON_PORT_BLOCK".into(),
+            format!("{base}-{}", base + u32::from(PORT_BLOCK) - 1),
+        ),
+    ]
+}
+
+/// One `baton run --agents N`.
+pub struct Parallel<'a> {
+    /// The project's files (the main working tree).
+    pub files: Files,
+    /// Settings.
+    pub cfg: Config,
+    /// How many agents work at once.
+    pub agents: u32,
+    /// The model client every agent's loop uses.
+    pub client: &'a ModelClient,
+    /// Prices.
+    pub prices: &'a PriceTable,
+    /// Builds each working copy's tools and policy.
+    pub workspace: &'a dyn Workspace,
+    /// The project's own tools and policy (the initializer's session).
+    pub main: &'a AgentParts,
+    /// Run-level lines (each agent's are prefixed with it).
+    pub reporter: &'a dyn Reporter,
+    /// Cancelled on Ctrl-C: every agent finishes its tool call and stops.
+    pub stop: CancellationToken,
+    /// Command-line limits, for the whole run.
+    pub opts: RunOptions,
+}
+
+struct Agent {
+    id: u32,
+    dir: PathBuf,
+    parts: AgentParts,
+}
+
+/// An agent's lines, prefixed with it.
+struct Prefixed<'a> {
+    agent: u32,
+    inner: &'a dyn Reporter,
+}
+
+impl Reporter for Prefixed<'_> {
+    fn line(&self, text: &str) {
+        self.inner.line(&format!("[agent {}] {text}", self.agent));
+    }
+}
+
+/// What one agent's session came back with.
+struct Done {
+    agent: usize,
+    feature: usize,
+    number: u32,
+    end: Result<RunEnd, HarnessError>,
+}
+
+impl Parallel<'_> {
+    fn runner<'b>(
+        &'b self,
+        dir: &Path,
+        parts: &'b AgentParts,
+        reporter: &'b dyn Reporter,
+        opts: RunOptions,
+        stop: CancellationToken,
+    ) -> Runner<'b> {
+        Runner {
+            files: Files::new(dir.to_path_buf(), self.cfg.project.clone()),
+            cfg: self.cfg.clone(),
+            backend: Backend::Loop(self.client),
+            prices: self.prices,
+            policy: &*parts.policy,
+            observer: &Quiet,
+            reporter,
+            tools: parts.tools.clone(),
+            stop,
+            opts,
+        }
+    }
+
+    /// Run the agents until every feature passes or a stop condition holds.
+    pub async fn run(&self) -> Result<RunEnd, HarnessError> {
+        let main = self.files.dir.clone();
+        // The initializer is one session, in the project itself.
+        for _ in 0..2 {
+            if self.files.load_accepted()?.is_some() {
+                break;
+            }
+            let opts = RunOptions {
+                max_sessions: Some(1),
+                ..self.opts.clone()
+            };
+            let runner = self.runner(&main, self.main, self.reporter, opts, self.stop.clone());
+            if let RunEnd::Interrupted = runner.run().await? {
+                return Ok(RunEnd::Interrupted);
+            }
+        }
+        let Some(_) = self.files.load_accepted()? else {
+            return Err(HarnessError::Initializer {
+                attempts: 2,
+                problem: "no feature list was accepted".into(),
+            });
+        };
+        // Claims of a run that was killed are stale: this run holds the project.
+        for r in git(
+            &main,
+            &["for-each-ref", "--format=%(refname)", "refs/baton/claims/"],
+        )?
+        .lines()
+        .filter(|l| !l.is_empty())
+        {
+            git(&main, &["update-ref", "-d", r])?;
+        }
+        let mut agents = Vec::new();
+        for k in 1..=self.agents.max(1) {
+            agents.push(self.agent(k)?);
+        }
+        let integrate = self
+            .workspace
+            .parts(0, &self.integration_tree()?, agent_env(0))?;
+        // Sessions a killed run left unfinished in a working copy: their gates run
+        // first (the runner resumes them and stops), then they are integrated.
+        for (i, a) in agents.iter().enumerate() {
+            let Some(ip) = State::load(&a.dir)?.in_progress else {
+                continue;
+            };
+            let stopped = CancellationToken::new();
+            stopped.cancel();
+            let reporter = Prefixed {
+                agent: a.id,
+                inner: self.reporter,
+            };
+            let opts = RunOptions {
+                agent: Some(a.id),
+                ..self.opts.clone()
+            };
+            let end = self
+                .runner(&a.dir, &a.parts, &reporter, opts, stopped)
+                .run()
+                .await;
+            let feature = ip.target.unwrap_or(0);
+            self.settle(
+                &agents,
+                &integrate,
+                Done {
+                    agent: i,
+                    feature,
+                    number: ip.number,
+                    end,
+                },
+            )
+            .await?;
+        }
+
+        let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
+        let budget = self.opts.budget_usd.unwrap_or(self.cfg.run.budget_usd);
+        let max_hours = self.opts.max_hours.unwrap_or(self.cfg.run.max_hours);
+        let started = Instant::now();
+        let mut next_number = self.next_number()?;
+        let mut handed = 0u32;
+        let mut claims: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut idle: Vec<usize> = (0..agents.len()).rev().collect();
+        let mut running = FuturesUnordered::new();
+        let mut ready: VecDeque<Done> = VecDeque::new();
+        loop {
+            let state = State::load(&main)?;
+            let list = self.files.load_accepted()?.unwrap_or_default();
+            let reason = self.stop_condition(
+                &list,
+                &state,
+                (max_sessions, handed),
+                budget,
+                (max_hours, started),
+                running.is_empty() && ready.is_empty(),
+            );
+            if reason.is_none() {
+                let queue: Vec<usize> = queue::order(&list, &state)
+                    .into_iter()
+                    .filter(|n| !claims.contains_key(n))
+                    .collect();
+                for n in queue {
+                    if max_sessions > 0 && handed >= max_sessions {
+                        break;
+                    }
+                    let Some(a) = idle.pop() else { break };
+                    if let Err(e) = self.claim(n) {
+                        self.reporter
+                            .line(&format!("feature #{n} could not be claimed: {e}"));
+                        idle.push(a);
+                        continue;
+                    }
+                    claims.insert(n, a);
+                    let number = next_number;
+                    next_number += 1;
+                    handed += 1;
+                    self.prepare(&agents[a], n, &state)?;
+                    self.reporter.line(&format!(
+                        "agent {} takes feature #{n} (session {number:04})",
+                        agents[a].id
+                    ));
+                    running.push(self.session(&agents[a], a, n, number));
+                }
+            }
+            let done = match ready.pop_front() {
+                Some(d) => d,
+                None => match running.next().await {
+                    Some(d) => d,
+                    None => {
+                        return Ok(reason.unwrap_or_else(|| {
+                            RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
+                        }));
+                    }
+                },
+            };
+            let (a, feature) = (done.agent, done.feature);
+            // The other agents' sessions go on while this one is integrated.
+            let settle = self.settle(&agents, &integrate, done);
+            tokio::pin!(settle);
+            let settled = loop {
+                tokio::select! {
+                    r = &mut settle => break r,
+                    Some(d) = running.next(), if !running.is_empty() => ready.push_back(d),
+                }
+            };
+            settled?;
+            claims.remove(&feature);
+            self.release(feature);
+            idle.push(a);
+        }
+    }
+
+    /// The run's stop conditions, checked before work is handed out.
+    fn stop_condition(
+        &self,
+        list: &FeatureList,
+        state: &State,
+        (max_sessions, handed): (u32, u32),
+        budget: f64,
+        (max_hours, started): (f64, Instant),
+        idle: bool,
+    ) -> Option<RunEnd> {
+        if list.all_pass() {
+            return Some(RunEnd::Complete);
+        }
+        if self.stop.is_cancelled() {
+            return Some(RunEnd::Interrupted);
+        }
+        if idle && queue::order(list, state).is_empty() {
+            return Some(RunEnd::CompleteExceptBlocked(queue::blocked(list, state)));
+        }
+        if max_sessions > 0 && handed >= max_sessions {
+            return Some(RunEnd::Limit(format!(
+                "--max-sessions {max_sessions} reached"
+            )));
+        }
+        if budget > 0.0 && state.total_cost() >= budget {
+            return Some(RunEnd::Limit(format!(
+                "budget ${budget:.2} reached (spent ${:.4})",
+                state.total_cost()
+            )));
+        }
+        if max_hours > 0.0 && started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
+            return Some(RunEnd::Limit(format!("--max-hours {max_hours} reached")));
+        }
+        let stall = self.cfg.run.stall_sessions;
+        (stall > 0 && state.stalled >= stall).then_some(RunEnd::Stalled(state.stalled))
+    }
+
+    /// One session of agent `a` on feature `n`, numbered `number`.
+    async fn session(&self, agent: &Agent, a: usize, n: usize, number: u32) -> Done {
+        let reporter = Prefixed {
+            agent: agent.id,
+            inner: self.reporter,
+        };
+        let opts = RunOptions {
+            max_sessions: Some(1),
+            pause: Some(Duration::ZERO),
+            first_number: Some(number),
+            agent: Some(agent.id),
+            ..self.opts.clone()
+        };
+        let end = self
+            .runner(&agent.dir, &agent.parts, &reporter, opts, self.stop.clone())
+            .run()
+            .await;
+        Done {
+            agent: a,
+            feature: n,
+            number,
+            end,
+        }
+    }
+
+    /// Record what a session did in the project, integrating its flip.
+    async fn settle(
+        &self,
+        agents: &[Agent],
+        integrate: &AgentParts,
+        done: Done,
+    ) -> Result<(), HarnessError> {
+        let agent = &agents[done.agent];
+        if let Err(e) = &done.end {
+            self.reporter.line(&format!(
+                "agent {}: session {:04} failed: {e}",
+                agent.id, done.number
+            ));
+        }
+        let copy = State::load(&agent.dir)?;
+        let Some(mut record) = copy
+            .sessions
+            .iter()
+            .find(|s| s.number == done.number)
+            .cloned()
+        else {
+            // The runner stopped before a session (a stop condition in the copy).
+            return Ok(());
+        };
+        record.agent = Some(agent.id);
+        let flipped = record.gates.flipped.contains(&done.feature);
+        let integration = if flipped {
+            self.integrate(agent, integrate, done.feature, done.number)
+                .await?
+        } else {
+            self.keep(agent, done.feature, done.number)?
+        };
+        let main = &self.files.dir;
+        let mut state = State::load(main)?;
+        // The copy's ledger lines of this session: its decisions, on the project's
+        // record. A flip is the project's only once it is merged.
+        let lines = ledger::read(&agent.dir.join(layout::LEDGER))?;
+        for mut e in lines
+            .entries
+            .into_iter()
+            .filter(|e| e.session == done.number)
+        {
+            if e.kind == LedgerKind::Flip {
+                if integration.outcome != IntegrationOutcome::Merged {
+                    continue;
+                }
+                e.commit.clone_from(&integration.commit);
+            }
+            self.files.append_ledger(&e)?;
+        }
+        let merged = integration.outcome == IntegrationOutcome::Merged;
+        if merged {
+            let mut list = self.files.load_accepted()?.unwrap_or_default();
+            for &f in &record.gates.flipped {
+                if let Some(feat) = list.features.get_mut(f - 1) {
+                    feat.passes = true;
+                    feat.fields.insert("passes".into(), true.into());
+                }
+                state.features.remove(&f);
+            }
+            self.files.save_accepted(&list)?;
+            state.stalled = 0;
+        } else {
+            if flipped {
+                let detail = format!(
+                    "not merged into the main branch ({:?}): {}; kept as {}",
+                    integration.outcome,
+                    integration.detail,
+                    integration.kept.as_deref().unwrap_or("-")
+                );
+                self.files.append_ledger(&LedgerEntry {
+                    feature: Some(done.feature),
+                    ..LedgerEntry::new(done.number, LedgerKind::Requeued, detail.clone())
+                })?;
+                let r = state.features.entry(done.feature).or_default();
+                r.attempts += 1;
+                r.last_reason = Some(detail);
+            } else if let Some(r) = copy.features.get(&done.feature) {
+                state.features.insert(done.feature, r.clone());
+            }
+            if record.kind == SessionKind::Coding {
+                state.stalled += 1;
+            }
+        }
+        self.reporter.line(&format!(
+            "agent {}: session {:04} feature #{}: {}",
+            agent.id,
+            done.number,
+            done.feature,
+            match integration.outcome {
+                IntegrationOutcome::Merged => format!(
+                    "merged into the main branch ({})",
+                    integration.commit.as_deref().unwrap_or("")
+                ),
+                IntegrationOutcome::Kept => "did not pass; its branch is kept".into(),
+                o => format!("{o:?}: {}; back to the queue", integration.detail),
+            }
+        ));
+        if !merged {
+            // Not the project's: the flips stay on the kept branch.
+            record.gates.flipped.clear();
+        }
+        record.integration = Some(integration);
+        state.sessions.push(record);
+        state.sessions.sort_by_key(|s| s.number);
+        state.save(main)?;
+        // The transcript and evidence, where `baton log` and the report look.
+        let t = layout::transcript(done.number);
+        if agent.dir.join(&t).is_file() {
+            std::fs::create_dir_all(main.join(layout::SESSIONS))
+                .map_err(crate::error::io(main.join(layout::SESSIONS)))?;
+            std::fs::copy(agent.dir.join(&t), main.join(&t))
+                .map_err(crate::error::io(main.join(&t)))?;
+        }
+        Ok(())
+    }
+
+    /// Keep an agent's branch that is not merged under a name of its own, if it
+    /// holds anything the main branch does not.
+    fn keep(&self, agent: &Agent, n: usize, number: u32) -> Result<Integration, HarnessError> {
+        let main = &self.files.dir;
+        let theirs = self.fetch(agent)?;
+        let ahead = git(main, &["rev-list", "--count", &format!("HEAD..{theirs}")])?;
+        let kept = if ahead.trim() == "0" {
+            None
+        } else {
+            let name = format!("refs/baton/unintegrated/f{n}-s{number}");
+            git(main, &["update-ref", &name, &theirs])?;
+            Some(name)
+        };
+        Ok(Integration {
+            outcome: IntegrationOutcome::Kept,
+            commit: None,
+            kept,
+            detail: String::new(),
+        })
+    }
+
+    /// The agent's branch, fetched into the project as `refs/baton/agents/a<k>`.
+    fn fetch(&self, agent: &Agent) -> Result<String, HarnessError> {
+        let main = &self.files.dir;
+        let name = format!("refs/baton/agents/a{}", agent.id);
+        let src = agent.dir.display().to_string();
+        git(
+            main,
+            &["fetch", "-q", "--no-tags", &src, &format!("+HEAD:{name}")],
+        )?;
+        Ok(git(main, &["rev-parse", &name])?.trim().to_string())
+    }
+
+    /// Merge agent's branch into the main branch in the integration worktree, the
+    /// feature list by meaning and the notes as a union; sweep the merged tree;
+    /// move the main branch only if every check passes.
+    async fn integrate(
+        &self,
+        agent: &Agent,
+        parts: &AgentParts,
+        n: usize,
+        number: u32,
+    ) -> Result<Integration, HarnessError> {
+        let main = &self.files.dir;
+        let tree = self.integration_tree()?;
+        let theirs = self.fetch(agent)?;
+        let ours = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
+        let kept = format!("refs/baton/unintegrated/f{n}-s{number}");
+        let not_merged = |outcome, detail: String| -> Result<Integration, HarnessError> {
+            let _ = git(&tree, &["merge", "--abort"]);
+            git(&tree, &["reset", "-q", "--hard", &ours])?;
+            git(main, &["update-ref", &kept, &theirs])?;
+            Ok(Integration {
+                outcome,
+                commit: None,
+                kept: Some(kept.clone()),
+                detail,
+            })
+        };
+        git(&tree, &["reset", "-q", "--hard", &ours])?;
+        git(&tree, &["clean", "-q", "-fd"])?;
+        let base = git(main, &["merge-base", &ours, &theirs])?
+            .trim()
+            .to_string();
+        let names = &self.cfg.project;
+        // Conflicts are expected; which files conflicted decides.
+        let _ = git(&tree, &["merge", "-q", "--no-ff", "--no-commit", &theirs]);
+        let unmerged = git(&tree, &["diff", "--name-only", "--diff-filter=U"])?;
+        let mut conflicts = Vec::new();
+        for path in unmerged.lines().filter(|l| !l.is_empty()) {
+            if path == names.progress {
+                union_notes(&tree, path)?;
+            } else if path != names.feature_list {
+                conflicts.push(path.to_string());
+            }
+        }
+        if !conflicts.is_empty() {
+            return not_merged(IntegrationOutcome::Conflict, conflicts.join(", "));
+        }
+        // The feature list by meaning: the main branch's, plus the flips the agent's
+        // branch made since it left it.
+        let list_at = |rev: &str| -> Result<FeatureList, HarnessError> {
+            let text = git(main, &["show", &format!("{rev}:{}", names.feature_list)])?;
+            FeatureList::parse(&text, &names.feature_list).map_err(|source| {
+                HarnessError::FeatureList {
+                    what: format!("the feature list at {rev}"),
+                    source,
+                }
+            })
+        };
+        let (before, after) = (list_at(&base)?, list_at(&theirs)?);
+        let mut list = list_at(&ours)?;
+        for (i, f) in list.features.iter_mut().enumerate() {
+            let was = before.features.get(i);
+            let now = after.features.get(i);
+            if let (Some(was), Some(now)) = (was, now)
+                && !was.passes
+                && now.passes
+                && was.content() == now.content()
+                && !f.passes
+            {
+                f.passes = true;
+                f.fields.insert("passes".into(), true.into());
+            }
+        }
+        let path = tree.join(&names.feature_list);
+        std::fs::write(&path, list.to_json()).map_err(crate::error::io(&path))?;
+        git(&tree, &["add", "--", &names.feature_list, &names.progress])?;
+        // Every passing feature's check, on the merged tree.
+        let checker = Checker {
+            tools: &parts.tools,
+            policy: &*parts.policy,
+            timeout: Duration::from_secs(self.cfg.verify.timeout_secs.max(1)),
+            init_script: (self.cfg.verify.run_init && tree.join(&names.init_script).is_file())
+                .then(|| names.init_script.clone()),
+        };
+        let passing: Vec<usize> = (0..list.features.len())
+            .filter(|&i| list.features[i].passes && command_of(&list, i).is_some())
+            .collect();
+        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
+        let run = checker.run(&list, &passing, Some(budget)).await;
+        parts
+            .tools
+            .context()
+            .processes
+            .shutdown(Duration::from_secs(3))
+            .await;
+        if !run.failed.is_empty() {
+            let failed = run
+                .failed
+                .iter()
+                .map(|f| format!("#{} `{}` failed", f.feature, f.command))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return not_merged(IntegrationOutcome::Regressed, failed);
+        }
+        let what = list
+            .features
+            .get(n - 1)
+            .map(|f| f.description.clone())
+            .unwrap_or_default();
+        let msg = format!(
+            "baton: merge agent {}'s session {number}: feature {n}\n\n{what}",
+            agent.id
+        );
+        git(&tree, &["commit", "-q", "--no-verify", "-m", &msg])?;
+        let merged = git(&tree, &["rev-parse", "HEAD"])?.trim().to_string();
+        git(main, &["merge", "-q", "--ff-only", &merged])?;
+        Ok(Integration {
+            outcome: IntegrationOutcome::Merged,
+            commit: Some(merged),
+            kept: None,
+            detail: String::new(),
+        })
+    }
+
+    /// The integration worktree, made on first use.
+    fn integration_tree(&self) -> Result<PathBuf, HarnessError> {
+        let main = &self.files.dir;
+        let tree = main.join(layout::INTEGRATE);
+        if !tree.join(".git").exists() {
+            let _ = git(main, &["worktree", "prune"]);
+            git(
+                main,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "--detach",
+                    &tree.display().to_string(),
+                    "HEAD",
+                ],
+            )?;
+        }
+        Ok(tree)
+    }
+
+    /// Agent `k`'s working copy (cloned on first use) and parts.
+    fn agent(&self, k: u32) -> Result<Agent, HarnessError> {
+        let main = &self.files.dir;
+        let dir = main.join(layout::AGENTS).join(format!("a{k}"));
+        if !dir.join(".git").is_dir() {
+            if let Some(p) = dir.parent() {
+                std::fs::create_dir_all(p).map_err(crate::error::io(p))?;
+            }
+            // `--shared`: the copy reads the project's objects and writes its own;
+            // the agent's sandbox cannot write the project's.
+            git(
+                main,
+                &[
+                    "clone",
+                    "-q",
+                    "--shared",
+                    "--no-checkout",
+                    &main.display().to_string(),
+                    &dir.display().to_string(),
+                ],
+            )?;
+        }
+        let parts = self.workspace.parts(k, &dir, agent_env(k))?;
+        Ok(Agent { id: k, dir, parts })
+    }
+
+    /// Put agent's working copy on the main branch's tip, with the project's
+    /// accepted list and record, and `n` claimed.
+    fn prepare(&self, agent: &Agent, n: usize, state: &State) -> Result<(), HarnessError> {
+        let main = &self.files.dir;
+        let tip = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
+        let dir = &agent.dir;
+        // The copy reads the project's objects (`--shared`): the tip is there.
+        let branch = format!("baton/agent-{}", agent.id);
+        git(dir, &["checkout", "-q", "-f", "-B", &branch, &tip])?;
+        git(dir, &["reset", "-q", "--hard", &tip])?;
+        git(dir, &["clean", "-q", "-fd"])?;
+        let list = self.files.load_accepted()?.unwrap_or_default();
+        baton_records::write_atomic(&dir.join(layout::ACCEPTED), &list.to_json())?;
+        let mut copy = state.clone();
+        copy.in_progress = None;
+        copy.waiting_until_ms = None;
+        copy.claim = Some(n);
+        copy.save(dir)?;
+        Ok(())
+    }
+
+    /// Claim feature `n`: a ref only one can create.
+    fn claim(&self, n: usize) -> Result<(), HarnessError> {
+        let main = &self.files.dir;
+        let head = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
+        // The empty old value: the ref must not exist yet.
+        git(
+            main,
+            &["update-ref", &format!("refs/baton/claims/{n}"), &head, ""],
+        )?;
+        Ok(())
+    }
+
+    fn release(&self, n: usize) {
+        let _ = git(
+            &self.files.dir,
+            &["update-ref", "-d", &format!("refs/baton/claims/{n}")],
+        );
+    }
+
+    /// The first session number no record or transcript of the project uses.
+    fn next_number(&self) -> Result<u32, HarnessError> {
+        let main = &self.files.dir;
+        let recorded = State::load(main)?
+            .sessions
+            .iter()
+            .map(|s| s.number)
+            .max()
+            .unwrap_or(0);
+        let transcripts = baton_agent::transcript::list_sessions(main)?
+            .last()
+            .map_or(0, |(n, _)| *n);
+        Ok(recorded.max(transcripts) + 1)
+    }
+}
+
+/// The progress notes of a merge in `tree` as the union of both sides' lines.
+fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessError> {
+    let stage = |n: u8| git(tree, &["show", &format!(":{n}:{path}")]).unwrap_or_default();
+    let tmp = tree.with_file_name("integrate-union");
+    std::fs::create_dir_all(&tmp).map_err(crate::error::io(&tmp))?;
+    let (o, b, t) = (tmp.join("ours"), tmp.join("base"), tmp.join("theirs"));
+    for (p, text) in [(&o, stage(2)), (&b, stage(1)), (&t, stage(3))] {
+        std::fs::write(p, text).map_err(crate::error::io(p))?;
+    }
+    let _ = git(
+        tree,
+        &[
+            "merge-file",
+            "--union",
+            &o.display().to_string(),
+            &b.display().to_string(),
+            &t.display().to_string(),
+        ],
+    );
+    let merged = std::fs::read(&o).map_err(crate::error::io(&o))?;
+    let _ = std::fs::remove_dir_all(&tmp);
+    let dest = tree.join(path);
+    std::fs::write(&dest, merged).map_err(crate::error::io(&dest))?;
+    git(tree, &["add", "--", path])?;
+    Ok(())
+}

@@ -1,0 +1,289 @@
+//! Many agents on one project, in process: a `Parallel` run against the test
+//! kit's scripted model answering several sessions at once (each in its own
+//! working copy, told apart by the feature its brief hands it), with real git and
+//! bash.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use baton_agent::client::{ClientConfig, ModelClient, Provider};
+use baton_agent::pricing::PriceTable;
+use baton_config::Config;
+use baton_harness::files::Files;
+use baton_harness::parallel::{AgentParts, Parallel, Workspace};
+use baton_harness::run::{Reporter, RunEnd, RunOptions};
+use baton_records::{IntegrationOutcome, LedgerKind, State};
+use baton_testkit::scenario::parallel::{initializer, is_for, list, session, token};
+use baton_testkit::{ScriptedServer, Step, Wire};
+use baton_tools::{AllowAll, ToolContext, Toolbox};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Default)]
+struct Lines(Mutex<Vec<String>>);
+
+impl Reporter for Lines {
+    fn line(&self, text: &str) {
+        self.0.lock().unwrap().push(text.to_string());
+    }
+}
+
+/// Working copies with every call allowed (the policy has tests of its own).
+struct Plain;
+
+impl Workspace for Plain {
+    fn parts(
+        &self,
+        _agent: u32,
+        dir: &Path,
+        env: Vec<(String, String)>,
+    ) -> Result<AgentParts, baton_harness::HarnessError> {
+        let mut ctx = ToolContext::new(dir.to_path_buf());
+        ctx.env = env;
+        Ok(AgentParts {
+            tools: Toolbox::new(ctx),
+            policy: Box::new(AllowAll),
+        })
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn project(features: usize) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().canonicalize().unwrap();
+    let toml = format!(
+        "[project]\nfeatures = {features}\nmin_features = {features}\n[run]\npause_secs = 0\nstall_sessions = 0\n"
+    );
+    std::fs::write(dir.join("baton.toml"), toml).unwrap();
+    std::fs::write(dir.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(dir.join(".gitignore"), ".baton/\n").unwrap();
+    git(&dir, &["init", "-q"]);
+    (t, dir)
+}
+
+/// A scripted model for `independent + shared` features: the initializer on the
+/// main script, each feature's sessions on a hook of its own (two sessions' worth
+/// for the shared ones, which may be requeued after a conflict).
+fn model(independent: usize, shared: usize, think: Duration) -> ScriptedServer {
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(think);
+    for n in 1..=independent + shared {
+        let is_shared = n > independent;
+        let mut steps: Vec<Step> = session(n, is_shared);
+        if is_shared {
+            steps.extend(session(n, true));
+        }
+        b = b.when(move |r| is_for(r, n), steps);
+    }
+    b.start(initializer(&list(independent, shared)))
+}
+
+async fn run(dir: &Path, server: &ScriptedServer, agents: u32) -> (RunEnd, String) {
+    let cfg = Config::load(dir).unwrap();
+    let client = ModelClient::new(ClientConfig {
+        provider: Provider::Anthropic,
+        model: "claude-sonnet-4-5".into(),
+        base_url: server.base_url(),
+        api_key: Some("sk-test".into()),
+        max_output_tokens: 4096,
+        thinking_budget: 0,
+        retry: cfg.retry.clone(),
+        max_wait: Duration::from_secs(60),
+    })
+    .unwrap();
+    let prices = PriceTable::new(&cfg.prices);
+    let lines = Lines::default();
+    let main = Plain.parts(0, dir, Vec::new()).unwrap();
+    let p = Parallel {
+        files: Files::new(dir.to_path_buf(), cfg.project.clone()),
+        cfg,
+        agents,
+        client: &client,
+        prices: &prices,
+        workspace: &Plain,
+        main: &main,
+        reporter: &lines,
+        stop: CancellationToken::new(),
+        opts: RunOptions {
+            max_sessions: Some(40),
+            ..RunOptions::default()
+        },
+    };
+    let end = p.run().await.unwrap();
+    let said = lines.0.lock().unwrap().join("\n");
+    (end, said)
+}
+
+/// The scenario: 12 features (10 independent, 2 appending to one shared
+/// file) with 4 agents. Every feature passes, each independent one implemented
+/// once; the two shared ones both pass after the conflict between them; the main
+/// branch holds all the work, never broken, and nothing an agent committed is lost.
+#[tokio::test(flavor = "current_thread")]
+async fn four_agents_finish_twelve_features_with_everything_on_the_main_branch() {
+    let (_t, dir) = project(12);
+    let server = model(10, 2, Duration::from_millis(30));
+    let (end, said) = run(&dir, &server, 4).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+
+    // Every feature passes, in the accepted list and on the main branch's list.
+    let text = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    let on_main = baton_records::FeatureList::parse(&text, "feature_list.json").unwrap();
+    assert!(on_main.all_pass(), "{text}");
+    // The main branch holds every feature's work, and is clean.
+    for n in 1..=10 {
+        assert!(dir.join(format!("src/{}.txt", token(n))).is_file(), "{n}");
+    }
+    let shared = std::fs::read_to_string(dir.join("shared.txt")).unwrap();
+    assert!(
+        shared.contains("F11\n") && shared.contains("F12\n"),
+        "{shared}"
+    );
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+    // Every session's notes survive the merges (a union of both sides).
+    let notes = std::fs::read_to_string(dir.join("claude-progress.txt")).unwrap();
+    for n in 1..=12 {
+        assert!(notes.contains(&format!("{} done", token(n))), "{notes}");
+    }
+
+    let state = State::load(&dir).unwrap();
+    let coding: Vec<_> = state
+        .sessions
+        .iter()
+        .filter(|s| s.agent.is_some())
+        .collect();
+    // The agents worked at once: more than one of them ran sessions.
+    let agents: std::collections::BTreeSet<u32> = coding.iter().filter_map(|s| s.agent).collect();
+    assert!(agents.len() > 1, "{agents:?}");
+    // Each independent feature was implemented once.
+    for n in 1..=10 {
+        let times = coding.iter().filter(|s| s.target == Some(n)).count();
+        assert_eq!(times, 1, "feature {n}: {said}");
+    }
+    // Numbers are the project's own, unique across the agents.
+    let mut numbers: Vec<u32> = state.sessions.iter().map(|s| s.number).collect();
+    numbers.dedup();
+    assert_eq!(numbers.len(), state.sessions.len());
+    // A flip that conflicted was requeued, its branch kept, and finished later.
+    let requeued: Vec<_> = coding
+        .iter()
+        .filter(|s| {
+            s.integration
+                .as_ref()
+                .is_some_and(|i| i.outcome == IntegrationOutcome::Conflict)
+        })
+        .collect();
+    for s in &requeued {
+        let kept = s.integration.as_ref().unwrap().kept.clone().unwrap();
+        assert!(
+            !git(&dir, &["rev-parse", "--verify", &kept]).is_empty(),
+            "{kept}"
+        );
+    }
+    let kinds: Vec<LedgerKind> =
+        baton_records::ledger::read(&dir.join(baton_records::layout::LEDGER))
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| e.kind)
+            .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == LedgerKind::Flip).count(),
+        12,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == LedgerKind::Requeued).count(),
+        requeued.len()
+    );
+    // Every merged session's flip commit is on the main branch.
+    for s in &coding {
+        if let Some(c) = s.integration.as_ref().and_then(|i| i.commit.clone()) {
+            git(&dir, &["merge-base", "--is-ancestor", &c, "HEAD"]);
+        }
+    }
+    // The claims are gone; the transcripts are where `baton log` looks.
+    assert_eq!(
+        git(&dir, &["for-each-ref", "refs/baton/claims/"]).trim(),
+        ""
+    );
+    for s in &coding {
+        assert!(
+            dir.join(baton_records::layout::transcript(s.number))
+                .is_file(),
+            "{}",
+            s.number
+        );
+    }
+}
+
+/// Two features that edit the same lines, handed to two agents at once from the
+/// same commit: one merges, the other conflicts, is requeued with its branch kept,
+/// and passes in a later session begun from the new main branch.
+#[tokio::test(flavor = "current_thread")]
+async fn two_features_editing_the_same_lines_both_pass_after_a_conflict() {
+    let (_t, dir) = project(2);
+    let server = model(0, 2, Duration::from_millis(30));
+    let (end, said) = run(&dir, &server, 2).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let state = State::load(&dir).unwrap();
+    let outcomes: Vec<(Option<usize>, IntegrationOutcome)> = state
+        .sessions
+        .iter()
+        .filter_map(|s| s.integration.as_ref().map(|i| (s.target, i.outcome)))
+        .collect();
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}\n{said}");
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|(_, o)| *o == IntegrationOutcome::Conflict)
+            .count(),
+        1,
+        "{outcomes:?}"
+    );
+    let conflicted = state
+        .sessions
+        .iter()
+        .find(|s| {
+            s.integration
+                .as_ref()
+                .is_some_and(|i| i.outcome == IntegrationOutcome::Conflict)
+        })
+        .unwrap();
+    let i = conflicted.integration.as_ref().unwrap();
+    assert!(i.detail.contains("shared.txt"), "{i:?}");
+    assert!(conflicted.gates.flipped.is_empty());
+    // The requeued feature's attempt is counted, with the reason for the brief.
+    let shared = std::fs::read_to_string(dir.join("shared.txt")).unwrap();
+    assert!(
+        shared.contains("F01\n") && shared.contains("F02\n"),
+        "{shared}"
+    );
+    assert!(said.contains("back to the queue"), "{said}");
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+}
+
+/// Agents get an identity and a port block of their own in their commands.
+#[test]
+fn agents_get_their_own_ports() {
+    let env = baton_harness::parallel::agent_env(3);
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).unwrap().1.clone();
+    assert_eq!(get("BATON_AGENT"), "3");
+    assert_eq!(get("PORT"), "4120");
+    assert_eq!(get("BATON_PORT_BLOCK"), "4120-4129");
+    assert_ne!(
+        baton_harness::parallel::agent_env(0)
+            .iter()
+            .find(|(n, _)| n == "PORT")
+            .unwrap()
+            .1,
+        "4100"
+    );
+}
