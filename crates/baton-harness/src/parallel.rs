@@ -170,7 +170,9 @@ impl Parallel<'_> {
     /// Run the agents until every feature passes or a stop condition holds.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
         let main = self.files.dir.clone();
-        // The initializer is one session, in the project itself.
+        // The initializer is one session, in the project itself; `--max-sessions`
+        // counts it, as in a run of one.
+        let mut handed = 0u32;
         for _ in 0..2 {
             if self.files.load_accepted()?.is_some() {
                 break;
@@ -180,7 +182,9 @@ impl Parallel<'_> {
                 ..self.opts.clone()
             };
             let runner = self.runner(&main, self.main, self.reporter, opts, self.stop.clone());
-            if let RunEnd::Interrupted = runner.run().await? {
+            let end = runner.run().await?;
+            handed += 1;
+            if let RunEnd::Interrupted = end {
                 return Ok(RunEnd::Interrupted);
             }
         }
@@ -246,7 +250,6 @@ impl Parallel<'_> {
         let max_hours = self.opts.max_hours.unwrap_or(self.cfg.run.max_hours);
         let started = Instant::now();
         let mut next_number = self.next_number()?;
-        let mut handed = 0u32;
         let mut claims: BTreeMap<usize, usize> = BTreeMap::new();
         let mut idle: Vec<usize> = (0..agents.len()).rev().collect();
         let mut running = FuturesUnordered::new();

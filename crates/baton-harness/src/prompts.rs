@@ -63,6 +63,7 @@ Do these, in order:
    - When all parts are written, check that the file parses and count its entries with a one-line command (for example `python3 -c "import json; print(len(json.load(open('{feature_list}'))))"`), and fix what it reports. Then make a coverage pass: go through {spec} section by section and check that every requirement is covered by some entry; add entries (in further parts) for what is missing.
 3. Write {init_script}: a bash script that sets the project up and starts it, safe to run at any time:
    - idempotent: installs dependencies only when they are missing or out of date (keep an existing node_modules or virtualenv), and starts each server only if its port is not already answering;
+   - ports come from the environment when set: the main server listens on `$PORT` (default your choice), further ones on the ports after it; baton runs several copies of the app side by side this way;
    - servers run in the background with their output in a log file, and their pids written to a file;
    - waits until each server answers (a bounded retry loop), then prints how to reach it (URLs, ports) and exits; it must return within two minutes and never wait for input.
    Make it executable and run it once to check it works.

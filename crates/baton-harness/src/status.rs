@@ -108,6 +108,13 @@ pub struct SessionStatus {
     pub commits: usize,
     /// Seconds spent waiting for the provider's quota to reset.
     pub waited_secs: f64,
+    /// The agent of a parallel run that ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<u32>,
+    /// In a parallel run: how its branch went into the main branch (`merged`,
+    /// `conflict`, `regressed`, `kept`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integration: Option<baton_records::IntegrationOutcome>,
 }
 
 /// Sums over all sessions.
@@ -273,6 +280,8 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             refusals: s.gates.refusals,
             commits: s.commits,
             waited_secs: s.waited_ms as f64 / 1000.0,
+            agent: s.agent,
+            integration: s.integration.as_ref().map(|i| i.outcome),
         })
         .collect();
     let totals = Totals {
@@ -393,6 +402,16 @@ fn findings(x: &SessionStatus) -> String {
     let mut f = Vec::new();
     if matches!(x.outcome, SessionOutcome::Error | SessionOutcome::Killed) {
         f.push(x.outcome.to_string());
+    }
+    if let Some(a) = x.agent {
+        f.push(format!("agent {a}"));
+    }
+    match x.integration {
+        Some(baton_records::IntegrationOutcome::Conflict) => f.push("conflict, requeued".into()),
+        Some(baton_records::IntegrationOutcome::Regressed) => {
+            f.push("broke a check when merged, requeued".into());
+        }
+        _ => {}
     }
     if !x.violations.is_empty() {
         f.push(format!("{} restore", x.violations.len()));

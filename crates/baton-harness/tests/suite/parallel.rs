@@ -287,3 +287,149 @@ fn agents_get_their_own_ports() {
         "4100"
     );
 }
+
+/// `kill -9` mid-session, then a new run: the stale claim is dropped, the killed
+/// session's gates run in its working copy (its half-done work committed to its
+/// branch, which is kept), and the feature is handed out again and finished.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_next_run() {
+    let (_t, dir) = project(3);
+    let server = model(3, 0, Duration::from_millis(10));
+    // The initializer alone; the working copies are made.
+    let cfg = Config::load(&dir).unwrap();
+    let client = ModelClient::new(ClientConfig {
+        provider: Provider::Anthropic,
+        model: "claude-sonnet-4-5".into(),
+        base_url: server.base_url(),
+        api_key: Some("sk-test".into()),
+        max_output_tokens: 4096,
+        thinking_budget: 0,
+        retry: cfg.retry.clone(),
+        max_wait: Duration::from_secs(60),
+    })
+    .unwrap();
+    let prices = PriceTable::new(&cfg.prices);
+    let lines = Lines::default();
+    let main = Plain.parts(0, &dir, Vec::new()).unwrap();
+    let p = Parallel {
+        files: Files::new(dir.clone(), cfg.project.clone()),
+        cfg: cfg.clone(),
+        agents: 2,
+        client: &client,
+        prices: &prices,
+        workspace: &Plain,
+        main: &main,
+        reporter: &lines,
+        stop: CancellationToken::new(),
+        opts: RunOptions {
+            max_sessions: Some(1),
+            ..RunOptions::default()
+        },
+    };
+    assert!(matches!(p.run().await.unwrap(), RunEnd::Limit(_)));
+    // What a kill leaves: agent 1 mid-way through feature 1, claimed, with half
+    // its work not committed.
+    let a1 = dir.join(".baton/agents/a1");
+    let tip = git(&dir, &["rev-parse", "HEAD"]).trim().to_string();
+    git(&a1, &["checkout", "-q", "-B", "baton/agent-1", &tip]);
+    git(&dir, &["update-ref", "refs/baton/claims/1", &tip]);
+    std::fs::create_dir_all(a1.join(".baton/sessions")).unwrap();
+    std::fs::copy(
+        dir.join(baton_records::layout::ACCEPTED),
+        a1.join(baton_records::layout::ACCEPTED),
+    )
+    .unwrap();
+    let mut copy = State::load(&dir).unwrap();
+    copy.claim = Some(1);
+    copy.in_progress = Some(baton_records::InProgress {
+        number: 2,
+        kind: baton_records::SessionKind::Coding,
+        started_ms: 1,
+        head_before: Some(tip.clone()),
+        notes_before: std::fs::read_to_string(a1.join("claude-progress.txt")).unwrap(),
+        sweep: None,
+        target: Some(1),
+    });
+    copy.save(&a1).unwrap();
+    std::fs::write(a1.join(baton_records::layout::transcript(2)), "").unwrap();
+    std::fs::create_dir_all(a1.join("src")).unwrap();
+    std::fs::write(a1.join("src/half.txt"), "half of F01\n").unwrap();
+
+    let p = Parallel {
+        opts: RunOptions {
+            max_sessions: Some(20),
+            ..RunOptions::default()
+        },
+        ..p
+    };
+    let end = p.run().await.unwrap();
+    let said = lines.0.lock().unwrap().join("\n");
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let state = State::load(&dir).unwrap();
+    let killed = state.sessions.iter().find(|s| s.number == 2).unwrap();
+    assert_eq!(killed.outcome, baton_records::SessionOutcome::Killed);
+    assert_eq!(killed.agent, Some(1));
+    let i = killed.integration.as_ref().unwrap();
+    assert_eq!(i.outcome, IntegrationOutcome::Kept);
+    // The half-done work is on the kept branch, not on the main branch.
+    let kept = i.kept.clone().unwrap();
+    assert!(git(&dir, &["show", "--stat", &kept]).contains("src/half.txt"));
+    assert!(!dir.join("src/half.txt").exists());
+    // Feature 1 was finished in a later session, and every feature passes.
+    assert!(
+        state
+            .sessions
+            .iter()
+            .any(|s| s.number > 2 && s.target == Some(1) && s.gates.flipped == [1]),
+        "{said}"
+    );
+    assert_eq!(
+        git(&dir, &["for-each-ref", "refs/baton/claims/"]).trim(),
+        ""
+    );
+}
+
+/// One agent rewrites another feature's entry in its copy of the list: its gates
+/// restore the entry (recorded in the project's ledger), its own legal flip is
+/// merged, and the other agents' work is untouched.
+#[tokio::test(flavor = "current_thread")]
+async fn a_list_tampered_with_by_one_agent_is_restored_without_disturbing_the_others() {
+    use baton_testkit::{Reply, ScriptedServer};
+    use serde_json::json;
+    let (_t, dir) = project(3);
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(20));
+    for n in [1, 3] {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let tamper = "sed -i 's/Feature F03: the app has page F03/Feature F03: nothing to do/' feature_list.json";
+    let mut cheat = vec![Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": format!("{tamper} && git commit -qam 'Simplify F03'")}),
+    ))];
+    cheat.extend(session(2, false));
+    b = b.when(|r| is_for(r, 2), cheat);
+    let server = b.start(initializer(&list(3, 0)));
+    let (end, said) = run(&dir, &server, 3).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let text = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    assert!(text.contains("Feature F03: the app has page F03"), "{text}");
+    assert!(!text.contains("nothing to do"), "{text}");
+    let ledger = baton_records::ledger::read(&dir.join(baton_records::layout::LEDGER))
+        .unwrap()
+        .entries;
+    let violations: Vec<_> = ledger
+        .iter()
+        .filter(|e| e.kind == LedgerKind::Violation)
+        .collect();
+    assert_eq!(violations.len(), 1, "{ledger:?}");
+    let state = State::load(&dir).unwrap();
+    let cheater = state
+        .sessions
+        .iter()
+        .find(|s| s.number == violations[0].session)
+        .unwrap();
+    assert_eq!(cheater.target, Some(2));
+    for n in 1..=3 {
+        assert!(dir.join(format!("src/{}.txt", token(n))).is_file(), "{n}");
+    }
+}
