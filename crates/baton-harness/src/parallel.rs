@@ -354,7 +354,9 @@ impl Parallel<'_> {
         if max_hours > 0.0 && started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
             return Some(RunEnd::Limit(format!("--max-hours {max_hours} reached")));
         }
-        let stall = self.cfg.run.stall_sessions;
+        // Sessions in a row without a merged flip, across the agents: the limit of
+        // a run of one for each agent working at once.
+        let stall = self.cfg.run.stall_sessions * self.agents.max(1);
         (stall > 0 && state.stalled >= stall).then_some(RunEnd::Stalled(state.stalled))
     }
 
