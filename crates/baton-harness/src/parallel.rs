@@ -24,7 +24,7 @@
 //!   its transcript to `.baton/sessions/`; budget, `--max-sessions`,
 //!   `--max-hours`, stall detection and exit codes apply to the whole run.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -37,8 +37,6 @@ use baton_records::{
     layout, ledger,
 };
 use baton_tools::{ToolGate, Toolbox};
-use futures_util::StreamExt as _;
-use futures_util::stream::FuturesUnordered;
 use tokio_util::sync::CancellationToken;
 
 use crate::checks::{Checker, command_of};
@@ -121,7 +119,8 @@ pub struct Parallel<'a> {
 struct Agent {
     id: u32,
     dir: PathBuf,
-    parts: AgentParts,
+    /// Moved into the agent's thread for a session, and back.
+    parts: Option<AgentParts>,
 }
 
 /// An agent's lines, prefixed with it.
@@ -136,12 +135,28 @@ impl Reporter for Prefixed<'_> {
     }
 }
 
+/// An agent's lines, sent to the run's reporter from the agent's thread.
+struct Relay {
+    agent: u32,
+    lines: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+impl Reporter for Relay {
+    fn line(&self, text: &str) {
+        let _ = self.lines.send(format!("[agent {}] {text}", self.agent));
+    }
+}
+
 /// What one agent's session came back with.
 struct Done {
     agent: usize,
     feature: usize,
     number: u32,
     end: Result<RunEnd, HarnessError>,
+    /// The agent's parts, back from its thread.
+    parts: Option<AgentParts>,
+    /// The tip of the agent's branch, fetched into the project by its thread.
+    theirs: Option<Result<String, HarnessError>>,
 }
 
 impl Parallel<'_> {
@@ -227,8 +242,9 @@ impl Parallel<'_> {
                 agent: Some(a.id),
                 ..self.opts.clone()
             };
+            let Some(parts) = &a.parts else { continue };
             let end = self
-                .runner(&a.dir, &a.parts, &reporter, opts, stopped)
+                .runner(&a.dir, parts, &reporter, opts, stopped)
                 .run()
                 .await;
             let feature = ip.target.unwrap_or(0);
@@ -240,6 +256,8 @@ impl Parallel<'_> {
                     feature,
                     number: ip.number,
                     end,
+                    parts: None,
+                    theirs: None,
                 },
             )
             .await?;
@@ -252,8 +270,9 @@ impl Parallel<'_> {
         let mut next_number = self.next_number()?;
         let mut claims: BTreeMap<usize, usize> = BTreeMap::new();
         let mut idle: Vec<usize> = (0..agents.len()).rev().collect();
-        let mut running = FuturesUnordered::new();
-        let mut ready: VecDeque<Done> = VecDeque::new();
+        let mut running = 0usize;
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
+        let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         loop {
             let state = State::load(&main)?;
             let list = self.files.load_accepted()?.unwrap_or_default();
@@ -263,7 +282,7 @@ impl Parallel<'_> {
                 (max_sessions, handed),
                 budget,
                 (max_hours, started),
-                running.is_empty() && ready.is_empty(),
+                running == 0,
             );
             if reason.is_none() {
                 let queue: Vec<usize> = queue::order(&list, &state)
@@ -285,36 +304,34 @@ impl Parallel<'_> {
                     let number = next_number;
                     next_number += 1;
                     handed += 1;
-                    self.prepare(&agents[a], n, &state)?;
                     self.reporter.line(&format!(
                         "agent {} takes feature #{n} (session {number:04})",
                         agents[a].id
                     ));
-                    running.push(self.session(&agents[a], a, n, number));
+                    let copy = self.copy_state(&state, n);
+                    self.start(&mut agents[a], (a, n, number), copy, &done_tx, &line_tx)?;
+                    running += 1;
                 }
             }
-            let done = match ready.pop_front() {
-                Some(d) => d,
-                None => match running.next().await {
-                    Some(d) => d,
-                    None => {
-                        return Ok(reason.unwrap_or_else(|| {
-                            RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
-                        }));
-                    }
-                },
-            };
-            let (a, feature) = (done.agent, done.feature);
-            // The other agents' sessions go on while this one is integrated.
-            let settle = self.settle(&agents, &integrate, done);
-            tokio::pin!(settle);
-            let settled = loop {
+            if running == 0 {
+                return Ok(reason.unwrap_or_else(|| {
+                    RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
+                }));
+            }
+            // Lines as they come; then the next session that ended.
+            let mut done = loop {
                 tokio::select! {
-                    r = &mut settle => break r,
-                    Some(d) = running.next(), if !running.is_empty() => ready.push_back(d),
+                    Some(line) = line_rx.recv() => self.reporter.line(&line),
+                    Some(d) = done_rx.recv() => break d,
                 }
             };
-            settled?;
+            while let Ok(line) = line_rx.try_recv() {
+                self.reporter.line(&line);
+            }
+            running -= 1;
+            let (a, feature) = (done.agent, done.feature);
+            agents[a].parts = done.parts.take();
+            self.settle(&agents, &integrate, done).await?;
             claims.remove(&feature);
             self.release(feature);
             idle.push(a);
@@ -360,29 +377,96 @@ impl Parallel<'_> {
         (stall > 0 && state.stalled >= stall).then_some(RunEnd::Stalled(state.stalled))
     }
 
-    /// One session of agent `a` on feature `n`, numbered `number`.
-    async fn session(&self, agent: &Agent, a: usize, n: usize, number: u32) -> Done {
-        let reporter = Prefixed {
-            agent: agent.id,
-            inner: self.reporter,
+    /// Start agent `a`'s session on feature `n`, numbered `number`, on a thread of
+    /// its own (its git and bash never wait for another agent's); it reports on
+    /// `done`, its lines on `lines`.
+    fn start(
+        &self,
+        agent: &mut Agent,
+        (a, n, number): (usize, usize, u32),
+        copy: (String, String, State),
+        done: &tokio::sync::mpsc::UnboundedSender<Done>,
+        lines: &tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<(), HarnessError> {
+        let Some(parts) = agent.parts.take() else {
+            return Err(HarnessError::Input(format!(
+                "agent {} has a session running already",
+                agent.id
+            )));
         };
         let opts = RunOptions {
             max_sessions: Some(1),
             pause: Some(Duration::ZERO),
             first_number: Some(number),
             agent: Some(agent.id),
+            skip_sweep: true,
             ..self.opts.clone()
         };
-        let end = self
-            .runner(&agent.dir, &agent.parts, &reporter, opts, self.stop.clone())
-            .run()
-            .await;
-        Done {
-            agent: a,
-            feature: n,
-            number,
-            end,
-        }
+        let (client, prices, cfg) = (self.client.clone(), self.prices.clone(), self.cfg.clone());
+        let (dir, id, stop) = (agent.dir.clone(), agent.id, self.stop.clone());
+        let main = self.files.dir.clone();
+        let (done, lines) = (done.clone(), lines.clone());
+        std::thread::Builder::new()
+            .name(format!("baton-agent-{id}"))
+            .spawn(move || {
+                let relay = Relay { agent: id, lines };
+                let session = || -> Result<RunEnd, HarnessError> {
+                    prepare(&dir, id, copy)?;
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .map_err(crate::error::io(&dir))?;
+                    rt.block_on(
+                        Runner {
+                            files: Files::new(dir.clone(), cfg.project.clone()),
+                            cfg: cfg.clone(),
+                            backend: Backend::Loop(&client),
+                            prices: &prices,
+                            policy: &*parts.policy,
+                            observer: &Quiet,
+                            reporter: &relay,
+                            tools: parts.tools.clone(),
+                            stop,
+                            opts,
+                        }
+                        .run(),
+                    )
+                };
+                let end = session();
+                // The branch goes into the project from here, not from the
+                // thread that merges: fetching never waits for another agent.
+                let theirs = fetch(&main, &dir, id);
+                let _ = done.send(Done {
+                    agent: a,
+                    feature: n,
+                    number,
+                    end,
+                    parts: Some(parts),
+                    theirs: Some(theirs),
+                });
+            })
+            .map_err(crate::error::io(&agent.dir))?;
+        Ok(())
+    }
+
+    /// What an agent's copy starts from for feature `n`: the main branch's tip,
+    /// the accepted list, and the project's record with `n` claimed.
+    fn copy_state(&self, state: &State, n: usize) -> (String, String, State) {
+        let tip = git(&self.files.dir, &["rev-parse", "HEAD"])
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default();
+        let list = self
+            .files
+            .load_accepted()
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .to_json();
+        let mut copy = state.clone();
+        copy.in_progress = None;
+        copy.waiting_until_ms = None;
+        copy.claim = Some(n);
+        (tip, list, copy)
     }
 
     /// Record what a session did in the project, integrating its flip.
@@ -411,11 +495,15 @@ impl Parallel<'_> {
         };
         record.agent = Some(agent.id);
         let flipped = record.gates.flipped.contains(&done.feature);
+        let theirs = match done.theirs {
+            Some(t) => t?,
+            None => fetch(&self.files.dir, &agent.dir, agent.id)?,
+        };
         let integration = if flipped {
-            self.integrate(agent, integrate, done.feature, done.number)
+            self.integrate(agent, integrate, &theirs, done.feature, done.number)
                 .await?
         } else {
-            self.keep(agent, done.feature, done.number)?
+            self.keep(&theirs, done.feature, done.number)?
         };
         let main = &self.files.dir;
         let mut state = State::load(main)?;
@@ -504,15 +592,14 @@ impl Parallel<'_> {
 
     /// Keep an agent's branch that is not merged under a name of its own, if it
     /// holds anything the main branch does not.
-    fn keep(&self, agent: &Agent, n: usize, number: u32) -> Result<Integration, HarnessError> {
+    fn keep(&self, theirs: &str, n: usize, number: u32) -> Result<Integration, HarnessError> {
         let main = &self.files.dir;
-        let theirs = self.fetch(agent)?;
         let ahead = git(main, &["rev-list", "--count", &format!("HEAD..{theirs}")])?;
         let kept = if ahead.trim() == "0" {
             None
         } else {
             let name = format!("refs/baton/unintegrated/f{n}-s{number}");
-            git(main, &["update-ref", &name, &theirs])?;
+            git(main, &["update-ref", &name, theirs])?;
             Some(name)
         };
         Ok(Integration {
@@ -523,18 +610,6 @@ impl Parallel<'_> {
         })
     }
 
-    /// The agent's branch, fetched into the project as `refs/baton/agents/a<k>`.
-    fn fetch(&self, agent: &Agent) -> Result<String, HarnessError> {
-        let main = &self.files.dir;
-        let name = format!("refs/baton/agents/a{}", agent.id);
-        let src = agent.dir.display().to_string();
-        git(
-            main,
-            &["fetch", "-q", "--no-tags", &src, &format!("+HEAD:{name}")],
-        )?;
-        Ok(git(main, &["rev-parse", &name])?.trim().to_string())
-    }
-
     /// Merge agent's branch into the main branch in the integration worktree, the
     /// feature list by meaning and the notes as a union; sweep the merged tree;
     /// move the main branch only if every check passes.
@@ -542,18 +617,18 @@ impl Parallel<'_> {
         &self,
         agent: &Agent,
         parts: &AgentParts,
+        theirs: &str,
         n: usize,
         number: u32,
     ) -> Result<Integration, HarnessError> {
         let main = &self.files.dir;
         let tree = self.integration_tree()?;
-        let theirs = self.fetch(agent)?;
         let ours = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
         let kept = format!("refs/baton/unintegrated/f{n}-s{number}");
         let not_merged = |outcome, detail: String| -> Result<Integration, HarnessError> {
             let _ = git(&tree, &["merge", "--abort"]);
             git(&tree, &["reset", "-q", "--hard", &ours])?;
-            git(main, &["update-ref", &kept, &theirs])?;
+            git(main, &["update-ref", &kept, theirs])?;
             Ok(Integration {
                 outcome,
                 commit: None,
@@ -563,12 +638,12 @@ impl Parallel<'_> {
         };
         git(&tree, &["reset", "-q", "--hard", &ours])?;
         git(&tree, &["clean", "-q", "-fd"])?;
-        let base = git(main, &["merge-base", &ours, &theirs])?
+        let base = git(main, &["merge-base", &ours, theirs])?
             .trim()
             .to_string();
         let names = &self.cfg.project;
         // Conflicts are expected; which files conflicted decides.
-        let _ = git(&tree, &["merge", "-q", "--no-ff", "--no-commit", &theirs]);
+        let _ = git(&tree, &["merge", "-q", "--no-ff", "--no-commit", theirs]);
         let unmerged = git(&tree, &["diff", "--name-only", "--diff-filter=U"])?;
         let mut conflicts = Vec::new();
         for path in unmerged.lines().filter(|l| !l.is_empty()) {
@@ -592,7 +667,7 @@ impl Parallel<'_> {
                 }
             })
         };
-        let (before, after) = (list_at(&base)?, list_at(&theirs)?);
+        let (before, after) = (list_at(&base)?, list_at(theirs)?);
         let mut list = list_at(&ours)?;
         for (i, f) in list.features.iter_mut().enumerate() {
             let was = before.features.get(i);
@@ -702,28 +777,11 @@ impl Parallel<'_> {
             )?;
         }
         let parts = self.workspace.parts(k, &dir, agent_env(k))?;
-        Ok(Agent { id: k, dir, parts })
-    }
-
-    /// Put agent's working copy on the main branch's tip, with the project's
-    /// accepted list and record, and `n` claimed.
-    fn prepare(&self, agent: &Agent, n: usize, state: &State) -> Result<(), HarnessError> {
-        let main = &self.files.dir;
-        let tip = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
-        let dir = &agent.dir;
-        // The copy reads the project's objects (`--shared`): the tip is there.
-        let branch = format!("baton/agent-{}", agent.id);
-        git(dir, &["checkout", "-q", "-f", "-B", &branch, &tip])?;
-        git(dir, &["reset", "-q", "--hard", &tip])?;
-        git(dir, &["clean", "-q", "-fd"])?;
-        let list = self.files.load_accepted()?.unwrap_or_default();
-        baton_records::write_atomic(&dir.join(layout::ACCEPTED), &list.to_json())?;
-        let mut copy = state.clone();
-        copy.in_progress = None;
-        copy.waiting_until_ms = None;
-        copy.claim = Some(n);
-        copy.save(dir)?;
-        Ok(())
+        Ok(Agent {
+            id: k,
+            dir,
+            parts: Some(parts),
+        })
     }
 
     /// Claim feature `n`: a ref only one can create.
@@ -785,5 +843,41 @@ fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessError> {
     let dest = tree.join(path);
     std::fs::write(&dest, merged).map_err(crate::error::io(&dest))?;
     git(tree, &["add", "--", path])?;
+    Ok(())
+}
+
+/// Agent `id`'s branch, fetched from its copy `dir` into the project `main` as
+/// `refs/baton/agents/a<id>`; its tip.
+fn fetch(main: &Path, dir: &Path, id: u32) -> Result<String, HarnessError> {
+    let name = format!("refs/baton/agents/a{id}");
+    let src = dir.display().to_string();
+    git(
+        main,
+        &[
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--no-write-fetch-head",
+            &src,
+            &format!("+HEAD:{name}"),
+        ],
+    )?;
+    Ok(git(main, &["rev-parse", &name])?.trim().to_string())
+}
+
+/// Put agent `id`'s working copy `dir` on the main branch's tip, with the
+/// project's accepted list and record (`copy`: tip, list, state with the claim).
+fn prepare(
+    dir: &Path,
+    id: u32,
+    (tip, list, state): (String, String, State),
+) -> Result<(), HarnessError> {
+    // The copy reads the project's objects (`--shared`): the tip is there.
+    let branch = format!("baton/agent-{id}");
+    git(dir, &["checkout", "-q", "-f", "-B", &branch, &tip])?;
+    git(dir, &["reset", "-q", "--hard", &tip])?;
+    git(dir, &["clean", "-q", "-fd"])?;
+    baton_records::write_atomic(&dir.join(layout::ACCEPTED), &list)?;
+    state.save(dir)?;
     Ok(())
 }

@@ -47,6 +47,9 @@ pub struct RunOptions {
     pub first_number: Option<u32>,
     /// The agent (1-based) of a parallel run whose working copy this is.
     pub agent: Option<u32>,
+    /// No regression sweep before a coding session: a parallel run's working copy
+    /// starts from the main branch's tip, which was swept when it was merged.
+    pub skip_sweep: bool,
 }
 
 /// Why a run ended without an error.
@@ -426,6 +429,7 @@ impl Runner<'_> {
             self.restore_before(number, list)?;
         }
         let sweep = match kind {
+            SessionKind::Coding if self.opts.skip_sweep => None,
             SessionKind::Coding => self.sweep(number, accepted).await?,
             SessionKind::Initializer => None,
         };
