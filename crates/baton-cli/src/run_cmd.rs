@@ -57,6 +57,11 @@ pub struct RunArgs {
     /// See docs/parallel.md.
     #[arg(long)]
     agents: Option<u32>,
+    /// A git remote shared with baton runs on other machines: claims and the main
+    /// branch live there, nothing else is shared (DIR must be a clone of it). See
+    /// docs/parallel.md.
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
 }
 
 /// Run `baton run`, holding the project's lock: one run per project.
@@ -103,7 +108,7 @@ fn run_locked(
     if agents == 0 {
         bail!("--agents must be at least 1");
     }
-    if agents > 1 && cli.is_some() {
+    if (agents > 1 || args.remote.is_some()) && cli.is_some() {
         bail!(
             "--agents {agents} runs baton's own agent loop in each working copy; the claude-code backend runs one agent at a time (use --agents 1, or a model provider)"
         );
@@ -207,7 +212,7 @@ fn run_locked(
             }
         });
         let policy = &guard.policy;
-        if agents > 1
+        if (agents > 1 || args.remote.is_some())
             && let Some(client) = &client
         {
             let workspace = Copies {
@@ -237,6 +242,7 @@ fn run_locked(
                     pause: args.pause.map(Duration::from_secs_f64),
                     ..RunOptions::default()
                 },
+                remote: args.remote.clone(),
             };
             view.println(&format!(
                 "baton: {agents} agents, each in a working copy under {}",

@@ -141,6 +141,9 @@ pub struct RunConfig {
     /// Coding agents working at once, each in a working copy of its own
     /// (`docs/parallel.md`); 1 = one session at a time in the project itself.
     pub agents: u32,
+    /// With `--remote`: minutes after which a claim on the remote is taken as
+    /// abandoned (its machine died) and released.
+    pub claim_ttl_minutes: f64,
 }
 
 impl Default for RunConfig {
@@ -154,6 +157,7 @@ impl Default for RunConfig {
             max_wait_hours: 6.0,
             feature_attempts: 3,
             agents: 1,
+            claim_ttl_minutes: 120.0,
         }
     }
 }

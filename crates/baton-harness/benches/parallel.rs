@@ -111,6 +111,7 @@ fn run(agents: u32) -> Duration {
             max_sessions: Some(max),
             ..RunOptions::default()
         },
+        remote: None,
     };
     // The initializer alone (one session, not timed).
     rt.block_on(make(agents, 1).run()).unwrap();

@@ -43,9 +43,38 @@ pub const HARDENING: &[&str] = &[
 /// with [`HARDENING`], without the system config, and without the environment
 /// variables that point git at other programs.
 pub fn git(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
+    run(dir, args, false)
+}
+
+/// What [`git_network`] keeps of [`HARDENING`]: everything but how to reach a
+/// remote (ssh, askpass, credential helpers).
+const NETWORK: &[&str] = &[
+    "core.sshCommand=false",
+    "core.askPass=",
+    "credential.helper=",
+];
+
+/// [`git`] for talking to a shared remote (`baton run --remote`): the same
+/// hardening, except that the user's ssh command, askpass and credential helpers
+/// (from the environment and the user's own config, never the system's) are
+/// kept, so an SSH or HTTPS remote can be reached. Only for the project's own
+/// repository, whose config no agent can write.
+pub fn git_network(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
+    run(dir, args, true)
+}
+
+fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError> {
     let mut cmd = Command::new("git");
     for h in HARDENING {
+        if network && NETWORK.contains(h) {
+            continue;
+        }
         cmd.arg("-c").arg(h);
+    }
+    if !network {
+        cmd.env_remove("GIT_SSH")
+            .env_remove("GIT_SSH_COMMAND")
+            .env_remove("GIT_ASKPASS");
     }
     let out = cmd
         .args(args)
@@ -55,9 +84,6 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
         .env("GIT_PAGER", "cat")
         .env("GIT_EDITOR", "true")
         .env_remove("GIT_EXTERNAL_DIFF")
-        .env_remove("GIT_SSH")
-        .env_remove("GIT_SSH_COMMAND")
-        .env_remove("GIT_ASKPASS")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_CONFIG")

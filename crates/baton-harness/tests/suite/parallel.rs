@@ -116,6 +116,7 @@ async fn run(dir: &Path, server: &ScriptedServer, agents: u32) -> (RunEnd, Strin
             max_sessions: Some(40),
             ..RunOptions::default()
         },
+        remote: None,
     };
     let end = p.run().await.unwrap();
     let said = lines.0.lock().unwrap().join("\n");
@@ -325,6 +326,7 @@ async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_nex
             max_sessions: Some(1),
             ..RunOptions::default()
         },
+        remote: None,
     };
     assert!(matches!(p.run().await.unwrap(), RunEnd::Limit(_)));
     // What a kill leaves: agent 1 mid-way through feature 1, claimed, with half
@@ -432,4 +434,196 @@ async fn a_list_tampered_with_by_one_agent_is_restored_without_disturbing_the_ot
     for n in 1..=3 {
         assert!(dir.join(format!("src/{}.txt", token(n))).is_file(), "{n}");
     }
+}
+
+/// Two machines sharing nothing but a bare git remote: each a `Parallel` run of
+/// two agents over its own clone. One runs the initializer (it claims `init`), the
+/// other waits for its list; claims on the remote keep every feature to one agent;
+/// each integration is a push that fails if the other moved the main branch first.
+#[tokio::test(flavor = "current_thread")]
+async fn two_workers_on_a_bare_remote_finish_one_project_together() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let bare = root.join("remote.git");
+    git(&root, &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    let seed = root.join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    std::fs::write(
+        seed.join("baton.toml"),
+        "[project]\nfeatures = 6\nmin_features = 6\n[run]\npause_secs = 0\nstall_sessions = 0\n",
+    )
+    .unwrap();
+    std::fs::write(seed.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(seed.join(".gitignore"), ".baton/\n").unwrap();
+    git(&seed, &["init", "-q"]);
+    git(&seed, &["add", "-A"]);
+    git(
+        &seed,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "Spec",
+        ],
+    );
+    let branch = git(&seed, &["symbolic-ref", "--short", "HEAD"])
+        .trim()
+        .to_string();
+    git(&seed, &["push", "-q", bare.to_str().unwrap(), &branch]);
+    let workers: Vec<PathBuf> = ["w1", "w2"].iter().map(|w| root.join(w)).collect();
+    for w in &workers {
+        git(
+            &root,
+            &["clone", "-q", bare.to_str().unwrap(), w.to_str().unwrap()],
+        );
+    }
+    let server = model(6, 0, Duration::from_millis(20));
+    let cfg = Config::load(&workers[0]).unwrap();
+    let client = ModelClient::new(ClientConfig {
+        provider: Provider::Anthropic,
+        model: "claude-sonnet-4-5".into(),
+        base_url: server.base_url(),
+        api_key: Some("sk-test".into()),
+        max_output_tokens: 4096,
+        thinking_budget: 0,
+        retry: cfg.retry.clone(),
+        max_wait: Duration::from_secs(60),
+    })
+    .unwrap();
+    let prices = PriceTable::new(&cfg.prices);
+    let lines = [Lines::default(), Lines::default()];
+    let mains: Vec<AgentParts> = workers
+        .iter()
+        .map(|w| Plain.parts(0, w, Vec::new()).unwrap())
+        .collect();
+    let runs: Vec<Parallel> = (0..2)
+        .map(|i| Parallel {
+            files: Files::new(workers[i].clone(), cfg.project.clone()),
+            cfg: cfg.clone(),
+            agents: 2,
+            client: &client,
+            prices: &prices,
+            workspace: &Plain,
+            main: &mains[i],
+            reporter: &lines[i],
+            stop: CancellationToken::new(),
+            opts: RunOptions {
+                max_sessions: Some(20),
+                ..RunOptions::default()
+            },
+            remote: Some(bare.display().to_string()),
+        })
+        .collect();
+    let (a, b) = tokio::join!(runs[0].run(), runs[1].run());
+    let said: Vec<String> = lines
+        .iter()
+        .map(|l| l.0.lock().unwrap().join("\n"))
+        .collect();
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (a, b) => panic!("{a:?}\n{b:?}\n--- w1\n{}\n--- w2\n{}", said[0], said[1]),
+    };
+    assert_eq!(a, RunEnd::Complete, "{}", said[0]);
+    assert_eq!(b, RunEnd::Complete, "{}", said[1]);
+
+    // The remote's main branch holds every feature, passing.
+    let check = root.join("check");
+    git(
+        &root,
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            check.to_str().unwrap(),
+        ],
+    );
+    let text = std::fs::read_to_string(check.join("feature_list.json")).unwrap();
+    let list = baton_records::FeatureList::parse(&text, "feature_list.json").unwrap();
+    assert!(list.all_pass(), "{text}");
+    for n in 1..=6 {
+        assert!(check.join(format!("src/{}.txt", token(n))).is_file(), "{n}");
+    }
+    // One initializer between them; each feature merged once; both machines worked.
+    let states: Vec<State> = workers.iter().map(|w| State::load(w).unwrap()).collect();
+    let inits: usize = states
+        .iter()
+        .map(|s| {
+            s.sessions
+                .iter()
+                .filter(|x| x.kind == baton_records::SessionKind::Initializer)
+                .count()
+        })
+        .sum();
+    assert_eq!(inits, 1, "{said:?}");
+    let merged: Vec<usize> = states
+        .iter()
+        .flat_map(|s| s.sessions.iter())
+        .filter(|x| {
+            x.integration
+                .as_ref()
+                .is_some_and(|i| i.outcome == IntegrationOutcome::Merged)
+        })
+        .filter_map(|x| x.target)
+        .collect();
+    let mut sorted = merged.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [1, 2, 3, 4, 5, 6], "{said:?}");
+    assert!(
+        states
+            .iter()
+            .all(|s| s.sessions.iter().any(|x| x.agent.is_some())),
+        "{said:?}"
+    );
+    // No claim is left on the remote.
+    assert_eq!(
+        git(
+            &root,
+            &["ls-remote", bare.to_str().unwrap(), "refs/baton/claims/*"]
+        )
+        .trim(),
+        ""
+    );
+}
+
+/// The claim protocol on its own: a claim is won once; a second claimant of the
+/// same name loses; a released claim can be taken again; a claim older than the
+/// time to live is expired by anyone, and only that claim.
+#[test]
+fn claims_on_a_remote_are_won_once_and_expire_by_time() {
+    use baton_harness::parallel::remote::Remote;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let bare = root.join("r.git");
+    git(&root, &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    let mut remotes = Vec::new();
+    for (w, ttl) in [("w1", 3600), ("w2", 0)] {
+        let dir = root.join(w);
+        git(&root, &["init", "-q", dir.to_str().unwrap()]);
+        git(&dir, &["config", "user.name", w]);
+        git(&dir, &["config", "user.email", "w@example.invalid"]);
+        git(&dir, &["commit", "-q", "--allow-empty", "-m", "start"]);
+        let url = bare.display().to_string();
+        remotes.push(Remote::open(&dir, &url, w, Duration::from_secs(ttl)).unwrap());
+    }
+    let (a, b) = (&remotes[0], &remotes[1]);
+    assert!(a.claim("3").unwrap());
+    assert!(!b.claim("3").unwrap());
+    assert!(b.claim("4").unwrap());
+    assert_eq!(
+        a.claimed().unwrap().into_iter().collect::<Vec<_>>(),
+        ["3", "4"]
+    );
+    a.release("3");
+    assert!(b.claim("3").unwrap());
+    // With a time to live of zero, w2 takes every claim as abandoned.
+    let mut expired = b.expire().unwrap();
+    expired.sort();
+    assert_eq!(expired, ["3", "4"]);
+    assert!(a.claimed().unwrap().is_empty());
+    // With an hour, w1 expires nothing just made.
+    assert!(a.claim("5").unwrap());
+    assert!(a.expire().unwrap().is_empty());
 }

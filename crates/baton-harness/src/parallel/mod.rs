@@ -42,9 +42,12 @@ use tokio_util::sync::CancellationToken;
 use crate::checks::{Checker, command_of};
 use crate::error::HarnessError;
 use crate::files::Files;
-use crate::git::git;
+use crate::git::{self, git};
 use crate::queue;
 use crate::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
+
+pub mod remote;
+use remote::Remote;
 
 /// Ports each agent may use: agent `k` gets `PORT = base + (k - 1) * PORT_BLOCK`
 /// and the block above it (`BATON_PORT_BLOCK`).
@@ -52,6 +55,11 @@ pub const PORT_BLOCK: u16 = 10;
 /// The first agent's `PORT`; the integration worktree's checks use the block
 /// below it.
 pub const PORT_BASE: u16 = 4100;
+/// How long a machine with nothing to do waits before looking at the remote again.
+const WAIT_FOR_OTHERS: Duration = Duration::from_millis(500);
+/// Merges and sweeps of one session before giving up on a remote whose main
+/// branch keeps moving.
+const PUSH_ATTEMPTS: u32 = 5;
 
 /// The tools and command policy for one working copy.
 pub struct AgentParts {
@@ -114,6 +122,9 @@ pub struct Parallel<'a> {
     pub stop: CancellationToken,
     /// Command-line limits, for the whole run.
     pub opts: RunOptions,
+    /// A git remote shared with baton runs on other machines (`--remote URL`):
+    /// claims and the main branch live there.
+    pub remote: Option<String>,
 }
 
 struct Agent {
@@ -185,9 +196,19 @@ impl Parallel<'_> {
     /// Run the agents until every feature passes or a stop condition holds.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
         let main = self.files.dir.clone();
+        let remote = match &self.remote {
+            Some(url) => Some(self.open_remote(url)?),
+            None => None,
+        };
         // The initializer is one session, in the project itself; `--max-sessions`
         // counts it, as in a run of one.
         let mut handed = 0u32;
+        if let Some(r) = &remote {
+            match self.initialize_shared(r).await? {
+                Some(end) => return Ok(end),
+                None => handed += u32::from(self.ran_initializer()?),
+            }
+        }
         for _ in 0..2 {
             if self.files.load_accepted()?.is_some() {
                 break;
@@ -209,15 +230,23 @@ impl Parallel<'_> {
                 problem: "no feature list was accepted".into(),
             });
         };
-        // Claims of a run that was killed are stale: this run holds the project.
-        for r in git(
-            &main,
-            &["for-each-ref", "--format=%(refname)", "refs/baton/claims/"],
-        )?
-        .lines()
-        .filter(|l| !l.is_empty())
-        {
-            git(&main, &["update-ref", "-d", r])?;
+        if let Some(r) = &remote {
+            // Claims whose machine stopped renewing them long ago are released.
+            for name in r.expire()? {
+                self.reporter
+                    .line(&format!("claim of {name} expired on the remote; released"));
+            }
+        } else {
+            // Claims of a run that was killed are stale: this run holds the project.
+            for r in git(
+                &main,
+                &["for-each-ref", "--format=%(refname)", "refs/baton/claims/"],
+            )?
+            .lines()
+            .filter(|l| !l.is_empty())
+            {
+                git(&main, &["update-ref", "-d", r])?;
+            }
         }
         let mut agents = Vec::new();
         for k in 1..=self.agents.max(1) {
@@ -251,6 +280,7 @@ impl Parallel<'_> {
             self.settle(
                 &agents,
                 &integrate,
+                remote.as_ref(),
                 Done {
                     agent: i,
                     feature,
@@ -274,6 +304,17 @@ impl Parallel<'_> {
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         loop {
+            let mut elsewhere = BTreeMap::new();
+            if let Some(r) = &remote {
+                self.sync(r)?;
+                for name in r.claimed()? {
+                    if let Ok(n) = name.parse::<usize>()
+                        && !claims.contains_key(&n)
+                    {
+                        elsewhere.insert(n, ());
+                    }
+                }
+            }
             let state = State::load(&main)?;
             let list = self.files.load_accepted()?.unwrap_or_default();
             let reason = self.stop_condition(
@@ -287,18 +328,27 @@ impl Parallel<'_> {
             if reason.is_none() {
                 let queue: Vec<usize> = queue::order(&list, &state)
                     .into_iter()
-                    .filter(|n| !claims.contains_key(n))
+                    .filter(|n| !claims.contains_key(n) && !elsewhere.contains_key(n))
                     .collect();
                 for n in queue {
                     if max_sessions > 0 && handed >= max_sessions {
                         break;
                     }
                     let Some(a) = idle.pop() else { break };
-                    if let Err(e) = self.claim(n) {
-                        self.reporter
-                            .line(&format!("feature #{n} could not be claimed: {e}"));
-                        idle.push(a);
-                        continue;
+                    match self.claim(remote.as_ref(), n) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            // Another machine claimed it first.
+                            idle.push(a);
+                            elsewhere.insert(n, ());
+                            continue;
+                        }
+                        Err(e) => {
+                            self.reporter
+                                .line(&format!("feature #{n} could not be claimed: {e}"));
+                            idle.push(a);
+                            continue;
+                        }
                     }
                     claims.insert(n, a);
                     let number = next_number;
@@ -314,6 +364,13 @@ impl Parallel<'_> {
                 }
             }
             if running == 0 {
+                // Features other machines hold: wait for them, they may come back.
+                if reason.is_none() && !elsewhere.is_empty() {
+                    tokio::select! {
+                        () = tokio::time::sleep(WAIT_FOR_OTHERS) => continue,
+                        () = self.stop.cancelled() => return Ok(RunEnd::Interrupted),
+                    }
+                }
                 return Ok(reason.unwrap_or_else(|| {
                     RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
                 }));
@@ -331,9 +388,10 @@ impl Parallel<'_> {
             running -= 1;
             let (a, feature) = (done.agent, done.feature);
             agents[a].parts = done.parts.take();
-            self.settle(&agents, &integrate, done).await?;
+            self.settle(&agents, &integrate, remote.as_ref(), done)
+                .await?;
             claims.remove(&feature);
-            self.release(feature);
+            self.release(remote.as_ref(), feature);
             idle.push(a);
         }
     }
@@ -474,6 +532,7 @@ impl Parallel<'_> {
         &self,
         agents: &[Agent],
         integrate: &AgentParts,
+        remote: Option<&Remote>,
         done: Done,
     ) -> Result<(), HarnessError> {
         let agent = &agents[done.agent];
@@ -500,8 +559,14 @@ impl Parallel<'_> {
             None => fetch(&self.files.dir, &agent.dir, agent.id)?,
         };
         let integration = if flipped {
-            self.integrate(agent, integrate, &theirs, done.feature, done.number)
-                .await?
+            self.integrate(
+                agent,
+                integrate,
+                remote,
+                &theirs,
+                (done.feature, done.number),
+            )
+            .await?
         } else {
             self.keep(&theirs, done.feature, done.number)?
         };
@@ -617,24 +682,57 @@ impl Parallel<'_> {
         &self,
         agent: &Agent,
         parts: &AgentParts,
+        remote: Option<&Remote>,
         theirs: &str,
-        n: usize,
-        number: u32,
+        (n, number): (usize, u32),
     ) -> Result<Integration, HarnessError> {
+        for _ in 0..PUSH_ATTEMPTS {
+            if let Some(r) = remote {
+                self.sync(r)?;
+            }
+            if let Some(i) = self
+                .integrate_once(agent, parts, remote, theirs, (n, number))
+                .await?
+            {
+                return Ok(i);
+            }
+        }
+        let kept = format!("refs/baton/unintegrated/f{n}-s{number}");
+        git(&self.files.dir, &["update-ref", &kept, theirs])?;
+        Ok(Integration {
+            outcome: IntegrationOutcome::Conflict,
+            commit: None,
+            kept: Some(kept),
+            detail: format!(
+                "the remote's main branch moved {PUSH_ATTEMPTS} times while this was merged"
+            ),
+        })
+    }
+
+    /// One attempt of [`Self::integrate`]; `None` when the remote's main branch
+    /// moved before the push.
+    async fn integrate_once(
+        &self,
+        agent: &Agent,
+        parts: &AgentParts,
+        remote: Option<&Remote>,
+        theirs: &str,
+        (n, number): (usize, u32),
+    ) -> Result<Option<Integration>, HarnessError> {
         let main = &self.files.dir;
         let tree = self.integration_tree()?;
         let ours = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
         let kept = format!("refs/baton/unintegrated/f{n}-s{number}");
-        let not_merged = |outcome, detail: String| -> Result<Integration, HarnessError> {
+        let not_merged = |outcome, detail: String| -> Result<Option<Integration>, HarnessError> {
             let _ = git(&tree, &["merge", "--abort"]);
             git(&tree, &["reset", "-q", "--hard", &ours])?;
             git(main, &["update-ref", &kept, theirs])?;
-            Ok(Integration {
+            Ok(Some(Integration {
                 outcome,
                 commit: None,
                 kept: Some(kept.clone()),
                 detail,
-            })
+            }))
         };
         git(&tree, &["reset", "-q", "--hard", &ours])?;
         git(&tree, &["clean", "-q", "-fd"])?;
@@ -724,13 +822,20 @@ impl Parallel<'_> {
         );
         git(&tree, &["commit", "-q", "--no-verify", "-m", &msg])?;
         let merged = git(&tree, &["rev-parse", "HEAD"])?.trim().to_string();
+        if let Some(r) = remote
+            && !r.push(&merged)?
+        {
+            // Another machine moved the main branch first: merge again onto its.
+            git(&tree, &["reset", "-q", "--hard", &ours])?;
+            return Ok(None);
+        }
         git(main, &["merge", "-q", "--ff-only", &merged])?;
-        Ok(Integration {
+        Ok(Some(Integration {
             outcome: IntegrationOutcome::Merged,
             commit: Some(merged),
             kept: None,
             detail: String::new(),
-        })
+        }))
     }
 
     /// The integration worktree, made on first use.
@@ -784,8 +889,12 @@ impl Parallel<'_> {
         })
     }
 
-    /// Claim feature `n`: a ref only one can create.
-    fn claim(&self, n: usize) -> Result<(), HarnessError> {
+    /// Claim feature `n`: a ref only one can create (on the remote when there is
+    /// one). False when someone else holds it.
+    fn claim(&self, remote: Option<&Remote>, n: usize) -> Result<bool, HarnessError> {
+        if let Some(r) = remote {
+            return r.claim(&n.to_string());
+        }
         let main = &self.files.dir;
         let head = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
         // The empty old value: the ref must not exist yet.
@@ -793,14 +902,145 @@ impl Parallel<'_> {
             main,
             &["update-ref", &format!("refs/baton/claims/{n}"), &head, ""],
         )?;
-        Ok(())
+        Ok(true)
     }
 
-    fn release(&self, n: usize) {
+    fn release(&self, remote: Option<&Remote>, n: usize) {
+        if let Some(r) = remote {
+            r.release(&n.to_string());
+            return;
+        }
         let _ = git(
             &self.files.dir,
             &["update-ref", "-d", &format!("refs/baton/claims/{n}")],
         );
+    }
+
+    /// The project's remote `baton` at `url`, with baton's identity set for the
+    /// claims' commits.
+    fn open_remote(&self, url: &str) -> Result<Remote, HarnessError> {
+        let main = &self.files.dir;
+        if !git::is_repo(main) {
+            return Err(HarnessError::Input(format!(
+                "{} is not a git repository: with --remote, clone the shared repository first (git clone {url} DIR)",
+                main.display()
+            )));
+        }
+        git::prepare(main, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "host".into());
+        let worker = format!("{host}-{}", std::process::id());
+        let ttl = Duration::from_secs_f64(self.cfg.run.claim_ttl_minutes.max(1.0) * 60.0);
+        Remote::open(main, url, &worker, ttl)
+    }
+
+    /// Bring the project up to the remote's main branch, and take the flips other
+    /// machines merged into the accepted list.
+    fn sync(&self, r: &Remote) -> Result<(), HarnessError> {
+        if !r.sync()? {
+            return Ok(());
+        }
+        let Some(accepted) = self.files.load_accepted()? else {
+            return Ok(());
+        };
+        let text = std::fs::read_to_string(self.files.feature_list())
+            .map_err(crate::error::io(self.files.feature_list()))?;
+        let merged = baton_records::reconcile(&accepted, &text, &self.cfg.project.feature_list);
+        if !merged.violations.is_empty() {
+            return Err(HarnessError::Input(format!(
+                "the remote's {} differs from the accepted one beyond passes ({}); baton does not go on from it",
+                self.cfg.project.feature_list,
+                merged
+                    .violations
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
+        let mut state = State::load(&self.files.dir)?;
+        let before = state.features.len();
+        for (i, f) in merged.list.features.iter().enumerate() {
+            if f.passes {
+                state.features.remove(&(i + 1));
+            }
+        }
+        if state.features.len() != before {
+            state.save(&self.files.dir)?;
+        }
+        self.files.save_accepted(&merged.list)?;
+        Ok(())
+    }
+
+    /// With a remote: take the project's feature list from it, or be the one
+    /// machine that runs the initializer (claim `init`), or wait for the one that
+    /// does. `Some` when the run ends here.
+    async fn initialize_shared(&self, r: &Remote) -> Result<Option<RunEnd>, HarnessError> {
+        let main = &self.files.dir;
+        loop {
+            r.sync()?;
+            if self.files.load_accepted()?.is_some() {
+                return Ok(None);
+            }
+            if self.files.feature_list().is_file() {
+                let mut state = State::load(main)?;
+                let runner = self.runner(
+                    main,
+                    self.main,
+                    self.reporter,
+                    self.opts.clone(),
+                    self.stop.clone(),
+                );
+                runner.adopt(&mut state)?;
+                return Ok(None);
+            }
+            if r.claim("init")? {
+                let opts = RunOptions {
+                    max_sessions: Some(1),
+                    ..self.opts.clone()
+                };
+                for _ in 0..2 {
+                    if self.files.load_accepted()?.is_some() {
+                        break;
+                    }
+                    let runner = self.runner(
+                        main,
+                        self.main,
+                        self.reporter,
+                        opts.clone(),
+                        self.stop.clone(),
+                    );
+                    if let RunEnd::Interrupted = runner.run().await? {
+                        r.release("init");
+                        return Ok(Some(RunEnd::Interrupted));
+                    }
+                }
+                let head = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
+                if !r.push(&head)? {
+                    r.release("init");
+                    return Err(HarnessError::Input(
+                        "the remote's main branch moved while this machine ran the initializer (its claim of `init` had expired?)".into(),
+                    ));
+                }
+                r.release("init");
+                return Ok(None);
+            }
+            self.reporter
+                .line("another machine is running the initializer; waiting for its feature list");
+            tokio::select! {
+                () = tokio::time::sleep(WAIT_FOR_OTHERS) => {}
+                () = self.stop.cancelled() => return Ok(Some(RunEnd::Interrupted)),
+            }
+        }
+    }
+
+    /// Whether this machine's record holds an initializer session.
+    fn ran_initializer(&self) -> Result<bool, HarnessError> {
+        Ok(State::load(&self.files.dir)?
+            .sessions
+            .iter()
+            .any(|s| s.kind == SessionKind::Initializer))
     }
 
     /// The first session number no record or transcript of the project uses.

@@ -1,0 +1,181 @@
+//! Many machines on one project through a shared git remote and nothing else
+//! (`baton run --remote URL`): claims are refs on the remote created by a push
+//! that fails when the ref exists, the main branch moves only by a push that fails
+//! when someone else moved it first, and claims expire by the time in their
+//! commit. See `docs/parallel.md`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::HarnessError;
+use crate::git::{git, git_network};
+
+/// The name of the remote baton adds to the project's repository.
+pub const REMOTE: &str = "baton";
+/// Where claims live, on the remote as locally.
+pub const CLAIMS: &str = "refs/baton/claims/";
+
+/// The shared remote of a project, seen from one machine's repository.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    main: PathBuf,
+    branch: String,
+    worker: String,
+    ttl: Duration,
+}
+
+impl Remote {
+    /// `main`'s remote `baton` at `url` (added, or pointed at `url`), for the
+    /// project's current branch; claims older than `ttl` are taken as abandoned.
+    pub fn open(main: &Path, url: &str, worker: &str, ttl: Duration) -> Result<Self, HarnessError> {
+        match git(main, &["remote", "get-url", REMOTE]) {
+            Ok(u) if u.trim() == url => {}
+            Ok(_) => {
+                git(main, &["remote", "set-url", REMOTE, url])?;
+            }
+            Err(_) => {
+                git(main, &["remote", "add", REMOTE, url])?;
+            }
+        }
+        let branch = git(main, &["symbolic-ref", "--short", "HEAD"])?
+            .trim()
+            .to_string();
+        Ok(Self {
+            main: main.to_path_buf(),
+            branch,
+            worker: worker.to_string(),
+            ttl,
+        })
+    }
+
+    /// The remote's main branch as fetched now, if it has one.
+    fn remote_tip(&self) -> Result<Option<String>, HarnessError> {
+        git_network(&self.main, &["fetch", "-q", "--no-tags", REMOTE])?;
+        Ok(git(
+            &self.main,
+            &[
+                "rev-parse",
+                "--verify",
+                "-q",
+                &format!("refs/remotes/{REMOTE}/{}", self.branch),
+            ],
+        )
+        .ok()
+        .map(|s| s.trim().to_string()))
+    }
+
+    /// Bring the project's main branch up to the remote's (a fast-forward: this
+    /// machine's main branch only moves after its own push). True when it moved.
+    pub fn sync(&self) -> Result<bool, HarnessError> {
+        let Some(tip) = self.remote_tip()? else {
+            return Ok(false);
+        };
+        let head = git(&self.main, &["rev-parse", "HEAD"])?.trim().to_string();
+        if head == tip {
+            return Ok(false);
+        }
+        git(&self.main, &["merge", "-q", "--ff-only", &tip])?;
+        Ok(true)
+    }
+
+    /// Push `commit` as the remote's main branch; false when the remote refused
+    /// because its main branch moved (someone else integrated first).
+    pub fn push(&self, commit: &str) -> Result<bool, HarnessError> {
+        let spec = format!("{commit}:refs/heads/{}", self.branch);
+        match git_network(&self.main, &["push", "-q", REMOTE, &spec]) {
+            Ok(_) => Ok(true),
+            Err(e) if refused(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The features (or other names) claimed on the remote now.
+    pub fn claimed(&self) -> Result<BTreeSet<String>, HarnessError> {
+        let out = git_network(&self.main, &["ls-remote", REMOTE, &format!("{CLAIMS}*")])?;
+        Ok(out
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .filter_map(|r| r.strip_prefix(CLAIMS))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Claim `name` on the remote: a commit naming this worker and the time, pushed
+    /// to `refs/baton/claims/<name>` only if that ref does not exist. True when won.
+    pub fn claim(&self, name: &str) -> Result<bool, HarnessError> {
+        let tree = git(&self.main, &["mktree"])?.trim().to_string();
+        // Unique, so that two claimants never push the same commit (which would
+        // be "up to date" for the second, not refused).
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let msg = format!("baton claim {name} by {} ({nonce})", self.worker);
+        let commit = git(&self.main, &["commit-tree", &tree, "-m", &msg])?
+            .trim()
+            .to_string();
+        let r = format!("{CLAIMS}{name}");
+        let lease = format!("--force-with-lease={r}:");
+        match git_network(
+            &self.main,
+            &["push", "-q", &lease, REMOTE, &format!("{commit}:{r}")],
+        ) {
+            Ok(_) => Ok(true),
+            Err(e) if refused(&e) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Release this worker's claim of `name`.
+    pub fn release(&self, name: &str) {
+        let _ = git_network(
+            &self.main,
+            &["push", "-q", REMOTE, &format!(":{CLAIMS}{name}")],
+        );
+    }
+
+    /// Delete claims older than the time to live: their worker died or lost the
+    /// network. Each is deleted only if it is still the claim that was judged old.
+    pub fn expire(&self) -> Result<Vec<String>, HarnessError> {
+        let out = git_network(&self.main, &["ls-remote", REMOTE, &format!("{CLAIMS}*")])?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut expired = Vec::new();
+        for line in out.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(sha), Some(r)) = (f.next(), f.next()) else {
+                continue;
+            };
+            // The claim's commit, to read its time.
+            if git(&self.main, &["cat-file", "-e", sha]).is_err() {
+                let _ = git_network(&self.main, &["fetch", "-q", "--no-tags", REMOTE, r]);
+            }
+            let Ok(t) = git(&self.main, &["log", "-1", "--format=%ct", sha]) else {
+                continue;
+            };
+            let t: u64 = t.trim().parse().unwrap_or(now);
+            if now.saturating_sub(t) < self.ttl.as_secs() {
+                continue;
+            }
+            let lease = format!("--force-with-lease={r}:{sha}");
+            if git_network(
+                &self.main,
+                &["push", "-q", &lease, REMOTE, &format!(":{r}")],
+            )
+            .is_ok()
+                && let Some(name) = r.strip_prefix(CLAIMS)
+            {
+                expired.push(name.to_string());
+            }
+        }
+        Ok(expired)
+    }
+}
+
+/// Whether a push failed because the remote refused it (the ref moved or exists),
+/// not because the remote could not be reached.
+fn refused(e: &HarnessError) -> bool {
+    matches!(e, HarnessError::Git { message, .. }
+        if message.contains("[rejected]") || message.contains("failed to push some refs"))
+}
