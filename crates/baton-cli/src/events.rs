@@ -49,6 +49,12 @@ pub enum RunEvent<'a> {
         commits: usize,
         passing: usize,
         total: usize,
+        /// The agent of a parallel run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent: Option<u32>,
+        /// How its branch went into the main branch, in a parallel run.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        integration: Option<baton_records::IntegrationOutcome>,
     },
     /// What the gates found after a session.
     Gates {

@@ -476,6 +476,8 @@ impl Reporter for RunView {
             commits: r.commits,
             passing,
             total,
+            agent: r.agent,
+            integration: r.integration.as_ref().map(|i| i.outcome),
         });
         self.event(RunEvent::Gates {
             session: r.number,

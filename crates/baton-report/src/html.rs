@@ -9,7 +9,7 @@ use base64::Engine as _;
 use crate::Options;
 use crate::analysis::{Analysis, FeatureFacts, Since, failed};
 use crate::fmt::{count, duration, escape, usd, utc};
-use baton_records::SessionOutcome;
+use baton_records::{IntegrationOutcome, SessionOutcome};
 
 use crate::records::{FeatureRecord, Records, SessionKind, SessionRecord as Session, flip_backs};
 use crate::svg::{self, SessionBar, Span};
@@ -125,6 +125,29 @@ fn feature_list(v: &[usize]) -> String {
 fn findings_of(s: &Session) -> Vec<String> {
     let g = &s.gates;
     let mut v = Vec::new();
+    if let Some(i) = &s.integration {
+        let agent = s.agent.map(|a| format!("agent {a}: ")).unwrap_or_default();
+        let kept = i
+            .kept
+            .as_deref()
+            .map(|k| format!(" (kept as <code>{}</code>)", escape(k)))
+            .unwrap_or_default();
+        match i.outcome {
+            IntegrationOutcome::Merged => {}
+            IntegrationOutcome::Kept => v.push(format!(
+                r#"<span class="warn">{agent}branch not merged</span>: nothing passed{kept}"#
+            )),
+            IntegrationOutcome::Conflict | IntegrationOutcome::Regressed => v.push(format!(
+                r#"<span class="bad">{agent}{}</span>: {}; the feature went back to the queue{kept}"#,
+                if i.outcome == IntegrationOutcome::Conflict {
+                    "merge conflict"
+                } else {
+                    "broke a check when merged"
+                },
+                escape(&i.detail)
+            )),
+        }
+    }
     if failed(s) {
         v.push(format!(
             r#"<span class="bad b">session {}</span>"#,
@@ -753,6 +776,23 @@ pub fn page(r: &Records, opts: &Options) -> String {
 mod tests {
     use super::*;
     use crate::records::Feature;
+
+    #[test]
+    fn a_parallel_runs_conflict_is_a_finding_naming_the_agent_and_the_kept_branch() {
+        let s = Session {
+            agent: Some(2),
+            integration: Some(baton_records::Integration {
+                outcome: IntegrationOutcome::Conflict,
+                commit: None,
+                kept: Some("refs/baton/unintegrated/f4-s7".into()),
+                detail: "shared.txt".into(),
+            }),
+            ..Session::new(7, SessionKind::Coding, SessionOutcome::Completed)
+        };
+        let f = findings_of(&s).join(" ");
+        assert!(f.contains("agent 2: merge conflict"), "{f}");
+        assert!(f.contains("shared.txt") && f.contains("f4-s7"), "{f}");
+    }
 
     #[test]
     fn waits_and_full_context_windows_are_findings() {

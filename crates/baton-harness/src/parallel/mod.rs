@@ -641,9 +641,12 @@ impl Parallel<'_> {
             record.gates.flipped.clear();
         }
         record.integration = Some(integration);
-        state.sessions.push(record);
+        state.sessions.push(record.clone());
         state.sessions.sort_by_key(|s| s.number);
         state.save(main)?;
+        let list = self.files.load_accepted()?.unwrap_or_default();
+        self.reporter
+            .session_end(&record, list.passing(), list.features.len());
         // The transcript and evidence, where `baton log` and the report look.
         let t = layout::transcript(done.number);
         if agent.dir.join(&t).is_file() {
