@@ -130,8 +130,19 @@ pub struct Parallel<'a> {
 struct Agent {
     id: u32,
     dir: PathBuf,
-    /// Moved into the agent's thread for a session, and back.
+    /// Here until the agent's thread starts, then the thread's for the run.
     parts: Option<AgentParts>,
+    /// The agent's thread, once started: it takes one session at a time.
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+}
+
+/// One session for an agent's thread.
+struct Job {
+    agent: usize,
+    feature: usize,
+    number: u32,
+    /// Tip, accepted list and record the copy starts from.
+    copy: (String, String, State),
 }
 
 /// An agent's lines, prefixed with it.
@@ -387,7 +398,9 @@ impl Parallel<'_> {
             }
             running -= 1;
             let (a, feature) = (done.agent, done.feature);
-            agents[a].parts = done.parts.take();
+            if let Some(p) = done.parts.take() {
+                agents[a].parts = Some(p);
+            }
             self.settle(&agents, &integrate, remote.as_ref(), done)
                 .await?;
             claims.remove(&feature);
@@ -435,9 +448,11 @@ impl Parallel<'_> {
         (stall > 0 && state.stalled >= stall).then_some(RunEnd::Stalled(state.stalled))
     }
 
-    /// Start agent `a`'s session on feature `n`, numbered `number`, on a thread of
-    /// its own (its git and bash never wait for another agent's); it reports on
-    /// `done`, its lines on `lines`.
+    /// Hand agent `a` its session on feature `n`, numbered `number`. Each agent
+    /// has a thread of its own for the whole run (its git and bash never wait for
+    /// another agent's, and what its commands start — the run's PID namespace, dev
+    /// servers — lives from one of its sessions to the next); it reports on `done`,
+    /// its lines on `lines`.
     fn start(
         &self,
         agent: &mut Agent,
@@ -446,20 +461,39 @@ impl Parallel<'_> {
         done: &tokio::sync::mpsc::UnboundedSender<Done>,
         lines: &tokio::sync::mpsc::UnboundedSender<String>,
     ) -> Result<(), HarnessError> {
+        if agent.jobs.is_none() {
+            agent.jobs = Some(self.spawn(agent, done, lines)?);
+        }
+        let job = Job {
+            agent: a,
+            feature: n,
+            number,
+            copy,
+        };
+        match &agent.jobs {
+            Some(jobs) if jobs.send(job).is_ok() => Ok(()),
+            _ => Err(HarnessError::Input(format!(
+                "agent {}'s thread has ended",
+                agent.id
+            ))),
+        }
+    }
+
+    /// Agent's thread: one runtime, its parts, one session per job.
+    fn spawn(
+        &self,
+        agent: &mut Agent,
+        done: &tokio::sync::mpsc::UnboundedSender<Done>,
+        lines: &tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<std::sync::mpsc::Sender<Job>, HarnessError> {
         let Some(parts) = agent.parts.take() else {
             return Err(HarnessError::Input(format!(
-                "agent {} has a session running already",
+                "agent {} has no tools",
                 agent.id
             )));
         };
-        let opts = RunOptions {
-            max_sessions: Some(1),
-            pause: Some(Duration::ZERO),
-            first_number: Some(number),
-            agent: Some(agent.id),
-            skip_sweep: true,
-            ..self.opts.clone()
-        };
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let base = self.opts.clone();
         let (client, prices, cfg) = (self.client.clone(), self.prices.clone(), self.cfg.clone());
         let (dir, id, stop) = (agent.dir.clone(), agent.id, self.stop.clone());
         let main = self.files.dir.clone();
@@ -468,43 +502,58 @@ impl Parallel<'_> {
             .name(format!("baton-agent-{id}"))
             .spawn(move || {
                 let relay = Relay { agent: id, lines };
-                let session = || -> Result<RunEnd, HarnessError> {
-                    prepare(&dir, id, copy)?;
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .map_err(crate::error::io(&dir))?;
-                    rt.block_on(
-                        Runner {
-                            files: Files::new(dir.clone(), cfg.project.clone()),
-                            cfg: cfg.clone(),
-                            backend: Backend::Loop(&client),
-                            prices: &prices,
-                            policy: &*parts.policy,
-                            observer: &Quiet,
-                            reporter: &relay,
-                            tools: parts.tools.clone(),
-                            stop,
-                            opts,
-                        }
-                        .run(),
-                    )
-                };
-                let end = session();
-                // The branch goes into the project from here, not from the
-                // thread that merges: fetching never waits for another agent.
-                let theirs = fetch(&main, &dir, id);
-                let _ = done.send(Done {
-                    agent: a,
-                    feature: n,
-                    number,
-                    end,
-                    parts: Some(parts),
-                    theirs: Some(theirs),
-                });
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                while let Ok(job) = rx.recv() {
+                    let session = || -> Result<RunEnd, HarnessError> {
+                        let rt = rt.as_ref().map_err(|e| {
+                            crate::error::io(&dir)(std::io::Error::new(e.kind(), e.to_string()))
+                        })?;
+                        prepare(&dir, id, job.copy.clone())?;
+                        let opts = RunOptions {
+                            max_sessions: Some(1),
+                            pause: Some(Duration::ZERO),
+                            first_number: Some(job.number),
+                            agent: Some(id),
+                            skip_sweep: true,
+                            ..base.clone()
+                        };
+                        rt.block_on(
+                            Runner {
+                                files: Files::new(dir.clone(), cfg.project.clone()),
+                                cfg: cfg.clone(),
+                                backend: Backend::Loop(&client),
+                                prices: &prices,
+                                policy: &*parts.policy,
+                                observer: &Quiet,
+                                reporter: &relay,
+                                tools: parts.tools.clone(),
+                                stop: stop.clone(),
+                                opts,
+                            }
+                            .run(),
+                        )
+                    };
+                    let end = session();
+                    // The branch goes into the project from here, not from the
+                    // thread that merges: fetching never waits for another agent.
+                    let theirs = fetch(&main, &dir, id);
+                    let sent = done.send(Done {
+                        agent: job.agent,
+                        feature: job.feature,
+                        number: job.number,
+                        end,
+                        parts: None,
+                        theirs: Some(theirs),
+                    });
+                    if sent.is_err() {
+                        break;
+                    }
+                }
             })
             .map_err(crate::error::io(&agent.dir))?;
-        Ok(())
+        Ok(tx)
     }
 
     /// What an agent's copy starts from for feature `n`: the main branch's tip,
@@ -889,6 +938,7 @@ impl Parallel<'_> {
             id: k,
             dir,
             parts: Some(parts),
+            jobs: None,
         })
     }
 
