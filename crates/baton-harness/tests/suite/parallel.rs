@@ -627,3 +627,75 @@ fn claims_on_a_remote_are_won_once_and_expire_by_time() {
     assert!(a.claim("5").unwrap());
     assert!(a.expire().unwrap().is_empty());
 }
+
+/// Stops the run once a line says `when`.
+struct StopWhen {
+    lines: Lines,
+    when: &'static str,
+    stop: CancellationToken,
+}
+
+impl Reporter for StopWhen {
+    fn line(&self, text: &str) {
+        if text.contains(self.when) {
+            self.stop.cancel();
+        }
+        self.lines.line(text);
+    }
+}
+
+/// Ctrl-C: every agent finishes its tool call and stops, every session started is
+/// settled into the project's record, and no claim or unfinished session is left.
+#[tokio::test(flavor = "current_thread")]
+async fn a_stop_ends_every_agent_cleanly() {
+    let (_t, dir) = project(6);
+    let server = model(6, 0, Duration::from_millis(100));
+    let cfg = Config::load(&dir).unwrap();
+    let client = ModelClient::new(ClientConfig {
+        provider: Provider::Anthropic,
+        model: "claude-sonnet-4-5".into(),
+        base_url: server.base_url(),
+        api_key: Some("sk-test".into()),
+        max_output_tokens: 4096,
+        thinking_budget: 0,
+        retry: cfg.retry.clone(),
+        max_wait: Duration::from_secs(60),
+    })
+    .unwrap();
+    let prices = PriceTable::new(&cfg.prices);
+    let stop = CancellationToken::new();
+    let reporter = StopWhen {
+        lines: Lines::default(),
+        when: "── session 0004",
+        stop: stop.clone(),
+    };
+    let main = Plain.parts(0, &dir, Vec::new()).unwrap();
+    let p = Parallel {
+        files: Files::new(dir.clone(), cfg.project.clone()),
+        cfg,
+        agents: 3,
+        client: &client,
+        prices: &prices,
+        workspace: &Plain,
+        main: &main,
+        reporter: &reporter,
+        stop,
+        opts: RunOptions::default(),
+        remote: None,
+    };
+    let end = p.run().await.unwrap();
+    let said = reporter.lines.0.lock().unwrap().join("\n");
+    assert_eq!(end, RunEnd::Interrupted, "{said}");
+    let state = State::load(&dir).unwrap();
+    let coding = state.sessions.iter().filter(|s| s.agent.is_some()).count();
+    assert_eq!(coding, 3, "{said}");
+    for k in 1..=3 {
+        let copy = State::load(&dir.join(format!(".baton/agents/a{k}"))).unwrap();
+        assert!(copy.in_progress.is_none(), "agent {k}");
+    }
+    assert_eq!(
+        git(&dir, &["for-each-ref", "refs/baton/claims/"]).trim(),
+        ""
+    );
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+}
