@@ -235,13 +235,7 @@ fn run_locked(
                 main: &main,
                 reporter: &*view,
                 stop,
-                opts: RunOptions {
-                    max_sessions: args.max_sessions,
-                    budget_usd: args.budget_usd,
-                    max_hours: args.max_hours,
-                    pause: args.pause.map(Duration::from_secs_f64),
-                    ..RunOptions::default()
-                },
+                opts: run_options(&args),
                 remote: args.remote.clone(),
             };
             view.println(&format!(
@@ -271,13 +265,7 @@ fn run_locked(
             reporter: &*view,
             tools: tools.clone(),
             stop,
-            opts: RunOptions {
-                max_sessions: args.max_sessions,
-                budget_usd: args.budget_usd,
-                max_hours: args.max_hours,
-                pause: args.pause.map(Duration::from_secs_f64),
-                ..RunOptions::default()
-            },
+            opts: run_options(&args),
         };
         let result = runner.run().await;
         let stopped = tools
@@ -292,6 +280,17 @@ fn run_locked(
         }
         finish(&view, &runner.files, budget, result)
     })
+}
+
+/// The run's limits given on the command line.
+fn run_options(args: &RunArgs) -> RunOptions {
+    RunOptions {
+        max_sessions: args.max_sessions,
+        budget_usd: args.budget_usd,
+        max_hours: args.max_hours,
+        pause: args.pause.map(Duration::from_secs_f64),
+        ..RunOptions::default()
+    }
 }
 
 /// Say how the run ended, with the project's status, and give its exit code.

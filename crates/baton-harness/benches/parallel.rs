@@ -4,48 +4,31 @@
 //! run. Target: at most 0.4× (the floor is 0.25×: four agents, twelve features).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use baton_agent::client::{ClientConfig, ModelClient, Provider};
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::parallel::{AgentParts, Parallel, Workspace};
+use baton_harness::parallel::{Parallel, Workspace};
 use baton_harness::run::{Reporter, RunEnd, RunOptions};
 use baton_testkit::ScriptedServer;
 use baton_testkit::Wire;
 use baton_testkit::scenario::parallel::{initializer, is_for, list, session};
-use baton_tools::{AllowAll, ToolContext, Toolbox};
 use tokio_util::sync::CancellationToken;
 
 const INDEPENDENT: usize = 10;
 const SHARED: usize = 2;
 const THINK: Duration = Duration::from_millis(200);
 
+#[path = "../tests/suite/support.rs"]
+mod support;
+use support::{Plain, client};
+
 struct Silent;
 
 impl Reporter for Silent {
     fn line(&self, _: &str) {}
-}
-
-struct Plain;
-
-impl Workspace for Plain {
-    fn parts(
-        &self,
-        _agent: u32,
-        dir: &Path,
-        env: Vec<(String, String)>,
-    ) -> Result<AgentParts, baton_harness::HarnessError> {
-        let mut ctx = ToolContext::new(dir.to_path_buf());
-        ctx.env = env;
-        Ok(AgentParts {
-            tools: Toolbox::new(ctx),
-            policy: Box::new(AllowAll),
-        })
-    }
 }
 
 /// One whole run with `agents` agents: its wall time from the first coding
@@ -80,17 +63,7 @@ fn run(agents: u32) -> Duration {
     }
     let server = b.start(initializer(&list(INDEPENDENT, SHARED)));
     let cfg = Config::load(&dir).unwrap();
-    let client = ModelClient::new(ClientConfig {
-        provider: Provider::Anthropic,
-        model: "claude-sonnet-4-5".into(),
-        base_url: server.base_url(),
-        api_key: Some("sk-test".into()),
-        max_output_tokens: 4096,
-        thinking_budget: 0,
-        retry: cfg.retry.clone(),
-        max_wait: Duration::from_secs(60),
-    })
-    .unwrap();
+    let client = client(server.base_url(), &cfg);
     let prices = PriceTable::new(&cfg.prices);
     let main = Plain.parts(0, &dir, Vec::new()).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()

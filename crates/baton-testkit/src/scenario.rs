@@ -24,25 +24,42 @@ pub fn features(passes: &[bool]) -> String {
 
 /// The initializer: writes `list`, `init.sh` and the notes, and commits them.
 pub fn initializer(list: &str) -> Vec<Step> {
+    initializer_writing(
+        list,
+        "#!/usr/bin/env bash\necho 'app ready on http://127.0.0.1:0'\n",
+        "Session 1: wrote the feature list and init.sh.\n",
+        &[],
+    )
+}
+
+/// An initializer that writes `list`, `init` as `init.sh`, `notes` and `more`
+/// files, makes `init.sh` executable, and commits everything.
+pub fn initializer_writing(
+    list: &str,
+    init: &str,
+    notes: &str,
+    more: &[(&str, &str)],
+) -> Vec<Step> {
+    let mut calls = vec![
+        (
+            "Write",
+            json!({"file_path": "feature_list.json", "content": list}),
+        ),
+        ("Write", json!({"file_path": "init.sh", "content": init})),
+        (
+            "Write",
+            json!({"file_path": "claude-progress.txt", "content": notes}),
+        ),
+    ];
+    for (path, content) in more {
+        calls.push(("Write", json!({"file_path": path, "content": content})));
+    }
+    calls.push((
+        "Bash",
+        json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list, init.sh and notes'"}),
+    ));
     vec![
-        Step::Reply(Reply::tools(&[
-            (
-                "Write",
-                json!({"file_path": "feature_list.json", "content": list}),
-            ),
-            (
-                "Write",
-                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho 'app ready on http://127.0.0.1:0'\n"}),
-            ),
-            (
-                "Write",
-                json!({"file_path": "claude-progress.txt", "content": "Session 1: wrote the feature list and init.sh.\n"}),
-            ),
-            (
-                "Bash",
-                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list, init.sh and notes'"}),
-            ),
-        ])),
+        Step::Reply(Reply::tools(&calls)),
         Step::Reply(Reply::text("The project is initialized.")),
     ]
 }
@@ -108,34 +125,15 @@ pub mod parallel {
         serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
     }
 
-    /// The initializer: writes `list`, `init.sh`, the notes and the shared file, and
-    /// commits them.
+    /// The initializer: writes `list`, `init.sh` (saying its `$PORT`), the notes
+    /// and the shared file, and commits them.
     pub fn initializer(list: &str) -> Vec<Step> {
-        vec![
-            Step::Reply(Reply::tools(&[
-                (
-                    "Write",
-                    json!({"file_path": "feature_list.json", "content": list}),
-                ),
-                (
-                    "Write",
-                    json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho \"app ready on port ${PORT:-3000}\"\n"}),
-                ),
-                (
-                    "Write",
-                    json!({"file_path": "claude-progress.txt", "content": "Session 1: wrote the feature list.\n"}),
-                ),
-                (
-                    "Write",
-                    json!({"file_path": "shared.txt", "content": "log\n"}),
-                ),
-                (
-                    "Bash",
-                    json!({"command": "chmod +x init.sh && mkdir -p src && git add -A && git commit -qm 'Initial feature list, init.sh and notes'"}),
-                ),
-            ])),
-            Step::Reply(Reply::text("The project is initialized.")),
-        ]
+        super::initializer_writing(
+            list,
+            "#!/usr/bin/env bash\necho \"app ready on port ${PORT:-3000}\"\n",
+            "Session 1: wrote the feature list.\n",
+            &[("shared.txt", "log\n")],
+        )
     }
 
     /// An honest session for feature `n`: its file (or its line of the shared file

@@ -2,3 +2,4 @@ mod brief;
 mod parallel;
 mod prompts;
 mod run;
+mod support;

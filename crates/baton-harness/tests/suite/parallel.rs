@@ -4,10 +4,8 @@
 //! bash.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use baton_agent::client::{ClientConfig, ModelClient, Provider};
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
@@ -16,46 +14,9 @@ use baton_harness::run::{Reporter, RunEnd, RunOptions};
 use baton_records::{IntegrationOutcome, LedgerKind, State};
 use baton_testkit::scenario::parallel::{initializer, is_for, list, session, token};
 use baton_testkit::{ScriptedServer, Step, Wire};
-use baton_tools::{AllowAll, ToolContext, Toolbox};
 use tokio_util::sync::CancellationToken;
 
-#[derive(Default)]
-struct Lines(Mutex<Vec<String>>);
-
-impl Reporter for Lines {
-    fn line(&self, text: &str) {
-        self.0.lock().unwrap().push(text.to_string());
-    }
-}
-
-/// Working copies with every call allowed (the policy has tests of its own).
-struct Plain;
-
-impl Workspace for Plain {
-    fn parts(
-        &self,
-        _agent: u32,
-        dir: &Path,
-        env: Vec<(String, String)>,
-    ) -> Result<AgentParts, baton_harness::HarnessError> {
-        let mut ctx = ToolContext::new(dir.to_path_buf());
-        ctx.env = env;
-        Ok(AgentParts {
-            tools: Toolbox::new(ctx),
-            policy: Box::new(AllowAll),
-        })
-    }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use super::support::{Lines, Plain, client, git};
 
 fn project(features: usize) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
@@ -86,41 +47,58 @@ fn model(independent: usize, shared: usize, think: Duration) -> ScriptedServer {
     b.start(initializer(&list(independent, shared)))
 }
 
+/// What a `Parallel` over one project directory borrows, owned.
+struct Kit {
+    dir: PathBuf,
+    cfg: Config,
+    client: baton_agent::client::ModelClient,
+    prices: PriceTable,
+    main: AgentParts,
+}
+
+impl Kit {
+    fn new(dir: &Path, server: &ScriptedServer) -> Self {
+        let cfg = Config::load(dir).unwrap();
+        Self {
+            dir: dir.to_path_buf(),
+            client: client(server.base_url(), &cfg),
+            prices: PriceTable::new(&cfg.prices),
+            main: Plain.parts(0, dir, Vec::new()).unwrap(),
+            cfg,
+        }
+    }
+
+    /// A run of `agents` agents, at most `max_sessions` sessions.
+    fn parallel<'a>(
+        &'a self,
+        agents: u32,
+        reporter: &'a dyn Reporter,
+        max_sessions: Option<u32>,
+    ) -> Parallel<'a> {
+        Parallel {
+            files: Files::new(self.dir.clone(), self.cfg.project.clone()),
+            cfg: self.cfg.clone(),
+            agents,
+            client: &self.client,
+            prices: &self.prices,
+            workspace: &Plain,
+            main: &self.main,
+            reporter,
+            stop: CancellationToken::new(),
+            opts: RunOptions {
+                max_sessions,
+                ..RunOptions::default()
+            },
+            remote: None,
+        }
+    }
+}
+
 async fn run(dir: &Path, server: &ScriptedServer, agents: u32) -> (RunEnd, String) {
-    let cfg = Config::load(dir).unwrap();
-    let client = ModelClient::new(ClientConfig {
-        provider: Provider::Anthropic,
-        model: "claude-sonnet-4-5".into(),
-        base_url: server.base_url(),
-        api_key: Some("sk-test".into()),
-        max_output_tokens: 4096,
-        thinking_budget: 0,
-        retry: cfg.retry.clone(),
-        max_wait: Duration::from_secs(60),
-    })
-    .unwrap();
-    let prices = PriceTable::new(&cfg.prices);
+    let kit = Kit::new(dir, server);
     let lines = Lines::default();
-    let main = Plain.parts(0, dir, Vec::new()).unwrap();
-    let p = Parallel {
-        files: Files::new(dir.to_path_buf(), cfg.project.clone()),
-        cfg,
-        agents,
-        client: &client,
-        prices: &prices,
-        workspace: &Plain,
-        main: &main,
-        reporter: &lines,
-        stop: CancellationToken::new(),
-        opts: RunOptions {
-            max_sessions: Some(40),
-            ..RunOptions::default()
-        },
-        remote: None,
-    };
-    let end = p.run().await.unwrap();
-    let said = lines.0.lock().unwrap().join("\n");
-    (end, said)
+    let end = kit.parallel(agents, &lines, Some(40)).run().await.unwrap();
+    (end, lines.said())
 }
 
 /// The scenario: 12 features (10 independent, 2 appending to one shared
@@ -297,37 +275,9 @@ async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_nex
     let (_t, dir) = project(3);
     let server = model(3, 0, Duration::from_millis(10));
     // The initializer alone; the working copies are made.
-    let cfg = Config::load(&dir).unwrap();
-    let client = ModelClient::new(ClientConfig {
-        provider: Provider::Anthropic,
-        model: "claude-sonnet-4-5".into(),
-        base_url: server.base_url(),
-        api_key: Some("sk-test".into()),
-        max_output_tokens: 4096,
-        thinking_budget: 0,
-        retry: cfg.retry.clone(),
-        max_wait: Duration::from_secs(60),
-    })
-    .unwrap();
-    let prices = PriceTable::new(&cfg.prices);
+    let kit = Kit::new(&dir, &server);
     let lines = Lines::default();
-    let main = Plain.parts(0, &dir, Vec::new()).unwrap();
-    let p = Parallel {
-        files: Files::new(dir.clone(), cfg.project.clone()),
-        cfg: cfg.clone(),
-        agents: 2,
-        client: &client,
-        prices: &prices,
-        workspace: &Plain,
-        main: &main,
-        reporter: &lines,
-        stop: CancellationToken::new(),
-        opts: RunOptions {
-            max_sessions: Some(1),
-            ..RunOptions::default()
-        },
-        remote: None,
-    };
+    let p = kit.parallel(2, &lines, Some(1));
     assert!(matches!(p.run().await.unwrap(), RunEnd::Limit(_)));
     // What a kill leaves: agent 1 mid-way through feature 1, claimed, with half
     // its work not committed.
@@ -357,15 +307,8 @@ async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_nex
     std::fs::create_dir_all(a1.join("src")).unwrap();
     std::fs::write(a1.join("src/half.txt"), "half of F01\n").unwrap();
 
-    let p = Parallel {
-        opts: RunOptions {
-            max_sessions: Some(20),
-            ..RunOptions::default()
-        },
-        ..p
-    };
-    let end = p.run().await.unwrap();
-    let said = lines.0.lock().unwrap().join("\n");
+    let end = kit.parallel(2, &lines, Some(20)).run().await.unwrap();
+    let said = lines.said();
     assert_eq!(end, RunEnd::Complete, "{said}");
     let state = State::load(&dir).unwrap();
     let killed = state.sessions.iter().find(|s| s.number == 2).unwrap();
@@ -481,47 +424,16 @@ async fn two_workers_on_a_bare_remote_finish_one_project_together() {
         );
     }
     let server = model(6, 0, Duration::from_millis(20));
-    let cfg = Config::load(&workers[0]).unwrap();
-    let client = ModelClient::new(ClientConfig {
-        provider: Provider::Anthropic,
-        model: "claude-sonnet-4-5".into(),
-        base_url: server.base_url(),
-        api_key: Some("sk-test".into()),
-        max_output_tokens: 4096,
-        thinking_budget: 0,
-        retry: cfg.retry.clone(),
-        max_wait: Duration::from_secs(60),
-    })
-    .unwrap();
-    let prices = PriceTable::new(&cfg.prices);
+    let kits: Vec<Kit> = workers.iter().map(|w| Kit::new(w, &server)).collect();
     let lines = [Lines::default(), Lines::default()];
-    let mains: Vec<AgentParts> = workers
-        .iter()
-        .map(|w| Plain.parts(0, w, Vec::new()).unwrap())
-        .collect();
     let runs: Vec<Parallel> = (0..2)
         .map(|i| Parallel {
-            files: Files::new(workers[i].clone(), cfg.project.clone()),
-            cfg: cfg.clone(),
-            agents: 2,
-            client: &client,
-            prices: &prices,
-            workspace: &Plain,
-            main: &mains[i],
-            reporter: &lines[i],
-            stop: CancellationToken::new(),
-            opts: RunOptions {
-                max_sessions: Some(20),
-                ..RunOptions::default()
-            },
             remote: Some(bare.display().to_string()),
+            ..kits[i].parallel(2, &lines[i], Some(20))
         })
         .collect();
     let (a, b) = tokio::join!(runs[0].run(), runs[1].run());
-    let said: Vec<String> = lines
-        .iter()
-        .map(|l| l.0.lock().unwrap().join("\n"))
-        .collect();
+    let said: Vec<String> = lines.iter().map(Lines::said).collect();
     let (a, b) = match (a, b) {
         (Ok(a), Ok(b)) => (a, b),
         (a, b) => panic!("{a:?}\n{b:?}\n--- w1\n{}\n--- w2\n{}", said[0], said[1]),
@@ -650,41 +562,19 @@ impl Reporter for StopWhen {
 async fn a_stop_ends_every_agent_cleanly() {
     let (_t, dir) = project(6);
     let server = model(6, 0, Duration::from_millis(100));
-    let cfg = Config::load(&dir).unwrap();
-    let client = ModelClient::new(ClientConfig {
-        provider: Provider::Anthropic,
-        model: "claude-sonnet-4-5".into(),
-        base_url: server.base_url(),
-        api_key: Some("sk-test".into()),
-        max_output_tokens: 4096,
-        thinking_budget: 0,
-        retry: cfg.retry.clone(),
-        max_wait: Duration::from_secs(60),
-    })
-    .unwrap();
-    let prices = PriceTable::new(&cfg.prices);
+    let kit = Kit::new(&dir, &server);
     let stop = CancellationToken::new();
     let reporter = StopWhen {
         lines: Lines::default(),
         when: "── session 0004",
         stop: stop.clone(),
     };
-    let main = Plain.parts(0, &dir, Vec::new()).unwrap();
     let p = Parallel {
-        files: Files::new(dir.clone(), cfg.project.clone()),
-        cfg,
-        agents: 3,
-        client: &client,
-        prices: &prices,
-        workspace: &Plain,
-        main: &main,
-        reporter: &reporter,
         stop,
-        opts: RunOptions::default(),
-        remote: None,
+        ..kit.parallel(3, &reporter, None)
     };
     let end = p.run().await.unwrap();
-    let said = reporter.lines.0.lock().unwrap().join("\n");
+    let said = reporter.lines.said();
     assert_eq!(end, RunEnd::Interrupted, "{said}");
     let state = State::load(&dir).unwrap();
     let coding = state.sessions.iter().filter(|s| s.agent.is_some()).count();

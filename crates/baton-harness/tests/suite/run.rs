@@ -3,40 +3,20 @@
 //! whole-binary scenarios live in `baton-cli/tests/suite/run.rs`).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
-use baton_agent::client::{ClientConfig, ModelClient, Provider};
 use baton_agent::pricing::PriceTable;
 use baton_agent::session::Quiet;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
+use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
+
+use super::support::{Lines, client, git};
 use baton_records::{InProgress, LedgerEntry, LedgerKind, SessionKind, SessionOutcome, State};
 use baton_testkit::scenario::{features, honest, initializer};
 use baton_testkit::{Reply, ScriptedServer, Step, Wire};
 use baton_tools::{AllowAll, ToolContext, Toolbox};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-/// Collects the run's lines.
-#[derive(Default)]
-struct Lines(Mutex<Vec<String>>);
-
-impl Reporter for Lines {
-    fn line(&self, text: &str) {
-        self.0.lock().unwrap().push(text.to_string());
-    }
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A project directory with a git repository, a spec and `baton.toml`.
 struct Project {
@@ -63,17 +43,7 @@ impl Project {
     async fn run(&self, steps: Vec<Step>, max_sessions: u32) -> (RunEnd, String) {
         let server = ScriptedServer::start(Wire::Anthropic, steps);
         let cfg = Config::load(&self.dir).unwrap();
-        let client = ModelClient::new(ClientConfig {
-            provider: Provider::Anthropic,
-            model: "claude-sonnet-4-5".into(),
-            base_url: server.base_url(),
-            api_key: Some("sk-test".into()),
-            max_output_tokens: 4096,
-            thinking_budget: 0,
-            retry: cfg.retry.clone(),
-            max_wait: std::time::Duration::from_secs(60),
-        })
-        .unwrap();
+        let client = client(server.base_url(), &cfg);
         let prices = PriceTable::new(&cfg.prices);
         let lines = Lines::default();
         let runner = Runner {
