@@ -32,3 +32,20 @@ pub use script::{RBlock, Reply, Step, Wire};
 pub fn temp_project() -> std::io::Result<tempfile::TempDir> {
     tempfile::Builder::new().prefix("baton-test-").tempdir()
 }
+
+/// Run git in `dir` (with a test identity, so commits work on any machine); its
+/// output. Panics, naming the command and git's message, when git fails.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run git: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -28,17 +28,7 @@ pub(super) fn new_project() -> Project {
 }
 
 pub(super) fn git(p: &Project, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(p.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    baton_testkit::git(p.path(), args)
 }
 
 pub(super) fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {

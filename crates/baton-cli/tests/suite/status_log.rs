@@ -3,25 +3,13 @@
 //! ledger, a transcript with fixed times), so the output is the same on every run;
 //! the temp directory is masked.
 
-use std::process::Command;
-
 use baton_testkit::{ScriptedServer, Wire};
 use serde_json::{Value, json};
 
 use super::*;
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    baton_testkit::git(dir, args);
 }
 
 fn feature_list() -> String {

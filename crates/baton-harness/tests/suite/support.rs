@@ -1,7 +1,7 @@
 //! What the harness's tests and its parallel bench share: a reporter that keeps
 //! its lines, working copies with every call allowed, a model client for a
 //! scripted server, and git. The bench includes this file by path.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -64,17 +64,4 @@ pub fn client(base_url: String, cfg: &Config) -> ModelClient {
     .unwrap()
 }
 
-/// Run git in `dir`; its output. Fails the test when git does.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+pub use baton_testkit::git;
