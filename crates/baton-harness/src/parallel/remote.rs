@@ -2,14 +2,20 @@
 //! (`baton run --remote URL`): claims are refs on the remote created by a push
 //! that fails when the ref exists, the main branch moves only by a push that fails
 //! when someone else moved it first, and claims expire by the time in their
-//! commit. See `docs/parallel.md`.
+//! commit. Here: the protocol ([`Remote`]) and the coordinator's use of it
+//! (opening the remote, syncing the accepted list, the one initializer). See
+//! `docs/parallel.md`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use baton_records::{SessionKind, State};
+
+use super::{Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
-use crate::git::{git, git_network};
+use crate::git::{self, git, git_network};
+use crate::run::{RunEnd, RunOptions};
 
 /// The name of the remote baton adds to the project's repository.
 pub const REMOTE: &str = "baton";
@@ -178,4 +184,136 @@ impl Remote {
 fn refused(e: &HarnessError) -> bool {
     matches!(e, HarnessError::Git { message, .. }
         if message.contains("[rejected]") || message.contains("failed to push some refs"))
+}
+
+impl Parallel<'_> {
+    /// The project's remote `baton` at `url`, with baton's identity set for the
+    /// claims' commits.
+    pub(super) fn open_remote(&self, url: &str) -> Result<Remote, HarnessError> {
+        let main = &self.files.dir;
+        if !git::is_repo(main) {
+            return Err(HarnessError::Input(format!(
+                "{} is not a git repository: with --remote, clone the shared repository first (git clone {url} DIR)",
+                main.display()
+            )));
+        }
+        git::prepare(main, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "host".into());
+        let worker = format!("{host}-{}", std::process::id());
+        let ttl = Duration::from_secs_f64(self.cfg.run.claim_ttl_minutes.max(1.0) * 60.0);
+        Remote::open(main, url, &worker, ttl)
+    }
+
+    /// Bring the project up to the remote's main branch, and take the flips other
+    /// machines merged into the accepted list.
+    pub(super) fn sync(&self, r: &Remote) -> Result<(), HarnessError> {
+        if !r.sync()? {
+            return Ok(());
+        }
+        let Some(accepted) = self.files.load_accepted()? else {
+            return Ok(());
+        };
+        let text = std::fs::read_to_string(self.files.feature_list())
+            .map_err(crate::error::io(self.files.feature_list()))?;
+        let merged = baton_records::reconcile(&accepted, &text, &self.cfg.project.feature_list);
+        if !merged.violations.is_empty() {
+            return Err(HarnessError::Input(format!(
+                "the remote's {} differs from the accepted one beyond passes ({}); baton does not go on from it",
+                self.cfg.project.feature_list,
+                merged
+                    .violations
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )));
+        }
+        let mut state = State::load(&self.files.dir)?;
+        let before = state.features.len();
+        for (i, f) in merged.list.features.iter().enumerate() {
+            if f.passes {
+                state.features.remove(&(i + 1));
+            }
+        }
+        if state.features.len() != before {
+            state.save(&self.files.dir)?;
+        }
+        self.files.save_accepted(&merged.list)?;
+        Ok(())
+    }
+
+    /// With a remote: take the project's feature list from it, or be the one
+    /// machine that runs the initializer (claim `init`), or wait for the one that
+    /// does. `Some` when the run ends here.
+    pub(super) async fn initialize_shared(
+        &self,
+        r: &Remote,
+    ) -> Result<Option<RunEnd>, HarnessError> {
+        let main = &self.files.dir;
+        loop {
+            r.sync()?;
+            if self.files.load_accepted()?.is_some() {
+                return Ok(None);
+            }
+            if self.files.feature_list().is_file() {
+                let mut state = State::load(main)?;
+                let runner = self.runner(
+                    main,
+                    self.main,
+                    self.reporter,
+                    self.opts.clone(),
+                    self.stop.clone(),
+                );
+                runner.adopt(&mut state)?;
+                return Ok(None);
+            }
+            if r.claim("init")? {
+                let opts = RunOptions {
+                    max_sessions: Some(1),
+                    ..self.opts.clone()
+                };
+                for _ in 0..2 {
+                    if self.files.load_accepted()?.is_some() {
+                        break;
+                    }
+                    let runner = self.runner(
+                        main,
+                        self.main,
+                        self.reporter,
+                        opts.clone(),
+                        self.stop.clone(),
+                    );
+                    if let RunEnd::Interrupted = runner.run().await? {
+                        r.release("init");
+                        return Ok(Some(RunEnd::Interrupted));
+                    }
+                }
+                let head = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
+                if !r.push(&head)? {
+                    r.release("init");
+                    return Err(HarnessError::Input(
+                        "the remote's main branch moved while this machine ran the initializer (its claim of `init` had expired?)".into(),
+                    ));
+                }
+                r.release("init");
+                return Ok(None);
+            }
+            self.reporter
+                .line("another machine is running the initializer; waiting for its feature list");
+            tokio::select! {
+                () = tokio::time::sleep(WAIT_FOR_OTHERS) => {}
+                () = self.stop.cancelled() => return Ok(Some(RunEnd::Interrupted)),
+            }
+        }
+    }
+
+    /// Whether this machine's record holds an initializer session.
+    pub(super) fn ran_initializer(&self) -> Result<bool, HarnessError> {
+        Ok(State::load(&self.files.dir)?
+            .sessions
+            .iter()
+            .any(|s| s.kind == SessionKind::Initializer))
+    }
 }

@@ -1,0 +1,202 @@
+//! The agents: each one's working copy (a local clone), its thread for the run
+//! (one session at a time from a queue, with its own runtime), the state its copy
+//! starts from, and the fetch of its branch into the project.
+
+use super::*;
+
+impl Parallel<'_> {
+    /// Hand agent `a` its session on feature `n`, numbered `number`. Each agent
+    /// has a thread of its own for the whole run (its git and bash never wait for
+    /// another agent's, and what its commands start — the run's PID namespace, dev
+    /// servers — lives from one of its sessions to the next); it reports on `done`,
+    /// its lines on `lines`.
+    pub(super) fn start(
+        &self,
+        agent: &mut Agent,
+        (a, n, number): (usize, usize, u32),
+        copy: (String, String, State),
+        done: &tokio::sync::mpsc::UnboundedSender<Done>,
+        lines: &tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<(), HarnessError> {
+        if agent.jobs.is_none() {
+            agent.jobs = Some(self.spawn(agent, done, lines)?);
+        }
+        let job = Job {
+            agent: a,
+            feature: n,
+            number,
+            copy,
+        };
+        match &agent.jobs {
+            Some(jobs) if jobs.send(job).is_ok() => Ok(()),
+            _ => Err(HarnessError::Input(format!(
+                "agent {}'s thread has ended",
+                agent.id
+            ))),
+        }
+    }
+
+    /// Agent's thread: one runtime, its parts, one session per job.
+    pub(super) fn spawn(
+        &self,
+        agent: &mut Agent,
+        done: &tokio::sync::mpsc::UnboundedSender<Done>,
+        lines: &tokio::sync::mpsc::UnboundedSender<String>,
+    ) -> Result<std::sync::mpsc::Sender<Job>, HarnessError> {
+        let Some(parts) = agent.parts.take() else {
+            return Err(HarnessError::Input(format!(
+                "agent {} has no tools",
+                agent.id
+            )));
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let base = self.opts.clone();
+        let (client, prices, cfg) = (self.client.clone(), self.prices.clone(), self.cfg.clone());
+        let (dir, id, stop) = (agent.dir.clone(), agent.id, self.stop.clone());
+        let main = self.files.dir.clone();
+        let (done, lines) = (done.clone(), lines.clone());
+        std::thread::Builder::new()
+            .name(format!("baton-agent-{id}"))
+            .spawn(move || {
+                let relay = Relay { agent: id, lines };
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                while let Ok(job) = rx.recv() {
+                    let session = || -> Result<RunEnd, HarnessError> {
+                        let rt = rt.as_ref().map_err(|e| {
+                            crate::error::io(&dir)(std::io::Error::new(e.kind(), e.to_string()))
+                        })?;
+                        prepare(&dir, id, job.copy.clone())?;
+                        let opts = RunOptions {
+                            max_sessions: Some(1),
+                            pause: Some(Duration::ZERO),
+                            first_number: Some(job.number),
+                            agent: Some(id),
+                            skip_sweep: true,
+                            ..base.clone()
+                        };
+                        rt.block_on(
+                            Runner {
+                                files: Files::new(dir.clone(), cfg.project.clone()),
+                                cfg: cfg.clone(),
+                                backend: Backend::Loop(&client),
+                                prices: &prices,
+                                policy: &*parts.policy,
+                                observer: &Quiet,
+                                reporter: &relay,
+                                tools: parts.tools.clone(),
+                                stop: stop.clone(),
+                                opts,
+                            }
+                            .run(),
+                        )
+                    };
+                    let end = session();
+                    // The branch goes into the project from here, not from the
+                    // thread that merges: fetching never waits for another agent.
+                    let theirs = fetch(&main, &dir, id);
+                    let sent = done.send(Done {
+                        agent: job.agent,
+                        feature: job.feature,
+                        number: job.number,
+                        end,
+                        parts: None,
+                        theirs: Some(theirs),
+                    });
+                    if sent.is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(crate::error::io(&agent.dir))?;
+        Ok(tx)
+    }
+
+    /// What an agent's copy starts from for feature `n`: the main branch's tip,
+    /// the accepted list, and the project's record with `n` claimed.
+    pub(super) fn copy_state(&self, state: &State, n: usize) -> (String, String, State) {
+        let tip = git(&self.files.dir, &["rev-parse", "HEAD"])
+            .map(|t| t.trim().to_string())
+            .unwrap_or_default();
+        let list = self
+            .files
+            .load_accepted()
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .to_json();
+        let mut copy = state.clone();
+        copy.in_progress = None;
+        copy.waiting_until_ms = None;
+        copy.claim = Some(n);
+        (tip, list, copy)
+    }
+
+    /// Agent `k`'s working copy (cloned on first use) and parts.
+    pub(super) fn agent(&self, k: u32) -> Result<Agent, HarnessError> {
+        let main = &self.files.dir;
+        let dir = main.join(layout::AGENTS).join(format!("a{k}"));
+        if !dir.join(".git").is_dir() {
+            if let Some(p) = dir.parent() {
+                std::fs::create_dir_all(p).map_err(crate::error::io(p))?;
+            }
+            // `--shared`: the copy reads the project's objects and writes its own;
+            // the agent's sandbox cannot write the project's.
+            git(
+                main,
+                &[
+                    "clone",
+                    "-q",
+                    "--shared",
+                    "--no-checkout",
+                    &main.display().to_string(),
+                    &dir.display().to_string(),
+                ],
+            )?;
+        }
+        let parts = self.workspace.parts(k, &dir, agent_env(k))?;
+        Ok(Agent {
+            id: k,
+            dir,
+            parts: Some(parts),
+            jobs: None,
+        })
+    }
+}
+
+/// Agent `id`'s branch, fetched from its copy `dir` into the project `main` as
+/// `refs/baton/agents/a<id>`; its tip.
+pub(super) fn fetch(main: &Path, dir: &Path, id: u32) -> Result<String, HarnessError> {
+    let name = format!("refs/baton/agents/a{id}");
+    let src = dir.display().to_string();
+    git(
+        main,
+        &[
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--no-write-fetch-head",
+            &src,
+            &format!("+HEAD:{name}"),
+        ],
+    )?;
+    Ok(git(main, &["rev-parse", &name])?.trim().to_string())
+}
+
+/// Put agent `id`'s working copy `dir` on the main branch's tip, with the
+/// project's accepted list and record (`copy`: tip, list, state with the claim).
+pub(super) fn prepare(
+    dir: &Path,
+    id: u32,
+    (tip, list, state): (String, String, State),
+) -> Result<(), HarnessError> {
+    // The copy reads the project's objects (`--shared`): the tip is there.
+    let branch = format!("baton/agent-{id}");
+    git(dir, &["checkout", "-q", "-f", "-B", &branch, &tip])?;
+    git(dir, &["reset", "-q", "--hard", &tip])?;
+    git(dir, &["clean", "-q", "-fd"])?;
+    baton_records::write_atomic(&dir.join(layout::ACCEPTED), &list)?;
+    state.save(dir)?;
+    Ok(())
+}
