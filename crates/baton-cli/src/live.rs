@@ -198,6 +198,8 @@ struct Bars {
     features: ProgressBar,
     session: ProgressBar,
     tool: ProgressBar,
+    /// One line per agent of a parallel run, made on its first status.
+    agents: Mutex<std::collections::BTreeMap<u32, ProgressBar>>,
 }
 
 /// Where JSON events go.
@@ -267,6 +269,7 @@ impl RunView {
                 features,
                 session,
                 tool,
+                agents: Mutex::default(),
             }
         });
         let view = Self {
@@ -421,6 +424,25 @@ impl RunView {
 }
 
 impl Reporter for RunView {
+    fn agent_status(&self, agent: u32, status: &str) {
+        // The lines and JSON modes have each session's own lines and events.
+        let Some(b) = &self.bars else { return };
+        let Ok(mut agents) = b.agents.lock() else {
+            return;
+        };
+        let bar = agents.entry(agent).or_insert_with(|| {
+            let bar = b.multi.add(ProgressBar::new_spinner());
+            bar.set_style(
+                ProgressStyle::with_template("{prefix:.bold} {spinner:.cyan} {msg} {elapsed:.dim}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_prefix(format!("agent {agent}"));
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
+        bar.set_message(status.to_string());
+    }
+
     fn line(&self, text: &str) {
         match self.mode {
             Mode::Json => self.event(RunEvent::Message { text }),
@@ -698,6 +720,28 @@ mod tests {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
         }
+    }
+
+    #[test]
+    fn each_agent_of_a_parallel_run_gets_a_line_of_its_own() {
+        let v = RunView::new(
+            Mode::Bars,
+            &start(),
+            ProgressDrawTarget::hidden(),
+            Box::new(Buf::default()),
+        );
+        v.agent_status(2, "#4 · turn 1 · 0 tokens");
+        v.agent_status(1, "#3 · turn 2 · 1.2k tokens · Bash");
+        v.agent_status(2, "#4 · turn 3 · 5.1k tokens");
+        let agents = v.bars.as_ref().unwrap().agents.lock().unwrap();
+        let lines: Vec<(u32, String)> = agents.iter().map(|(a, b)| (*a, b.message())).collect();
+        assert_eq!(
+            lines,
+            [
+                (1, "#3 · turn 2 · 1.2k tokens · Bash".to_string()),
+                (2, "#4 · turn 3 · 5.1k tokens".to_string())
+            ]
+        );
     }
 
     fn drive(v: &RunView) {

@@ -88,6 +88,9 @@ pub trait Reporter: Send + Sync {
     fn session_start(&self, _number: u32, _kind: SessionKind) {}
     /// A session was recorded, gates included; `passing` of `total` features pass now.
     fn session_end(&self, _record: &SessionRecord, _passing: usize, _total: usize) {}
+    /// In a parallel run: what agent `agent` is doing now, in a few words (its
+    /// feature, turn, tokens, the tool it runs).
+    fn agent_status(&self, _agent: u32, _status: &str) {}
 }
 
 /// What runs the sessions.

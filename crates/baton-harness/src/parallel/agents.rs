@@ -16,7 +16,7 @@ impl Parallel<'_> {
         (a, n, number): (usize, usize, u32),
         copy: (String, String, State),
         done: &tokio::sync::mpsc::UnboundedSender<Done>,
-        lines: &tokio::sync::mpsc::UnboundedSender<String>,
+        lines: &tokio::sync::mpsc::UnboundedSender<Note>,
     ) -> Result<(), HarnessError> {
         if agent.jobs.is_none() {
             agent.jobs = Some(self.spawn(agent, done, lines)?);
@@ -41,7 +41,7 @@ impl Parallel<'_> {
         &self,
         agent: &mut Agent,
         done: &tokio::sync::mpsc::UnboundedSender<Done>,
-        lines: &tokio::sync::mpsc::UnboundedSender<String>,
+        lines: &tokio::sync::mpsc::UnboundedSender<Note>,
     ) -> Result<std::sync::mpsc::Sender<Job>, HarnessError> {
         let Some(parts) = agent.parts.take() else {
             return Err(HarnessError::Input(format!(
@@ -58,11 +58,21 @@ impl Parallel<'_> {
         std::thread::Builder::new()
             .name(format!("baton-agent-{id}"))
             .spawn(move || {
-                let relay = Relay { agent: id, lines };
+                let relay = Relay {
+                    agent: id,
+                    notes: lines.clone(),
+                };
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build();
                 while let Ok(job) = rx.recv() {
+                    let watch = Watch {
+                        agent: id,
+                        feature: job.feature,
+                        notes: lines.clone(),
+                        so_far: std::sync::Mutex::new((0, 0)),
+                    };
+                    watch.say(None);
                     let session = || -> Result<RunEnd, HarnessError> {
                         let rt = rt.as_ref().map_err(|e| {
                             crate::error::io(&dir)(std::io::Error::new(e.kind(), e.to_string()))
@@ -83,7 +93,7 @@ impl Parallel<'_> {
                                 backend: Backend::Loop(&client),
                                 prices: &prices,
                                 policy: &*parts.policy,
-                                observer: &Quiet,
+                                observer: &watch,
                                 reporter: &relay,
                                 tools: parts.tools.clone(),
                                 stop: stop.clone(),

@@ -160,15 +160,63 @@ impl Reporter for Prefixed<'_> {
     }
 }
 
+/// What an agent's thread tells the run's reporter.
+enum Note {
+    /// A line, prefixed with the agent.
+    Line(String),
+    /// What the agent is doing now.
+    Status(u32, String),
+}
+
 /// An agent's lines, sent to the run's reporter from the agent's thread.
 struct Relay {
     agent: u32,
-    lines: tokio::sync::mpsc::UnboundedSender<String>,
+    notes: tokio::sync::mpsc::UnboundedSender<Note>,
 }
 
 impl Reporter for Relay {
     fn line(&self, text: &str) {
-        let _ = self.lines.send(format!("[agent {}] {text}", self.agent));
+        let _ = self
+            .notes
+            .send(Note::Line(format!("[agent {}] {text}", self.agent)));
+    }
+}
+
+/// An agent's session as it goes, for the live view: turn, tokens, tool.
+struct Watch {
+    agent: u32,
+    feature: usize,
+    notes: tokio::sync::mpsc::UnboundedSender<Note>,
+    /// Turns and tokens so far.
+    so_far: std::sync::Mutex<(u32, u64)>,
+}
+
+impl Watch {
+    fn say(&self, tool: Option<&str>) {
+        let (turn, tokens) = self.so_far.lock().map(|g| *g).unwrap_or_default();
+        let tool = tool.map(|t| format!(" · {t}")).unwrap_or_default();
+        let _ = self.notes.send(Note::Status(
+            self.agent,
+            format!(
+                "#{} · turn {} · {} tokens{tool}",
+                self.feature,
+                turn + 1,
+                baton_records::human::count(tokens)
+            ),
+        ));
+    }
+}
+
+impl baton_agent::session::Observer for Watch {
+    fn tool_start(&self, name: &str, _input: &serde_json::Value) {
+        self.say(Some(name));
+    }
+
+    fn turn_end(&self, turn: u32, usage: &baton_records::Usage, _cost_usd: f64) {
+        if let Ok(mut g) = self.so_far.lock() {
+            *g = (turn, g.1 + usage.total());
+        }
+        self.say(None);
     }
 }
 
@@ -316,7 +364,7 @@ impl Parallel<'_> {
         let mut idle: Vec<usize> = (0..agents.len()).rev().collect();
         let mut running = 0usize;
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
-        let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<Note>();
         loop {
             let mut elsewhere = BTreeMap::new();
             if let Some(r) = &remote {
@@ -392,12 +440,12 @@ impl Parallel<'_> {
             // Lines as they come; then the next session that ended.
             let mut done = loop {
                 tokio::select! {
-                    Some(line) = line_rx.recv() => self.reporter.line(&line),
+                    Some(note) = line_rx.recv() => self.note(note),
                     Some(d) = done_rx.recv() => break d,
                 }
             };
-            while let Ok(line) = line_rx.try_recv() {
-                self.reporter.line(&line);
+            while let Ok(note) = line_rx.try_recv() {
+                self.note(note);
             }
             running -= 1;
             let (a, feature) = (done.agent, done.feature);
@@ -409,6 +457,13 @@ impl Parallel<'_> {
             claims.remove(&feature);
             self.release(remote.as_ref(), feature);
             idle.push(a);
+        }
+    }
+
+    fn note(&self, note: Note) {
+        match note {
+            Note::Line(l) => self.reporter.line(&l),
+            Note::Status(a, s) => self.reporter.agent_status(a, &s),
         }
     }
 

@@ -98,6 +98,20 @@ async fn run(dir: &Path, server: &ScriptedServer, agents: u32) -> (RunEnd, Strin
     let kit = Kit::new(dir, server);
     let lines = Lines::default();
     let end = kit.parallel(agents, &lines, Some(40)).run().await.unwrap();
+    // The live view was told what each agent did: its feature, turns, tokens, tools.
+    let statuses = lines.statuses();
+    for a in 1..=agents {
+        assert!(
+            statuses
+                .iter()
+                .any(|(x, s)| *x == a && s.contains(" · turn 2 · ") && s.contains(" tokens")),
+            "agent {a}: {statuses:?}"
+        );
+    }
+    assert!(
+        statuses.iter().any(|(_, s)| s.ends_with(" · Bash")),
+        "{statuses:?}"
+    );
     (end, lines.said())
 }
 

@@ -13,20 +13,29 @@ use baton_harness::parallel::{AgentParts, Workspace};
 use baton_harness::run::Reporter;
 use baton_tools::{AllowAll, ToolContext, Toolbox};
 
-/// Collects the run's lines.
+/// Collects the run's lines, and its agents' statuses.
 #[derive(Default)]
-pub struct Lines(pub Mutex<Vec<String>>);
+pub struct Lines(pub Mutex<Vec<String>>, pub Mutex<Vec<(u32, String)>>);
 
 impl Lines {
     /// Every line so far, one per line.
     pub fn said(&self) -> String {
         self.0.lock().unwrap().join("\n")
     }
+
+    /// Every agent status so far.
+    pub fn statuses(&self) -> Vec<(u32, String)> {
+        self.1.lock().unwrap().clone()
+    }
 }
 
 impl Reporter for Lines {
     fn line(&self, text: &str) {
         self.0.lock().unwrap().push(text.to_string());
+    }
+
+    fn agent_status(&self, agent: u32, status: &str) {
+        self.1.lock().unwrap().push((agent, status.to_string()));
     }
 }
 
