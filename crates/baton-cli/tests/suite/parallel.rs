@@ -78,3 +78,85 @@ fn agents_and_the_claude_code_backend_do_not_mix() {
     let err = stderr(&out);
     assert!(err.contains("--agents 3"), "{err}");
 }
+
+/// Two worker processes on two "machines" (two clones) sharing nothing but a bare
+/// repository on disk: one runs the initializer, both take features, and the
+/// remote's main branch ends with every feature passing.
+#[test]
+fn two_worker_processes_share_a_bare_remote_and_finish_the_project() {
+    let root = baton_testkit::temp_project().unwrap();
+    let root = root.path().canonicalize().unwrap();
+    let bare = root.join("remote.git");
+    baton_testkit::git(&root, &["init", "-q", "--bare", bare.to_str().unwrap()]);
+    let seed = root.join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    std::fs::write(
+        seed.join("baton.toml"),
+        "[project]\nfeatures = 4\nmin_features = 4\n[run]\npause_secs = 0\nstall_sessions = 0\n",
+    )
+    .unwrap();
+    std::fs::write(seed.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(seed.join(".gitignore"), ".baton/\n").unwrap();
+    baton_testkit::git(&seed, &["init", "-q"]);
+    baton_testkit::git(&seed, &["add", "-A"]);
+    baton_testkit::git(&seed, &["commit", "-qm", "Spec"]);
+    let branch = baton_testkit::git(&seed, &["symbolic-ref", "--short", "HEAD"]);
+    baton_testkit::git(
+        &seed,
+        &["push", "-q", bare.to_str().unwrap(), branch.trim()],
+    );
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(30));
+    for n in 1..=4 {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let server = b.start(initializer(&list(4, 0)));
+    let workers: Vec<std::path::PathBuf> = ["m1", "m2"].iter().map(|m| root.join(m)).collect();
+    let mut children = Vec::new();
+    for w in &workers {
+        baton_testkit::git(
+            &root,
+            &["clone", "-q", bare.to_str().unwrap(), w.to_str().unwrap()],
+        );
+        children.push(
+            baton(&server, Wire::Anthropic)
+                .args(["run", "--quiet", "--remote", bare.to_str().unwrap()])
+                .arg(w)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+    }
+    let outs: Vec<std::process::Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for o in &outs {
+        assert!(o.status.success(), "{}", stderr(o));
+    }
+    let check = root.join("check");
+    baton_testkit::git(
+        &root,
+        &[
+            "clone",
+            "-q",
+            bare.to_str().unwrap(),
+            check.to_str().unwrap(),
+        ],
+    );
+    let text = std::fs::read_to_string(check.join("feature_list.json")).unwrap();
+    let list: Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        list.as_array().unwrap().iter().all(|f| f["passes"] == true),
+        "{text}"
+    );
+    for f in ["src/F01.txt", "src/F02.txt", "src/F03.txt", "src/F04.txt"] {
+        assert!(check.join(f).is_file(), "{f}");
+    }
+    // One initializer between the two machines.
+    let inits = outs
+        .iter()
+        .filter(|o| stderr(o).contains("initializer · completed"))
+        .count();
+    assert_eq!(inits, 1, "{}\n---\n{}", stderr(&outs[0]), stderr(&outs[1]));
+}
