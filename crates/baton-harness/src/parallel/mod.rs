@@ -365,6 +365,8 @@ impl Parallel<'_> {
         let mut running = 0usize;
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<Note>();
+        let renew_every = remote.as_ref().map(Remote::renew_every);
+        let mut next_renewal = renew_every.map(|d| tokio::time::Instant::now() + d);
         loop {
             let mut elsewhere = BTreeMap::new();
             if let Some(r) = &remote {
@@ -437,11 +439,28 @@ impl Parallel<'_> {
                     RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
                 }));
             }
-            // Lines as they come; then the next session that ended.
+            // Lines as they come, claims renewed while sessions run; then the next
+            // session that ended.
             let mut done = loop {
+                let renewal = async {
+                    match next_renewal {
+                        Some(t) => tokio::time::sleep_until(t).await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     Some(note) = line_rx.recv() => self.note(note),
                     Some(d) = done_rx.recv() => break d,
+                    () = renewal => {
+                        if let Some(r) = &remote {
+                            for name in r.renew()? {
+                                self.reporter.line(&format!(
+                                    "the claim of {name} expired on the remote before its session ended; another machine may take it"
+                                ));
+                            }
+                        }
+                        next_renewal = renew_every.map(|d| tokio::time::Instant::now() + d);
+                    }
                 }
             };
             while let Ok(note) = line_rx.try_recv() {

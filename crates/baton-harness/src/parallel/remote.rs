@@ -23,12 +23,15 @@ pub const REMOTE: &str = "baton";
 pub const CLAIMS: &str = "refs/baton/claims/";
 
 /// The shared remote of a project, seen from one machine's repository.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Remote {
     main: PathBuf,
     branch: String,
     worker: String,
     ttl: Duration,
+    /// The claims this machine holds, by name, with their commits: renewed while
+    /// their sessions run.
+    held: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 impl Remote {
@@ -52,6 +55,7 @@ impl Remote {
             branch,
             worker: worker.to_string(),
             ttl,
+            held: std::sync::Mutex::default(),
         })
     }
 
@@ -107,21 +111,25 @@ impl Remote {
             .collect())
     }
 
-    /// Claim `name` on the remote: a commit naming this worker and the time, pushed
-    /// to `refs/baton/claims/<name>` only if that ref does not exist. True when won.
-    pub fn claim(&self, name: &str) -> Result<bool, HarnessError> {
+    /// A new claim commit for `name`: it names this worker and the time, and is
+    /// unique, so that two claimants never push the same commit (which would be
+    /// "up to date" for the second, not refused).
+    fn claim_commit(&self, name: &str) -> Result<String, HarnessError> {
         let tree = git(&self.main, &["mktree"])?.trim().to_string();
-        // Unique, so that two claimants never push the same commit (which would
-        // be "up to date" for the second, not refused).
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let msg = format!("baton claim {name} by {} ({nonce})", self.worker);
-        let commit = git(&self.main, &["commit-tree", &tree, "-m", &msg])?
+        Ok(git(&self.main, &["commit-tree", &tree, "-m", &msg])?
             .trim()
-            .to_string();
+            .to_string())
+    }
+
+    /// Push `commit` as the claim of `name` if the remote's claim is `expect`
+    /// (empty: if there is none). False when it is not.
+    fn push_claim(&self, name: &str, expect: &str, commit: &str) -> Result<bool, HarnessError> {
         let r = format!("{CLAIMS}{name}");
-        let lease = format!("--force-with-lease={r}:");
+        let lease = format!("--force-with-lease={r}:{expect}");
         match git_network(
             &self.main,
             &["push", "-q", &lease, REMOTE, &format!("{commit}:{r}")],
@@ -132,8 +140,55 @@ impl Remote {
         }
     }
 
+    /// Claim `name` on the remote: a claim commit pushed to
+    /// `refs/baton/claims/<name>` only if that ref does not exist. True when won.
+    pub fn claim(&self, name: &str) -> Result<bool, HarnessError> {
+        let commit = self.claim_commit(name)?;
+        let won = self.push_claim(name, "", &commit)?;
+        if won && let Ok(mut held) = self.held.lock() {
+            held.insert(name.to_string(), commit);
+        }
+        Ok(won)
+    }
+
+    /// Renew every claim this machine holds (a new commit, pushed only over the
+    /// one it pushed), so that a session longer than the time to live keeps its
+    /// feature. Returns the claims that were lost meanwhile (expired by another
+    /// machine).
+    pub fn renew(&self) -> Result<Vec<String>, HarnessError> {
+        let held: Vec<(String, String)> = self
+            .held
+            .lock()
+            .map(|h| h.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        let mut lost = Vec::new();
+        for (name, old) in held {
+            let commit = self.claim_commit(&name)?;
+            let kept = self.push_claim(&name, &old, &commit)?;
+            if let Ok(mut h) = self.held.lock() {
+                if kept {
+                    h.insert(name.clone(), commit);
+                } else {
+                    h.remove(&name);
+                }
+            }
+            if !kept {
+                lost.push(name);
+            }
+        }
+        Ok(lost)
+    }
+
+    /// How often to renew the claims held: a third of the time to live.
+    pub fn renew_every(&self) -> Duration {
+        (self.ttl / 3).max(Duration::from_secs(1))
+    }
+
     /// Release this worker's claim of `name`.
     pub fn release(&self, name: &str) {
+        if let Ok(mut h) = self.held.lock() {
+            h.remove(name);
+        }
         let _ = git_network(
             &self.main,
             &["push", "-q", REMOTE, &format!(":{CLAIMS}{name}")],

@@ -552,6 +552,28 @@ fn claims_on_a_remote_are_won_once_and_expire_by_time() {
     // With an hour, w1 expires nothing just made.
     assert!(a.claim("5").unwrap());
     assert!(a.expire().unwrap().is_empty());
+    // A renewed claim is new again; one expired meanwhile is reported lost.
+    let c = root.join("w3");
+    git(&root, &["init", "-q", c.to_str().unwrap()]);
+    git(&c, &["config", "user.name", "w3"]);
+    git(&c, &["config", "user.email", "w@example.invalid"]);
+    git(&c, &["commit", "-q", "--allow-empty", "-m", "start"]);
+    let two = Remote::open(
+        &c,
+        &bare.display().to_string(),
+        "w3",
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(2100));
+    assert!(a.renew().unwrap().is_empty());
+    assert!(
+        two.expire().unwrap().is_empty(),
+        "a renewed claim is not old"
+    );
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(two.expire().unwrap(), ["5"]);
+    assert_eq!(a.renew().unwrap(), ["5"]);
 }
 
 /// Stops the run once a line says `when`.
