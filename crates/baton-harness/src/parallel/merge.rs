@@ -40,7 +40,7 @@ impl Parallel<'_> {
         agent: &Agent,
         parts: &AgentParts,
         remote: Option<&Remote>,
-        theirs: &str,
+        (theirs, flips): (&str, &[usize]),
         (n, number): (usize, u32),
     ) -> Result<Integration, HarnessError> {
         for _ in 0..PUSH_ATTEMPTS {
@@ -48,7 +48,7 @@ impl Parallel<'_> {
                 self.sync(r)?;
             }
             if let Some(i) = self
-                .integrate_once(agent, parts, remote, theirs, (n, number))
+                .integrate_once(agent, parts, remote, (theirs, flips), (n, number))
                 .await?
             {
                 return Ok(i);
@@ -73,7 +73,7 @@ impl Parallel<'_> {
         agent: &Agent,
         parts: &AgentParts,
         remote: Option<&Remote>,
-        theirs: &str,
+        (theirs, flips): (&str, &[usize]),
         (n, number): (usize, u32),
     ) -> Result<Option<Integration>, HarnessError> {
         let main = &self.files.dir;
@@ -93,13 +93,12 @@ impl Parallel<'_> {
         };
         git(&tree, &["reset", "-q", "--hard", &ours])?;
         git(&tree, &["clean", "-q", "-fd"])?;
-        let base = git(main, &["merge-base", &ours, theirs])?
-            .trim()
-            .to_string();
         let names = &self.cfg.project;
         // Conflicts are expected; which files conflicted decides.
-        let _ = git(&tree, &["merge", "-q", "--no-ff", "--no-commit", theirs]);
-        let unmerged = git(&tree, &["diff", "--name-only", "--diff-filter=U"])?;
+        let unmerged = match git(&tree, &["merge", "-q", "--no-ff", "--no-commit", theirs]) {
+            Ok(_) => String::new(),
+            Err(_) => git(&tree, &["diff", "--name-only", "--diff-filter=U"])?,
+        };
         let mut conflicts = Vec::new();
         for path in unmerged.lines().filter(|l| !l.is_empty()) {
             if path == names.progress {
@@ -111,30 +110,15 @@ impl Parallel<'_> {
         if !conflicts.is_empty() {
             return not_merged(IntegrationOutcome::Conflict, conflicts.join(", "));
         }
-        // The feature list by meaning: the main branch's, plus the flips the agent's
-        // branch made since it left it.
-        let list_at = |rev: &str| -> Result<FeatureList, HarnessError> {
-            let text = git(main, &["show", &format!("{rev}:{}", names.feature_list)])?;
-            FeatureList::parse(&text, &names.feature_list).map_err(|source| {
-                HarnessError::FeatureList {
-                    what: format!("the feature list at {rev}"),
-                    source,
-                }
-            })
-        };
-        let (before, after) = (list_at(&base)?, list_at(theirs)?);
-        let mut list = list_at(&ours)?;
-        for (i, f) in list.features.iter_mut().enumerate() {
-            let was = before.features.get(i);
-            let now = after.features.get(i);
-            if let (Some(was), Some(now)) = (was, now)
-                && !was.passes
-                && now.passes
-                && was.content() == now.content()
-                && !f.passes
+        // The feature list by meaning: the main branch's (the accepted list), plus
+        // the flips the agent's gates accepted — never a textual merge.
+        let mut list = self.files.load_accepted()?.unwrap_or_default();
+        for &f in flips {
+            if let Some(feat) = f.checked_sub(1).and_then(|i| list.features.get_mut(i))
+                && !feat.passes
             {
-                f.passes = true;
-                f.fields.insert("passes".into(), true.into());
+                feat.passes = true;
+                feat.fields.insert("passes".into(), true.into());
             }
         }
         let path = tree.join(&names.feature_list);

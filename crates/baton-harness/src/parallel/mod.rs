@@ -557,11 +557,12 @@ impl Parallel<'_> {
             None => fetch(&self.files.dir, &agent.dir, agent.id)?,
         };
         let integration = if flipped {
+            let flips = record.gates.flipped.clone();
             self.integrate(
                 agent,
                 integrate,
                 remote,
-                &theirs,
+                (&theirs, &flips),
                 (done.feature, done.number),
             )
             .await?
