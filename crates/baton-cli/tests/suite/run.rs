@@ -320,7 +320,7 @@ fn a_killed_run_resumes_without_losing_or_double_counting() {
             "Write",
             json!({"file_path": "src/work.txt", "content": "work before the crash\n"}),
         ),
-        ("Bash", json!({"command": "touch started; sleep 30"})),
+        ("Bash", json!({"command": "touch started; sleep 3001"})),
     ])));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let mut child = baton(&server, Wire::Anthropic)
@@ -339,7 +339,7 @@ fn a_killed_run_resumes_without_losing_or_double_counting() {
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     let _ = Command::new("bash")
-        .args(["-c", "pkill -f 'sleep 30' || true"])
+        .args(["-c", "pkill -f 'sleep 3001' || true"])
         .status();
     assert_eq!(state(&p)["in_progress"]["number"], 2);
 

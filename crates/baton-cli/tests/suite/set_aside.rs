@@ -484,7 +484,7 @@ fn a_block_declared_before_a_kill_is_recorded_when_the_run_resumes() {
         ),
         (
             "Bash",
-            json!({"command": "sleep 30 & echo $! > sleeper.pid; wait"}),
+            json!({"command": "sleep 3002 & echo $! > sleeper.pid; wait"}),
         ),
     ]))];
     let server = ScriptedServer::start(Wire::Anthropic, steps);
@@ -505,9 +505,10 @@ fn a_block_declared_before_a_kill_is_recorded_when_the_run_resumes() {
     assert!(pid_file.exists(), "the session never started its command");
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
-    // Stop the orphaned sleep by its own pid.
-    let _ = std::process::Command::new("kill")
-        .arg(p.file("sleeper.pid").trim())
+    // Stop the orphaned sleep by its command line: the pid it wrote is the one it
+    // has inside the run's PID namespace, which names another process out here.
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", "sleep 3002"])
         .status();
     assert_eq!(state(&p)["in_progress"]["target"], 1);
 
