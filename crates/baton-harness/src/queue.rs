@@ -30,7 +30,8 @@ pub fn order(list: &FeatureList, state: &State) -> Vec<usize> {
     let mut out = Vec::new();
     for (i, f) in list.features.iter().enumerate() {
         let n = i + 1;
-        if f.passes {
+        // A feature waits until every feature it depends on passes.
+        if f.passes || !list.waiting_on(n).is_empty() {
             continue;
         }
         match state.features.get(&n) {
@@ -45,6 +46,16 @@ pub fn order(list: &FeatureList, state: &State) -> Vec<usize> {
     deferred.sort_unstable();
     out.extend(deferred.into_iter().map(|(_, n)| n));
     out
+}
+
+/// Failing features (1-based) that wait on others (`depends_on`), with the
+/// features they wait on, in list order.
+pub fn waiting(list: &FeatureList) -> Vec<(usize, Vec<usize>)> {
+    (1..=list.features.len())
+        .filter(|&n| !list.features[n - 1].passes)
+        .map(|n| (n, list.waiting_on(n)))
+        .filter(|(_, on)| !on.is_empty())
+        .collect()
 }
 
 /// The failing features (1-based) an agent declared blocked, in list order.
@@ -193,6 +204,36 @@ mod tests {
             })
             .collect();
         FeatureList::parse(&serde_json::to_string(&v).unwrap(), "f.json").unwrap()
+    }
+
+    /// Features 1–4, failing unless in `passing`; feature 1 depends on 3, feature 2
+    /// on 1 and 4.
+    fn with_deps(passing: &[usize]) -> FeatureList {
+        let deps = [vec![3], vec![1, 4], vec![], vec![]];
+        let v: Vec<serde_json::Value> = deps
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                serde_json::json!({"category": "c", "description": format!("F{}", i + 1),
+                    "steps": [], "passes": passing.contains(&(i + 1)), "depends_on": d})
+            })
+            .collect();
+        FeatureList::parse(&serde_json::to_string(&v).unwrap(), "f.json").unwrap()
+    }
+
+    #[test]
+    fn features_are_handed_out_only_when_what_they_depend_on_passes() {
+        let state = State::default();
+        // Nothing passes: 3 and 4 depend on nothing; 1 waits on 3; 2 on 1 and 4.
+        assert_eq!(order(&with_deps(&[]), &state), [3, 4]);
+        assert_eq!(waiting(&with_deps(&[])), [(1, vec![3]), (2, vec![1, 4])]);
+        // 3 passes: 1 may go, first in list order; 2 still waits on 1 and 4.
+        assert_eq!(order(&with_deps(&[3]), &state), [1, 4]);
+        // 1, 3 and 4 pass: 2 at last.
+        assert_eq!(order(&with_deps(&[1, 3, 4]), &state), [2]);
+        assert!(waiting(&with_deps(&[1, 3, 4])).is_empty());
+        // A list without the key behaves as before.
+        assert_eq!(order(&list(&[false, true, false]), &state), [1, 3]);
     }
 
     fn record(f: impl FnOnce(&mut FeatureRecord)) -> FeatureRecord {

@@ -30,6 +30,10 @@ pub struct Status {
     pub next: Vec<NextFeature>,
     /// Features set aside: blocked ones wait for a person, deferred ones for a later try.
     pub needs_person: NeedsPerson,
+    /// Failing features not handed out yet because features they depend on
+    /// (`depends_on`) do not pass.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<Waiting>,
     /// Whether git shows no uncommitted change.
     pub tree_clean: bool,
     /// A session that started and was not recorded as ended (a killed run).
@@ -115,6 +119,15 @@ pub struct SessionStatus {
     /// `conflict`, `regressed`, `kept`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub integration: Option<baton_records::IntegrationOutcome>,
+}
+
+/// A failing feature that waits for others to pass first.
+#[derive(Debug, Clone, Serialize)]
+pub struct Waiting {
+    /// The feature (1-based).
+    pub feature: usize,
+    /// The features it waits on (1-based), those of its `depends_on` that fail.
+    pub on: Vec<usize>,
 }
 
 /// Sums over all sessions.
@@ -329,6 +342,10 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             })
             .collect(),
         needs_person: needs_person(&list, &state),
+        waiting: queue::waiting(&list)
+            .into_iter()
+            .map(|(feature, on)| Waiting { feature, on })
+            .collect(),
         sessions,
         totals,
         tree_clean: git::dirty_paths(&files.dir)
@@ -565,6 +582,29 @@ pub fn render(s: &Status) -> String {
                 cut(&n.description, 75)
             );
         }
+    }
+    if !s.waiting.is_empty() {
+        let shown: Vec<String> = s
+            .waiting
+            .iter()
+            .take(8)
+            .map(|w| {
+                let on: Vec<String> = w.on.iter().map(|n| format!("#{n}")).collect();
+                format!("#{} on {}", w.feature, on.join(", "))
+            })
+            .collect();
+        let more = s.waiting.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" (and {more} more)")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "
+waiting: {}{more}",
+            shown.join("; ")
+        );
     }
     let p = &s.needs_person;
     if !p.blocked.is_empty() || !p.deferred.is_empty() {

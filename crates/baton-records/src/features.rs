@@ -57,7 +57,25 @@ pub struct Feature {
     pub fields: Map<String, Value>,
 }
 
+/// The optional key naming the features (1-based) a feature needs to pass first.
+pub const DEPENDS_ON: &str = "depends_on";
+
 impl Feature {
+    /// The features (1-based) this one needs to pass first (`"depends_on"`), as
+    /// validated by [`FeatureList::parse`]; empty without the key.
+    pub fn depends_on(&self) -> Vec<usize> {
+        self.fields
+            .get(DEPENDS_ON)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_u64())
+                    .map(|k| k as usize)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Everything but `passes`: two features with the same content are the same feature.
     pub fn content(&self) -> Map<String, Value> {
         let mut m = self.fields.clone();
@@ -147,7 +165,8 @@ impl FeatureList {
                 "the feature list must be a JSON array of feature objects".into(),
             ));
         };
-        let mut features = Vec::with_capacity(items.len());
+        let total = items.len();
+        let mut features = Vec::with_capacity(total);
         for (i, item) in items.into_iter().enumerate() {
             // Positions are only worked out for an error: parsing stays linear.
             let line = LazyLine { text, index: i };
@@ -196,6 +215,22 @@ impl FeatureList {
                 }
                 None => return Err(shape(line, format!("feature {n}: missing \"passes\""))),
             };
+            if let Some(d) = fields.get(DEPENDS_ON) {
+                let valid = d.as_array().is_some_and(|a| {
+                    a.iter().all(|x| {
+                        x.as_u64()
+                            .is_some_and(|k| k >= 1 && k as usize <= total && k as usize != n)
+                    })
+                });
+                if !valid {
+                    return Err(shape(
+                        line,
+                        format!(
+                            "feature {n}: \"{DEPENDS_ON}\" must be an array of other features' numbers (1 to {total})"
+                        ),
+                    ));
+                }
+            }
             features.push(Feature {
                 category,
                 description,
@@ -204,7 +239,73 @@ impl FeatureList {
                 fields,
             });
         }
-        Ok(Self { features })
+        let list = Self { features };
+        if let Some(circle) = list.circle() {
+            let first = circle[0];
+            let path_text = circle
+                .iter()
+                .map(|n| format!("#{n}"))
+                .collect::<Vec<_>>()
+                .join(" → ");
+            return Err(shape(
+                LazyLine {
+                    text,
+                    index: first - 1,
+                },
+                format!(
+                    "feature {first}: \"{DEPENDS_ON}\" goes round in a circle ({path_text} → #{first}), so none of them could ever be handed out"
+                ),
+            ));
+        }
+        Ok(list)
+    }
+
+    /// A chain of `depends_on` that leads back to where it started, if there is
+    /// one (feature numbers, 1-based, in order).
+    fn circle(&self) -> Option<Vec<usize>> {
+        // 0 = not seen, 1 = on the current path, 2 = done.
+        let mut mark = vec![0u8; self.features.len()];
+        let mut path = Vec::new();
+        fn visit(
+            list: &FeatureList,
+            n: usize,
+            mark: &mut [u8],
+            path: &mut Vec<usize>,
+        ) -> Option<Vec<usize>> {
+            match mark[n - 1] {
+                2 => return None,
+                1 => {
+                    let at = path.iter().position(|&p| p == n).unwrap_or(0);
+                    return Some(path[at..].to_vec());
+                }
+                _ => {}
+            }
+            mark[n - 1] = 1;
+            path.push(n);
+            for d in list.features[n - 1].depends_on() {
+                if let Some(c) = visit(list, d, mark, path) {
+                    return Some(c);
+                }
+            }
+            path.pop();
+            mark[n - 1] = 2;
+            None
+        }
+        (1..=self.features.len()).find_map(|n| visit(self, n, &mut mark, &mut path))
+    }
+
+    /// The features (1-based) that feature `n` waits on: those of its `depends_on`
+    /// that do not pass yet. Empty for a feature without the key.
+    pub fn waiting_on(&self, n: usize) -> Vec<usize> {
+        self.features
+            .get(n.wrapping_sub(1))
+            .map(|f| {
+                f.depends_on()
+                    .into_iter()
+                    .filter(|&d| self.features.get(d - 1).is_some_and(|x| !x.passes))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Features passing.
@@ -475,6 +576,40 @@ mod tests {
             "f.json",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn depends_on_names_other_features_and_never_goes_round_in_a_circle() {
+        let item = |d: &str| {
+            format!(
+                r#"{{"category":"c","description":"d","steps":[],"passes":false,"depends_on":{d}}}"#
+            )
+        };
+        let ok = format!(
+            "[\n{},\n{},\n{}\n]",
+            item("[]"),
+            item("[1]"),
+            item("[1, 2]")
+        );
+        let list = FeatureList::parse(&ok, "f.json").unwrap();
+        assert_eq!(list.features[2].depends_on(), [1, 2]);
+        assert_eq!(list.waiting_on(3), [1, 2]);
+        for bad in [r#""1""#, "[0]", "[4]", "[3]", r#"["x"]"#] {
+            let text = format!("[\n{},\n{},\n{}\n]", item("[]"), item("[1]"), item(bad));
+            let e = FeatureList::parse(&text, "f.json").unwrap_err().to_string();
+            assert!(
+                e.starts_with("f.json:4: feature 3: \"depends_on\""),
+                "{bad}: {e}"
+            );
+        }
+        let circle = format!("[\n{},\n{},\n{}\n]", item("[3]"), item("[1]"), item("[2]"));
+        let e = FeatureList::parse(&circle, "f.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("f.json:2: feature 1") && e.contains("#1 → #3 → #2 → #1"),
+            "{e}"
+        );
     }
 
     #[test]

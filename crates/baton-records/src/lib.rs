@@ -23,7 +23,7 @@ pub mod ledger;
 pub mod state;
 
 pub use features::{
-    Feature, FeatureList, FeatureListError, Reconciled, VERIFY, Violation, reconcile,
+    DEPENDS_ON, Feature, FeatureList, FeatureListError, Reconciled, VERIFY, Violation, reconcile,
 };
 pub use ledger::{LedgerEntry, LedgerKind};
 pub use state::{
