@@ -169,3 +169,41 @@ pub mod parallel {
         section.contains(&format!("Feature {}:", token(n)))
     }
 }
+
+/// A shared remote for many machines: a bare repository `remote.git` under `root`
+/// holding a project as `baton new` leaves it (a spec, `baton.toml` asking for
+/// `features` features, `.gitignore`), and `clones` clones of it under `root`.
+/// Returns the bare repository's path and the clones' paths.
+pub fn bare_remote(
+    root: &std::path::Path,
+    features: usize,
+    clones: &[&str],
+) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    let bare = root.join("remote.git");
+    let url = bare.display().to_string();
+    crate::git(root, &["init", "-q", "--bare", &url]);
+    let seed = root.join("seed");
+    let write = |name: &str, text: &str| {
+        std::fs::create_dir_all(&seed)
+            .and_then(|()| std::fs::write(seed.join(name), text))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    };
+    write(
+        "baton.toml",
+        &format!(
+            "[project]\nfeatures = {features}\nmin_features = {features}\n[run]\npause_secs = 0\nstall_sessions = 0\n"
+        ),
+    );
+    write("app_spec.txt", "Build a tiny app.\n");
+    write(".gitignore", ".baton/\n");
+    crate::git(&seed, &["init", "-q"]);
+    crate::git(&seed, &["add", "-A"]);
+    crate::git(&seed, &["commit", "-qm", "Spec"]);
+    let branch = crate::git(&seed, &["symbolic-ref", "--short", "HEAD"]);
+    crate::git(&seed, &["push", "-q", &url, branch.trim()]);
+    let dirs: Vec<std::path::PathBuf> = clones.iter().map(|c| root.join(c)).collect();
+    for d in &dirs {
+        crate::git(root, &["clone", "-q", &url, &d.display().to_string()]);
+    }
+    (bare, dirs)
+}

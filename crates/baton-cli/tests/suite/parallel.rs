@@ -86,37 +86,14 @@ fn agents_and_the_claude_code_backend_do_not_mix() {
 fn two_worker_processes_share_a_bare_remote_and_finish_the_project() {
     let root = baton_testkit::temp_project().unwrap();
     let root = root.path().canonicalize().unwrap();
-    let bare = root.join("remote.git");
-    baton_testkit::git(&root, &["init", "-q", "--bare", bare.to_str().unwrap()]);
-    let seed = root.join("seed");
-    std::fs::create_dir_all(&seed).unwrap();
-    std::fs::write(
-        seed.join("baton.toml"),
-        "[project]\nfeatures = 4\nmin_features = 4\n[run]\npause_secs = 0\nstall_sessions = 0\n",
-    )
-    .unwrap();
-    std::fs::write(seed.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    std::fs::write(seed.join(".gitignore"), ".baton/\n").unwrap();
-    baton_testkit::git(&seed, &["init", "-q"]);
-    baton_testkit::git(&seed, &["add", "-A"]);
-    baton_testkit::git(&seed, &["commit", "-qm", "Spec"]);
-    let branch = baton_testkit::git(&seed, &["symbolic-ref", "--short", "HEAD"]);
-    baton_testkit::git(
-        &seed,
-        &["push", "-q", bare.to_str().unwrap(), branch.trim()],
-    );
+    let (bare, workers) = baton_testkit::scenario::bare_remote(&root, 4, &["m1", "m2"]);
     let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(30));
     for n in 1..=4 {
         b = b.when(move |r| is_for(r, n), session(n, false));
     }
     let server = b.start(initializer(&list(4, 0)));
-    let workers: Vec<std::path::PathBuf> = ["m1", "m2"].iter().map(|m| root.join(m)).collect();
     let mut children = Vec::new();
     for w in &workers {
-        baton_testkit::git(
-            &root,
-            &["clone", "-q", bare.to_str().unwrap(), w.to_str().unwrap()],
-        );
         children.push(
             baton(&server, Wire::Anthropic)
                 .args(["run", "--quiet", "--remote", bare.to_str().unwrap()])

@@ -401,42 +401,7 @@ async fn a_list_tampered_with_by_one_agent_is_restored_without_disturbing_the_ot
 async fn two_workers_on_a_bare_remote_finish_one_project_together() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().canonicalize().unwrap();
-    let bare = root.join("remote.git");
-    git(&root, &["init", "-q", "--bare", bare.to_str().unwrap()]);
-    let seed = root.join("seed");
-    std::fs::create_dir_all(&seed).unwrap();
-    std::fs::write(
-        seed.join("baton.toml"),
-        "[project]\nfeatures = 6\nmin_features = 6\n[run]\npause_secs = 0\nstall_sessions = 0\n",
-    )
-    .unwrap();
-    std::fs::write(seed.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    std::fs::write(seed.join(".gitignore"), ".baton/\n").unwrap();
-    git(&seed, &["init", "-q"]);
-    git(&seed, &["add", "-A"]);
-    git(
-        &seed,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "Spec",
-        ],
-    );
-    let branch = git(&seed, &["symbolic-ref", "--short", "HEAD"])
-        .trim()
-        .to_string();
-    git(&seed, &["push", "-q", bare.to_str().unwrap(), &branch]);
-    let workers: Vec<PathBuf> = ["w1", "w2"].iter().map(|w| root.join(w)).collect();
-    for w in &workers {
-        git(
-            &root,
-            &["clone", "-q", bare.to_str().unwrap(), w.to_str().unwrap()],
-        );
-    }
+    let (bare, workers) = baton_testkit::scenario::bare_remote(&root, 6, &["w1", "w2"]);
     let server = model(6, 0, Duration::from_millis(20));
     let kits: Vec<Kit> = workers.iter().map(|w| Kit::new(w, &server)).collect();
     let lines = [Lines::default(), Lines::default()];
