@@ -115,17 +115,36 @@ impl Checker<'_> {
     }
 }
 
+impl<'a> Checker<'a> {
+    /// The checker of the project in `dir` under `cfg`'s `[verify]` settings,
+    /// through `tools` and `policy`; `init.sh` runs first where it exists.
+    pub fn for_project(
+        tools: &'a Toolbox,
+        policy: &'a dyn ToolGate,
+        cfg: &baton_config::Config,
+        dir: &std::path::Path,
+    ) -> Self {
+        let init = &cfg.project.init_script;
+        Checker {
+            tools,
+            policy,
+            timeout: Duration::from_secs(cfg.verify.timeout_secs.max(1)),
+            init_script: (cfg.verify.run_init && dir.join(init).is_file()).then(|| init.clone()),
+        }
+    }
+}
+
+/// The features (0-based) a sweep re-checks: the passing ones with a check.
+pub fn passing_checks(list: &FeatureList) -> Vec<usize> {
+    (0..list.features.len())
+        .filter(|&i| list.features[i].passes && command_of(list, i).is_some())
+        .collect()
+}
+
 impl crate::run::Runner<'_> {
     /// The checker for verify commands, through the run's tools and policy.
     pub(crate) fn checker(&self) -> Checker<'_> {
-        let init = &self.files.names.init_script;
-        Checker {
-            tools: &self.tools,
-            policy: self.policy,
-            timeout: Duration::from_secs(self.cfg.verify.timeout_secs.max(1)),
-            init_script: (self.cfg.verify.run_init && self.files.dir.join(init).is_file())
-                .then(|| init.clone()),
-        }
+        Checker::for_project(&self.tools, self.policy, &self.cfg, &self.files.dir)
     }
 
     /// The regression sweep: re-run the checks of every passing feature, in list
@@ -138,9 +157,7 @@ impl crate::run::Runner<'_> {
         let Some(list) = accepted.as_mut() else {
             return Ok(None);
         };
-        let passing: Vec<usize> = (0..list.features.len())
-            .filter(|&i| list.features[i].passes && command_of(list, i).is_some())
-            .collect();
+        let passing = passing_checks(list);
         if passing.is_empty() {
             return Ok(None);
         }

@@ -111,6 +111,11 @@ pub fn is_repo(dir: &Path) -> bool {
     git(dir, &["rev-parse", "--is-inside-work-tree"]).is_ok_and(|s| s.trim() == "true")
 }
 
+/// The commit `rev` names in `dir` (`HEAD`, a ref), or the error naming it.
+pub fn rev(dir: &Path, rev: &str) -> Result<String, HarnessError> {
+    Ok(git(dir, &["rev-parse", rev])?.trim().to_string())
+}
+
 /// The commit at HEAD, or `None` before the first commit.
 pub fn head(dir: &Path) -> Option<String> {
     git(dir, &["rev-parse", "--verify", "-q", "HEAD"])

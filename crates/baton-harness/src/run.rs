@@ -52,6 +52,45 @@ pub struct RunOptions {
     pub skip_sweep: bool,
 }
 
+/// A run's limits: the command line's, else `baton.toml`'s (0 = none).
+pub(crate) struct RunLimits {
+    /// Sessions in the run.
+    pub(crate) max_sessions: u32,
+    /// Spend for the project, USD.
+    pub(crate) budget: f64,
+    /// Wall-clock hours of the run.
+    pub(crate) max_hours: f64,
+    /// When the run started.
+    pub(crate) started: Instant,
+}
+
+impl RunLimits {
+    pub(crate) fn new(opts: &RunOptions, cfg: &Config) -> Self {
+        Self {
+            max_sessions: opts.max_sessions.unwrap_or(cfg.run.max_sessions),
+            budget: opts.budget_usd.unwrap_or(cfg.run.budget_usd),
+            max_hours: opts.max_hours.unwrap_or(cfg.run.max_hours),
+            started: Instant::now(),
+        }
+    }
+
+    /// The limit reached, in words, after `sessions` sessions of the run with
+    /// `spent` USD spent on the project.
+    pub(crate) fn reached(&self, sessions: u32, spent: f64) -> Option<String> {
+        let (max_sessions, budget, max_hours) = (self.max_sessions, self.budget, self.max_hours);
+        if max_sessions > 0 && sessions >= max_sessions {
+            return Some(format!("--max-sessions {max_sessions} reached"));
+        }
+        if budget > 0.0 && spent >= budget {
+            return Some(format!("budget ${budget:.2} reached (spent ${spent:.4})"));
+        }
+        if max_hours > 0.0 && self.started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
+            return Some(format!("--max-hours {max_hours} reached"));
+        }
+        None
+    }
+}
+
 /// Why a run ended without an error.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEnd {
@@ -220,16 +259,14 @@ impl Runner<'_> {
             let f = self.finish(&ip, None, &mut accepted, None, &snap).await?;
             self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
         }
-        let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
-        let budget = self.opts.budget_usd.unwrap_or(self.cfg.run.budget_usd);
-        let max_hours = self.opts.max_hours.unwrap_or(self.cfg.run.max_hours);
+        let limits = RunLimits::new(&self.opts, &self.cfg);
+        let max_hours = limits.max_hours;
         let pause = self
             .opts
             .pause
             .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
-        let started = Instant::now();
         let deadline =
-            (max_hours > 0.0).then(|| started + Duration::from_secs_f64(max_hours * 3600.0));
+            (max_hours > 0.0).then(|| limits.started + Duration::from_secs_f64(max_hours * 3600.0));
         let max_wait = Duration::from_secs_f64(self.cfg.run.max_wait_hours * 3600.0);
         let mut waited = Duration::ZERO;
         let mut probes = 0u32;
@@ -259,19 +296,8 @@ impl Runner<'_> {
             if self.stop.is_cancelled() {
                 return Ok(RunEnd::Interrupted);
             }
-            if max_sessions > 0 && this_run >= max_sessions {
-                return Ok(RunEnd::Limit(format!(
-                    "--max-sessions {max_sessions} reached"
-                )));
-            }
-            if budget > 0.0 && state.total_cost() >= budget {
-                return Ok(RunEnd::Limit(format!(
-                    "budget ${budget:.2} reached (spent ${:.4})",
-                    state.total_cost()
-                )));
-            }
-            if max_hours > 0.0 && started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
-                return Ok(RunEnd::Limit(format!("--max-hours {max_hours} reached")));
+            if let Some(l) = limits.reached(this_run, state.total_cost()) {
+                return Ok(RunEnd::Limit(l));
             }
             let stall_limit = self.cfg.run.stall_sessions;
             if accepted.is_some() && stall_limit > 0 && state.stalled >= stall_limit {

@@ -124,23 +124,19 @@ impl Parallel<'_> {
     }
 
     /// What an agent's copy starts from for feature `n`: the main branch's tip,
-    /// the accepted list, and the project's record with `n` claimed.
-    pub(super) fn copy_state(&self, state: &State, n: usize) -> (String, String, State) {
-        let tip = git(&self.files.dir, &["rev-parse", "HEAD"])
-            .map(|t| t.trim().to_string())
-            .unwrap_or_default();
-        let list = self
-            .files
-            .load_accepted()
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-            .to_json();
+    /// the accepted `list`, and the project's record with `n` claimed.
+    pub(super) fn copy_state(
+        &self,
+        state: &State,
+        list: &FeatureList,
+        n: usize,
+    ) -> Result<(String, String, State), HarnessError> {
+        let tip = git::rev(&self.files.dir, "HEAD")?;
         let mut copy = state.clone();
         copy.in_progress = None;
         copy.waiting_until_ms = None;
         copy.claim = Some(n);
-        (tip, list, copy)
+        Ok((tip, list.to_json(), copy))
     }
 
     /// Agent `k`'s working copy (cloned on first use) and parts.
@@ -191,7 +187,7 @@ pub(super) fn fetch(main: &Path, dir: &Path, id: u32) -> Result<String, HarnessE
             &format!("+HEAD:{name}"),
         ],
     )?;
-    Ok(git(main, &["rev-parse", &name])?.trim().to_string())
+    git::rev(main, &name)
 }
 
 /// Put agent `id`'s working copy `dir` on the main branch's tip, with the

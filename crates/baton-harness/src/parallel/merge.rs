@@ -20,7 +20,7 @@ impl Parallel<'_> {
         let kept = if ahead.trim() == "0" {
             None
         } else {
-            let name = format!("refs/baton/unintegrated/f{n}-s{number}");
+            let name = unintegrated(n, number);
             git(main, &["update-ref", &name, theirs])?;
             Some(name)
         };
@@ -54,7 +54,7 @@ impl Parallel<'_> {
                 return Ok(i);
             }
         }
-        let kept = format!("refs/baton/unintegrated/f{n}-s{number}");
+        let kept = unintegrated(n, number);
         git(&self.files.dir, &["update-ref", &kept, theirs])?;
         Ok(Integration {
             outcome: IntegrationOutcome::Conflict,
@@ -78,8 +78,8 @@ impl Parallel<'_> {
     ) -> Result<Option<Integration>, HarnessError> {
         let main = &self.files.dir;
         let tree = self.integration_tree()?;
-        let ours = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
-        let kept = format!("refs/baton/unintegrated/f{n}-s{number}");
+        let ours = git::rev(main, "HEAD")?;
+        let kept = unintegrated(n, number);
         let not_merged = |outcome, detail: String| -> Result<Option<Integration>, HarnessError> {
             let _ = git(&tree, &["merge", "--abort"]);
             git(&tree, &["reset", "-q", "--hard", &ours])?;
@@ -118,23 +118,14 @@ impl Parallel<'_> {
                 && !feat.passes
             {
                 feat.passes = true;
-                feat.fields.insert("passes".into(), true.into());
             }
         }
         let path = tree.join(&names.feature_list);
         std::fs::write(&path, list.to_json()).map_err(crate::error::io(&path))?;
         git(&tree, &["add", "--", &names.feature_list, &names.progress])?;
         // Every passing feature's check, on the merged tree.
-        let checker = Checker {
-            tools: &parts.tools,
-            policy: &*parts.policy,
-            timeout: Duration::from_secs(self.cfg.verify.timeout_secs.max(1)),
-            init_script: (self.cfg.verify.run_init && tree.join(&names.init_script).is_file())
-                .then(|| names.init_script.clone()),
-        };
-        let passing: Vec<usize> = (0..list.features.len())
-            .filter(|&i| list.features[i].passes && command_of(&list, i).is_some())
-            .collect();
+        let checker = Checker::for_project(&parts.tools, &*parts.policy, &self.cfg, &tree);
+        let passing = passing_checks(&list);
         let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
         let run = checker.run(&list, &passing, Some(budget)).await;
         parts
@@ -162,7 +153,7 @@ impl Parallel<'_> {
             agent.id
         );
         git(&tree, &["commit", "-q", "--no-verify", "-m", &msg])?;
-        let merged = git(&tree, &["rev-parse", "HEAD"])?.trim().to_string();
+        let merged = git::rev(&tree, "HEAD")?;
         if let Some(r) = remote
             && !r.push(&merged)?
         {
@@ -226,4 +217,9 @@ pub(super) fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessError> {
     std::fs::write(&dest, merged).map_err(crate::error::io(&dest))?;
     git(tree, &["add", "--", path])?;
     Ok(())
+}
+
+/// Where a branch that was not merged is kept: by feature and session.
+fn unintegrated(n: usize, number: u32) -> String {
+    format!("refs/baton/unintegrated/f{n}-s{number}")
 }

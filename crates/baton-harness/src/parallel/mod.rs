@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
@@ -39,12 +39,12 @@ use baton_records::{
 use baton_tools::{ToolGate, Toolbox};
 use tokio_util::sync::CancellationToken;
 
-use crate::checks::{Checker, command_of};
+use crate::checks::{Checker, passing_checks};
 use crate::error::HarnessError;
 use crate::files::Files;
-use crate::git::git;
+use crate::git::{self, git};
 use crate::queue;
-use crate::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
+use crate::run::{Backend, Reporter, RunEnd, RunLimits, RunOptions, Runner};
 
 mod agents;
 mod merge;
@@ -302,7 +302,7 @@ impl Parallel<'_> {
             // Claims of a run that was killed are stale: this run holds the project.
             for r in git(
                 &main,
-                &["for-each-ref", "--format=%(refname)", "refs/baton/claims/"],
+                &["for-each-ref", "--format=%(refname)", remote::CLAIMS],
             )?
             .lines()
             .filter(|l| !l.is_empty())
@@ -355,10 +355,8 @@ impl Parallel<'_> {
             .await?;
         }
 
-        let max_sessions = self.opts.max_sessions.unwrap_or(self.cfg.run.max_sessions);
-        let budget = self.opts.budget_usd.unwrap_or(self.cfg.run.budget_usd);
-        let max_hours = self.opts.max_hours.unwrap_or(self.cfg.run.max_hours);
-        let started = Instant::now();
+        let limits = RunLimits::new(&self.opts, &self.cfg);
+        let max_sessions = limits.max_sessions;
         let mut next_number = self.next_number()?;
         let mut claims: BTreeMap<usize, usize> = BTreeMap::new();
         let mut idle: Vec<usize> = (0..agents.len()).rev().collect();
@@ -381,14 +379,7 @@ impl Parallel<'_> {
             }
             let state = State::load(&main)?;
             let list = self.files.load_accepted()?.unwrap_or_default();
-            let reason = self.stop_condition(
-                &list,
-                &state,
-                (max_sessions, handed),
-                budget,
-                (max_hours, started),
-                running == 0,
-            );
+            let reason = self.stop_condition(&list, &state, &limits, handed, running == 0);
             if reason.is_none() {
                 let queue: Vec<usize> = queue::order(&list, &state)
                     .into_iter()
@@ -422,7 +413,7 @@ impl Parallel<'_> {
                         "agent {} takes feature #{n} (session {number:04})",
                         agents[a].id
                     ));
-                    let copy = self.copy_state(&state, n);
+                    let copy = self.copy_state(&state, &list, n)?;
                     self.start(&mut agents[a], (a, n, number), copy, &done_tx, &line_tx)?;
                     running += 1;
                 }
@@ -491,9 +482,8 @@ impl Parallel<'_> {
         &self,
         list: &FeatureList,
         state: &State,
-        (max_sessions, handed): (u32, u32),
-        budget: f64,
-        (max_hours, started): (f64, Instant),
+        limits: &RunLimits,
+        handed: u32,
         idle: bool,
     ) -> Option<RunEnd> {
         if list.all_pass() {
@@ -505,19 +495,8 @@ impl Parallel<'_> {
         if idle && queue::order(list, state).is_empty() {
             return Some(RunEnd::CompleteExceptBlocked(queue::blocked(list, state)));
         }
-        if max_sessions > 0 && handed >= max_sessions {
-            return Some(RunEnd::Limit(format!(
-                "--max-sessions {max_sessions} reached"
-            )));
-        }
-        if budget > 0.0 && state.total_cost() >= budget {
-            return Some(RunEnd::Limit(format!(
-                "budget ${budget:.2} reached (spent ${:.4})",
-                state.total_cost()
-            )));
-        }
-        if max_hours > 0.0 && started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
-            return Some(RunEnd::Limit(format!("--max-hours {max_hours} reached")));
+        if let Some(l) = limits.reached(handed, state.total_cost()) {
+            return Some(RunEnd::Limit(l));
         }
         // Sessions in a row without a merged flip, across the agents: the limit of
         // a run of one for each agent working at once.
@@ -588,12 +567,11 @@ impl Parallel<'_> {
             self.files.append_ledger(&e)?;
         }
         let merged = integration.outcome == IntegrationOutcome::Merged;
+        let mut list = self.files.load_accepted()?.unwrap_or_default();
         if merged {
-            let mut list = self.files.load_accepted()?.unwrap_or_default();
             for &f in &record.gates.flipped {
                 if let Some(feat) = list.features.get_mut(f - 1) {
                     feat.passes = true;
-                    feat.fields.insert("passes".into(), true.into());
                 }
                 state.features.remove(&f);
             }
@@ -643,10 +621,9 @@ impl Parallel<'_> {
         state.sessions.push(record.clone());
         state.sessions.sort_by_key(|s| s.number);
         state.save(main)?;
-        let list = self.files.load_accepted()?.unwrap_or_default();
         self.reporter
             .session_end(&record, list.passing(), list.features.len());
-        // The transcript and evidence, where `baton log` and the report look.
+        // The transcript, where `baton log` looks.
         let t = layout::transcript(done.number);
         if agent.dir.join(&t).is_file() {
             std::fs::create_dir_all(main.join(layout::SESSIONS))
@@ -664,11 +641,11 @@ impl Parallel<'_> {
             return r.claim(&n.to_string());
         }
         let main = &self.files.dir;
-        let head = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
+        let head = git::rev(main, "HEAD")?;
         // The empty old value: the ref must not exist yet.
         git(
             main,
-            &["update-ref", &format!("refs/baton/claims/{n}"), &head, ""],
+            &["update-ref", &format!("{}{n}", remote::CLAIMS), &head, ""],
         )?;
         Ok(true)
     }
@@ -680,7 +657,7 @@ impl Parallel<'_> {
         }
         let _ = git(
             &self.files.dir,
-            &["update-ref", "-d", &format!("refs/baton/claims/{n}")],
+            &["update-ref", "-d", &format!("{}{n}", remote::CLAIMS)],
         );
     }
 

@@ -81,7 +81,7 @@ impl Remote {
         let Some(tip) = self.remote_tip()? else {
             return Ok(false);
         };
-        let head = git(&self.main, &["rev-parse", "HEAD"])?.trim().to_string();
+        let head = git::rev(&self.main, "HEAD")?;
         if head == tip {
             return Ok(false);
         }
@@ -345,7 +345,7 @@ impl Parallel<'_> {
                         return Ok(Some(RunEnd::Interrupted));
                     }
                 }
-                let head = git(main, &["rev-parse", "HEAD"])?.trim().to_string();
+                let head = git::rev(main, "HEAD")?;
                 if !r.push(&head)? {
                     r.release("init");
                     return Err(HarnessError::Input(
