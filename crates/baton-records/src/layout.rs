@@ -31,6 +31,9 @@ pub const AGENTS: &str = ".baton/agents";
 /// A parallel run's integration worktree, where agents' branches are merged and
 /// swept before the main branch moves.
 pub const INTEGRATE: &str = ".baton/integrate";
+/// A parallel run's sessions that ended and are not yet on the project's record,
+/// `<number>.json` each: settled first by the next run if this one is killed.
+pub const SETTLING: &str = ".baton/settling";
 /// `baton report`'s page, by default.
 pub const REPORT: &str = ".baton/report.html";
 

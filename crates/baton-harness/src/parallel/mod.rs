@@ -220,6 +220,31 @@ impl baton_agent::session::Observer for Watch {
     }
 }
 
+/// A session that ended, on its way to the project's record. Written to
+/// `.baton/settling/<number>.json` until it is settled, since its agent's next
+/// session writes the copy's records afresh: a run killed in between settles it
+/// first when started again.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Ended {
+    /// The agent's index in the run.
+    agent: usize,
+    feature: usize,
+    number: u32,
+    /// Its record, from the copy.
+    record: baton_records::SessionRecord,
+    /// The copy's record of the feature after it (attempts, last reason).
+    feature_record: Option<baton_records::FeatureRecord>,
+    /// The tip of the agent's branch, in the project.
+    theirs: String,
+}
+
+impl Ended {
+    fn path(main: &Path, number: u32) -> PathBuf {
+        main.join(layout::SETTLING)
+            .join(format!("{number:04}.json"))
+    }
+}
+
 /// What one agent's session came back with.
 struct Done {
     agent: usize,
@@ -317,6 +342,26 @@ impl Parallel<'_> {
         let integrate = self
             .workspace
             .parts(0, &self.integration_tree()?, agent_env(0))?;
+        // Sessions a killed run had ended but not settled: on the record first.
+        let unsettled = self.unsettled()?;
+        if !unsettled.is_empty() {
+            self.reporter.line(&format!(
+                "settling {} session(s) a stopped run left unsettled",
+                unsettled.len()
+            ));
+            // Their copies, whether or not this run has as many agents.
+            let last = unsettled.iter().map(|e| e.agent + 1).max().unwrap_or(0);
+            let copies: Vec<Agent> = (1..=last)
+                .map(|k| Agent {
+                    id: k as u32,
+                    dir: main.join(layout::AGENTS).join(format!("a{k}")),
+                    parts: None,
+                    jobs: None,
+                })
+                .collect();
+            self.settle(&copies, &integrate, remote.as_ref(), unsettled)
+                .await?;
+        }
         // Sessions a killed run left unfinished in a working copy: their gates run
         // first (the runner resumes them and stops), then they are integrated.
         for (i, a) in agents.iter().enumerate() {
@@ -339,20 +384,18 @@ impl Parallel<'_> {
                 .run()
                 .await;
             let feature = ip.target.unwrap_or(0);
-            self.settle(
-                &agents,
-                &integrate,
-                remote.as_ref(),
-                Done {
-                    agent: i,
-                    feature,
-                    number: ip.number,
-                    end,
-                    parts: None,
-                    theirs: None,
-                },
-            )
-            .await?;
+            let done = Done {
+                agent: i,
+                feature,
+                number: ip.number,
+                end,
+                parts: None,
+                theirs: None,
+            };
+            if let Some(e) = self.gather(&agents, done)? {
+                self.settle(&agents, &integrate, remote.as_ref(), vec![e])
+                    .await?;
+            }
         }
 
         let limits = RunLimits::new(&self.opts, &self.cfg);
@@ -361,6 +404,11 @@ impl Parallel<'_> {
         let mut claims: BTreeMap<usize, usize> = BTreeMap::new();
         let mut idle: Vec<usize> = (0..agents.len()).rev().collect();
         let mut running = 0usize;
+        // Sessions that ended, to be settled once their agents have new work.
+        let mut pending: Vec<Ended> = Vec::new();
+        // Their features (and those of sessions that left nothing to settle): the
+        // claims released once settled.
+        let mut settling: Vec<usize> = Vec::new();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<Note>();
         let renew_every = remote.as_ref().map(Remote::renew_every);
@@ -377,9 +425,13 @@ impl Parallel<'_> {
                     }
                 }
             }
-            let state = State::load(&main)?;
-            let list = self.files.load_accepted()?.unwrap_or_default();
-            let reason = self.stop_condition(&list, &state, &limits, handed, running == 0);
+            let mut state = State::load(&main)?;
+            let mut list = self.files.load_accepted()?.unwrap_or_default();
+            // Sessions that ended and are not yet settled count as running here: their
+            // features are still claimed, and the run is not idle before they are
+            // merged.
+            let busy = running + settling.len();
+            let reason = self.stop_condition(&list, &state, &limits, handed, busy == 0);
             if reason.is_none() {
                 let queue: Vec<usize> = queue::order(&list, &state)
                     .into_iter()
@@ -405,6 +457,18 @@ impl Parallel<'_> {
                             continue;
                         }
                     }
+                    if let Some(r) = &remote {
+                        // A claim is released only after its merge was pushed: what
+                        // was merged before this claim was won is seen now.
+                        self.sync(r)?;
+                        list = self.files.load_accepted()?.unwrap_or_default();
+                        state = State::load(&main)?;
+                        if list.features.get(n - 1).is_some_and(|f| f.passes) {
+                            self.release(Some(r), n);
+                            idle.push(a);
+                            continue;
+                        }
+                    }
                     claims.insert(n, a);
                     let number = next_number;
                     next_number += 1;
@@ -418,6 +482,20 @@ impl Parallel<'_> {
                     running += 1;
                 }
             }
+            // What ended is merged now, while the agents just handed new work
+            // (from the main branch as it stands) run: an agent never waits for
+            // merges and sweeps.
+            if !settling.is_empty() {
+                let batch = std::mem::take(&mut pending);
+                let ended: Vec<usize> = std::mem::take(&mut settling);
+                self.settle(&agents, &integrate, remote.as_ref(), batch)
+                    .await?;
+                for feature in ended {
+                    claims.remove(&feature);
+                    self.release(remote.as_ref(), feature);
+                }
+                continue;
+            }
             if running == 0 {
                 // Features other machines hold: wait for them, they may come back.
                 if reason.is_none() && !elsewhere.is_empty() {
@@ -430,9 +508,9 @@ impl Parallel<'_> {
                     RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
                 }));
             }
-            // Lines as they come, claims renewed while sessions run; then the next
-            // session that ended.
-            let mut done = loop {
+            // Lines as they come, claims renewed while sessions run; then the
+            // sessions that ended (all that have by now: they are merged as one).
+            let first = loop {
                 let renewal = async {
                     match next_renewal {
                         Some(t) => tokio::time::sleep_until(t).await,
@@ -454,19 +532,25 @@ impl Parallel<'_> {
                     }
                 }
             };
+            let mut batch = vec![first];
+            while let Ok(d) = done_rx.try_recv() {
+                batch.push(d);
+            }
             while let Ok(note) = line_rx.try_recv() {
                 self.note(note);
             }
-            running -= 1;
-            let (a, feature) = (done.agent, done.feature);
-            if let Some(p) = done.parts.take() {
-                agents[a].parts = Some(p);
+            running -= batch.len();
+            for mut d in batch {
+                if let Some(p) = d.parts.take() {
+                    agents[d.agent].parts = Some(p);
+                }
+                let a = d.agent;
+                settling.push(d.feature);
+                if let Some(e) = self.gather(&agents, d)? {
+                    pending.push(e);
+                }
+                idle.push(a);
             }
-            self.settle(&agents, &integrate, remote.as_ref(), done)
-                .await?;
-            claims.remove(&feature);
-            self.release(remote.as_ref(), feature);
-            idle.push(a);
         }
     }
 
@@ -504,60 +588,128 @@ impl Parallel<'_> {
         (stall > 0 && state.stalled >= stall).then_some(RunEnd::Stalled(state.stalled))
     }
 
-    /// Record what a session did in the project, integrating its flip.
+    /// What a session that ended left in its copy: its record, the copy's state
+    /// and its branch's tip (fetched into the project). Taken before the agent's
+    /// next session starts, which writes the copy's state afresh. `None` when the
+    /// runner stopped before a session (a stop condition in the copy).
+    fn gather(&self, agents: &[Agent], d: Done) -> Result<Option<Ended>, HarnessError> {
+        let agent = &agents[d.agent];
+        if let Err(e) = &d.end {
+            self.reporter.line(&format!(
+                "agent {}: session {:04} failed: {e}",
+                agent.id, d.number
+            ));
+        }
+        let copy = State::load(&agent.dir)?;
+        let Some(mut record) = copy.sessions.iter().find(|s| s.number == d.number).cloned() else {
+            return Ok(None);
+        };
+        record.agent = Some(agent.id);
+        let theirs = match d.theirs {
+            Some(t) => t?,
+            None => fetch(&self.files.dir, &agent.dir, agent.id)?,
+        };
+        let ended = Ended {
+            agent: d.agent,
+            feature: d.feature,
+            number: d.number,
+            record,
+            feature_record: copy.features.get(&d.feature).cloned(),
+            theirs,
+        };
+        let text = serde_json::to_string_pretty(&ended)
+            .map_err(|e| HarnessError::Input(format!("session {:04}: {e}", d.number)))?;
+        baton_records::write_atomic(&Ended::path(&self.files.dir, d.number), &text)?;
+        Ok(Some(ended))
+    }
+
+    /// Sessions a killed run had ended but not settled (`.baton/settling/`).
+    fn unsettled(&self) -> Result<Vec<Ended>, HarnessError> {
+        let dir = self.files.dir.join(layout::SETTLING);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(Vec::new());
+        };
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        let mut out = Vec::new();
+        for p in paths
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        {
+            let text = std::fs::read_to_string(p).map_err(crate::error::io(p))?;
+            let e: Ended = serde_json::from_str(&text).map_err(|e| {
+                HarnessError::Input(format!(
+                    "{}: not a session waiting to be settled ({e}); move it aside to go on",
+                    p.display()
+                ))
+            })?;
+            out.push(e);
+        }
+        Ok(out)
+    }
+
+    /// Record what sessions that ended together did in the project, integrating
+    /// their flips (as one batch when there are several).
     async fn settle(
         &self,
         agents: &[Agent],
         integrate: &AgentParts,
         remote: Option<&Remote>,
-        done: Done,
+        ended: Vec<Ended>,
     ) -> Result<(), HarnessError> {
-        let agent = &agents[done.agent];
-        if let Err(e) = &done.end {
-            self.reporter.line(&format!(
-                "agent {}: session {:04} failed: {e}",
-                agent.id, done.number
-            ));
-        }
-        let copy = State::load(&agent.dir)?;
-        let Some(mut record) = copy
-            .sessions
+        let flipped: Vec<&Ended> = ended
             .iter()
-            .find(|s| s.number == done.number)
-            .cloned()
-        else {
-            // The runner stopped before a session (a stop condition in the copy).
-            return Ok(());
-        };
-        record.agent = Some(agent.id);
-        let flipped = record.gates.flipped.contains(&done.feature);
-        let theirs = match done.theirs {
-            Some(t) => t?,
-            None => fetch(&self.files.dir, &agent.dir, agent.id)?,
-        };
-        let integration = if flipped {
-            let flips = record.gates.flipped.clone();
-            self.integrate(
-                agent,
-                integrate,
-                remote,
-                (&theirs, &flips),
-                (done.feature, done.number),
-            )
+            .filter(|e| e.record.gates.flipped.contains(&e.feature))
+            .collect();
+        let branches: Vec<merge::Branch<'_>> = flipped
+            .iter()
+            .map(|e| merge::Branch {
+                agent: agents[e.agent].id,
+                theirs: &e.theirs,
+                flips: &e.record.gates.flipped,
+                feature: e.feature,
+                number: e.number,
+            })
+            .collect();
+        let mut merged: BTreeMap<u32, Integration> = self
+            .integrate_all(integrate, remote, &branches)
             .await?
-        } else {
-            self.keep(&theirs, done.feature, done.number)?
-        };
+            .into_iter()
+            .zip(flipped.iter().map(|e| e.number))
+            .map(|(i, n)| (n, i))
+            .collect();
+        for e in ended {
+            let integration = match merged.remove(&e.number) {
+                Some(i) => i,
+                None => self.keep(&e.theirs, e.feature, e.number)?,
+            };
+            self.record_settled(&agents[e.agent], e, integration)?;
+        }
+        Ok(())
+    }
+
+    /// Put one settled session on the project's record: its ledger lines, its
+    /// flips if merged (else a requeue), its record and its transcript.
+    fn record_settled(
+        &self,
+        agent: &Agent,
+        ended: Ended,
+        integration: Integration,
+    ) -> Result<(), HarnessError> {
+        let Ended {
+            feature,
+            number,
+            mut record,
+            feature_record,
+            ..
+        } = ended;
+        let flipped = record.gates.flipped.contains(&feature);
         let main = &self.files.dir;
         let mut state = State::load(main)?;
         // The copy's ledger lines of this session: its decisions, on the project's
         // record. A flip is the project's only once it is merged.
         let lines = ledger::read(&agent.dir.join(layout::LEDGER))?;
-        for mut e in lines
-            .entries
-            .into_iter()
-            .filter(|e| e.session == done.number)
-        {
+        for mut e in lines.entries.into_iter().filter(|e| e.session == number) {
             if e.kind == LedgerKind::Flip {
                 if integration.outcome != IntegrationOutcome::Merged {
                     continue;
@@ -586,14 +738,14 @@ impl Parallel<'_> {
                     integration.kept.as_deref().unwrap_or("-")
                 );
                 self.files.append_ledger(&LedgerEntry {
-                    feature: Some(done.feature),
-                    ..LedgerEntry::new(done.number, LedgerKind::Requeued, detail.clone())
+                    feature: Some(feature),
+                    ..LedgerEntry::new(number, LedgerKind::Requeued, detail.clone())
                 })?;
-                let r = state.features.entry(done.feature).or_default();
+                let r = state.features.entry(feature).or_default();
                 r.attempts += 1;
                 r.last_reason = Some(detail);
-            } else if let Some(r) = copy.features.get(&done.feature) {
-                state.features.insert(done.feature, r.clone());
+            } else if let Some(r) = feature_record {
+                state.features.insert(feature, r);
             }
             if record.kind == SessionKind::Coding {
                 state.stalled += 1;
@@ -602,8 +754,8 @@ impl Parallel<'_> {
         self.reporter.line(&format!(
             "agent {}: session {:04} feature #{}: {}",
             agent.id,
-            done.number,
-            done.feature,
+            number,
+            feature,
             match integration.outcome {
                 IntegrationOutcome::Merged => format!(
                     "merged into the main branch ({})",
@@ -624,12 +776,21 @@ impl Parallel<'_> {
         self.reporter
             .session_end(&record, list.passing(), list.features.len());
         // The transcript, where `baton log` looks.
-        let t = layout::transcript(done.number);
+        let t = layout::transcript(number);
         if agent.dir.join(&t).is_file() {
             std::fs::create_dir_all(main.join(layout::SESSIONS))
                 .map_err(crate::error::io(main.join(layout::SESSIONS)))?;
             std::fs::copy(agent.dir.join(&t), main.join(&t))
                 .map_err(crate::error::io(main.join(&t)))?;
+        }
+        // Its evidence (screenshots, the verifier's notes), where the report looks.
+        let ev = layout::evidence(number);
+        if agent.dir.join(&ev).is_dir() {
+            copy_tree(&agent.dir.join(&ev), &main.join(&ev))?;
+        }
+        let pending = Ended::path(main, number);
+        if pending.exists() {
+            std::fs::remove_file(&pending).map_err(crate::error::io(&pending))?;
         }
         Ok(())
     }
@@ -675,4 +836,21 @@ impl Parallel<'_> {
             .map_or(0, |(n, _)| *n);
         Ok(recorded.max(transcripts) + 1)
     }
+}
+
+/// Copy the files under `from` to `to` (directories made as needed; symlinks and
+/// other special files left out).
+fn copy_tree(from: &Path, to: &Path) -> Result<(), HarnessError> {
+    std::fs::create_dir_all(to).map_err(crate::error::io(to))?;
+    for e in std::fs::read_dir(from).map_err(crate::error::io(from))? {
+        let e = e.map_err(crate::error::io(from))?;
+        let kind = e.file_type().map_err(crate::error::io(e.path()))?;
+        let dest = to.join(e.file_name());
+        if kind.is_dir() {
+            copy_tree(&e.path(), &dest)?;
+        } else if kind.is_file() {
+            std::fs::copy(e.path(), &dest).map_err(crate::error::io(&dest))?;
+        }
+    }
+    Ok(())
 }

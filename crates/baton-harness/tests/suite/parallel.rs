@@ -13,7 +13,7 @@ use baton_harness::parallel::{AgentParts, Parallel, Workspace};
 use baton_harness::run::{Reporter, RunEnd, RunOptions};
 use baton_records::{IntegrationOutcome, LedgerKind, State};
 use baton_testkit::scenario::parallel::{initializer, is_for, list, session, token};
-use baton_testkit::{ScriptedServer, Step, Wire};
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
 use tokio_util::sync::CancellationToken;
 
 use super::support::{Lines, Plain, client, git};
@@ -263,6 +263,192 @@ async fn two_features_editing_the_same_lines_both_pass_after_a_conflict() {
     assert_eq!(git(&dir, &["status", "--porcelain"]), "");
 }
 
+/// Sessions that end while another is being merged are merged as one batch, with
+/// one sweep. When that sweep fails, each is merged and swept alone, so the branch
+/// that broke a check is the one requeued and the others land with every flip.
+///
+/// Four agents: #1's check sleeps the first time a sweep runs it, so #2, #3 and #4
+/// end while #1 is merged; #2's file breaks #4's check. #4's check logs each run in
+/// a sweep: once in the batch's, once when it is merged alone.
+#[tokio::test(flavor = "current_thread")]
+async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found_alone() {
+    let (_t, dir) = project(4);
+    let outside = tempfile::tempdir().unwrap();
+    let log = outside.path().join("f04-checks.log");
+    let slept = outside.path().join("slept");
+    let mut features: Vec<serde_json::Value> = serde_json::from_str(&list(4, 0)).unwrap();
+    // The checks of a sweep run in the integration worktree, `.baton/integrate`
+    // (a copy's gates run them in the copy).
+    let merging = "case \"$(pwd)\" in */.baton/integrate)";
+    features[0]["verify"] = format!(
+        "{merging} [ -e {s} ] || {{ touch {s}; sleep 3; }};; esac; test -f src/F01.txt",
+        s = slept.display()
+    )
+    .into();
+    features[3]["verify"] = format!(
+        "{merging} echo run >> {};; esac; test -f src/F04.txt && ! test -f src/F02.txt",
+        log.display()
+    )
+    .into();
+    let text = serde_json::to_string_pretty(&features).unwrap() + "\n";
+    let mut b = ScriptedServer::builder(Wire::Anthropic);
+    for n in 1..=4usize {
+        let t = token(n);
+        let wait = if n == 1 {
+            String::new()
+        } else {
+            format!("sleep 0.{n} && ")
+        };
+        let flip = format!(
+            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
+        );
+        b = b.when(
+            move |r| is_for(r, n),
+            vec![
+                Step::Reply(Reply::tool(
+                    "Bash",
+                    serde_json::json!({"command": format!("{wait}mkdir -p src && echo '{t}' > src/{t}.txt && {flip} && echo 'Session: {t} done.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
+                )),
+                Step::Reply(Reply::text(&format!("{t} works."))),
+            ],
+        );
+    }
+    let server = b.start(initializer(&text));
+    let kit = Kit::new(&dir, &server);
+    let lines = Lines::default();
+    // The initializer and one session per feature: #4 is not tried again.
+    let end = kit.parallel(4, &lines, Some(5)).run().await.unwrap();
+    let said = lines.said();
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
+
+    let state = State::load(&dir).unwrap();
+    let outcome = |n: usize| {
+        state
+            .sessions
+            .iter()
+            .find(|s| s.target == Some(n))
+            .and_then(|s| s.integration.clone())
+            .unwrap_or_else(|| panic!("#{n}: {said}"))
+    };
+    for n in 1..=3 {
+        assert_eq!(
+            outcome(n).outcome,
+            IntegrationOutcome::Merged,
+            "#{n}\n{said}"
+        );
+    }
+    let broken = outcome(4);
+    assert_eq!(broken.outcome, IntegrationOutcome::Regressed, "{said}");
+    assert!(broken.detail.contains("#4"), "{broken:?}");
+    assert!(broken.kept.is_some(), "{broken:?}");
+    // One run of #4's check in the batch's sweep, one when it was merged alone.
+    let runs = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(runs.lines().count(), 2, "{runs}\n{said}");
+    // The main branch holds #1 to #3 with their flips (each merged alone after the
+    // batch failed keeps the flips merged before it), and not #4.
+    let text = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    let on_main = baton_records::FeatureList::parse(&text, "feature_list.json").unwrap();
+    let passes: Vec<bool> = on_main.features.iter().map(|f| f.passes).collect();
+    assert_eq!(passes, [true, true, true, false], "{text}\n{said}");
+    for n in 1..=3 {
+        assert!(dir.join(format!("src/{}.txt", token(n))).is_file(), "{n}");
+    }
+    assert!(!dir.join("src/F04.txt").exists());
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+}
+
+/// A run killed after a session ended but before it was settled (its agent may
+/// already be on its next session, which writes the copy's records afresh): the
+/// session waits in `.baton/settling/`, and the next run settles it first, with
+/// its flip, ledger line, transcript and evidence.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_left_unsettled_by_a_killed_run_is_settled_by_the_next() {
+    let (_t, dir) = project(2);
+    let server = model(2, 0, Duration::from_millis(10));
+    let kit = Kit::new(&dir, &server);
+    let lines = Lines::default();
+    // The initializer and feature #1.
+    let end = kit.parallel(1, &lines, Some(2)).run().await.unwrap();
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{}", lines.said());
+
+    // What the killed run left: session 3 of agent 1 did #2, its branch fetched,
+    // its record taken, nothing of it yet on the project's record.
+    let copy = dir.join(".baton/agents/a1");
+    let flip = "sed -i '/\"description\": \"Feature F02:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json";
+    let work = format!(
+        "mkdir -p src && echo F02 > src/F02.txt && {flip} && echo 'Session 3: F02.' >> claude-progress.txt && git add -A && git commit -qm 'Implement F02'"
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &work])
+        .current_dir(&copy)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let tip = git(&copy, &["rev-parse", "HEAD"]);
+    git(
+        &dir,
+        &[
+            "fetch",
+            "-q",
+            &copy.display().to_string(),
+            "+HEAD:refs/baton/agents/a1",
+        ],
+    );
+    baton_records::ledger::append(
+        &copy.join(".baton/ledger.jsonl"),
+        &baton_records::LedgerEntry {
+            feature: Some(2),
+            ..baton_records::LedgerEntry::new(3, LedgerKind::Flip, "Feature F02")
+        },
+    )
+    .unwrap();
+    std::fs::create_dir_all(copy.join(".baton/evidence/0003")).unwrap();
+    std::fs::write(copy.join(".baton/evidence/0003/shot.txt"), "seen").unwrap();
+    let state = State::load(&dir).unwrap();
+    let mut record = serde_json::to_value(state.sessions.last().unwrap()).unwrap();
+    record["number"] = 3.into();
+    record["target"] = 2.into();
+    record["gates"]["flipped"] = serde_json::json!([2]);
+    record["integration"] = serde_json::Value::Null;
+    let ended = serde_json::json!({
+        "agent": 0, "feature": 2, "number": 3, "record": record,
+        "feature_record": null, "theirs": tip.trim(),
+    });
+    std::fs::create_dir_all(dir.join(".baton/settling")).unwrap();
+    std::fs::write(dir.join(".baton/settling/0003.json"), ended.to_string()).unwrap();
+
+    let lines = Lines::default();
+    let end = kit.parallel(2, &lines, Some(10)).run().await.unwrap();
+    let said = lines.said();
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    assert!(said.contains("settling 1 session(s)"), "{said}");
+    let state = State::load(&dir).unwrap();
+    let s3 = state.sessions.iter().find(|s| s.number == 3).unwrap();
+    let i = s3.integration.as_ref().unwrap();
+    assert_eq!(i.outcome, IntegrationOutcome::Merged, "{said}");
+    assert_eq!(s3.agent, Some(1));
+    assert!(dir.join("src/F02.txt").is_file());
+    let ledger = baton_records::ledger::read(&dir.join(".baton/ledger.jsonl")).unwrap();
+    assert!(
+        ledger
+            .entries
+            .iter()
+            .any(|e| e.kind == LedgerKind::Flip && e.feature == Some(2) && e.commit == i.commit),
+        "{ledger:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".baton/evidence/0003/shot.txt")).unwrap(),
+        "seen"
+    );
+    assert!(
+        std::fs::read_dir(dir.join(".baton/settling"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+}
+
 /// Agents get an identity and a port block of their own in their commands.
 #[test]
 fn agents_get_their_own_ports() {
@@ -417,7 +603,13 @@ async fn two_workers_on_a_bare_remote_finish_one_project_together() {
         (Ok(a), Ok(b)) => (a, b),
         (a, b) => panic!("{a:?}\n{b:?}\n--- w1\n{}\n--- w2\n{}", said[0], said[1]),
     };
-    assert_eq!(a, RunEnd::Complete, "{}", said[0]);
+    assert_eq!(
+        a,
+        RunEnd::Complete,
+        "{}\n--- the other worker ({b:?})\n{}",
+        said[0],
+        said[1]
+    );
     assert_eq!(b, RunEnd::Complete, "{}", said[1]);
 
     // The remote's main branch holds every feature, passing.
