@@ -373,13 +373,6 @@ impl RunView {
 
     /// The run ended: clear the bars, send `run_end`.
     pub fn finish(&self, end: Result<&RunEnd, &str>) {
-        if let Some(b) = &self.bars {
-            b.tool.finish_and_clear();
-            b.session.finish_and_clear();
-            b.features.finish_and_clear();
-            let _ = b.multi.clear();
-        }
-        let t = self.totals();
         let (outcome, code, reason) = match end {
             Ok(RunEnd::Complete) => ("complete", 0, "every feature passes".to_string()),
             Ok(RunEnd::CompleteExceptBlocked(b)) => (
@@ -402,6 +395,19 @@ impl RunView {
             Ok(RunEnd::Interrupted) => ("interrupted", 130, "interrupted".to_string()),
             Err(e) => ("error", 1, e.to_string()),
         };
+        self.finish_with(outcome, code, reason);
+    }
+
+    /// Clear the bars and emit the `run_end` event with `outcome`, `code` and
+    /// `reason` (also for commands that are not a run: `planned` for `baton plan`).
+    pub fn finish_with(&self, outcome: &'static str, code: u8, reason: String) {
+        if let Some(b) = &self.bars {
+            b.tool.finish_and_clear();
+            b.session.finish_and_clear();
+            b.features.finish_and_clear();
+            let _ = b.multi.clear();
+        }
+        let t = self.totals();
         let spent = Self::spent_now(&t);
         let (passing, total, sessions) = (t.passing, t.total, t.sessions);
         drop(t);

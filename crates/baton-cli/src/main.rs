@@ -6,6 +6,7 @@ mod exec;
 mod hook_cmd;
 mod live;
 mod log;
+mod plan_cmd;
 mod policy_cmd;
 mod report_cmd;
 mod run_cmd;
@@ -27,20 +28,28 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Create a project directory from a spec: git repository, app_spec.txt, a
-    /// commented baton.toml and a .gitignore for baton's records.
-    New {
-        /// The project directory to create.
+    /// Create a project: from a spec (--spec FILE), from a one-line idea that a
+    /// planner session expands into the spec (--idea TEXT), or by adopting an
+    /// existing git repository (--adopt --goal TEXT). Writes a git repository,
+    /// app_spec.txt, a commented baton.toml and a .gitignore for baton's records.
+    New(plan_cmd::NewArgs),
+    /// Add features to a project: a planner session reads the spec, the feature list
+    /// and the code and appends new failing features for the request (never changing
+    /// existing ones); baton checks them, records each as `added` in the ledger and
+    /// commits. The request is appended to the spec. Then `baton run` carries on.
+    ///
+    /// Exit codes: 0 features added; 1 error (nothing was added; the list is as it was).
+    Plan(plan_cmd::PlanArgs),
+    /// Accept a person's own edit of the feature list: shows what was added and
+    /// changed since it was last accepted, asks (or --yes), then records each change
+    /// in the ledger and commits the list. Removing or reordering features is refused
+    /// (features are known by their number).
+    Accept {
+        /// The project directory.
         dir: PathBuf,
-        /// The specification of what to build (a text file).
+        /// Accept without asking.
         #[arg(long)]
-        spec: PathBuf,
-        /// How many features the initializer is asked for.
-        #[arg(long, default_value_t = 200)]
-        features: u32,
-        /// Write into a directory that already has files.
-        #[arg(long)]
-        force: bool,
+        yes: bool,
     },
     /// Build the project session by session until every feature passes.
     ///
@@ -145,12 +154,9 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::New {
-            dir,
-            spec,
-            features,
-            force,
-        } => run_cmd::new(&dir, &spec, features, force).map(|()| ExitCode::SUCCESS),
+        Command::New(args) => plan_cmd::new(args, &secrets),
+        Command::Plan(args) => plan_cmd::plan(args, &secrets),
+        Command::Accept { dir, yes } => plan_cmd::accept(&dir, yes),
         Command::Run(args) => run_cmd::run(args, &secrets),
         Command::Status { dir, json } => run_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
         Command::Unblock { dir, feature } => {

@@ -64,16 +64,65 @@ pub struct RunArgs {
     remote: Option<String>,
 }
 
+impl RunArgs {
+    /// A run of `dir` with every option at its default.
+    pub fn for_dir(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            max_sessions: None,
+            budget_usd: None,
+            max_hours: None,
+            pause: None,
+            provider: None,
+            model: None,
+            quiet: false,
+            json: false,
+            agents: None,
+            remote: None,
+        }
+    }
+
+    /// With this provider, model and output mode.
+    pub fn with(mut self, provider: Option<String>, model: Option<String>, quiet: bool) -> Self {
+        self.provider = provider;
+        self.model = model;
+        self.quiet = quiet;
+        self
+    }
+}
+
+/// What a `baton run`-like command does once its parts are built.
+pub enum What {
+    /// Sessions until the project is done (`baton run`).
+    Run,
+    /// One planner session (`baton plan`, `baton new --idea`).
+    Plan(baton_harness::plan::Plan),
+}
+
 /// Run `baton run`, holding the project's lock: one run per project.
 pub fn run(args: RunArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
+    run_what(args, secrets, What::Run)
+}
+
+/// Run `what` in `args.dir` as `baton run` would (lock, model, policy, sandbox,
+/// live view).
+pub fn run_what(
+    args: RunArgs,
+    secrets: &crate::secrets::Secrets,
+    what: What,
+) -> anyhow::Result<ExitCode> {
     let dir = crate::setup::project_dir(&args.dir, crate::setup::CREATE_HINT)?;
-    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton run")?;
+    let command = match what {
+        What::Run => "baton run",
+        What::Plan(_) => "baton plan",
+    };
+    let lock = baton_harness::lock::ProjectLock::acquire(&dir, command)?;
     if let Some(previous) = &lock.took_over {
         eprintln!(
             "baton: note: the lock of {previous} was left behind (it ended without releasing it); taking over"
         );
     }
-    let result = run_locked(args, secrets, dir);
+    let result = run_locked(args, secrets, dir, what);
     lock.release();
     result
 }
@@ -82,6 +131,7 @@ fn run_locked(
     args: RunArgs,
     secrets: &crate::secrets::Secrets,
     dir: PathBuf,
+    what: What,
 ) -> anyhow::Result<ExitCode> {
     let cfg = Config::load(&dir)?;
     if args.pause.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
@@ -213,6 +263,7 @@ fn run_locked(
         });
         let policy = &guard.policy;
         if (agents > 1 || args.remote.is_some())
+            && matches!(what, What::Run)
             && let Some(client) = &client
         {
             let workspace = Copies {
@@ -267,7 +318,18 @@ fn run_locked(
             stop,
             opts: run_options(&args),
         };
-        let result = runner.run().await;
+        let result = match &what {
+            What::Run => runner.run().await,
+            What::Plan(plan) => {
+                let planned = runner.plan(plan).await;
+                let _ = tools
+                    .context()
+                    .processes
+                    .shutdown(Duration::from_secs(3))
+                    .await;
+                return planned_end(&view, &runner.files, plan, planned);
+            }
+        };
         let stopped = tools
             .context()
             .processes
@@ -280,6 +342,46 @@ fn run_locked(
         }
         finish(&view, &runner.files, budget, result)
     })
+}
+
+/// Say what a planner session did, and give the exit code.
+fn planned_end(
+    view: &RunView,
+    files: &Files,
+    plan: &baton_harness::plan::Plan,
+    planned: Result<baton_harness::plan::Planned, baton_harness::HarnessError>,
+) -> anyhow::Result<ExitCode> {
+    let p = match planned {
+        Ok(p) => p,
+        Err(e) => {
+            view.finish(Err(&format!("{e:#}")));
+            return Err(e.into());
+        }
+    };
+    view.finish_with("planned", 0, format!("planner session {:04}", p.number));
+    let dir = files.dir.display();
+    match plan {
+        baton_harness::plan::Plan::Spec => eprintln!(
+            "baton: the planner wrote {} ({} lines), committed; read and edit it, then `baton run {dir}`",
+            files.names.spec, p.spec_lines
+        ),
+        baton_harness::plan::Plan::More(_) => {
+            let list = files.load_accepted()?.unwrap_or_default();
+            eprintln!(
+                "baton: {} feature(s) added to {} ({}), committed and recorded; {}/{} passing; next: `baton run {dir}`",
+                p.added.len(),
+                files.names.feature_list,
+                p.added
+                    .iter()
+                    .map(|n| format!("#{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                list.passing(),
+                list.features.len()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The run's limits given on the command line.
@@ -338,18 +440,6 @@ fn finish(
         s.passing, s.total, s.totals.sessions, s.totals.cost_usd
     );
     Ok(ExitCode::from(end.exit_code()))
-}
-
-/// Run `baton new`.
-pub fn new(dir: &Path, spec: &Path, features: u32, force: bool) -> anyhow::Result<()> {
-    baton_harness::new::create(dir, spec, features, force)?;
-    eprintln!(
-        "baton: created {} ({} features targeted); next: `baton run {}`",
-        dir.display(),
-        features,
-        dir.display()
-    );
-    Ok(())
 }
 
 /// Run `baton unblock`.

@@ -101,6 +101,10 @@ pub struct ProjectConfig {
     /// What is built: `web` (verified in a browser), `cli`, `library` or `service`
     /// (verified through commands).
     pub kind: String,
+    /// The project existed before baton (`baton new --adopt`): the initializer
+    /// studies its code, tests and how to run it first, and lists what already
+    /// works before the goal's features.
+    pub adopt: bool,
 }
 
 impl Default for ProjectConfig {
@@ -113,6 +117,7 @@ impl Default for ProjectConfig {
             features: 200,
             min_features: 20,
             kind: "web".into(),
+            adopt: false,
         }
     }
 }

@@ -95,6 +95,25 @@ impl Runner<'_> {
         } else {
             r.violations.iter().map(ToString::to_string).collect()
         };
+        // What is replaced is kept, byte for byte, for a person to look at.
+        let kept = if text.is_empty() {
+            None
+        } else {
+            let p = self
+                .files
+                .dir
+                .join(baton_records::layout::REPLACED)
+                .join(format!("{name}.before-{number:04}"));
+            baton_records::write_atomic(&p, &text)?;
+            Some(self.files.rel(&p))
+        };
+        let what: Vec<String> = what
+            .into_iter()
+            .map(|w| match &kept {
+                Some(k) => format!("{w} (the replaced file is kept as {k})"),
+                None => w,
+            })
+            .collect();
         let msg = format!(
             "baton: restore {name} before session {number}\n\n{}",
             what.iter().map(|w| format!("- {w}\n")).collect::<String>()
@@ -117,6 +136,39 @@ impl Runner<'_> {
             what.join("; ")
         ));
         Ok(())
+    }
+
+    /// At the start of a run (no session in progress): a valid feature list that
+    /// differs from the accepted one beyond `passes` is a person's edit, not an
+    /// agent's (a session's own changes were judged by its gates). It is not
+    /// restored over, which would lose it: the run stops and says how to accept it.
+    pub(crate) fn refuse_unaccepted_edit(
+        &self,
+        accepted: &FeatureList,
+    ) -> Result<(), HarnessError> {
+        let name = &self.files.names.feature_list;
+        let Ok(text) = std::fs::read_to_string(self.files.feature_list()) else {
+            return Ok(());
+        };
+        if FeatureList::parse(&text, name).is_err() {
+            return Ok(());
+        }
+        let r = baton_records::reconcile(accepted, &text, name);
+        if r.violations.is_empty() {
+            return Ok(());
+        }
+        let what: Vec<String> = r
+            .violations
+            .iter()
+            .take(5)
+            .map(ToString::to_string)
+            .collect();
+        Err(HarnessError::Input(format!(
+            "{name} differs from the accepted list beyond \"passes\" ({}{}): to keep that edit, `baton accept {}`; to drop it, `git checkout -- {name}`; then run again",
+            what.join("; "),
+            if r.violations.len() > 5 { "; …" } else { "" },
+            self.files.dir.display()
+        )))
     }
 
     /// Validate the initializer's list; accept it (all features failing) or leave `None`.

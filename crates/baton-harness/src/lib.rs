@@ -23,6 +23,7 @@ pub mod guard;
 pub mod lock;
 pub mod new;
 pub mod parallel;
+pub mod plan;
 pub mod prompts;
 pub mod queue;
 pub mod run;

@@ -62,9 +62,8 @@ user_email = "baton@localhost"
     )
 }
 
-/// Create a project in `dir` from `spec`. Refuses a directory that already holds a
-/// project (or anything at all) unless `force`.
-pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(), HarnessError> {
+/// The text of the spec file `spec`, refused when missing or empty.
+pub fn read_spec(spec: &Path) -> Result<String, HarnessError> {
     let text = std::fs::read_to_string(spec).map_err(|source| HarnessError::Spec {
         path: spec.to_path_buf(),
         source,
@@ -75,6 +74,27 @@ pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(),
             spec.display()
         )));
     }
+    Ok(text)
+}
+
+/// What `baton new --idea` writes as the spec until the planner expands it.
+pub fn idea_spec(idea: &str) -> Result<String, HarnessError> {
+    if idea.trim().is_empty() {
+        return Err(HarnessError::Input(
+            "the idea is empty; say in a sentence or a few what to build".into(),
+        ));
+    }
+    Ok(format!("Original idea:\n\n{}\n", idea.trim()))
+}
+
+/// Create a project in `dir` from `spec`. Refuses a directory that already holds a
+/// project (or anything at all) unless `force`.
+pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(), HarnessError> {
+    create_with(dir, &read_spec(spec)?, features, force)
+}
+
+/// Create a project in `dir` whose spec is `text`.
+pub fn create_with(dir: &Path, text: &str, features: u32, force: bool) -> Result<(), HarnessError> {
     if features == 0 {
         return Err(HarnessError::Input("--features must be at least 1".into()));
     }
@@ -99,7 +119,7 @@ pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(),
         let p = dir.join(name);
         std::fs::write(&p, content).map_err(io(p))
     };
-    write("app_spec.txt", &text)?;
+    write("app_spec.txt", text)?;
     write("baton.toml", &default_toml(features))?;
     let gi = dir.join(".gitignore");
     let mut ignore = std::fs::read_to_string(&gi).unwrap_or_default();
@@ -120,6 +140,113 @@ pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(),
     git::commit(
         dir,
         "baton new: the specification, baton.toml and .gitignore",
+        &["app_spec.txt", "baton.toml", ".gitignore"],
+        &[],
+    )?;
+    Ok(())
+}
+
+/// What `baton new --adopt --goal` writes as the spec.
+pub fn goal_spec(goal: &str) -> Result<String, HarnessError> {
+    if goal.trim().is_empty() {
+        return Err(HarnessError::Input(
+            "the goal is empty; say what to do with the project".into(),
+        ));
+    }
+    Ok(format!("Goal:\n\n{}\n", goal.trim()))
+}
+
+/// `baton new --adopt`: make the git repository in `dir`, which has no feature
+/// list yet, a baton project whose spec is `spec` (the goal): `baton.toml` (with `[project]
+/// adopt = true`, so the initializer studies the code first), the spec and
+/// `.gitignore`, committed on top of the project's history, which is not touched.
+/// A tree with uncommitted changes is refused: they would be swallowed by the
+/// sessions' commits.
+pub fn adopt(dir: &Path, spec: &str, features: u32) -> Result<(), HarnessError> {
+    if features == 0 {
+        return Err(HarnessError::Input("--features must be at least 1".into()));
+    }
+    if !dir.is_dir() {
+        return Err(HarnessError::Input(format!(
+            "{} does not exist; --adopt takes an existing git repository (without --adopt, `baton new` creates a project)",
+            dir.display()
+        )));
+    }
+    let top = git::git(dir, &["rev-parse", "--show-toplevel"]).map_err(|_| {
+        HarnessError::Input(format!(
+            "{} is not a git repository; --adopt takes an existing one (`git init` and commit it first)",
+            dir.display()
+        ))
+    })?;
+    let canon = dir.canonicalize().map_err(io(dir))?;
+    if Path::new(top.trim()) != canon {
+        return Err(HarnessError::Input(format!(
+            "{} is inside the git repository {}, not its top: adopt the repository's top directory",
+            dir.display(),
+            top.trim()
+        )));
+    }
+    if git::head(dir).is_none() {
+        return Err(HarnessError::Input(format!(
+            "{} has no commit yet: commit the existing code first, so baton's sessions start from it",
+            dir.display()
+        )));
+    }
+    let dirty = git::dirty_paths(dir)?;
+    if !dirty.is_empty() {
+        let shown: Vec<&str> = dirty.iter().take(10).map(String::as_str).collect();
+        return Err(HarnessError::Input(format!(
+            "{} has uncommitted changes ({}{}); commit or stash them first: baton's sessions commit everything in the tree, so they would be swallowed",
+            dir.display(),
+            shown.join(", "),
+            if dirty.len() > 10 {
+                format!(" and {} more", dirty.len() - 10)
+            } else {
+                String::new()
+            }
+        )));
+    }
+    for f in ["baton.toml", "feature_list.json", "app_spec.txt"] {
+        if dir.join(f).exists() {
+            let hint = if f == "feature_list.json" {
+                "it has a feature list already: `baton run` adopts it as it is"
+            } else {
+                "it is baton's to write; move it aside first"
+            };
+            return Err(HarnessError::Input(format!(
+                "{} already holds {f}: {hint}",
+                dir.display()
+            )));
+        }
+    }
+    let write = |name: &str, content: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, content).map_err(io(p))
+    };
+    write("app_spec.txt", spec)?;
+    let toml = default_toml(features).replacen(
+        "[project]\n",
+        "[project]\nadopt = true                      # the code existed before baton: the initializer studies it first\n",
+        1,
+    );
+    write("baton.toml", &toml)?;
+    let gi = dir.join(".gitignore");
+    let mut ignore = std::fs::read_to_string(&gi).unwrap_or_default();
+    if !ignore
+        .lines()
+        .any(|l| l.trim() == ".baton/" || l.trim() == ".baton")
+    {
+        if !ignore.is_empty() && !ignore.ends_with('\n') {
+            ignore.push('\n');
+        }
+        ignore.push_str(".baton/\n");
+        write(".gitignore", &ignore)?;
+    }
+    let defaults = baton_config::GitConfig::default();
+    git::prepare(dir, &defaults.user_name, &defaults.user_email)?;
+    git::commit(
+        dir,
+        "baton new --adopt: the goal, baton.toml and .gitignore",
         &["app_spec.txt", "baton.toml", ".gitignore"],
         &[],
     )?;

@@ -44,6 +44,17 @@ pub fn verifier_system(dir: &std::path::Path) -> String {
     VERIFIER_SYSTEM.replace("{dir}", &dir.display().to_string())
 }
 
+/// How a feature list's entries are written: the initializer's, the adopting
+/// initializer's and the planner's.
+const ENTRY_RULES: &str = r###"   - category is "functional" for behaviour and "style" for look and feel.
+   - Size each feature to one session's work: something a user can do or see, built and verified in well under an hour. Split bigger ones.
+   - Steps are what a user does and observes, with concrete values: "Type 'Buy milk' in the new-todo field and press Enter", "The list shows 'Buy milk' with an unchecked box". Every step has an outcome someone can check.
+   - Order the list by priority: what a user meets first and what everything else depends on (the app starts, the main page loads, the core actions) comes before refinements.
+   - Mix narrow tests of two to five steps with long journeys of ten steps or more that cross features (create, edit, reload, find again).
+   - Every entry starts with "passes": false: nothing has been verified yet.
+   - A feature may carry "verify": a shell command that exits 0 when it works and non-zero before (deterministic, under 10 s, for example `curl -fsS http://127.0.0.1:3000/api/todos | grep -q '"title"'`; plain `curl` without -f passes on an error page). Add one only where the specification fixes the route, command or output it checks; never guess a design decision. Once accepted, a verify command cannot be changed.
+   - Where a feature cannot work before others do (editing a todo needs creating one), give it "depends_on": [the numbers of those features, counted from 1 in this list]; baton hands a feature out only once everything it depends on passes. Leave the key out where order does not matter."###;
+
 const INITIALIZER: &str = r###"You are the first engineer on a new software project: {kind_line}. Nothing exists yet but the specification in {spec}. This session lays the foundation that many later sessions, each starting with no memory of this one, will build on one feature at a time.
 
 Do these, in order:
@@ -51,14 +62,7 @@ Do these, in order:
 1. Read {spec} carefully, all of it.
 2. Write {feature_list}: a JSON array of {features} end-to-end test cases (at least {min_features}) that together cover everything the specification asks for. Each entry is an object:
    {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
-   - category is "functional" for behaviour and "style" for look and feel.
-   - Size each feature to one session's work: something a user can do or see, built and verified in well under an hour. Split bigger ones.
-   - Steps are what a user does and observes, with concrete values: "Type 'Buy milk' in the new-todo field and press Enter", "The list shows 'Buy milk' with an unchecked box". Every step has an outcome someone can check.
-   - Order the list by priority: what a user meets first and what everything else depends on (the app starts, the main page loads, the core actions) comes before refinements.
-   - Mix narrow tests of two to five steps with long journeys of ten steps or more that cross features (create, edit, reload, find again).
-   - Every entry starts with "passes": false: nothing has been verified yet.
-   - A feature may carry "verify": a shell command that exits 0 when it works and non-zero before (deterministic, under 10 s, for example `curl -fsS http://127.0.0.1:3000/api/todos | grep -q '"title"'`; plain `curl` without -f passes on an error page). Add one only where the specification fixes the route, command or output it checks; never guess a design decision. Once accepted, a verify command cannot be changed.
-   - Where a feature cannot work before others do (editing a todo needs creating one), give it "depends_on": [the numbers of those features, counted from 1 in this list]; baton hands a feature out only once everything it depends on passes. Leave the key out where order does not matter.
+{entry_rules}
    - This list is the contract for the whole project. Later sessions may only change "passes" (and add a "verify" to a feature that has none); no one may edit, reorder, add or remove entries afterwards, so make it complete and precise now.
    - Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first 30 to 40 entries as a complete JSON array with Write, then add each further part of 30 to 40 entries with Edit, replacing the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`.
    - When all parts are written, check that the file parses and count its entries with a one-line command (for example `python3 -c "import json; print(len(json.load(open('{feature_list}'))))"`), and fix what it reports. Then make a coverage pass: go through {spec} section by section and check that every requirement is covered by some entry; add entries (in further parts) for what is missing.
@@ -73,6 +77,58 @@ Do these, in order:
 6. Commit everything with git, with a message that says what the commit holds.
 
 Do not implement features beyond the skeleton; that is the coding sessions' work. Stop when all six steps are done."###;
+
+const ADOPT: &str = r###"You are the first baton session on an existing software project: {kind_line}. Its code, history and tests already exist, made by people or other tools; {spec} says what is wanted next (the goal). This session lays the ground that many later sessions, each starting with no memory of this one, will build on one feature at a time.
+
+Do these, in order:
+
+1. Study the project before you change anything: its README and manifests (package.json, pyproject.toml, Cargo.toml, Makefile, …), its layout, its tests and how they run, how the app starts, and `git log --oneline -20`. Read {spec}, all of it.
+2. Write {feature_list}: a JSON array of about {features} end-to-end test cases (at least {min_features}). First the behaviour that already works today (what a user can do or see now, found in the code and its tests), so that later sessions keep it working; then the features of the goal in {spec}. Each entry is an object:
+   {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
+{entry_rules}
+   - Every entry starts with "passes": false, what already works included: a coding session verifies it before it counts.
+   - This list is the contract for the whole project. Later sessions may only change "passes" (and add a "verify" to a feature that has none); no one may edit, reorder, add or remove entries afterwards, so make it complete and precise now.
+   - Write it in parts of 30 to 40 entries (Write the first part, then Edit to append each further part before the closing `]`), then check that it parses and count its entries with a one-line command.
+3. Write {init_script} (or adapt the one the project has): a bash script that sets the project up and starts it, safe to run at any time:
+   - installs dependencies the way the project does (its lockfile and package manager), only when they are missing or out of date;
+   - runs the project's own test suite when it takes under a minute, and prints its result (a failing suite is reported, not fatal);
+   - starts each server only if its port is not already answering, on `$PORT` when set, in the background with its output in a log file, waits until it answers (a bounded retry loop), prints how to reach it and exits within two minutes without waiting for input.
+   Make it executable and run it once to check it works.
+4. Do not restructure, reformat or rewrite the existing code, and keep its conventions: the coding sessions change it one feature at a time.
+5. Write {progress}: start it with a "## Project facts" section (how to start the app, ports, layout, how to run the tests, pitfalls you found), kept current by every later session; then an entry for this session.
+6. Commit what you added with git, with a message that says what the commit holds. Never rewrite the project's history.
+
+Stop when all six steps are done."###;
+
+const PLANNER_SPEC: &str = r###"You are the product planner of a new software project: {kind_line}. A person gave only a short idea; it is in {spec}. Many engineering sessions will build the product from your specification over days, one feature at a time, each starting with no memory of the others, so the specification is the only statement of what to build.
+
+Replace {spec} with a full product specification. Be ambitious about the product (what would make it excellent for its users, not a demo) and precise about behaviour (what a user does and sees, with concrete values). Write it in plain text with these sections:
+
+1. Original idea: the person's words, unchanged.
+2. Overview: what the product is, for whom, and the problem it solves.
+3. Users and their main journeys, step by step.
+4. Features by area: for each area, what a user can do and see: inputs, outputs, states, validation and error messages, empty states, limits, what persists.
+5. Look and feel (where there is a user interface): layout, navigation, visual style, responsiveness, accessibility.
+6. Technical design suited to the product: a stack of common, well-supported tools that install without questions on Linux; architecture; data model; routes, commands or API; persistence; how to start it (servers listen on `$PORT` when it is set) and how to test it.
+7. Out of scope: what this product will not do.
+
+Write only {spec}: no code, no other files, no installs. Do not commit: baton checks the specification and commits it. Stop when it is written."###;
+
+const PLANNER_MORE: &str = r###"You are the product planner of a software project that many engineering sessions are building, one feature at a time: {kind_line}. A person asked for more; the request is at the end of {spec}, under its last "## Added" heading:
+
+{request}
+
+Do these, in order:
+
+1. Read {spec}, the "## Project facts" of {progress}, and enough of the code to know what exists. {feature_list} may be long: count its entries with a one-line command (for example `python3 -c "import json; print(len(json.load(open('{feature_list}'))))"`), read its last entries, and search it with Grep; do not print all of it.
+2. Append to {feature_list} new entries that cover the request, after the last existing one (Edit: replace the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`). Each entry is an object:
+   {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
+{entry_rules}
+   - Append only: never change, reorder or remove an existing entry (baton restores any change), and never set "passes" to true.
+3. Where the request leaves behaviour open, add what you decided to {spec}, after the request; do not rewrite what the specification said before.
+4. Check that {feature_list} still parses and count its entries again.
+
+Do not implement anything and do not commit: baton checks the new entries, records them and commits. Stop when the entries are written."###;
 
 const CODING: &str = r###"You are continuing a long-running software project. You remember nothing of earlier sessions: everything you need is in the project directory and in the brief below, which baton computed just before this session.
 
@@ -99,6 +155,7 @@ pub fn handoff_note(names: &ProjectConfig) -> String {
 
 fn fill(template: &str, names: &ProjectConfig) -> String {
     template
+        .replace("{entry_rules}", ENTRY_RULES)
         .replace("{kind_line}", kind_line(&names.kind))
         .replace("{spec}", &names.spec)
         .replace("{feature_list}", &names.feature_list)
@@ -110,7 +167,7 @@ fn fill(template: &str, names: &ProjectConfig) -> String {
 
 /// The initializer's first message; `problem` is what was wrong with the previous attempt.
 pub fn initializer(names: &ProjectConfig, problem: Option<&str>) -> String {
-    let mut p = fill(INITIALIZER, names);
+    let mut p = fill(if names.adopt { ADOPT } else { INITIALIZER }, names);
     if let Some(problem) = problem {
         p.push_str(&format!(
             "\n\nA previous initializer session did not leave a usable {}: {problem}\nFix exactly this: the file must be a JSON array of objects with \"category\" (string), \"description\" (string), \"steps\" (array of strings) and \"passes\" (false), with at least {} entries.",
@@ -118,6 +175,15 @@ pub fn initializer(names: &ProjectConfig, problem: Option<&str>) -> String {
         ));
     }
     p
+}
+
+/// The planner's first message: expand the idea in the spec into a full
+/// specification (`request` is `None`), or append features for `request`.
+pub fn planner(names: &ProjectConfig, request: Option<&str>) -> String {
+    match request {
+        None => fill(PLANNER_SPEC, names),
+        Some(r) => fill(PLANNER_MORE, names).replace("{request}", r.trim()),
+    }
 }
 
 /// What a coding session is told about `BlockFeature` (baton's own agent loop only).

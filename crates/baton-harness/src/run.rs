@@ -259,6 +259,9 @@ impl Runner<'_> {
             let f = self.finish(&ip, None, &mut accepted, None, &snap).await?;
             self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
         }
+        if let Some(list) = &accepted {
+            self.refuse_unaccepted_edit(list)?;
+        }
         let limits = RunLimits::new(&self.opts, &self.cfg);
         let max_hours = limits.max_hours;
         let pause = self
@@ -460,7 +463,7 @@ impl Runner<'_> {
         let sweep = match kind {
             SessionKind::Coding if self.opts.skip_sweep => None,
             SessionKind::Coding => self.sweep(number, accepted).await?,
-            SessionKind::Initializer => None,
+            SessionKind::Initializer | SessionKind::Planner => None,
         };
         // The target is the first of the brief's list: computed after the sweep, from
         // the same list and state as the brief.
@@ -618,7 +621,7 @@ impl Runner<'_> {
         }
         let base = match ip.kind {
             SessionKind::Coding => accepted.clone(),
-            SessionKind::Initializer => None,
+            SessionKind::Initializer | SessionKind::Planner => None,
         };
         let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
         g.report.boundary = undone;
@@ -634,7 +637,7 @@ impl Runner<'_> {
         let summary = summarize(&self.files.dir, ip.number);
         let blocks = match ip.kind {
             SessionKind::Coding => block::declared(&self.files.dir, ip.number),
-            SessionKind::Initializer => Vec::new(),
+            SessionKind::Initializer | SessionKind::Planner => Vec::new(),
         };
         g.report.refusals = summary.refusals;
         g.report.evidence = summary.evidence;

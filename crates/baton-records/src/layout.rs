@@ -34,6 +34,8 @@ pub const INTEGRATE: &str = ".baton/integrate";
 /// A parallel run's sessions that ended and are not yet on the project's record,
 /// `<number>.json` each: settled first by the next run if this one is killed.
 pub const SETTLING: &str = ".baton/settling";
+/// Feature lists baton replaced with the accepted one, kept as they were.
+pub const REPLACED: &str = ".baton/replaced";
 /// `baton report`'s page, by default.
 pub const REPORT: &str = ".baton/report.html";
 

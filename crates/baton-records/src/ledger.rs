@@ -80,6 +80,13 @@ pub enum LedgerKind {
     /// files conflicted, or a check failed on the merged tree); the feature goes back
     /// to the queue and the branch is kept.
     Requeued,
+    /// The specification written by the planner from a person's idea.
+    Planned,
+    /// A feature appended to the list: by the planner for a request (`baton
+    /// plan`), or by a person (`baton accept`).
+    Added,
+    /// A person's change to an existing feature, accepted with `baton accept`.
+    Amended,
 }
 
 /// The ledger as read: its entries in order, and how many lines could not be read
@@ -147,6 +154,9 @@ mod tests {
             (LedgerKind::Blocked, "blocked"),
             (LedgerKind::Unblocked, "unblocked"),
             (LedgerKind::Requeued, "requeued"),
+            (LedgerKind::Planned, "planned"),
+            (LedgerKind::Added, "added"),
+            (LedgerKind::Amended, "amended"),
         ];
         let doc = include_str!("../../../docs/harness.md");
         for (k, name) in kinds {

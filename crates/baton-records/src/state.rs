@@ -158,6 +158,9 @@ pub enum SessionKind {
     Initializer,
     /// Implements one feature.
     Coding,
+    /// Writes the specification from an idea, or appends features for a request
+    /// (`baton new --idea`, `baton plan`).
+    Planner,
 }
 
 impl SessionKind {
@@ -166,6 +169,7 @@ impl SessionKind {
         match self {
             Self::Initializer => "initializer",
             Self::Coding => "coding",
+            Self::Planner => "planner",
         }
     }
 }

@@ -5,6 +5,7 @@ mod endurance;
 mod events;
 mod exec;
 mod faults;
+mod grow;
 mod hook;
 mod log;
 mod parallel;

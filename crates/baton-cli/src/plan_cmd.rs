@@ -1,0 +1,209 @@
+//! `baton new` (from a spec, an idea, or an existing repository), `baton plan` and
+//! `baton accept`: how a project starts and grows.
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::bail;
+use baton_config::Config;
+use baton_harness::files::Files;
+use baton_harness::plan::Plan;
+
+use crate::run_cmd::{RunArgs, What};
+
+/// Arguments of `baton new`.
+#[derive(Debug, clap::Args)]
+pub struct NewArgs {
+    /// The project directory to create (with --adopt: the existing repository).
+    dir: PathBuf,
+    /// The specification of what to build (a text file); with --adopt, the goal.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["idea", "goal"])]
+    spec: Option<PathBuf>,
+    /// A one-line idea instead of a spec: a planner session expands it into the
+    /// full specification (app_spec.txt) and commits it, then the run goes on
+    /// (with --plan-only it stops there, for you to read and edit the spec).
+    #[arg(long, value_name = "TEXT", conflicts_with = "adopt")]
+    idea: Option<String>,
+    /// Stop after the planner has written the specification (with --idea).
+    #[arg(long, requires = "idea")]
+    plan_only: bool,
+    /// Adopt the existing git repository DIR (no feature list yet): baton adds its
+    /// files on top of the history, and the initializer studies the code, its tests
+    /// and how to run it before listing what works and the goal's features. A tree
+    /// with uncommitted changes is refused.
+    #[arg(long)]
+    adopt: bool,
+    /// What to do with the adopted project (with --adopt; or --spec FILE).
+    #[arg(long, value_name = "TEXT", requires = "adopt")]
+    goal: Option<String>,
+    /// How many features the initializer is asked for.
+    #[arg(long, default_value_t = 200)]
+    features: u32,
+    /// Write into a directory that already has files.
+    #[arg(long, conflicts_with = "adopt")]
+    force: bool,
+    /// Model provider for the planner and the run (as for `baton run`).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model name for the planner and the run.
+    #[arg(long)]
+    model: Option<String>,
+    /// Plain lines on stderr (as for `baton run`).
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Run `baton new`.
+pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
+    let dir = &args.dir;
+    if args.adopt {
+        let spec = match (&args.goal, &args.spec) {
+            (Some(goal), None) => baton_harness::new::goal_spec(goal)?,
+            (None, Some(file)) => baton_harness::new::read_spec(file)?,
+            _ => bail!("--adopt needs the goal: --goal TEXT or --spec FILE"),
+        };
+        baton_harness::new::adopt(dir, &spec, args.features)?;
+        eprintln!(
+            "baton: adopted {} (its history is untouched; baton.toml, app_spec.txt and .gitignore committed on top); next: `baton run {}`, whose first session studies the code",
+            dir.display(),
+            dir.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    match (&args.spec, &args.idea) {
+        (Some(spec), None) => {
+            baton_harness::new::create(dir, spec, args.features, args.force)?;
+            eprintln!(
+                "baton: created {} ({} features targeted); next: `baton run {}`",
+                dir.display(),
+                args.features,
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        (None, Some(idea)) => {
+            let text = baton_harness::new::idea_spec(idea)?;
+            baton_harness::new::create_with(dir, &text, args.features, args.force)?;
+            eprintln!(
+                "baton: created {}; a planner session now expands the idea into app_spec.txt",
+                dir.display()
+            );
+            let run = || {
+                RunArgs::for_dir(dir.clone()).with(
+                    args.provider.clone(),
+                    args.model.clone(),
+                    args.quiet,
+                )
+            };
+            let code = crate::run_cmd::run_what(run(), secrets, What::Plan(Plan::Spec))?;
+            if args.plan_only || code != ExitCode::SUCCESS {
+                return Ok(code);
+            }
+            crate::run_cmd::run(run(), secrets)
+        }
+        _ => bail!(
+            "say what to build: --spec FILE (a specification), --idea TEXT (a planner writes the specification), or --adopt --goal TEXT (an existing repository)"
+        ),
+    }
+}
+
+/// Arguments of `baton plan`.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// The project directory.
+    dir: PathBuf,
+    /// What to add, as a text file.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "idea",
+        required_unless_present = "idea"
+    )]
+    spec: Option<PathBuf>,
+    /// What to add, in a sentence or a few.
+    #[arg(long, value_name = "TEXT")]
+    idea: Option<String>,
+    /// Model provider (as for `baton run`).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model name.
+    #[arg(long)]
+    model: Option<String>,
+    /// Plain lines on stderr (as for `baton run`).
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Run `baton plan`.
+pub fn plan(args: PlanArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
+    let request = match (&args.spec, &args.idea) {
+        (Some(file), None) => baton_harness::new::read_spec(file)?,
+        (None, Some(idea)) => idea.clone(),
+        _ => bail!("say what to add: --spec FILE or --idea TEXT"),
+    };
+    let dir = crate::setup::project_dir(&args.dir, crate::setup::CREATE_HINT)?;
+    crate::run_cmd::require_project(&dir, &Config::load(&dir)?)?;
+    let run = RunArgs::for_dir(dir).with(args.provider, args.model, args.quiet);
+    crate::run_cmd::run_what(run, secrets, What::Plan(Plan::More(request)))
+}
+
+/// Run `baton accept`: show a person's edit of the feature list, ask (unless
+/// `yes`), and accept it.
+pub fn accept(dir: &Path, yes: bool) -> anyhow::Result<ExitCode> {
+    let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
+    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton accept")?;
+    let result = accept_locked(&dir, yes);
+    lock.release();
+    result
+}
+
+fn accept_locked(dir: &Path, yes: bool) -> anyhow::Result<ExitCode> {
+    let cfg = Config::load(dir)?;
+    let files = Files::new(dir.to_path_buf(), cfg.project);
+    let edit = baton_harness::plan::edit(&files)?;
+    if edit.is_empty() {
+        eprintln!(
+            "baton: {} is the accepted list; nothing to accept",
+            files.names.feature_list
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = String::new();
+    for (n, what) in &edit.added {
+        out.push_str(&format!("  + #{n} {what}\n"));
+    }
+    for (n, what) in &edit.amended {
+        out.push_str(&format!("  ~ #{n} {what}\n"));
+    }
+    eprint!(
+        "baton: {} changed since it was accepted:\n{out}",
+        files.names.feature_list
+    );
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "not accepted: run `baton accept {} --yes` to accept without a question",
+                dir.display()
+            );
+        }
+        eprint!("Accept these changes? [y/N] ");
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("baton: not accepted; the accepted list is unchanged");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let commit = baton_harness::plan::accept(&files, &edit)?;
+    eprintln!(
+        "baton: accepted ({} added, {} changed), recorded in the ledger{}",
+        edit.added.len(),
+        edit.amended.len(),
+        commit
+            .map(|c| format!(", committed as {}", &c[..c.len().min(12)]))
+            .unwrap_or_default()
+    );
+    Ok(ExitCode::SUCCESS)
+}

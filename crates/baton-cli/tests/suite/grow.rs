@@ -1,0 +1,471 @@
+//! Growing a project, through the binary with the scripted model: from a one-line
+//! idea (a planner session writes the spec), more features later (`baton plan`), a
+//! person's own edit of the list (`baton accept`), and an existing repository
+//! (`baton new --adopt`).
+
+use std::process::Output;
+
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use serde_json::json;
+
+use super::run::{features, git, honest, initializer, new_project};
+use super::*;
+
+/// A specification of `lines` lines, as a planner would write it.
+fn spec_text(lines: usize) -> String {
+    let mut s = String::from("Original idea:\n\na tiny todo app\n\nOverview\n");
+    for i in 0..lines {
+        s.push_str(&format!(
+            "- The app does thing {i}: a user sees result {i}.\n"
+        ));
+    }
+    s
+}
+
+/// A planner session that writes `content` as the spec.
+fn planner_writing(content: &str) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": "app_spec.txt", "content": content}),
+        )),
+        Step::Reply(Reply::text("The specification is written.")),
+    ]
+}
+
+fn ledger_kinds(p: &Project) -> Vec<String> {
+    p.file(".baton/ledger.jsonl")
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+fn baton_in(server: &ScriptedServer, args: &[&str]) -> Output {
+    baton(server, Wire::Anthropic).args(args).output().unwrap()
+}
+
+/// `baton new --idea --plan-only`: the planner expands the idea into the spec,
+/// which is committed and recorded; `baton run` then works from it.
+#[test]
+fn an_idea_becomes_a_spec_then_a_feature_list() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let spec = spec_text(30);
+    let server = ScriptedServer::start(Wire::Anthropic, planner_writing(&spec));
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a tiny todo app",
+            "--features",
+            "3",
+            "--plan-only",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("read and edit it"),
+        "{}",
+        stderr(&out)
+    );
+    // The planner was given the idea and asked for a full specification.
+    let prompt = prompt_of(&server, 0);
+    assert!(prompt.contains("product planner"), "{prompt}");
+    assert!(prompt.contains("Out of scope"), "{prompt}");
+    let read = |rel: &str| std::fs::read_to_string(dir.join(rel)).unwrap_or_default();
+    assert_eq!(read("app_spec.txt"), spec);
+    let log = baton_testkit::git(&dir, &["log", "--format=%s"]);
+    assert!(
+        log.starts_with("baton plan: the specification in app_spec.txt, from the idea"),
+        "{log}"
+    );
+    assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
+    let ledger = read(".baton/ledger.jsonl");
+    assert!(ledger.contains("\"kind\":\"planned\""), "{ledger}");
+    let state: serde_json::Value = serde_json::from_str(&read(".baton/state.json")).unwrap();
+    assert_eq!(state["sessions"][0]["kind"], "planner");
+
+    // The run's initializer works from the planned spec.
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "run",
+            dir.to_str().unwrap(),
+            "--max-sessions",
+            "2",
+            "--pause",
+            "0",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let prompt = prompt_of(&server, 0);
+    assert!(prompt.contains("Read app_spec.txt carefully"), "{prompt}");
+    let state: serde_json::Value = serde_json::from_str(&read(".baton/state.json")).unwrap();
+    let kinds: Vec<&str> = state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["planner", "initializer", "coding"]);
+}
+
+/// A planner that writes next to nothing leaves the idea as it was and says so.
+#[test]
+fn a_planner_that_writes_no_real_spec_fails_and_keeps_the_idea() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let server = ScriptedServer::start(Wire::Anthropic, planner_writing("A todo app.\n"));
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a tiny todo app",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "did not write a specification in app_spec.txt (wrote 1 non-empty lines, fewer than 20)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let spec = std::fs::read_to_string(dir.join("app_spec.txt")).unwrap();
+    assert_eq!(spec, "Original idea:\n\na tiny todo app\n");
+    assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
+}
+
+/// A project whose initializer has run (three features accepted).
+fn initialized() -> Project {
+    let p = new_project();
+    let (out, _s) = super::run::run(
+        &p,
+        initializer(&features(&[false, false, false])),
+        &["--max-sessions", "1"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    p
+}
+
+/// The list as a planner (or a person) would write it: the three features, with
+/// `edits` applied to their objects, then `more` appended.
+fn list_with(edit: impl Fn(&mut Vec<serde_json::Value>), more: &[serde_json::Value]) -> String {
+    let mut list: Vec<serde_json::Value> =
+        serde_json::from_str(&features(&[false, false, false])).unwrap();
+    edit(&mut list);
+    list.extend(more.iter().cloned());
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+fn feature(description: &str, passes: bool) -> serde_json::Value {
+    json!({"category": "functional", "description": description,
+           "steps": ["open the app", "see it"], "passes": passes})
+}
+
+/// `baton plan`: new features are appended, checked and recorded; an existing
+/// entry the planner changed is restored; a new one written passing is set
+/// failing; the request goes into the spec.
+#[test]
+fn plan_appends_features_and_restores_what_it_changed() {
+    let p = initialized();
+    let written = list_with(
+        |l| l[1]["description"] = "Feature 2, rewritten by the planner".into(),
+        &[
+            feature("Dark mode: the theme switch turns the page dark", false),
+            feature("Dark mode is remembered after a reload", true),
+        ],
+    );
+    let steps = vec![
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": "feature_list.json", "content": written}),
+        )),
+        Step::Reply(Reply::text("Two features appended.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "plan",
+            p.path().to_str().unwrap(),
+            "--idea",
+            "add a dark mode",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("2 feature(s) added to feature_list.json (#4, #5)"),
+        "{}",
+        stderr(&out)
+    );
+    let prompt = prompt_of(&server, 0);
+    assert!(prompt.contains("add a dark mode"), "{prompt}");
+    assert!(prompt.contains("Append only"), "{prompt}");
+
+    // The list: the three as accepted, then the two new ones, failing.
+    let list: Vec<serde_json::Value> = serde_json::from_str(&p.file("feature_list.json")).unwrap();
+    assert_eq!(list.len(), 5);
+    assert_eq!(list[1]["description"], "Feature 2");
+    assert_eq!(
+        list[4]["description"],
+        "Dark mode is remembered after a reload"
+    );
+    assert!(list.iter().all(|f| f["passes"] == false));
+    let accepted: Vec<serde_json::Value> =
+        serde_json::from_str(&p.file(".baton/accepted_feature_list.json")).unwrap();
+    assert_eq!(accepted, list);
+    // Recorded: two additions with the request, the edit and the premature pass.
+    let ledger = p.file(".baton/ledger.jsonl");
+    let kinds = ledger_kinds(&p);
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "added").count(),
+        2,
+        "{ledger}"
+    );
+    assert!(ledger.contains("for: add a dark mode"), "{ledger}");
+    assert!(
+        ledger.contains("changed existing feature(s) #2; restored"),
+        "{ledger}"
+    );
+    assert!(
+        ledger.contains("new feature #5 was written passing"),
+        "{ledger}"
+    );
+    // The request is in the spec; everything is committed.
+    assert!(p.file("app_spec.txt").contains("add a dark mode"));
+    assert!(p.file("app_spec.txt").contains("\n## Added "));
+    let log = git(&p, &["log", "--format=%s", "-3"]);
+    assert!(
+        log.contains("baton plan: 2 feature(s) added (#4, #5) for: add a dark mode"),
+        "{log}"
+    );
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    let s = state(&p);
+    assert_eq!(s["sessions"][1]["kind"], "planner");
+
+    // A planner that adds nothing: an error, the list as it was.
+    let steps = vec![Step::Reply(Reply::text("Nothing to add."))];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "plan",
+            p.path().to_str().unwrap(),
+            "--idea",
+            "nothing really",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no feature was added"),
+        "{}",
+        stderr(&out)
+    );
+    let after: Vec<serde_json::Value> = serde_json::from_str(&p.file("feature_list.json")).unwrap();
+    assert_eq!(after, list);
+}
+
+/// `baton accept`: a person's edit is shown, refused without an answer, accepted
+/// with --yes and recorded; removing a feature is refused.
+#[test]
+fn accept_takes_a_persons_edit_of_the_list() {
+    let p = initialized();
+    let edited = list_with(
+        |l| l[2]["description"] = "Feature 3, in the person's words".into(),
+        &[feature("Export the todos as CSV", false)],
+    );
+    std::fs::write(p.path().join("feature_list.json"), &edited).unwrap();
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    // `baton run` does not restore over the edit: it stops and says how to keep it.
+    let out = baton_in(&server, &["run", p.path().to_str().unwrap(), "--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("to keep that edit, `baton accept"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(p.file("feature_list.json"), edited);
+    assert_eq!(server.requests().len(), 0);
+    let out = baton_in(&server, &["accept", p.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("+ #4 Export the todos as CSV"), "{err}");
+    assert!(
+        err.contains("~ #3 description \"Feature 3\" → \"Feature 3, in the person's words\""),
+        "{err}"
+    );
+    assert!(err.contains("--yes"), "{err}");
+    assert!(!p.file(".baton/accepted_feature_list.json").contains("CSV"));
+
+    let out = baton_in(&server, &["accept", p.path().to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let accepted: Vec<serde_json::Value> =
+        serde_json::from_str(&p.file(".baton/accepted_feature_list.json")).unwrap();
+    let now: Vec<serde_json::Value> = serde_json::from_str(&edited).unwrap();
+    assert_eq!(accepted, now);
+    let kinds = ledger_kinds(&p);
+    assert!(kinds.contains(&"added".to_string()), "{kinds:?}");
+    assert!(kinds.contains(&"amended".to_string()), "{kinds:?}");
+    assert_eq!(git(&p, &["status", "--porcelain"]), "");
+    assert!(
+        git(&p, &["log", "--format=%s", "-1"])
+            .starts_with("baton accept: a person's edit of feature_list.json (1 added, 1 changed)")
+    );
+
+    // Nothing left to accept; then a removal is refused, the accepted list kept.
+    let out = baton_in(&server, &["accept", p.path().to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("nothing to accept"),
+        "{}",
+        stderr(&out)
+    );
+    let fewer = serde_json::to_string_pretty(&now[..3]).unwrap();
+    std::fs::write(p.path().join("feature_list.json"), fewer).unwrap();
+    let out = baton_in(&server, &["accept", p.path().to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("removing features renumbers"),
+        "{}",
+        stderr(&out)
+    );
+    let still: Vec<serde_json::Value> =
+        serde_json::from_str(&p.file(".baton/accepted_feature_list.json")).unwrap();
+    assert_eq!(still, now);
+}
+
+/// An existing repository with history, adopted: its history intact, baton's files
+/// committed on top, and the initializer told to study the code and run its tests.
+#[test]
+fn an_existing_repository_is_adopted_with_its_history() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("tool");
+    std::fs::create_dir_all(&dir).unwrap();
+    let g = |args: &[&str]| baton_testkit::git(&dir, args);
+    g(&["init", "-q"]);
+    g(&["config", "user.name", "Person"]);
+    g(&["config", "user.email", "person@example.com"]);
+    std::fs::write(dir.join("hello.sh"), "#!/usr/bin/env bash\necho hello\n").unwrap();
+    g(&["add", "-A"]);
+    g(&["commit", "-qm", "First: hello"]);
+    std::fs::write(
+        dir.join("test.sh"),
+        "#!/usr/bin/env bash\n[ \"$(bash hello.sh)\" = hello ] && echo 'tests pass' > .tests-ran\n",
+    )
+    .unwrap();
+    g(&["add", "-A"]);
+    g(&["commit", "-qm", "Second: a test"]);
+    let first = g(&["rev-list", "--max-parents=0", "HEAD"])
+        .trim()
+        .to_string();
+    let second = g(&["rev-parse", "HEAD"]).trim().to_string();
+
+    // Uncommitted changes are refused, nothing written.
+    std::fs::write(dir.join("hello.sh"), "#!/usr/bin/env bash\necho hi\n").unwrap();
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--adopt",
+            "--goal",
+            "add a --name flag",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("uncommitted changes (hello.sh)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.join("baton.toml").exists());
+    g(&["checkout", "--", "hello.sh"]);
+
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--adopt",
+            "--goal",
+            "add a --name flag",
+            "--features",
+            "3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The history is intact, baton's files one commit on top.
+    assert_eq!(g(&["rev-parse", "HEAD~1"]).trim(), second);
+    assert_eq!(g(&["rev-list", "--max-parents=0", "HEAD"]).trim(), first);
+    assert_eq!(g(&["status", "--porcelain"]), "");
+    let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap();
+    assert!(toml.contains("adopt = true"), "{toml}");
+    assert!(
+        std::fs::read_to_string(dir.join("app_spec.txt"))
+            .unwrap()
+            .contains("add a --name flag")
+    );
+    // The person's identity is theirs still.
+    assert_eq!(g(&["config", "--local", "user.name"]).trim(), "Person");
+
+    // The initializer studies the code and writes an init.sh that runs its tests.
+    let steps = baton_testkit::scenario::initializer_writing(
+        &features(&[false, false, false]),
+        "#!/usr/bin/env bash\nbash test.sh && cat .tests-ran\n",
+        "## Project facts\nhello.sh prints hello; test.sh tests it.\n",
+        &[],
+    );
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "run",
+            dir.to_str().unwrap(),
+            "--max-sessions",
+            "1",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let prompt = prompt_of(&server, 0);
+    assert!(prompt.contains("existing software project"), "{prompt}");
+    assert!(
+        prompt.contains("runs the project's own test suite"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Never rewrite the project's history"),
+        "{prompt}"
+    );
+    assert_eq!(g(&["rev-list", "--max-parents=0", "HEAD"]).trim(), first);
+    assert!(g(&["merge-base", "--is-ancestor", &second, "HEAD"]).is_empty());
+    // init.sh runs the project's own tests.
+    let ran = std::process::Command::new("bash")
+        .arg("init.sh")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&ran.stdout).contains("tests pass"),
+        "{ran:?}"
+    );
+}
