@@ -210,6 +210,7 @@ mod tests {
             category: "c".into(),
             description: "d".into(),
             passes,
+            depends_on: Vec::new(),
         }
     }
 

@@ -634,10 +634,28 @@ fn features(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
 fn feature_row(o: &mut String, i: usize, r: &Records, facts: &FeatureFacts, images: &mut Images) {
     let f = &r.features[i];
     let n = i + 1;
+    let waits: Vec<usize> = f
+        .depends_on
+        .iter()
+        .copied()
+        .filter(|d| r.features.get(d.wrapping_sub(1)).is_some_and(|x| !x.passes))
+        .collect();
     let (class, status) = if f.passes {
-        ("pass", "passing")
+        ("pass", "passing".to_string())
+    } else if waits.is_empty() {
+        ("fail", "failing".to_string())
     } else {
-        ("fail", "failing")
+        (
+            "fail",
+            format!(
+                "failing · waits on {}",
+                waits
+                    .iter()
+                    .map(|d| format!(r##"<a href="#f{d}">#{d}</a>"##))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
     };
     let since = match &facts.since {
         Some(Since::Session { session, commit }) => {
@@ -809,11 +827,37 @@ mod tests {
     }
 
     #[test]
+    fn a_feature_says_what_it_waits_on() {
+        let feature = |d: &str, passes: bool, depends_on: Vec<usize>| Feature {
+            category: "c".into(),
+            description: d.into(),
+            passes,
+            depends_on,
+        };
+        let r = Records {
+            features: vec![
+                feature("Create", true, vec![]),
+                feature("Tag", false, vec![]),
+                feature("Edit", false, vec![1, 2]),
+            ],
+            ..Records::default()
+        };
+        let html = page(&r, &Options::default());
+        // Only what does not pass yet is waited on.
+        assert!(
+            html.contains(r##"<td>Edit</td><td>failing · waits on <a href="#f2">#2</a></td>"##),
+            "{html}"
+        );
+        assert!(html.contains("<td>Tag</td><td>failing</td>"), "{html}");
+    }
+
+    #[test]
     fn blocked_and_deferred_features_are_listed_for_a_person() {
         let feature = |d: &str, passes: bool| Feature {
             category: "c".into(),
             description: d.into(),
             passes,
+            depends_on: Vec::new(),
         };
         let mut r = Records {
             features: vec![

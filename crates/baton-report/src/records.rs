@@ -48,6 +48,8 @@ pub struct Feature {
     pub description: String,
     /// Whether it passes.
     pub passes: bool,
+    /// The features (1-based) it needs to pass first (`depends_on`).
+    pub depends_on: Vec<usize>,
 }
 
 /// Everything the report is made from.
@@ -143,6 +145,7 @@ impl Records {
                 .features
                 .into_iter()
                 .map(|f| Feature {
+                    depends_on: f.depends_on(),
                     category: f.category,
                     description: f.description,
                     passes: f.passes,
