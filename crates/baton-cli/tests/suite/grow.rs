@@ -122,6 +122,43 @@ fn an_idea_becomes_a_spec_then_a_feature_list() {
     assert_eq!(kinds, ["planner", "initializer", "coding"]);
 }
 
+/// Without `--plan-only`, `baton new --idea` goes on into the run: the initializer
+/// follows the planner at once.
+#[test]
+fn an_idea_without_plan_only_goes_on_into_the_run() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let mut steps = planner_writing(&spec_text(25));
+    steps.extend(initializer(&features(&[false, false, false])));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a tiny todo app",
+            "--features",
+            "3",
+            "--quiet",
+        ],
+    );
+    // The script ends after the initializer: the first coding session's request is
+    // refused by the scripted server, which ends the run with an error.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".baton/state.json")).unwrap())
+            .unwrap();
+    let kinds: Vec<&str> = state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(&kinds[..2], ["planner", "initializer"], "{}", stderr(&out));
+    assert!(dir.join(".baton/accepted_feature_list.json").is_file());
+}
+
 /// A planner that writes next to nothing leaves the idea as it was and says so.
 #[test]
 fn a_planner_that_writes_no_real_spec_fails_and_keeps_the_idea() {
