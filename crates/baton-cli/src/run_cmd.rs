@@ -293,6 +293,9 @@ fn run_locked(
                 "baton: {agents} agents, each in a working copy under {}",
                 dir.join(baton_records::layout::AGENTS).display()
             ));
+            if let Some(w) = memory_warning(agents, cfg.browser.enabled, mem_available()) {
+                view.println(&format!("baton: warning: {w}"));
+            }
             let result = parallel.run().await;
             let stopped = workspace.shutdown().await;
             if stopped > 0 {
@@ -382,6 +385,43 @@ fn planned_end(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Memory one agent may use at its peak: its browser (Chromium with a page), its
+/// dev servers and build tools. A guess on the safe side, for a warning only.
+const AGENT_MEMORY_MIB: u64 = 1536;
+/// The same without a browser.
+const AGENT_MEMORY_NO_BROWSER_MIB: u64 = 768;
+
+/// Memory the kernel says is available, in MiB (`MemAvailable`).
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
+/// A warning when `agents` agents (with a browser each when `browser`) would
+/// likely need more memory than is available: an agent killed by the kernel's
+/// out-of-memory killer loses its session.
+fn memory_warning(agents: u32, browser: bool, available_mib: Option<u64>) -> Option<String> {
+    let per = if browser {
+        AGENT_MEMORY_MIB
+    } else {
+        AGENT_MEMORY_NO_BROWSER_MIB
+    };
+    let available = available_mib?;
+    let need = per * u64::from(agents);
+    if need <= available {
+        return None;
+    }
+    let fit = (available / per).max(1);
+    Some(format!(
+        "{agents} agents{} may need about {} GiB at their peak, and {} GiB is available; an agent the kernel kills for memory loses its session. Consider --agents {fit}",
+        if browser { " with a browser each" } else { "" },
+        need.div_ceil(1024),
+        available / 1024
+    ))
 }
 
 /// The run's limits given on the command line.
@@ -560,5 +600,30 @@ impl Workspace for Copies<'_> {
             tools,
             policy: Box::new(guard.policy),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_warning;
+
+    #[test]
+    fn too_many_agents_for_the_memory_are_warned_about_with_a_number_that_fits() {
+        assert_eq!(memory_warning(4, true, Some(16_384)), None);
+        let w = memory_warning(8, true, Some(6_144)).unwrap();
+        assert!(
+            w.contains("8 agents with a browser each may need about 12 GiB"),
+            "{w}"
+        );
+        assert!(w.contains("6 GiB is available"), "{w}");
+        assert!(w.ends_with("Consider --agents 4"), "{w}");
+        // Without a browser an agent needs less; unknown memory says nothing.
+        assert_eq!(memory_warning(8, false, Some(6_144)), None);
+        assert_eq!(memory_warning(64, true, None), None);
+        assert!(
+            memory_warning(3, true, Some(512))
+                .unwrap()
+                .ends_with("--agents 1")
+        );
     }
 }
