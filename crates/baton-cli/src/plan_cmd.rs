@@ -113,13 +113,10 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
 pub struct PlanArgs {
     /// The project directory.
     dir: PathBuf,
-    /// What to add, as a text file.
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "idea",
-        required_unless_present = "idea"
-    )]
+    /// What to add, as a text file. Without --spec and --idea, on a project that
+    /// has no feature list yet: expand the idea in its spec into a full
+    /// specification (again, after `baton new --idea`).
+    #[arg(long, value_name = "FILE", conflicts_with = "idea")]
     spec: Option<PathBuf>,
     /// What to add, in a sentence or a few.
     #[arg(long, value_name = "TEXT")]
@@ -137,15 +134,21 @@ pub struct PlanArgs {
 
 /// Run `baton plan`.
 pub fn plan(args: PlanArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
-    let request = match (&args.spec, &args.idea) {
-        (Some(file), None) => baton_harness::new::read_spec(file)?,
-        (None, Some(idea)) => idea.clone(),
+    let dir = crate::setup::project_dir(&args.dir, crate::setup::CREATE_HINT)?;
+    let cfg = Config::load(&dir)?;
+    crate::run_cmd::require_project(&dir, &cfg)?;
+    let plan = match (&args.spec, &args.idea) {
+        (Some(file), None) => Plan::More(baton_harness::new::read_spec(file)?),
+        (None, Some(idea)) => Plan::More(idea.clone()),
+        _ if !dir.join(&cfg.project.feature_list).exists()
+            && !dir.join(baton_records::layout::ACCEPTED).exists() =>
+        {
+            Plan::Spec
+        }
         _ => bail!("say what to add: --spec FILE or --idea TEXT"),
     };
-    let dir = crate::setup::project_dir(&args.dir, crate::setup::CREATE_HINT)?;
-    crate::run_cmd::require_project(&dir, &Config::load(&dir)?)?;
     let run = RunArgs::for_dir(dir).with(args.provider, args.model, args.quiet);
-    crate::run_cmd::run_what(run, secrets, What::Plan(Plan::More(request)))
+    crate::run_cmd::run_what(run, secrets, What::Plan(plan))
 }
 
 /// Run `baton accept`: show a person's edit of the feature list, ask (unless

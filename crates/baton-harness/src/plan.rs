@@ -218,7 +218,8 @@ impl Runner<'_> {
                 .violations
                 .push(format!("the planner {why}; {spec} is the idea again"));
             return Err(HarnessError::Input(format!(
-                "the planner did not write a specification in {spec} ({why}); run `baton plan` again, or write {spec} yourself"
+                "the planner did not write a specification in {spec} ({why}); `baton plan {}` tries again, or write {spec} yourself",
+                dir.display()
             )));
         }
         let commit = git::commit(

@@ -186,6 +186,15 @@ fn a_planner_that_writes_no_real_spec_fails_and_keeps_the_idea() {
     let spec = std::fs::read_to_string(dir.join("app_spec.txt")).unwrap();
     assert_eq!(spec, "Original idea:\n\na tiny todo app\n");
     assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
+    // `baton plan DIR` tries again on the idea.
+    let server = ScriptedServer::start(Wire::Anthropic, planner_writing(&spec_text(22)));
+    let out = baton_in(&server, &["plan", dir.to_str().unwrap(), "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("app_spec.txt")).unwrap(),
+        spec_text(22)
+    );
+    assert!(prompt_of(&server, 0).contains("product planner"));
 }
 
 /// A project whose initializer has run (three features accepted).
