@@ -158,11 +158,6 @@ fn run_locked(
     if agents == 0 {
         bail!("--agents must be at least 1");
     }
-    if (agents > 1 || args.remote.is_some()) && cli.is_some() {
-        bail!(
-            "--agents {agents} runs baton's own agent loop in each working copy; the claude-code backend runs one agent at a time (use --agents 1, or a model provider)"
-        );
-    }
     let client = match cli {
         Some(_) => None,
         None => Some(ModelClient::new(client_config(
@@ -262,25 +257,28 @@ fn run_locked(
             }
         });
         let policy = &guard.policy;
-        if (agents > 1 || args.remote.is_some())
-            && matches!(what, What::Run)
-            && let Some(client) = &client
-        {
+        if (agents > 1 || args.remote.is_some()) && matches!(what, What::Run) {
             let workspace = Copies {
                 cfg: &cfg,
                 main: &dir,
                 run_id: &run_id,
                 registries: std::sync::Mutex::default(),
+                cli: cli.is_some().then_some((
+                    secrets,
+                    args.provider.as_deref(),
+                    args.model.as_deref(),
+                )),
             };
             let main = AgentParts {
                 tools: tools.clone(),
                 policy: Box::new(guard.policy),
+                cli: cli.clone(),
             };
             let parallel = Parallel {
                 files: files.clone(),
                 cfg: cfg.clone(),
                 agents,
-                client,
+                client: client.as_ref(),
                 prices: &prices,
                 workspace: &workspace,
                 main: &main,
@@ -561,6 +559,13 @@ struct Copies<'a> {
     main: &'a Path,
     run_id: &'a str,
     registries: std::sync::Mutex<Vec<Arc<baton_tools::ProcessRegistry>>>,
+    /// With an agent CLI (provider `claude-code`): the keys and the `--provider`
+    /// and `--model` flags each copy's CLI is set up with.
+    cli: Option<(
+        &'a crate::secrets::Secrets,
+        Option<&'a str>,
+        Option<&'a str>,
+    )>,
 }
 
 impl Copies<'_> {
@@ -596,9 +601,18 @@ impl Workspace for Copies<'_> {
         }
         let (tools, guard) = crate::setup::guarded_tools_with(dir, self.cfg, Some(processes), env)
             .map_err(|e| baton_harness::HarnessError::Input(format!("{e:#}")))?;
+        // The CLI's sandbox, hook configuration and MCP servers belong to the copy.
+        let cli = match self.cli {
+            Some((secrets, provider, model)) => {
+                crate::setup::cli_backend(self.cfg, dir, secrets, provider, model)
+                    .map_err(|e| baton_harness::HarnessError::Input(format!("{e:#}")))?
+            }
+            None => None,
+        };
         Ok(AgentParts {
             tools,
             policy: Box::new(guard.policy),
+            cli,
         })
     }
 }

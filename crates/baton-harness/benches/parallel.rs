@@ -74,7 +74,7 @@ fn run(agents: u32) -> Duration {
         files: Files::new(dir.clone(), cfg.project.clone()),
         cfg: cfg.clone(),
         agents,
-        client: &client,
+        client: Some(&client),
         prices: &prices,
         workspace: &Plain,
         main: &main,

@@ -702,3 +702,70 @@ fn claude_code_ignores_project_settings_that_would_undo_the_sandbox() {
         "the key reached the command: {env}"
     );
 }
+
+/// `--agents 2` with the Claude Code CLI: each working copy gets a CLI of its own
+/// (its sandbox, hook and frozen configuration), and both features are merged.
+#[test]
+fn claude_code_agents_in_working_copies_finish_a_project() {
+    use baton_testkit::scenario::parallel::{initializer, is_for, list, session};
+    let Some(cli) = claude() else { return };
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 0\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    let git = |args: &[&str]| baton_testkit::git(p.path(), args);
+    git(&["init", "-q"]);
+    let mut b = ScriptedServer::builder(Wire::Anthropic);
+    for n in 1..=2 {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let server = b.start(initializer(&list(2, 0)));
+    let home = tempfile::tempdir().unwrap();
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(
+        &cli,
+        &server,
+        home.path(),
+        &[
+            "run",
+            dir,
+            "--agents",
+            "2",
+            "--max-sessions",
+            "6",
+            "--quiet",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("2 agents"), "{err}");
+    for f in ["src/F01.txt", "src/F02.txt"] {
+        assert!(p.path().join(f).is_file(), "{f}\n{err}");
+    }
+    assert_eq!(git(&["status", "--porcelain"]), "");
+    // Each copy's sessions ran the CLI with a hook judging in that copy.
+    let mut copies = 0;
+    for k in ["a1", "a2"] {
+        let claude_dir = p
+            .path()
+            .join(".baton/agents")
+            .join(k)
+            .join(".baton/claude-code");
+        let Ok(rd) = std::fs::read_dir(&claude_dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            if text.contains("pre-tool-use") {
+                let copy = p.path().join(".baton/agents").join(k);
+                assert!(
+                    text.contains(&format!("--dir '{}'", copy.display())),
+                    "{text}"
+                );
+                copies += 1;
+            }
+        }
+    }
+    assert_eq!(copies, 2, "one CLI session per feature, each judged in its copy\n{err}");
+}

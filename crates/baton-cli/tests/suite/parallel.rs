@@ -65,20 +65,6 @@ fn agents_in_working_copies_of_their_own_finish_a_project_through_the_binary() {
     assert!(agents.contains(&1) && agents.contains(&2), "{agents:?}");
 }
 
-#[test]
-fn agents_and_the_claude_code_backend_do_not_mix() {
-    let p = Project::with_toml("[agent]\nprovider = \"claude-code\"\n");
-    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["run", "--agents", "3"])
-        .arg(p.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = stderr(&out);
-    assert!(err.contains("--agents 3"), "{err}");
-}
-
 /// Two worker processes on two "machines" (two clones) sharing nothing but a bare
 /// repository on disk: one runs the initializer, both take features, and the
 /// remote's main branch ends with every feature passing.

@@ -51,7 +51,7 @@ impl Parallel<'_> {
         };
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let base = self.opts.clone();
-        let (client, prices, cfg) = (self.client.clone(), self.prices.clone(), self.cfg.clone());
+        let (client, prices, cfg) = (self.client.cloned(), self.prices.clone(), self.cfg.clone());
         let (dir, id, stop) = (agent.dir.clone(), agent.id, self.stop.clone());
         let main = self.files.dir.clone();
         let (done, lines) = (done.clone(), lines.clone());
@@ -86,11 +86,12 @@ impl Parallel<'_> {
                             skip_sweep: true,
                             ..base.clone()
                         };
+                        let backend = parts.backend(client.as_ref())?;
                         rt.block_on(
                             Runner {
                                 files: Files::new(dir.clone(), cfg.project.clone()),
                                 cfg: cfg.clone(),
-                                backend: Backend::Loop(&client),
+                                backend,
                                 prices: &prices,
                                 policy: &*parts.policy,
                                 observer: &watch,

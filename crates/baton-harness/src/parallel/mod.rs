@@ -70,6 +70,24 @@ pub struct AgentParts {
     pub tools: Toolbox,
     /// The command policy and OS sandbox for the working copy.
     pub policy: Box<dyn ToolGate>,
+    /// The agent CLI set up for the working copy (its sandbox, hook and MCP
+    /// servers), when the run drives one (provider `claude-code`) instead of
+    /// baton's own loop.
+    pub cli: Option<baton_agent::cli_session::CliBackend>,
+}
+
+impl AgentParts {
+    /// The backend sessions in this copy run on: its agent CLI, else baton's own
+    /// loop with `client`.
+    fn backend<'c>(&self, client: Option<&'c ModelClient>) -> Result<Backend<'c>, HarnessError> {
+        match (&self.cli, client) {
+            (Some(cli), _) => Ok(Backend::Cli(cli.clone())),
+            (None, Some(c)) => Ok(Backend::Loop(c)),
+            (None, None) => Err(HarnessError::Input(
+                "neither a model client nor an agent CLI to run sessions with".into(),
+            )),
+        }
+    }
 }
 
 /// Makes the tools and policy of a working copy: what `baton run` builds for the
@@ -111,8 +129,9 @@ pub struct Parallel<'a> {
     pub cfg: Config,
     /// How many agents work at once.
     pub agents: u32,
-    /// The model client every agent's loop uses.
-    pub client: &'a ModelClient,
+    /// The model client every agent's loop uses; `None` when every copy's parts
+    /// carry an agent CLI.
+    pub client: Option<&'a ModelClient>,
     /// Prices.
     pub prices: &'a PriceTable,
     /// Builds each working copy's tools and policy.
@@ -265,11 +284,11 @@ impl Parallel<'_> {
         reporter: &'b dyn Reporter,
         opts: RunOptions,
         stop: CancellationToken,
-    ) -> Runner<'b> {
-        Runner {
+    ) -> Result<Runner<'b>, HarnessError> {
+        Ok(Runner {
             files: Files::new(dir.to_path_buf(), self.cfg.project.clone()),
             cfg: self.cfg.clone(),
-            backend: Backend::Loop(self.client),
+            backend: parts.backend(self.client)?,
             prices: self.prices,
             policy: &*parts.policy,
             observer: &Quiet,
@@ -277,7 +296,7 @@ impl Parallel<'_> {
             tools: parts.tools.clone(),
             stop,
             opts,
-        }
+        })
     }
 
     /// Run the agents until every feature passes or a stop condition holds.
@@ -304,7 +323,7 @@ impl Parallel<'_> {
                 max_sessions: Some(1),
                 ..self.opts.clone()
             };
-            let runner = self.runner(&main, self.main, self.reporter, opts, self.stop.clone());
+            let runner = self.runner(&main, self.main, self.reporter, opts, self.stop.clone())?;
             let end = runner.run().await?;
             handed += 1;
             if let RunEnd::Interrupted = end {
@@ -379,10 +398,10 @@ impl Parallel<'_> {
                 ..self.opts.clone()
             };
             let Some(parts) = &a.parts else { continue };
-            let end = self
-                .runner(&a.dir, parts, &reporter, opts, stopped)
-                .run()
-                .await;
+            let end = match self.runner(&a.dir, parts, &reporter, opts, stopped) {
+                Ok(runner) => runner.run().await,
+                Err(e) => Err(e),
+            };
             let feature = ip.target.unwrap_or(0);
             let done = Done {
                 agent: i,

@@ -320,7 +320,7 @@ impl Parallel<'_> {
                     self.reporter,
                     self.opts.clone(),
                     self.stop.clone(),
-                );
+                )?;
                 runner.adopt(&mut state)?;
                 return Ok(None);
             }
@@ -339,7 +339,7 @@ impl Parallel<'_> {
                         self.reporter,
                         opts.clone(),
                         self.stop.clone(),
-                    );
+                    )?;
                     if let RunEnd::Interrupted = runner.run().await? {
                         r.release("init");
                         return Ok(Some(RunEnd::Interrupted));

@@ -79,7 +79,7 @@ impl Kit {
             files: Files::new(self.dir.clone(), self.cfg.project.clone()),
             cfg: self.cfg.clone(),
             agents,
-            client: &self.client,
+            client: Some(&self.client),
             prices: &self.prices,
             workspace: &Plain,
             main: &self.main,

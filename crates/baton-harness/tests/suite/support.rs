@@ -54,6 +54,7 @@ impl Workspace for Plain {
         Ok(AgentParts {
             tools: Toolbox::new(ctx),
             policy: Box::new(AllowAll),
+            cli: None,
         })
     }
 }
