@@ -115,12 +115,25 @@ pub fn create_with(dir: &Path, text: &str, features: u32, force: bool) -> Result
     if !git::is_repo(dir) {
         git::git(dir, &["init", "-q"])?;
     }
+    // The user's own files are the first commit, so no session's gates ever take
+    // them for work it left uncommitted.
+    write_and_commit(
+        dir,
+        text,
+        &default_toml(features),
+        "baton new: the specification, baton.toml and .gitignore",
+    )
+}
+
+/// Write the spec, `baton.toml` and the `.baton/` line of `.gitignore` into `dir`
+/// and commit those three files alone with `message`.
+fn write_and_commit(dir: &Path, spec: &str, toml: &str, message: &str) -> Result<(), HarnessError> {
     let write = |name: &str, content: &str| {
         let p = dir.join(name);
         std::fs::write(&p, content).map_err(io(p))
     };
-    write("app_spec.txt", text)?;
-    write("baton.toml", &default_toml(features))?;
+    write("app_spec.txt", spec)?;
+    write("baton.toml", toml)?;
     let gi = dir.join(".gitignore");
     let mut ignore = std::fs::read_to_string(&gi).unwrap_or_default();
     if !ignore
@@ -133,13 +146,11 @@ pub fn create_with(dir: &Path, text: &str, features: u32, force: bool) -> Result
         ignore.push_str(".baton/\n");
         write(".gitignore", &ignore)?;
     }
-    // The user's own files are the first commit, so no session's gates ever take
-    // them for work it left uncommitted.
     let defaults = baton_config::GitConfig::default();
     git::prepare(dir, &defaults.user_name, &defaults.user_email)?;
     git::commit(
         dir,
-        "baton new: the specification, baton.toml and .gitignore",
+        message,
         &["app_spec.txt", "baton.toml", ".gitignore"],
         &[],
     )?;
@@ -219,36 +230,15 @@ pub fn adopt(dir: &Path, spec: &str, features: u32) -> Result<(), HarnessError> 
             )));
         }
     }
-    let write = |name: &str, content: &str| {
-        let p = dir.join(name);
-        std::fs::write(&p, content).map_err(io(p))
-    };
-    write("app_spec.txt", spec)?;
     let toml = default_toml(features).replacen(
         "[project]\n",
         "[project]\nadopt = true                      # the code existed before baton: the initializer studies it first\n",
         1,
     );
-    write("baton.toml", &toml)?;
-    let gi = dir.join(".gitignore");
-    let mut ignore = std::fs::read_to_string(&gi).unwrap_or_default();
-    if !ignore
-        .lines()
-        .any(|l| l.trim() == ".baton/" || l.trim() == ".baton")
-    {
-        if !ignore.is_empty() && !ignore.ends_with('\n') {
-            ignore.push('\n');
-        }
-        ignore.push_str(".baton/\n");
-        write(".gitignore", &ignore)?;
-    }
-    let defaults = baton_config::GitConfig::default();
-    git::prepare(dir, &defaults.user_name, &defaults.user_email)?;
-    git::commit(
+    write_and_commit(
         dir,
+        spec,
+        &toml,
         "baton new --adopt: the goal, baton.toml and .gitignore",
-        &["app_spec.txt", "baton.toml", ".gitignore"],
-        &[],
-    )?;
-    Ok(())
+    )
 }

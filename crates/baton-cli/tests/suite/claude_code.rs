@@ -767,5 +767,8 @@ fn claude_code_agents_in_working_copies_finish_a_project() {
             }
         }
     }
-    assert_eq!(copies, 2, "one CLI session per feature, each judged in its copy\n{err}");
+    assert_eq!(
+        copies, 2,
+        "one CLI session per feature, each judged in its copy\n{err}"
+    );
 }

@@ -90,11 +90,7 @@ impl Parallel<'_> {
             self.sync(r)?;
         }
         let main = &self.files.dir;
-        let tree = self.integration_tree()?;
-        let ours = git::rev(main, "HEAD")?;
-        git(&tree, &["reset", "-q", "--hard", &ours])?;
-        git(&tree, &["clean", "-q", "-fd"])?;
-        let mut list = self.files.load_accepted()?.unwrap_or_default();
+        let (tree, ours, mut list) = self.fresh_tree()?;
         let mut out = Vec::new();
         for b in branches {
             out.push(match self.merge_one(&tree, &mut list, b)? {
@@ -160,11 +156,7 @@ impl Parallel<'_> {
         before: &[usize],
     ) -> Result<Option<Integration>, HarnessError> {
         let main = &self.files.dir;
-        let tree = self.integration_tree()?;
-        let ours = git::rev(main, "HEAD")?;
-        git(&tree, &["reset", "-q", "--hard", &ours])?;
-        git(&tree, &["clean", "-q", "-fd"])?;
-        let mut list = self.files.load_accepted()?.unwrap_or_default();
+        let (tree, ours, mut list) = self.fresh_tree()?;
         flip(&mut list, before);
         let merged = match self.merge_one(&tree, &mut list, b)? {
             Ok(commit) => commit,
@@ -287,6 +279,17 @@ impl Parallel<'_> {
             kept: Some(kept),
             detail,
         })
+    }
+
+    /// The integration worktree on the main branch's tip, nothing else in it: the
+    /// tree, the tip, and the accepted list that goes with it.
+    fn fresh_tree(&self) -> Result<(PathBuf, String, FeatureList), HarnessError> {
+        let tree = self.integration_tree()?;
+        let ours = git::rev(&self.files.dir, "HEAD")?;
+        git(&tree, &["reset", "-q", "--hard", &ours])?;
+        git(&tree, &["clean", "-q", "-fd"])?;
+        let list = self.files.load_accepted()?.unwrap_or_default();
+        Ok((tree, ours, list))
     }
 
     /// The integration worktree, made on first use.
