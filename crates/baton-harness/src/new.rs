@@ -235,10 +235,28 @@ pub fn adopt(dir: &Path, spec: &str, features: u32) -> Result<(), HarnessError> 
         "[project]\nadopt = true                      # the code existed before baton: the initializer studies it first\n",
         1,
     );
+    let before = git::head(dir);
+    let history = git::git(dir, &["rev-list", "--count", "HEAD"])
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
     write_and_commit(
         dir,
         spec,
         &toml,
         "baton new --adopt: the goal, baton.toml and .gitignore",
-    )
+    )?;
+    let entry = baton_records::LedgerEntry {
+        commit: git::head(dir),
+        ..baton_records::LedgerEntry::new(
+            0,
+            baton_records::LedgerKind::Adopted,
+            format!(
+                "adopted the repository at {} ({history} commits of history, untouched)",
+                before.as_deref().unwrap_or("?")
+            ),
+        )
+    };
+    let path = dir.join(baton_records::layout::LEDGER);
+    baton_records::ledger::append(&path, &entry)?;
+    Ok(())
 }

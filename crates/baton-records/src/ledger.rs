@@ -87,6 +87,8 @@ pub enum LedgerKind {
     Added,
     /// A person's change to an existing feature, accepted with `baton accept`.
     Amended,
+    /// An existing repository made a baton project (`baton new --adopt`).
+    Adopted,
 }
 
 /// The ledger as read: its entries in order, and how many lines could not be read
@@ -157,6 +159,7 @@ mod tests {
             (LedgerKind::Planned, "planned"),
             (LedgerKind::Added, "added"),
             (LedgerKind::Amended, "amended"),
+            (LedgerKind::Adopted, "adopted"),
         ];
         let doc = include_str!("../../../docs/harness.md");
         for (k, name) in kinds {

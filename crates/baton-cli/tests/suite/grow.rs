@@ -470,6 +470,12 @@ fn an_existing_repository_is_adopted_with_its_history() {
             .unwrap()
             .contains("add a --name flag")
     );
+    let ledger = std::fs::read_to_string(dir.join(".baton/ledger.jsonl")).unwrap();
+    assert!(ledger.contains("\"kind\":\"adopted\""), "{ledger}");
+    assert!(
+        ledger.contains(&format!("adopted the repository at {second} (2 commits")),
+        "{ledger}"
+    );
     // The person's identity is theirs still.
     assert_eq!(g(&["config", "--local", "user.name"]).trim(), "Person");
 
