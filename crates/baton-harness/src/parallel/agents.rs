@@ -14,7 +14,7 @@ impl Parallel<'_> {
         &self,
         agent: &mut Agent,
         (a, n, number): (usize, usize, u32),
-        copy: (String, String, State),
+        copy: Start,
         done: &tokio::sync::mpsc::UnboundedSender<Done>,
         lines: &tokio::sync::mpsc::UnboundedSender<Note>,
     ) -> Result<(), HarnessError> {
@@ -77,7 +77,7 @@ impl Parallel<'_> {
                         let rt = rt.as_ref().map_err(|e| {
                             crate::error::io(&dir)(std::io::Error::new(e.kind(), e.to_string()))
                         })?;
-                        prepare(&dir, id, job.copy.clone())?;
+                        prepare(&dir, id, &job.copy)?;
                         let opts = RunOptions {
                             max_sessions: Some(1),
                             pause: Some(Duration::ZERO),
@@ -125,19 +125,30 @@ impl Parallel<'_> {
     }
 
     /// What an agent's copy starts from for feature `n`: the main branch's tip,
-    /// the accepted `list`, and the project's record with `n` claimed.
+    /// the accepted `list`, the project's record with `n` claimed, and the agent's
+    /// own last session if it is not merged yet (`own`).
     pub(super) fn copy_state(
         &self,
         state: &State,
         list: &FeatureList,
         n: usize,
-    ) -> Result<(String, String, State), HarnessError> {
+        own: Option<(String, Vec<usize>)>,
+    ) -> Result<Start, HarnessError> {
         let tip = git::rev(&self.files.dir, "HEAD")?;
         let mut copy = state.clone();
         copy.in_progress = None;
         copy.waiting_until_ms = None;
         copy.claim = Some(n);
-        Ok((tip, list.to_json(), copy))
+        Ok(Start {
+            tip,
+            list: list.clone(),
+            state: copy,
+            own,
+            identity: (
+                self.cfg.git.user_name.clone(),
+                self.cfg.git.user_email.clone(),
+            ),
+        })
     }
 
     /// Agent `k`'s working copy (cloned on first use) and parts.
@@ -191,19 +202,68 @@ pub(super) fn fetch(main: &Path, dir: &Path, id: u32) -> Result<String, HarnessE
     git::rev(main, &name)
 }
 
-/// Put agent `id`'s working copy `dir` on the main branch's tip, with the
-/// project's accepted list and record (`copy`: tip, list, state with the claim).
-pub(super) fn prepare(
-    dir: &Path,
-    id: u32,
-    (tip, list, state): (String, String, State),
-) -> Result<(), HarnessError> {
+/// What an agent's working copy starts a session from.
+#[derive(Debug, Clone)]
+pub(super) struct Start {
+    /// The main branch's tip.
+    pub tip: String,
+    /// The accepted list that goes with it.
+    pub list: FeatureList,
+    /// The project's record, with the claim.
+    pub state: State,
+    /// The agent's last session (its branch's tip and flips) when it is not merged
+    /// yet: the copy starts from it merged onto `tip`, so that the agent builds on
+    /// its own work while that is merged and swept.
+    pub own: Option<(String, Vec<usize>)>,
+    /// Who that merge commit is by (`[git]` user name and email).
+    pub identity: (String, String),
+}
+
+/// Put agent `id`'s working copy `dir` on the main branch's tip (with the agent's
+/// last session merged in, when it is not merged into the main branch yet and
+/// merges cleanly), with the project's accepted list and record.
+pub(super) fn prepare(dir: &Path, id: u32, start: &Start) -> Result<(), HarnessError> {
+    let tip = &start.tip;
     // The copy reads the project's objects (`--shared`): the tip is there.
     let branch = format!("baton/agent-{id}");
-    git(dir, &["checkout", "-q", "-f", "-B", &branch, &tip])?;
-    git(dir, &["reset", "-q", "--hard", &tip])?;
+    git(dir, &["checkout", "-q", "-f", "-B", &branch, tip])?;
+    git(dir, &["reset", "-q", "--hard", tip])?;
     git(dir, &["clean", "-q", "-fd"])?;
-    baton_records::write_atomic(&dir.join(layout::ACCEPTED), &list)?;
-    state.save(dir)?;
+    let mut list = start.list.clone();
+    if let Some((own, flips)) = &start.own {
+        // The copy's own commits: still in its object store.
+        let (name, email) = &start.identity;
+        let merged = git(
+            dir,
+            &[
+                "-c",
+                &format!("user.name={name}"),
+                "-c",
+                &format!("user.email={email}"),
+                "merge",
+                "-q",
+                "--no-ff",
+                "--no-edit",
+                "-m",
+                "baton: this agent's last session, not in the main branch yet",
+                own,
+            ],
+        );
+        if merged.is_ok() {
+            // Its flips are not this session's: the gates judge only new ones.
+            for &f in flips {
+                if let Some(feat) = f.checked_sub(1).and_then(|i| list.features.get_mut(i)) {
+                    feat.passes = true;
+                }
+            }
+        } else {
+            // It conflicts with the main branch: its merge will fail as well, and
+            // this session starts from the main branch alone.
+            let _ = git(dir, &["merge", "--abort"]);
+            git(dir, &["reset", "-q", "--hard", tip])?;
+        }
+    }
+    baton_records::write_atomic(&dir.join(layout::ACCEPTED), &list.to_json())?;
+    start.state.save(dir)?;
     Ok(())
 }

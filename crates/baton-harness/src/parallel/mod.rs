@@ -163,8 +163,8 @@ struct Job {
     agent: usize,
     feature: usize,
     number: u32,
-    /// Tip, accepted list and record the copy starts from.
-    copy: (String, String, State),
+    /// What the copy starts from.
+    copy: agents::Start,
 }
 
 /// An agent's lines, prefixed with it.
@@ -496,7 +496,12 @@ impl Parallel<'_> {
                         "agent {} takes feature #{n} (session {number:04})",
                         agents[a].id
                     ));
-                    let copy = self.copy_state(&state, &list, n)?;
+                    // Its last session, ended and not merged yet: built on.
+                    let own = pending
+                        .iter()
+                        .find(|e| e.agent == a && e.record.gates.flipped.contains(&e.feature))
+                        .map(|e| (e.theirs.clone(), e.record.gates.flipped.clone()));
+                    let copy = self.copy_state(&state, &list, n, own)?;
                     self.start(&mut agents[a], (a, n, number), copy, &done_tx, &line_tx)?;
                     running += 1;
                 }

@@ -449,6 +449,44 @@ async fn a_session_left_unsettled_by_a_killed_run_is_settled_by_the_next() {
     assert_eq!(git(&dir, &["status", "--porcelain"]), "");
 }
 
+/// An agent whose session ended gets its next feature before that session is
+/// merged, and builds on it: two features that append to one file, one agent, one
+/// session each, and no conflict.
+#[tokio::test(flavor = "current_thread")]
+async fn an_agent_builds_on_its_own_session_while_it_is_merged() {
+    let (_t, dir) = project(2);
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(10));
+    for n in 1..=2 {
+        b = b.when(move |r| is_for(r, n), session(n, true));
+    }
+    let server = b.start(initializer(&list(0, 2)));
+    let (end, said) = run(&dir, &server, 1).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let state = State::load(&dir).unwrap();
+    let outcomes: Vec<IntegrationOutcome> = state
+        .sessions
+        .iter()
+        .filter_map(|s| s.integration.as_ref().map(|i| i.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [IntegrationOutcome::Merged, IntegrationOutcome::Merged],
+        "{said}"
+    );
+    let shared = std::fs::read_to_string(dir.join("shared.txt")).unwrap();
+    assert!(shared.contains("F01\nF02\n"), "{shared}");
+    // Each flip is recorded once, by the session that made it.
+    let ledger = baton_records::ledger::read(&dir.join(".baton/ledger.jsonl")).unwrap();
+    let flips: Vec<(u32, Option<usize>)> = ledger
+        .entries
+        .iter()
+        .filter(|e| e.kind == LedgerKind::Flip)
+        .map(|e| (e.session, e.feature))
+        .collect();
+    assert_eq!(flips, [(2, Some(1)), (3, Some(2))], "{ledger:?}");
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+}
+
 /// Agents get an identity and a port block of their own in their commands.
 #[test]
 fn agents_get_their_own_ports() {
