@@ -5,8 +5,8 @@
 
 use baton_agent::transcript::{Transcript, now_ms};
 use baton_records::{
-    Feature, FeatureList, LedgerEntry, LedgerKind, SessionKind, SessionOutcome, SessionRecord,
-    State,
+    Feature, FeatureList, InProgress, LedgerEntry, LedgerKind, SessionKind, SessionOutcome,
+    SessionRecord, State,
 };
 
 use crate::error::{HarnessError, io};
@@ -52,12 +52,15 @@ impl Runner<'_> {
         let dir = &self.files.dir;
         let names = &self.files.names;
         let mut state = State::load(dir)?;
-        if let Some(ip) = &state.in_progress {
-            return Err(HarnessError::Input(format!(
-                "session {:04} ({}) did not finish; `baton run` first, which runs its gates",
-                ip.number,
-                ip.kind.name()
-            )));
+        if let Some(ip) = state.in_progress.clone() {
+            if ip.kind != SessionKind::Planner {
+                return Err(HarnessError::Input(format!(
+                    "session {:04} ({}) did not finish; `baton run` first, which runs its gates",
+                    ip.number,
+                    ip.kind.name()
+                )));
+            }
+            self.settle_stopped_planner(&mut state, &ip)?;
         }
         let spec_path = dir.join(&names.spec);
         let accepted = self.files.load_accepted()?;
@@ -118,6 +121,18 @@ impl Runner<'_> {
         let mut transcript = Transcript::create_next_from(dir, 1)?;
         let number = transcript.number();
         let started_ms = now_ms();
+        // On record while it runs: a planner stopped mid-way is settled next time.
+        let mut running = state.clone();
+        running.in_progress = Some(InProgress {
+            number,
+            kind: SessionKind::Planner,
+            started_ms,
+            head_before: head_before.clone(),
+            notes_before: String::new(),
+            sweep: None,
+            target: None,
+        });
+        running.save(dir)?;
         self.reporter
             .line(&format!("── session {number:04} · planner ──"));
         self.reporter.session_start(number, SessionKind::Planner);
@@ -167,6 +182,7 @@ impl Runner<'_> {
             Some(r) => self.check_more(number, r, accepted.unwrap_or_default(), &mut record),
         };
         record.commits = git::commits_since(dir, head_before.as_deref());
+        state.in_progress = None;
         state.sessions.push(record.clone());
         state.save(dir)?;
         let list = self.files.load_accepted()?;
@@ -191,6 +207,51 @@ impl Runner<'_> {
             }
             (Err(e), None) => Err(e),
         }
+    }
+
+    /// A planner session that was stopped mid-way (killed, or the machine went
+    /// down): recorded from its transcript, and a feature list it left half-written
+    /// set aside in `.baton/replaced/` and put back to the accepted one (its spec
+    /// is left as it is, for the next planner or a person).
+    pub(crate) fn settle_stopped_planner(
+        &self,
+        state: &mut State,
+        ip: &InProgress,
+    ) -> Result<(), HarnessError> {
+        let dir = &self.files.dir;
+        let names = &self.files.names;
+        let s = summarize(dir, ip.number);
+        let mut record =
+            SessionRecord::new(ip.number, SessionKind::Planner, SessionOutcome::Killed);
+        record.started_ms = ip.started_ms;
+        record.ended_ms = now_ms();
+        record.turns = s.turns;
+        record.usage = s.usage;
+        record.cost_usd = s.cost;
+        if let Some(accepted) = self.files.load_accepted()? {
+            let path = self.files.feature_list();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if FeatureList::parse(&text, &names.feature_list).ok().as_ref() != Some(&accepted) {
+                let kept = dir
+                    .join(baton_records::layout::REPLACED)
+                    .join(format!("{}.planner-{:04}", names.feature_list, ip.number));
+                baton_records::write_atomic(&kept, &text)?;
+                std::fs::write(&path, accepted.to_json()).map_err(io(&path))?;
+                record.gates.violations.push(format!(
+                    "the planner was stopped mid-way; the list it left is kept as {} and the accepted one is back",
+                    self.files.rel(&kept)
+                ));
+            }
+        }
+        record.commits = git::commits_since(dir, ip.head_before.as_deref());
+        self.reporter.line(&format!(
+            "planner session {:04} was stopped before it finished; recorded",
+            ip.number
+        ));
+        state.in_progress = None;
+        state.sessions.push(record);
+        state.save(dir)?;
+        Ok(())
     }
 
     /// The specification the planner wrote from the idea: long enough, changed,

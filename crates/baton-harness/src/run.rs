@@ -250,6 +250,11 @@ impl Runner<'_> {
         snap.save(&saved)?;
         let mut state = State::load(dir)?;
         let mut accepted = self.adopt(&mut state)?;
+        if let Some(ip) = state.in_progress.clone()
+            && ip.kind == SessionKind::Planner
+        {
+            self.settle_stopped_planner(&mut state, &ip)?;
+        }
         if let Some(ip) = state.in_progress.clone() {
             self.reporter.line(&format!(
                 "resuming: session {:04} ({}) did not finish; running its gates now",

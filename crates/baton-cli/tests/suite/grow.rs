@@ -329,6 +329,100 @@ fn plan_appends_features_and_restores_what_it_changed() {
     assert_eq!(after, list);
 }
 
+/// A planner killed mid-session: the next `baton plan` records it (killed), puts
+/// back the list it left half-written (kept aside), and plans.
+#[test]
+fn a_planner_killed_mid_session_is_recorded_and_its_half_list_set_aside() {
+    let p = initialized();
+    // The planner writes a broken list, then the model stalls: killed there.
+    let steps = vec![
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": "feature_list.json", "content": "[{\"category\": \"functional\","}),
+        )),
+        Step::Stall {
+            reply: Reply::text("thinking"),
+            events: 1,
+        },
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let mut child = baton(&server, Wire::Anthropic)
+        .args([
+            "plan",
+            p.path().to_str().unwrap(),
+            "--idea",
+            "add search",
+            "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while server.requests().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the planner did not get to its second turn"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        state(&p)["in_progress"]["kind"] == "planner",
+        "{}",
+        state(&p)
+    );
+    assert!(p.file("feature_list.json").starts_with("[{\"category\""));
+
+    let written = list_with(|_| {}, &[feature("Search the todos by title", false)]);
+    let steps = vec![
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": "feature_list.json", "content": written}),
+        )),
+        Step::Reply(Reply::text("Added.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "plan",
+            p.path().to_str().unwrap(),
+            "--idea",
+            "add search",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("was stopped before it finished; recorded"),
+        "{}",
+        stderr(&out)
+    );
+    let s = state(&p);
+    assert!(s["in_progress"].is_null(), "{s}");
+    let planners: Vec<&serde_json::Value> = s["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["kind"] == "planner")
+        .collect();
+    assert_eq!(planners.len(), 2, "{s}");
+    assert_eq!(planners[0]["outcome"], "killed");
+    assert!(
+        planners[0]["gates"]["violations"][0]
+            .as_str()
+            .unwrap()
+            .contains("kept as .baton/replaced/feature_list.json.planner-"),
+        "{s}"
+    );
+    assert_eq!(planners[1]["outcome"], "completed");
+    let list: Vec<serde_json::Value> = serde_json::from_str(&p.file("feature_list.json")).unwrap();
+    assert_eq!(list.len(), 4);
+}
+
 /// `baton accept`: a person's edit is shown, refused without an answer, accepted
 /// with --yes and recorded; removing a feature is refused.
 #[test]
