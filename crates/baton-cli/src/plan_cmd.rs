@@ -96,7 +96,18 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
                     args.quiet,
                 )
             };
-            let code = crate::run_cmd::run_what(run(), secrets, What::Plan(Plan::Spec))?;
+            let planned = crate::run_cmd::run_what(run(), secrets, What::Plan(Plan::Spec));
+            let code = match planned {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!(
+                        "baton: {} holds the idea as app_spec.txt; once this is fixed, `baton plan {}` runs the planner again",
+                        dir.display(),
+                        dir.display()
+                    );
+                    return Err(e);
+                }
+            };
             if args.plan_only || code != ExitCode::SUCCESS {
                 return Ok(code);
             }

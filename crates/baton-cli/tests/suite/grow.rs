@@ -183,6 +183,11 @@ fn a_planner_that_writes_no_real_spec_fails_and_keeps_the_idea() {
         "{}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out).contains("runs the planner again"),
+        "{}",
+        stderr(&out)
+    );
     let spec = std::fs::read_to_string(dir.join("app_spec.txt")).unwrap();
     assert_eq!(spec, "Original idea:\n\na tiny todo app\n");
     assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
