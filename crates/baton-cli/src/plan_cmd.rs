@@ -12,6 +12,27 @@ use baton_harness::plan::Plan;
 
 use crate::run_cmd::{RunArgs, What};
 
+/// The model a planner session (and the run after it) uses, and how it shows.
+#[derive(Debug, Clone, clap::Args)]
+struct ModelArgs {
+    /// Model provider (as for `baton run`).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Model name (as for `baton run`).
+    #[arg(long)]
+    model: Option<String>,
+    /// Plain lines on stderr (as for `baton run`).
+    #[arg(long)]
+    quiet: bool,
+}
+
+impl ModelArgs {
+    /// `baton run`'s arguments for `dir` with this model.
+    fn run(&self, dir: PathBuf) -> RunArgs {
+        RunArgs::for_dir(dir).with(self.provider.clone(), self.model.clone(), self.quiet)
+    }
+}
+
 /// Arguments of `baton new`.
 #[derive(Debug, clap::Args)]
 pub struct NewArgs {
@@ -43,15 +64,8 @@ pub struct NewArgs {
     /// Write into a directory that already has files.
     #[arg(long, conflicts_with = "adopt")]
     force: bool,
-    /// Model provider for the planner and the run (as for `baton run`).
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model name for the planner and the run.
-    #[arg(long)]
-    model: Option<String>,
-    /// Plain lines on stderr (as for `baton run`).
-    #[arg(long)]
-    quiet: bool,
+    #[command(flatten)]
+    model: ModelArgs,
 }
 
 /// Run `baton new`.
@@ -89,13 +103,7 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
                 "baton: created {}; a planner session now expands the idea into app_spec.txt",
                 dir.display()
             );
-            let run = || {
-                RunArgs::for_dir(dir.clone()).with(
-                    args.provider.clone(),
-                    args.model.clone(),
-                    args.quiet,
-                )
-            };
+            let run = || args.model.run(dir.clone());
             let planned = crate::run_cmd::run_what(run(), secrets, What::Plan(Plan::Spec));
             let code = match planned {
                 Ok(code) => code,
@@ -132,15 +140,8 @@ pub struct PlanArgs {
     /// What to add, in a sentence or a few.
     #[arg(long, value_name = "TEXT")]
     idea: Option<String>,
-    /// Model provider (as for `baton run`).
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model name.
-    #[arg(long)]
-    model: Option<String>,
-    /// Plain lines on stderr (as for `baton run`).
-    #[arg(long)]
-    quiet: bool,
+    #[command(flatten)]
+    model: ModelArgs,
 }
 
 /// Run `baton plan`.
@@ -158,7 +159,7 @@ pub fn plan(args: PlanArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result
         }
         _ => bail!("say what to add: --spec FILE or --idea TEXT"),
     };
-    let run = RunArgs::for_dir(dir).with(args.provider, args.model, args.quiet);
+    let run = args.model.run(dir);
     crate::run_cmd::run_what(run, secrets, What::Plan(plan))
 }
 

@@ -224,6 +224,30 @@ fn list_with(edit: impl Fn(&mut Vec<serde_json::Value>), more: &[serde_json::Val
     serde_json::to_string_pretty(&list).unwrap() + "\n"
 }
 
+/// `baton plan P --idea REQUEST` with a planner that writes `list` as the feature
+/// list.
+fn plan_writing(p: &Project, list: &str, request: &str) -> (Output, ScriptedServer) {
+    let steps = vec![
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": "feature_list.json", "content": list}),
+        )),
+        Step::Reply(Reply::text("Features appended.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "plan",
+            p.path().to_str().unwrap(),
+            "--idea",
+            request,
+            "--quiet",
+        ],
+    );
+    (out, server)
+}
+
 fn feature(description: &str, passes: bool) -> serde_json::Value {
     json!({"category": "functional", "description": description,
            "steps": ["open the app", "see it"], "passes": passes})
@@ -242,24 +266,7 @@ fn plan_appends_features_and_restores_what_it_changed() {
             feature("Dark mode is remembered after a reload", true),
         ],
     );
-    let steps = vec![
-        Step::Reply(Reply::tool(
-            "Write",
-            json!({"file_path": "feature_list.json", "content": written}),
-        )),
-        Step::Reply(Reply::text("Two features appended.")),
-    ];
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton_in(
-        &server,
-        &[
-            "plan",
-            p.path().to_str().unwrap(),
-            "--idea",
-            "add a dark mode",
-            "--quiet",
-        ],
-    );
+    let (out, server) = plan_writing(&p, &written, "add a dark mode");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("2 feature(s) added to feature_list.json (#4, #5)"),
@@ -382,24 +389,7 @@ fn a_planner_killed_mid_session_is_recorded_and_its_half_list_set_aside() {
     assert!(p.file("feature_list.json").starts_with("[{\"category\""));
 
     let written = list_with(|_| {}, &[feature("Search the todos by title", false)]);
-    let steps = vec![
-        Step::Reply(Reply::tool(
-            "Write",
-            json!({"file_path": "feature_list.json", "content": written}),
-        )),
-        Step::Reply(Reply::text("Added.")),
-    ];
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton_in(
-        &server,
-        &[
-            "plan",
-            p.path().to_str().unwrap(),
-            "--idea",
-            "add search",
-            "--quiet",
-        ],
-    );
+    let (out, _server) = plan_writing(&p, &written, "add search");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("was stopped before it finished; recorded"),
