@@ -319,17 +319,16 @@ fn run_locked(
             stop,
             opts: run_options(&args),
         };
-        let result = match &what {
-            What::Run => runner.run().await,
-            What::Plan(plan) => {
-                let planned = runner.plan(plan).await;
-                let _ = tools
-                    .context()
-                    .processes
-                    .shutdown(Duration::from_secs(3))
-                    .await;
-                return planned_end(&view, &runner.files, plan, planned);
-            }
+        enum Ended<'p> {
+            Run(Result<RunEnd, baton_harness::HarnessError>),
+            Plan(
+                &'p baton_harness::plan::Plan,
+                Result<baton_harness::plan::Planned, baton_harness::HarnessError>,
+            ),
+        }
+        let ended = match &what {
+            What::Run => Ended::Run(runner.run().await),
+            What::Plan(plan) => Ended::Plan(plan, runner.plan(plan).await),
         };
         let stopped = tools
             .context()
@@ -341,7 +340,10 @@ fn run_locked(
                 "baton: stopped {stopped} process group(s) started during the run"
             ));
         }
-        finish(&view, &runner.files, budget, result)
+        match ended {
+            Ended::Run(result) => finish(&view, &runner.files, budget, result),
+            Ended::Plan(plan, planned) => planned_end(&view, &runner.files, plan, planned),
+        }
     })
 }
 

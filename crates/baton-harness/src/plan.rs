@@ -157,26 +157,9 @@ impl Runner<'_> {
             )
             .await;
         let error = result.err();
-        let Summary {
-            outcome,
-            turns,
-            usage,
-            cost,
-            waited_ms,
-            ..
-        } = summarize(dir, number);
-        let outcome = match (&error, outcome) {
-            (Some(_), _) => SessionOutcome::Error,
-            (None, Some(o)) => SessionOutcome::from_name(&o).unwrap_or(SessionOutcome::Error),
-            (None, None) => SessionOutcome::Killed,
-        };
-        let mut record = SessionRecord::new(number, SessionKind::Planner, outcome);
-        record.started_ms = started_ms;
-        record.ended_ms = now_ms();
-        record.turns = turns;
-        record.usage = usage;
-        record.cost_usd = cost;
-        record.waited_ms = waited_ms;
+        let summary = summarize(dir, number);
+        let outcome = summary.outcome_after(error.as_ref());
+        let mut record = planner_record(number, started_ms, outcome, &summary);
         let checked = match &request {
             None => self.check_spec(number, &spec_before, &mut record),
             Some(r) => self.check_more(number, r, accepted.unwrap_or_default(), &mut record),
@@ -220,14 +203,8 @@ impl Runner<'_> {
     ) -> Result<(), HarnessError> {
         let dir = &self.files.dir;
         let names = &self.files.names;
-        let s = summarize(dir, ip.number);
-        let mut record =
-            SessionRecord::new(ip.number, SessionKind::Planner, SessionOutcome::Killed);
-        record.started_ms = ip.started_ms;
-        record.ended_ms = now_ms();
-        record.turns = s.turns;
-        record.usage = s.usage;
-        record.cost_usd = s.cost;
+        let summary = summarize(dir, ip.number);
+        let mut record = planner_record(ip.number, ip.started_ms, SessionOutcome::Killed, &summary);
         if let Some(accepted) = self.files.load_accepted()? {
             let path = self.files.feature_list();
             let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -578,14 +555,27 @@ fn describe_change(before: &Feature, after: &Feature) -> String {
     what.join("; ")
 }
 
+/// A planner session's record, from its transcript's summary.
+fn planner_record(
+    number: u32,
+    started_ms: u64,
+    outcome: SessionOutcome,
+    s: &Summary,
+) -> SessionRecord {
+    let mut record = SessionRecord::new(number, SessionKind::Planner, outcome);
+    record.started_ms = started_ms;
+    record.ended_ms = now_ms();
+    record.turns = s.turns;
+    record.usage = s.usage;
+    record.cost_usd = s.cost;
+    record.waited_ms = s.waited_ms;
+    record
+}
+
+/// The first non-empty line of `text`, cut for a commit message or ledger line.
 fn first_line(text: &str) -> String {
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let line = line.trim();
-    if line.chars().count() > 100 {
-        format!("{}…", line.chars().take(100).collect::<String>())
-    } else {
-        line.to_string()
-    }
+    crate::queue::cut(line.trim(), 101)
 }
 
 /// Today's date (UTC), `YYYY-MM-DD`.

@@ -640,6 +640,7 @@ impl Runner<'_> {
             }
         }
         let summary = summarize(&self.files.dir, ip.number);
+        let outcome = summary.outcome_after(error.as_ref());
         let blocks = match ip.kind {
             SessionKind::Coding => block::declared(&self.files.dir, ip.number),
             SessionKind::Initializer | SessionKind::Planner => Vec::new(),
@@ -653,20 +654,12 @@ impl Runner<'_> {
             *accepted = self.accept_initial(ip.number, &mut gates)?;
         }
         let Summary {
-            outcome,
             turns,
             usage,
             cost,
             waited_ms,
             ..
         } = summary;
-        let outcome = match (&error, outcome) {
-            (Some(AgentError::UsageLimit { .. }), _) => SessionOutcome::UsageLimit,
-            (Some(_), _) => SessionOutcome::Error,
-            // A name this baton does not know (a newer transcript): it ended, somehow.
-            (None, Some(o)) => SessionOutcome::from_name(&o).unwrap_or(SessionOutcome::Error),
-            (None, None) => SessionOutcome::Killed,
-        };
         let record = SessionRecord {
             number: ip.number,
             kind: ip.kind,

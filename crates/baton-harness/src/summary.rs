@@ -30,6 +30,26 @@ pub struct Summary {
     pub final_text: String,
 }
 
+impl Summary {
+    /// How the session ended, given the error its run returned: a usage limit or
+    /// another error, else what its transcript says (a name this baton does not
+    /// know: it ended, somehow), else it was killed before it could say.
+    pub fn outcome_after(
+        &self,
+        error: Option<&baton_agent::session::AgentError>,
+    ) -> baton_records::SessionOutcome {
+        use baton_records::SessionOutcome;
+        match (error, &self.outcome) {
+            (Some(baton_agent::session::AgentError::UsageLimit { .. }), _) => {
+                SessionOutcome::UsageLimit
+            }
+            (Some(_), _) => SessionOutcome::Error,
+            (None, Some(o)) => SessionOutcome::from_name(o).unwrap_or(SessionOutcome::Error),
+            (None, None) => SessionOutcome::Killed,
+        }
+    }
+}
+
 /// Read session `number`'s transcript into a [`Summary`] (empty if unreadable).
 pub fn summarize(dir: &std::path::Path, number: u32) -> Summary {
     let path: PathBuf = dir

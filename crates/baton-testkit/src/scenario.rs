@@ -207,3 +207,21 @@ pub fn bare_remote(
     }
     (bare, dirs)
 }
+
+/// What the shared remote `bare`'s main branch holds, seen from a fresh clone of
+/// it under `root` (`check/`): the clone's path and its `feature_list.json`.
+pub fn remote_main(root: &std::path::Path, bare: &std::path::Path) -> (std::path::PathBuf, String) {
+    let check = root.join("check");
+    crate::git(
+        root,
+        &[
+            "clone",
+            "-q",
+            &bare.display().to_string(),
+            &check.display().to_string(),
+        ],
+    );
+    let list = std::fs::read_to_string(check.join("feature_list.json"))
+        .unwrap_or_else(|e| panic!("the remote's feature_list.json: {e}"));
+    (check, list)
+}

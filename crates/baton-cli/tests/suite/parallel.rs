@@ -97,17 +97,7 @@ fn two_worker_processes_share_a_bare_remote_and_finish_the_project() {
     for o in &outs {
         assert!(o.status.success(), "{}", stderr(o));
     }
-    let check = root.join("check");
-    baton_testkit::git(
-        &root,
-        &[
-            "clone",
-            "-q",
-            bare.to_str().unwrap(),
-            check.to_str().unwrap(),
-        ],
-    );
-    let text = std::fs::read_to_string(check.join("feature_list.json")).unwrap();
+    let (check, text) = baton_testkit::scenario::remote_main(&root, &bare);
     let list: Value = serde_json::from_str(&text).unwrap();
     assert!(
         list.as_array().unwrap().iter().all(|f| f["passes"] == true),

@@ -651,17 +651,7 @@ async fn two_workers_on_a_bare_remote_finish_one_project_together() {
     assert_eq!(b, RunEnd::Complete, "{}", said[1]);
 
     // The remote's main branch holds every feature, passing.
-    let check = root.join("check");
-    git(
-        &root,
-        &[
-            "clone",
-            "-q",
-            bare.to_str().unwrap(),
-            check.to_str().unwrap(),
-        ],
-    );
-    let text = std::fs::read_to_string(check.join("feature_list.json")).unwrap();
+    let (check, text) = baton_testkit::scenario::remote_main(&root, &bare);
     let list = baton_records::FeatureList::parse(&text, "feature_list.json").unwrap();
     assert!(list.all_pass(), "{text}");
     for n in 1..=6 {
