@@ -761,16 +761,20 @@ fn claims_on_a_remote_are_won_once_and_expire_by_time() {
     assert_eq!(a.renew().unwrap(), ["5"]);
 }
 
-/// Stops the run once a line says `when`.
+/// Stops the run once `times` lines have said `when`.
 struct StopWhen {
     lines: Lines,
     when: &'static str,
+    times: usize,
+    seen: std::sync::atomic::AtomicUsize,
     stop: CancellationToken,
 }
 
 impl Reporter for StopWhen {
     fn line(&self, text: &str) {
-        if text.contains(self.when) {
+        if text.contains(self.when)
+            && self.seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 >= self.times
+        {
             self.stop.cancel();
         }
         self.lines.line(text);
@@ -785,9 +789,13 @@ async fn a_stop_ends_every_agent_cleanly() {
     let server = model(6, 0, Duration::from_millis(100));
     let kit = Kit::new(&dir, &server);
     let stop = CancellationToken::new();
+    // Once all three agents' sessions have started (their threads start them in
+    // any order).
     let reporter = StopWhen {
         lines: Lines::default(),
-        when: "── session 0004",
+        when: " · coding ──",
+        times: 3,
+        seen: std::sync::atomic::AtomicUsize::new(0),
         stop: stop.clone(),
     };
     let p = Parallel {
