@@ -51,6 +51,9 @@ impl Runner<'_> {
     pub async fn plan(&self, plan: &Plan) -> Result<Planned, HarnessError> {
         let dir = &self.files.dir;
         let names = &self.files.names;
+        // git's config, hooks and info and baton.toml, guarded as in a run: what
+        // the planner changes of them is put back before baton's git runs again.
+        let snap = self.guard_start()?;
         let mut state = State::load(dir)?;
         if let Some(ip) = state.in_progress.clone() {
             if ip.kind != SessionKind::Planner {
@@ -157,9 +160,20 @@ impl Runner<'_> {
             )
             .await;
         let error = result.err();
+        let undone = snap.restore()?;
+        for u in &undone {
+            self.reporter
+                .line(&format!("  boundary: {u}; restored from baton's snapshot"));
+            self.files.append_ledger(&LedgerEntry::new(
+                number,
+                LedgerKind::BoundaryViolation,
+                format!("{u}; restored from baton's snapshot"),
+            ))?;
+        }
         let summary = summarize(dir, number);
         let outcome = summary.outcome_after(error.as_ref());
         let mut record = planner_record(number, started_ms, outcome, &summary);
+        record.gates.boundary = undone;
         let checked = match &request {
             None => self.check_spec(number, &spec_before, &mut record),
             Some(r) => self.check_more(number, r, accepted.unwrap_or_default(), &mut record),
@@ -168,6 +182,8 @@ impl Runner<'_> {
         state.in_progress = None;
         state.sessions.push(record.clone());
         state.save(dir)?;
+        // Done, nothing unfinished: the saved snapshot has done its job.
+        let _ = std::fs::remove_file(crate::boundary::saved_path(dir));
         let list = self.files.load_accepted()?;
         let (passing, total) = list
             .as_ref()

@@ -220,34 +220,7 @@ impl Runner<'_> {
         if !git::is_repo(dir) {
             git::git(dir, &["init", "-q"])?;
         }
-        // A snapshot saved by a run that did not end cleanly: git's guarded files go
-        // back as that run found them before baton's git touches the repository.
-        let saved = crate::boundary::saved_path(dir);
-        if let Some(old) = Snapshot::load(&saved, dir)? {
-            let number = State::load(dir)?.in_progress.map_or(0, |ip| ip.number);
-            for u in old.restore_git()? {
-                self.reporter.line(&format!(
-                    "boundary: {u} after a run that did not end cleanly; restored"
-                ));
-                self.files.append_ledger(&LedgerEntry {
-                    t_ms: now_ms(),
-                    session: number,
-                    kind: LedgerKind::BoundaryViolation,
-                    feature: None,
-                    detail: format!(
-                        "{u} after a run that did not end cleanly; restored from baton's saved snapshot"
-                    ),
-                    commit: None,
-                    evidence: Vec::new(),
-                })?;
-            }
-        }
-        git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
-        // What the agent may not change (git's config, hooks, info; baton.toml), as
-        // it is now, in baton's memory and in its state dir (removed when the run
-        // ends cleanly).
-        let snap = Snapshot::take(dir)?;
-        snap.save(&saved)?;
+        let snap = self.guard_start()?;
         let mut state = State::load(dir)?;
         let mut accepted = self.adopt(&mut state)?;
         if let Some(ip) = state.in_progress.clone()
@@ -396,6 +369,42 @@ impl Runner<'_> {
                 return Ok(RunEnd::Interrupted);
             }
         }
+    }
+
+    /// Before baton's first git command on the project (a run's, a planner's): a
+    /// snapshot saved by a run or planner that did not end cleanly puts git's
+    /// guarded files back as it found them; then the identity is set up, and what
+    /// the agent may not change (git's config, hooks, info; `baton.toml`) is taken
+    /// as it is now, in baton's memory and in its state dir (removed when the run
+    /// ends cleanly).
+    pub(crate) fn guard_start(&self) -> Result<Snapshot, HarnessError> {
+        let dir = &self.files.dir;
+        // A snapshot saved by a run that did not end cleanly: git's guarded files go
+        // back as that run found them before baton's git touches the repository.
+        let saved = crate::boundary::saved_path(dir);
+        if let Some(old) = Snapshot::load(&saved, dir)? {
+            let number = State::load(dir)?.in_progress.map_or(0, |ip| ip.number);
+            for u in old.restore_git()? {
+                self.reporter.line(&format!(
+                    "boundary: {u} after a run that did not end cleanly; restored"
+                ));
+                self.files.append_ledger(&LedgerEntry {
+                    t_ms: now_ms(),
+                    session: number,
+                    kind: LedgerKind::BoundaryViolation,
+                    feature: None,
+                    detail: format!(
+                        "{u} after a run that did not end cleanly; restored from baton's saved snapshot"
+                    ),
+                    commit: None,
+                    evidence: Vec::new(),
+                })?;
+            }
+        }
+        git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
+        let snap = Snapshot::take(dir)?;
+        snap.save(&saved)?;
+        Ok(snap)
     }
 
     /// Wait `wait` for a usage limit to reset, shown live and recorded in the state

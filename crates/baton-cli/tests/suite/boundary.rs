@@ -84,6 +84,90 @@ fn hooks_and_fsmonitor_planted_by_a_script_never_run_and_are_restored() {
     assert!(!marker.exists());
 }
 
+/// A hijacked planner (`baton plan`) plants a hook and a pager, and rewrites
+/// baton.toml, before baton commits its features: all put back before baton's git
+/// runs, recorded, and the planted programs never run.
+#[test]
+fn a_planner_that_plants_hooks_and_edits_baton_toml_is_undone_before_baton_commits() {
+    let p = project("[sandbox]\nenabled = false\n");
+    let (out, _s) = run(
+        &p,
+        initializer(&features(&[false, false, false])),
+        &["--max-sessions", "1"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let toml_before = p.file("baton.toml");
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("pwned");
+    let payload = format!("#!/bin/sh\ntouch {}\n", marker.display());
+    let plant = format!(
+        "#!/bin/sh\nset -e\nprintf '%s' '{payload}' > .git/hooks/post-commit\nchmod +x .git/hooks/post-commit\ncp .git/hooks/post-commit .git/evil-pager\ngit config core.pager \"$PWD/.git/evil-pager\"\nprintf '[sandbox]\\nenabled = false\\n[policy]\\nallow_file_urls = true\\n' >> baton.toml\necho planted\n"
+    );
+    let mut list: Vec<Value> = serde_json::from_str(&features(&[false, false, false])).unwrap();
+    list.push(json!({"category": "functional", "description": "Search",
+                     "steps": ["search", "see"], "passes": false}));
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "scripts/plant.sh", "content": plant}),
+            ),
+            ("Bash", json!({"command": "bash scripts/plant.sh"})),
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": serde_json::to_string_pretty(&list).unwrap()}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Planned.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .args([
+            "plan",
+            p.path().to_str().unwrap(),
+            "--idea",
+            "add search",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    assert!(r[1].1.contains("planted"), "{r:?}");
+    assert!(!marker.exists(), "a planted hook ran outside the sandbox");
+    assert!(!p.path().join(".git/hooks/post-commit").exists());
+    assert!(!p.file(".git/config").contains("pager"));
+    assert_eq!(p.file("baton.toml"), toml_before);
+    let s = state(&p);
+    let planner = s["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["kind"] == "planner")
+        .unwrap();
+    let boundary: Vec<&str> = planner["gates"]["boundary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        boundary.contains(&".git/hooks/post-commit was added"),
+        "{boundary:?}"
+    );
+    assert!(boundary.contains(&"baton.toml was changed"), "{boundary:?}");
+    assert!(!ledger(&p, "boundary_violation").is_empty());
+    // The feature was added all the same, and committed without the planted hook.
+    assert_eq!(
+        p.file("feature_list.json")
+            .matches("\"description\"")
+            .count(),
+        4
+    );
+    assert_eq!(super::run::git(&p, &["status", "--porcelain"]), "");
+    assert!(!marker.exists());
+}
+
 /// Whether bubblewrap works here; on CI (`CI=true`) it must.
 fn bwrap_or_skip(test: &str) -> bool {
     if baton_policy::sandbox::kernel_binds() {
