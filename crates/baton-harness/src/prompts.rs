@@ -112,6 +112,8 @@ Replace {spec} with a full product specification. Be ambitious about the product
 6. Technical design suited to the product: a stack of common, well-supported tools that install without questions on Linux; architecture; data model; routes, commands or API; persistence; how to start it (servers listen on `$PORT` when it is set) and how to test it.
 7. Out of scope: what this product will not do.
 
+Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first sections with Write, then append each further part of at most about 150 lines with Edit at the end of the file.
+
 Write only {spec}: no code, no other files, no installs. Do not commit: baton checks the specification and commits it. Stop when it is written."###;
 
 const PLANNER_MORE: &str = r###"You are the product planner of a software project that many engineering sessions are building, one feature at a time: {kind_line}. A person asked for more; the request is at the end of {spec}, under its last "## Added" heading:
