@@ -25,10 +25,21 @@ const THINK: Duration = Duration::from_millis(200);
 mod support;
 use support::{Plain, client};
 
-struct Silent;
+/// Silent, or with `BATON_BENCH_TRACE=1` each line with the time since the
+/// bench began (to see where a run's time goes).
+struct Silent(Option<Instant>);
 
 impl Reporter for Silent {
-    fn line(&self, _: &str) {}
+    fn line(&self, line: &str) {
+        if let Some(t0) = self.0 {
+            eprintln!("{:>7.3} {line}", t0.elapsed().as_secs_f64());
+        }
+    }
+    fn agent_status(&self, agent: u32, status: &str) {
+        if let Some(t0) = self.0 {
+            eprintln!("{:>7.3}   a{agent}: {status}", t0.elapsed().as_secs_f64());
+        }
+    }
 }
 
 /// One whole run with `agents` agents: its wall time from the first coding
@@ -66,6 +77,7 @@ fn run(agents: u32) -> Duration {
     let client = client(server.base_url(), &cfg);
     let prices = PriceTable::new(&cfg.prices);
     let main = Plain.parts(0, &dir, Vec::new()).unwrap();
+    let silent = Silent(std::env::var_os("BATON_BENCH_TRACE").map(|_| Instant::now()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -78,7 +90,7 @@ fn run(agents: u32) -> Duration {
         prices: &prices,
         workspace: &Plain,
         main: &main,
-        reporter: &Silent,
+        reporter: &silent,
         stop: CancellationToken::new(),
         opts: RunOptions {
             max_sessions: Some(max),

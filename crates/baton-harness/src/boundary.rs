@@ -66,14 +66,18 @@ impl Snapshot {
     pub fn take(project: &Path) -> Result<Self, HarnessError> {
         let git_dir = project.join(".git");
         let mut dirs = vec![git_dir.canonicalize().unwrap_or_else(|_| git_dir.clone())];
-        for flag in ["--absolute-git-dir", "--git-common-dir"] {
-            if let Ok(out) = crate::git::git(project, &["rev-parse", flag]) {
-                let d = PathBuf::from(out.trim());
-                let d = if d.is_absolute() { d } else { project.join(d) };
-                let d = d.canonicalize().unwrap_or(d);
-                if !out.trim().is_empty() && !dirs.contains(&d) {
-                    dirs.push(d);
-                }
+        // The git directory and the common one, one line each.
+        let named = crate::git::git(
+            project,
+            &["rev-parse", "--absolute-git-dir", "--git-common-dir"],
+        )
+        .unwrap_or_default();
+        for line in named.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let d = PathBuf::from(line);
+            let d = if d.is_absolute() { d } else { project.join(d) };
+            let d = d.canonicalize().unwrap_or(d);
+            if !dirs.contains(&d) {
+                dirs.push(d);
             }
         }
         let mut roots: Vec<PathBuf> = Vec::new();

@@ -63,7 +63,9 @@ pub fn git_network(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
     run(dir, args, true)
 }
 
-fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError> {
+/// `git args…` in `dir`, hardened (see [`git`]); `network` keeps how to reach a
+/// remote.
+fn command(dir: &Path, args: &[&str], network: bool) -> Command {
     let mut cmd = Command::new("git");
     for h in HARDENING {
         if network && NETWORK.contains(h) {
@@ -76,8 +78,7 @@ fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError>
             .env_remove("GIT_SSH_COMMAND")
             .env_remove("GIT_ASKPASS");
     }
-    let out = cmd
-        .args(args)
+    cmd.args(args)
         .current_dir(dir)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -88,13 +89,36 @@ fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError>
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_CONFIG")
         .env_remove("GIT_CONFIG_PARAMETERS")
-        .env_remove("GIT_CONFIG_COUNT")
-        .output()
-        .map_err(|e| HarnessError::Git {
-            args: args.join(" "),
-            dir: dir.to_path_buf(),
-            message: format!("cannot run git: {e}"),
-        })?;
+        .env_remove("GIT_CONFIG_COUNT");
+    cmd
+}
+
+fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError> {
+    let out = command(dir, args, network).output();
+    finish(dir, args, out)
+}
+
+/// [`git`] without blocking the thread: for work that runs while the same task
+/// does other things (a parallel run's integration, while agents are handed
+/// work).
+pub async fn git_async(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
+    let mut cmd = tokio::process::Command::from(command(dir, args, false));
+    cmd.kill_on_drop(true);
+    let out = cmd.output().await;
+    finish(dir, args, out)
+}
+
+/// git's stdout on success, else its stderr in the error.
+fn finish(
+    dir: &Path,
+    args: &[&str],
+    out: std::io::Result<std::process::Output>,
+) -> Result<String, HarnessError> {
+    let out = out.map_err(|e| HarnessError::Git {
+        args: args.join(" "),
+        dir: dir.to_path_buf(),
+        message: format!("cannot run git: {e}"),
+    })?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
@@ -128,9 +152,16 @@ pub fn head(dir: &Path) -> Option<String> {
 /// in the repository's own config (so the agent's commits work too). Also make sure
 /// `.baton/` is never committed, via `.git/info/exclude` when `.gitignore` misses it.
 pub fn prepare(dir: &Path, name: &str, email: &str) -> Result<(), HarnessError> {
+    // Both keys in one git call (it runs before every session); the last value
+    // of a key is the one git uses.
+    let found = git(dir, &["config", "--get-regexp", r"^user\.(name|email)$"]).unwrap_or_default();
     for (key, value) in [("user.name", name), ("user.email", email)] {
-        let resolved = git(dir, &["config", "--get", key])
-            .map(|s| s.trim().to_string())
+        let resolved = found
+            .lines()
+            .filter_map(|l| l.split_once(' ').or(Some((l, ""))))
+            .filter(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.trim())
+            .next_back()
             .unwrap_or_default();
         if resolved.is_empty() {
             git(dir, &["config", "--local", key, value])?;

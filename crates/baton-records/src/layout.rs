@@ -31,6 +31,9 @@ pub const AGENTS: &str = ".baton/agents";
 /// A parallel run's integration worktree, where agents' branches are merged and
 /// swept before the main branch moves.
 pub const INTEGRATE: &str = ".baton/integrate";
+/// The git attributes a parallel run's merges read (`core.attributesFile`): the
+/// progress notes merge as a union.
+pub const MERGE_ATTRIBUTES: &str = ".baton/merge-attributes";
 /// A parallel run's sessions that ended and are not yet on the project's record,
 /// `<number>.json` each: settled first by the next run if this one is killed.
 pub const SETTLING: &str = ".baton/settling";
@@ -73,6 +76,8 @@ mod tests {
             PROCESSES,
             AGENTS,
             INTEGRATE,
+            MERGE_ATTRIBUTES,
+            SETTLING,
             REPORT,
         ] {
             assert!(p.starts_with(&format!("{DIR}/")), "{p}");

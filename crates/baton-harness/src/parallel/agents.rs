@@ -124,23 +124,23 @@ impl Parallel<'_> {
         Ok(tx)
     }
 
-    /// What an agent's copy starts from for feature `n`: the main branch's tip,
-    /// the accepted `list`, the project's record with `n` claimed, and the agent's
-    /// own last session if it is not merged yet (`own`).
+    /// What an agent's copy starts from for feature `n`: the main branch's `tip`,
+    /// the accepted `list` that goes with it, the project's record with `n`
+    /// claimed, and the agent's own last session if it is not merged yet (`own`).
     pub(super) fn copy_state(
         &self,
+        tip: &str,
         state: &State,
         list: &FeatureList,
         n: usize,
         own: Option<(String, Vec<usize>)>,
-    ) -> Result<Start, HarnessError> {
-        let tip = git::rev(&self.files.dir, "HEAD")?;
+    ) -> Start {
         let mut copy = state.clone();
         copy.in_progress = None;
         copy.waiting_until_ms = None;
         copy.claim = Some(n);
-        Ok(Start {
-            tip,
+        Start {
+            tip: tip.to_string(),
             list: list.clone(),
             state: copy,
             own,
@@ -148,7 +148,7 @@ impl Parallel<'_> {
                 self.cfg.git.user_name.clone(),
                 self.cfg.git.user_email.clone(),
             ),
-        })
+        }
     }
 
     /// Agent `k`'s working copy (cloned on first use) and parts.
@@ -226,8 +226,8 @@ pub(super) fn prepare(dir: &Path, id: u32, start: &Start) -> Result<(), HarnessE
     let tip = &start.tip;
     // The copy reads the project's objects (`--shared`): the tip is there.
     let branch = format!("baton/agent-{id}");
+    // `-f -B`: the branch reset to the tip, the index and tracked files with it.
     git(dir, &["checkout", "-q", "-f", "-B", &branch, tip])?;
-    git(dir, &["reset", "-q", "--hard", tip])?;
     git(dir, &["clean", "-q", "-fd"])?;
     let mut list = start.list.clone();
     if let Some((own, flips)) = &start.own {

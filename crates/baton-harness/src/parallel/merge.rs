@@ -5,8 +5,15 @@
 //! end together are merged as a batch with one sweep; when that sweep fails, each
 //! is merged and swept alone, so the blame lands on the branch that broke a check.
 //! A branch that is not merged is kept under `refs/baton/unintegrated/`.
+//!
+//! All of it runs while the run's task hands out work (see [`Parallel::run`]):
+//! git in the integration worktree does not block the thread, and the main
+//! branch and the accepted list move together ([`Parallel::advance`], with no
+//! await between), so an agent handed work at any moment starts from a tip and a
+//! list that match.
 
 use super::*;
+use crate::git::git_async;
 
 /// One agent's branch to integrate.
 pub(super) struct Branch<'b> {
@@ -25,19 +32,19 @@ pub(super) struct Branch<'b> {
 impl Parallel<'_> {
     /// Keep an agent's branch that is not merged under a name of its own, if it
     /// holds anything the main branch does not.
-    pub(super) fn keep(
+    pub(super) async fn keep(
         &self,
         theirs: &str,
         n: usize,
         number: u32,
     ) -> Result<Integration, HarnessError> {
         let main = &self.files.dir;
-        let ahead = git(main, &["rev-list", "--count", &format!("HEAD..{theirs}")])?;
+        let ahead = git_async(main, &["rev-list", "--count", &format!("HEAD..{theirs}")]).await?;
         let kept = if ahead.trim() == "0" {
             None
         } else {
             let name = unintegrated(n, number);
-            git(main, &["update-ref", &name, theirs])?;
+            git_async(main, &["update-ref", &name, theirs]).await?;
             Some(name)
         };
         Ok(Integration {
@@ -63,15 +70,9 @@ impl Parallel<'_> {
             return Ok(done);
         }
         let mut out: Vec<Integration> = Vec::new();
-        // The flips merged before: the accepted list has them only once the
-        // sessions are recorded, after all of these.
-        let mut before = Vec::new();
         for b in branches {
-            let i = self.integrate(parts, remote, b, &before).await?;
-            if i.outcome == IntegrationOutcome::Merged {
-                before.extend_from_slice(b.flips);
-            }
-            out.push(i);
+            // The flips merged before are in the accepted list by now.
+            out.push(self.integrate(parts, remote, b).await?);
         }
         Ok(out)
     }
@@ -89,35 +90,40 @@ impl Parallel<'_> {
         if let Some(r) = remote {
             self.sync(r)?;
         }
-        let main = &self.files.dir;
-        let (tree, ours, mut list) = self.fresh_tree()?;
+        let (tree, ours, mut list) = self.fresh_tree().await?;
         let mut out = Vec::new();
+        let mut tip = ours.clone();
         for b in branches {
-            out.push(match self.merge_one(&tree, &mut list, b)? {
-                Ok(commit) => Integration {
-                    outcome: IntegrationOutcome::Merged,
-                    commit: Some(commit),
-                    kept: None,
-                    detail: String::new(),
-                },
-                Err(conflicts) => self.not_merged(b, IntegrationOutcome::Conflict, conflicts)?,
+            out.push(match self.merge_one(&tree, &mut list, b, &tip).await? {
+                Ok(commit) => {
+                    tip.clone_from(&commit);
+                    Integration {
+                        outcome: IntegrationOutcome::Merged,
+                        commit: Some(commit),
+                        kept: None,
+                        detail: String::new(),
+                    }
+                }
+                Err(conflicts) => {
+                    self.not_merged(b, IntegrationOutcome::Conflict, conflicts)
+                        .await?
+                }
             });
         }
-        let tip = git::rev(&tree, "HEAD")?;
         if tip == ours {
             return Ok(Some(out));
         }
         if self.sweep_tree(parts, &tree, &list).await.is_some() {
-            git(&tree, &["reset", "-q", "--hard", &ours])?;
+            git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(None);
         }
         if let Some(r) = remote
             && !r.push(&tip)?
         {
-            git(&tree, &["reset", "-q", "--hard", &ours])?;
+            git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(None);
         }
-        git(main, &["merge", "-q", "--ff-only", &tip])?;
+        self.advance(&tip, &list)?;
         Ok(Some(out))
     }
 
@@ -129,13 +135,12 @@ impl Parallel<'_> {
         parts: &AgentParts,
         remote: Option<&Remote>,
         b: &Branch<'_>,
-        before: &[usize],
     ) -> Result<Integration, HarnessError> {
         for _ in 0..PUSH_ATTEMPTS {
             if let Some(r) = remote {
                 self.sync(r)?;
             }
-            if let Some(i) = self.integrate_once(parts, remote, b, before).await? {
+            if let Some(i) = self.integrate_once(parts, remote, b).await? {
                 return Ok(i);
             }
         }
@@ -144,6 +149,7 @@ impl Parallel<'_> {
             IntegrationOutcome::Conflict,
             format!("the remote's main branch moved {PUSH_ATTEMPTS} times while this was merged"),
         )
+        .await
     }
 
     /// One attempt of [`Self::integrate`]; `None` when the remote's main branch
@@ -153,33 +159,32 @@ impl Parallel<'_> {
         parts: &AgentParts,
         remote: Option<&Remote>,
         b: &Branch<'_>,
-        before: &[usize],
     ) -> Result<Option<Integration>, HarnessError> {
-        let main = &self.files.dir;
-        let (tree, ours, mut list) = self.fresh_tree()?;
-        flip(&mut list, before);
-        let merged = match self.merge_one(&tree, &mut list, b)? {
+        let (tree, ours, mut list) = self.fresh_tree().await?;
+        let merged = match self.merge_one(&tree, &mut list, b, &ours).await? {
             Ok(commit) => commit,
             Err(conflicts) => {
                 return self
                     .not_merged(b, IntegrationOutcome::Conflict, conflicts)
+                    .await
                     .map(Some);
             }
         };
         if let Some(failed) = self.sweep_tree(parts, &tree, &list).await {
-            git(&tree, &["reset", "-q", "--hard", &ours])?;
+            git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return self
                 .not_merged(b, IntegrationOutcome::Regressed, failed)
+                .await
                 .map(Some);
         }
         if let Some(r) = remote
             && !r.push(&merged)?
         {
             // Another machine moved the main branch first: merge again onto its.
-            git(&tree, &["reset", "-q", "--hard", &ours])?;
+            git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(None);
         }
-        git(main, &["merge", "-q", "--ff-only", &merged])?;
+        self.advance(&merged, &list)?;
         Ok(Some(Integration {
             outcome: IntegrationOutcome::Merged,
             commit: Some(merged),
@@ -188,34 +193,47 @@ impl Parallel<'_> {
         }))
     }
 
-    /// Merge `b` onto the integration worktree's `HEAD` and commit: the feature
-    /// list is `list` plus `b`'s flips (and becomes that), the notes a union. `Err`
-    /// with the conflicting files (the worktree back where it was) when any other
-    /// file conflicts.
-    fn merge_one(
+    /// Merge `b` onto the integration worktree's `HEAD` (commit `before`) and
+    /// commit: the feature list is `list` plus `b`'s flips (and becomes that), the
+    /// notes a union. `Err` with the conflicting files (the worktree back where it
+    /// was) when any other file conflicts.
+    async fn merge_one(
         &self,
         tree: &Path,
         list: &mut FeatureList,
         b: &Branch<'_>,
+        before: &str,
     ) -> Result<Result<String, String>, HarnessError> {
-        let before = git::rev(tree, "HEAD")?;
         let names = &self.cfg.project;
+        // The notes merge as a union in git itself where the attributes say so
+        // (baton's file, below anything the repository sets); the rest by hand.
+        let attributes = self.files.dir.join(layout::MERGE_ATTRIBUTES);
+        let attributes = format!("core.attributesFile={}", attributes.display());
+        let merge = [
+            "-c",
+            &attributes,
+            "merge",
+            "-q",
+            "--no-ff",
+            "--no-commit",
+            b.theirs,
+        ];
         // Conflicts are expected; which files conflicted decides.
-        let unmerged = match git(tree, &["merge", "-q", "--no-ff", "--no-commit", b.theirs]) {
+        let unmerged = match git_async(tree, &merge).await {
             Ok(_) => String::new(),
-            Err(_) => git(tree, &["diff", "--name-only", "--diff-filter=U"])?,
+            Err(_) => git_async(tree, &["diff", "--name-only", "--diff-filter=U"]).await?,
         };
         let mut conflicts = Vec::new();
         for path in unmerged.lines().filter(|l| !l.is_empty()) {
             if path == names.progress {
-                union_notes(tree, path)?;
+                union_notes(tree, path).await?;
             } else if path != names.feature_list {
                 conflicts.push(path.to_string());
             }
         }
         if !conflicts.is_empty() {
-            let _ = git(tree, &["merge", "--abort"]);
-            git(tree, &["reset", "-q", "--hard", &before])?;
+            let _ = git_async(tree, &["merge", "--abort"]).await;
+            git_async(tree, &["reset", "-q", "--hard", before]).await?;
             return Ok(Err(conflicts.join(", ")));
         }
         // The feature list by meaning: the main branch's (the accepted list), plus
@@ -223,7 +241,7 @@ impl Parallel<'_> {
         flip(list, b.flips);
         let path = tree.join(&names.feature_list);
         std::fs::write(&path, list.to_json()).map_err(crate::error::io(&path))?;
-        git(tree, &["add", "--", &names.feature_list, &names.progress])?;
+        git_async(tree, &["add", "--", &names.feature_list, &names.progress]).await?;
         let what = list
             .features
             .get(b.feature.wrapping_sub(1))
@@ -233,8 +251,8 @@ impl Parallel<'_> {
             "baton: merge agent {}'s session {}: feature {}\n\n{what}",
             b.agent, b.number, b.feature
         );
-        git(tree, &["commit", "-q", "--no-verify", "-m", &msg])?;
-        Ok(Ok(git::rev(tree, "HEAD")?))
+        git_async(tree, &["commit", "-q", "--no-verify", "-m", &msg]).await?;
+        Ok(Ok(head(tree).await?))
     }
 
     /// Every passing feature's check on the integration worktree; what failed, if
@@ -265,14 +283,14 @@ impl Parallel<'_> {
     }
 
     /// `b` not merged: its branch kept by name, the reason recorded.
-    fn not_merged(
+    async fn not_merged(
         &self,
         b: &Branch<'_>,
         outcome: IntegrationOutcome,
         detail: String,
     ) -> Result<Integration, HarnessError> {
         let kept = unintegrated(b.feature, b.number);
-        git(&self.files.dir, &["update-ref", &kept, b.theirs])?;
+        git_async(&self.files.dir, &["update-ref", &kept, b.theirs]).await?;
         Ok(Integration {
             outcome,
             commit: None,
@@ -282,20 +300,36 @@ impl Parallel<'_> {
     }
 
     /// The integration worktree on the main branch's tip, nothing else in it: the
-    /// tree, the tip, and the accepted list that goes with it.
-    fn fresh_tree(&self) -> Result<(PathBuf, String, FeatureList), HarnessError> {
+    /// tree, the tip, and the accepted list that goes with it (read together).
+    async fn fresh_tree(&self) -> Result<(PathBuf, String, FeatureList), HarnessError> {
         let tree = self.integration_tree()?;
         let ours = git::rev(&self.files.dir, "HEAD")?;
-        git(&tree, &["reset", "-q", "--hard", &ours])?;
-        git(&tree, &["clean", "-q", "-fd"])?;
         let list = self.files.load_accepted()?.unwrap_or_default();
+        git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
+        git_async(&tree, &["clean", "-q", "-fd"]).await?;
         Ok((tree, ours, list))
     }
 
-    /// The integration worktree, made on first use.
+    /// Move the main branch to `tip`, whose feature list is `list`, and make that
+    /// the accepted list: both at once (no await between), so that work handed
+    /// out while an integration runs starts from a tip and a list that match.
+    fn advance(&self, tip: &str, list: &FeatureList) -> Result<(), HarnessError> {
+        git(&self.files.dir, &["merge", "-q", "--ff-only", tip])?;
+        self.files.save_accepted(list)
+    }
+
+    /// The integration worktree, made on first use, and the attributes its merges
+    /// read.
     pub(super) fn integration_tree(&self) -> Result<PathBuf, HarnessError> {
         let main = &self.files.dir;
         let tree = main.join(layout::INTEGRATE);
+        let attributes = main.join(layout::MERGE_ATTRIBUTES);
+        if !attributes.is_file() {
+            baton_records::write_atomic(
+                &attributes,
+                &merge_attributes(&self.cfg.project.progress),
+            )?;
+        }
         if !tree.join(".git").exists() {
             let _ = git(main, &["worktree", "prune"]);
             git(
@@ -315,15 +349,17 @@ impl Parallel<'_> {
 }
 
 /// The progress notes of a merge in `tree` as the union of both sides' lines.
-pub(super) fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessError> {
-    let stage = |n: u8| git(tree, &["show", &format!(":{n}:{path}")]).unwrap_or_default();
+pub(super) async fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessError> {
     let tmp = tree.with_file_name("integrate-union");
     std::fs::create_dir_all(&tmp).map_err(crate::error::io(&tmp))?;
     let (o, b, t) = (tmp.join("ours"), tmp.join("base"), tmp.join("theirs"));
-    for (p, text) in [(&o, stage(2)), (&b, stage(1)), (&t, stage(3))] {
+    for (p, stage) in [(&o, 2), (&b, 1), (&t, 3)] {
+        let text = git_async(tree, &["show", &format!(":{stage}:{path}")])
+            .await
+            .unwrap_or_default();
         std::fs::write(p, text).map_err(crate::error::io(p))?;
     }
-    let _ = git(
+    let _ = git_async(
         tree,
         &[
             "merge-file",
@@ -332,13 +368,37 @@ pub(super) fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessError> {
             &b.display().to_string(),
             &t.display().to_string(),
         ],
-    );
+    )
+    .await;
     let merged = std::fs::read(&o).map_err(crate::error::io(&o))?;
     let _ = std::fs::remove_dir_all(&tmp);
     let dest = tree.join(path);
     std::fs::write(&dest, merged).map_err(crate::error::io(&dest))?;
-    git(tree, &["add", "--", path])?;
+    git_async(tree, &["add", "--", path]).await?;
     Ok(())
+}
+
+/// The commit at `HEAD` in `dir`.
+async fn head(dir: &Path) -> Result<String, HarnessError> {
+    Ok(git_async(dir, &["rev-parse", "HEAD"])
+        .await?
+        .trim()
+        .to_string())
+}
+
+/// The attributes of an integration's merges: the progress notes `progress`
+/// merge as a union (git's own driver, no program). Empty when the name would
+/// need quoting in a pattern.
+fn merge_attributes(progress: &str) -> String {
+    let plain = !progress.is_empty()
+        && !progress
+            .chars()
+            .any(|c| c.is_whitespace() || "*?[]\\\"#!".contains(c));
+    if plain {
+        format!("/{progress} merge=union\n")
+    } else {
+        String::new()
+    }
 }
 
 /// Set `flips` passing in `list`.

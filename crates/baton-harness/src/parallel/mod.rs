@@ -158,6 +158,27 @@ struct Agent {
     jobs: Option<std::sync::mpsc::Sender<Job>>,
 }
 
+impl Agent {
+    fn copy_dir(&self) -> CopyDir {
+        CopyDir {
+            id: self.id,
+            dir: self.dir.clone(),
+        }
+    }
+}
+
+/// An agent's working copy, where its sessions' records are read when they are
+/// settled.
+#[derive(Clone)]
+struct CopyDir {
+    id: u32,
+    dir: PathBuf,
+}
+
+/// The integration of a batch of ended sessions, running in the run's task while
+/// it hands out work.
+type Integrating<'f> = std::pin::Pin<Box<dyn Future<Output = Result<(), HarnessError>> + 'f>>;
+
 /// One session for an agent's thread.
 struct Job {
     agent: usize,
@@ -370,12 +391,10 @@ impl Parallel<'_> {
             ));
             // Their copies, whether or not this run has as many agents.
             let last = unsettled.iter().map(|e| e.agent + 1).max().unwrap_or(0);
-            let copies: Vec<Agent> = (1..=last)
-                .map(|k| Agent {
+            let copies: Vec<CopyDir> = (1..=last)
+                .map(|k| CopyDir {
                     id: k as u32,
                     dir: main.join(layout::AGENTS).join(format!("a{k}")),
-                    parts: None,
-                    jobs: None,
                 })
                 .collect();
             self.settle(&copies, &integrate, remote.as_ref(), unsettled)
@@ -412,10 +431,11 @@ impl Parallel<'_> {
                 theirs: None,
             };
             if let Some(e) = self.gather(&agents, done)? {
-                self.settle(&agents, &integrate, remote.as_ref(), vec![e])
+                self.settle(&copies(&agents), &integrate, remote.as_ref(), vec![e])
                     .await?;
             }
         }
+        let copies = copies(&agents);
 
         let limits = RunLimits::new(&self.opts, &self.cfg);
         let max_sessions = limits.max_sessions;
@@ -428,6 +448,11 @@ impl Parallel<'_> {
         // Their features (and those of sessions that left nothing to settle): the
         // claims released once settled.
         let mut settling: Vec<usize> = Vec::new();
+        // The batch being integrated, if any (one at a time): its features and,
+        // for the agents that built on it, their sessions' tips and flips.
+        let mut integrating: Option<Integrating<'_>> = None;
+        let mut merging: Vec<usize> = Vec::new();
+        let mut merging_own: Vec<(usize, String, Vec<usize>)> = Vec::new();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<Note>();
         let renew_every = remote.as_ref().map(Remote::renew_every);
@@ -444,12 +469,15 @@ impl Parallel<'_> {
                     }
                 }
             }
+            // The record, the accepted list and the main branch's tip, read together
+            // (nothing in between lets the integration move them).
             let mut state = State::load(&main)?;
             let mut list = self.files.load_accepted()?.unwrap_or_default();
+            let mut tip = git::rev(&main, "HEAD")?;
             // Sessions that ended and are not yet settled count as running here: their
             // features are still claimed, and the run is not idle before they are
             // merged.
-            let busy = running + settling.len();
+            let busy = running + settling.len() + merging.len();
             let reason = self.stop_condition(&list, &state, &limits, handed, busy == 0);
             if reason.is_none() {
                 let queue: Vec<usize> = queue::order(&list, &state)
@@ -461,7 +489,7 @@ impl Parallel<'_> {
                         break;
                     }
                     let Some(a) = idle.pop() else { break };
-                    match self.claim(remote.as_ref(), n) {
+                    match self.claim(remote.as_ref(), n, &tip) {
                         Ok(true) => {}
                         Ok(false) => {
                             // Another machine claimed it first.
@@ -482,6 +510,7 @@ impl Parallel<'_> {
                         self.sync(r)?;
                         list = self.files.load_accepted()?.unwrap_or_default();
                         state = State::load(&main)?;
+                        tip = git::rev(&main, "HEAD")?;
                         if list.features.get(n - 1).is_some_and(|f| f.passes) {
                             self.release(Some(r), n);
                             idle.push(a);
@@ -499,28 +528,36 @@ impl Parallel<'_> {
                     // Its last session, ended and not merged yet: built on.
                     let own = pending
                         .iter()
-                        .find(|e| e.agent == a && e.record.gates.flipped.contains(&e.feature))
-                        .map(|e| (e.theirs.clone(), e.record.gates.flipped.clone()));
-                    let copy = self.copy_state(&state, &list, n, own)?;
+                        .filter(|e| e.record.gates.flipped.contains(&e.feature))
+                        .map(|e| (e.agent, e.theirs.clone(), e.record.gates.flipped.clone()))
+                        .chain(merging_own.iter().cloned())
+                        .find(|(agent, ..)| *agent == a)
+                        .map(|(_, theirs, flips)| (theirs, flips));
+                    let copy = self.copy_state(&tip, &state, &list, n, own);
                     self.start(&mut agents[a], (a, n, number), copy, &done_tx, &line_tx)?;
                     running += 1;
                 }
             }
-            // What ended is merged now, while the agents just handed new work
-            // (from the main branch as it stands) run: an agent never waits for
-            // merges and sweeps.
-            if !settling.is_empty() {
+            // What ended is merged now, while the agents run: the integration goes
+            // on in this task, and an agent whose session ends meanwhile is handed
+            // its next feature at once (an agent never waits for merges and
+            // sweeps). What ends meanwhile is the next batch.
+            if integrating.is_none() && !settling.is_empty() {
                 let batch = std::mem::take(&mut pending);
-                let ended: Vec<usize> = std::mem::take(&mut settling);
-                self.settle(&agents, &integrate, remote.as_ref(), batch)
-                    .await?;
-                for feature in ended {
-                    claims.remove(&feature);
-                    self.release(remote.as_ref(), feature);
-                }
-                continue;
+                merging = std::mem::take(&mut settling);
+                merging_own = batch
+                    .iter()
+                    .filter(|e| e.record.gates.flipped.contains(&e.feature))
+                    .map(|e| (e.agent, e.theirs.clone(), e.record.gates.flipped.clone()))
+                    .collect();
+                integrating = Some(Box::pin(self.settle(
+                    &copies,
+                    &integrate,
+                    remote.as_ref(),
+                    batch,
+                )));
             }
-            if running == 0 {
+            if running == 0 && integrating.is_none() {
                 // Features other machines hold: wait for them, they may come back.
                 if reason.is_none() && !elsewhere.is_empty() {
                     tokio::select! {
@@ -532,8 +569,9 @@ impl Parallel<'_> {
                     RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
                 }));
             }
-            // Lines as they come, claims renewed while sessions run; then the
-            // sessions that ended (all that have by now: they are merged as one).
+            // Lines as they come, claims renewed while sessions run, the
+            // integration to its end; then the sessions that ended (all that have
+            // by now: they are merged as one).
             let first = loop {
                 let renewal = async {
                     match next_renewal {
@@ -541,9 +579,25 @@ impl Parallel<'_> {
                         None => std::future::pending().await,
                     }
                 };
+                let merged = async {
+                    match integrating.as_mut() {
+                        Some(f) => f.await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     Some(note) = line_rx.recv() => self.note(note),
-                    Some(d) = done_rx.recv() => break d,
+                    Some(d) = done_rx.recv() => break Some(d),
+                    settled = merged => {
+                        integrating = None;
+                        merging_own.clear();
+                        settled?;
+                        for feature in std::mem::take(&mut merging) {
+                            claims.remove(&feature);
+                            self.release(remote.as_ref(), feature);
+                        }
+                        break None;
+                    }
                     () = renewal => {
                         if let Some(r) = &remote {
                             for name in r.renew()? {
@@ -556,6 +610,7 @@ impl Parallel<'_> {
                     }
                 }
             };
+            let Some(first) = first else { continue };
             let mut batch = vec![first];
             while let Ok(d) = done_rx.try_recv() {
                 batch.push(d);
@@ -676,7 +731,7 @@ impl Parallel<'_> {
     /// their flips (as one batch when there are several).
     async fn settle(
         &self,
-        agents: &[Agent],
+        agents: &[CopyDir],
         integrate: &AgentParts,
         remote: Option<&Remote>,
         ended: Vec<Ended>,
@@ -705,7 +760,7 @@ impl Parallel<'_> {
         for e in ended {
             let integration = match merged.remove(&e.number) {
                 Some(i) => i,
-                None => self.keep(&e.theirs, e.feature, e.number)?,
+                None => self.keep(&e.theirs, e.feature, e.number).await?,
             };
             self.record_settled(&agents[e.agent], e, integration)?;
         }
@@ -716,7 +771,7 @@ impl Parallel<'_> {
     /// flips if merged (else a requeue), its record and its transcript.
     fn record_settled(
         &self,
-        agent: &Agent,
+        agent: &CopyDir,
         ended: Ended,
         integration: Integration,
     ) -> Result<(), HarnessError> {
@@ -820,17 +875,15 @@ impl Parallel<'_> {
     }
 
     /// Claim feature `n`: a ref only one can create (on the remote when there is
-    /// one). False when someone else holds it.
-    fn claim(&self, remote: Option<&Remote>, n: usize) -> Result<bool, HarnessError> {
+    /// one), pointing at the main branch's `tip`. False when someone else holds it.
+    fn claim(&self, remote: Option<&Remote>, n: usize, tip: &str) -> Result<bool, HarnessError> {
         if let Some(r) = remote {
             return r.claim(&n.to_string());
         }
-        let main = &self.files.dir;
-        let head = git::rev(main, "HEAD")?;
         // The empty old value: the ref must not exist yet.
         git(
-            main,
-            &["update-ref", &format!("{}{n}", remote::CLAIMS), &head, ""],
+            &self.files.dir,
+            &["update-ref", &format!("{}{n}", remote::CLAIMS), tip, ""],
         )?;
         Ok(true)
     }
@@ -860,6 +913,11 @@ impl Parallel<'_> {
             .map_or(0, |(n, _)| *n);
         Ok(recorded.max(transcripts) + 1)
     }
+}
+
+/// Where each agent's working copy is.
+fn copies(agents: &[Agent]) -> Vec<CopyDir> {
+    agents.iter().map(Agent::copy_dir).collect()
 }
 
 /// Copy the files under `from` to `to` (directories made as needed; symlinks and
