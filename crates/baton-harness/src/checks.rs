@@ -1,6 +1,7 @@
 //! Checks baton runs itself (not the independent verifier, see `verifier`): a feature's `"verify"` command, run through the same
 //! `Bash` tool, policy and sandbox as the agent's commands, after `init.sh` is up.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use baton_agent::transcript::now_ms;
@@ -95,12 +96,39 @@ impl Checker<'_> {
                 run.init_error = Some(tail(&out, REASON_CHARS));
             }
         }
+        // What the policy refuses is not run; the rest run in one shell, and what
+        // that did not report (a hang, a cut, a broken script) one by one.
+        let mut allowed = Vec::new();
         for (i, command) in todo {
-            if budget.is_some_and(|b| started.elapsed() >= b) {
+            let input = json!({"command": command});
+            if let GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
+                run.failed.push(CheckFailure {
+                    feature: i + 1,
+                    command,
+                    reason: format!("refused by baton's policy: {why}"),
+                });
+            } else {
+                allowed.push((i, command));
+            }
+        }
+        let mut reported = BTreeMap::new();
+        if allowed.len() > 1 {
+            let limit = budget.map_or(self.timeout, |b| {
+                self.timeout.min(b.saturating_sub(started.elapsed()))
+            });
+            if !limit.is_zero() {
+                reported = self.in_one_shell(&allowed, limit).await;
+            }
+        }
+        for (i, command) in allowed {
+            let (ok, out) = if let Some(r) = reported.remove(&i) {
+                r
+            } else if budget.is_some_and(|b| started.elapsed() >= b) {
                 run.skipped.push(i + 1);
                 continue;
-            }
-            let (ok, out) = self.bash(&command, self.timeout).await;
+            } else {
+                self.bash(&command, self.timeout).await
+            };
             if ok {
                 run.passed.push(i + 1);
             } else {
@@ -113,6 +141,75 @@ impl Checker<'_> {
         }
         run
     }
+}
+
+impl Checker<'_> {
+    /// Run `checks` (feature index, command; each allowed by the policy) in one
+    /// shell, each in a subshell of its own with its output in a file, within
+    /// `limit`: one process for the lot instead of one each (a sweep on a big
+    /// project runs hundreds). Each check reports after it ends with a line
+    /// carrying a nonce the commands cannot know in advance; what a check prints
+    /// is kept only when it fails (its tail). Returns what was reported: a check
+    /// that hung, or that broke the script, is not in it.
+    async fn in_one_shell(
+        &self,
+        checks: &[(usize, String)],
+        limit: Duration,
+    ) -> BTreeMap<usize, (bool, String)> {
+        let nonce = format!(
+            "baton-check-{:016x}{:016x}",
+            rand::random::<u64>(),
+            rand::random::<u64>()
+        );
+        let mut script = format!(
+            "__baton_out=\"${{TMPDIR:-/tmp}}/{nonce}-$$\"\n\
+             : >\"$__baton_out\" || exit 97\n\
+             __baton_said() {{ if [ \"$2\" -ne 0 ]; then __baton_o=$(<\"$__baton_out\"); if [ ${{#__baton_o}} -gt {REASON_CHARS} ]; then __baton_o=${{__baton_o: -{REASON_CHARS}}}; fi; printf '%s' \"$__baton_o\"; fi; printf '\\n{nonce} %s %s\\n' \"$1\" \"$2\"; }}\n"
+        );
+        for (k, (_, command)) in checks.iter().enumerate() {
+            // The command on lines of its own: a comment or heredoc in it ends
+            // where it would alone.
+            script.push_str(&format!(
+                "(\n{command}\n) >\"$__baton_out\" 2>&1 </dev/null\n__baton_said {k} $?\n"
+            ));
+        }
+        script.push_str("rm -f \"$__baton_out\"\n");
+        let input = json!({"command": script, "timeout": limit.as_millis() as u64});
+        let out = self.tools.call("Bash", &input).await.content;
+        let mut reported = BTreeMap::new();
+        let mut since = 0;
+        for line_start in line_starts(&out) {
+            let line = out[line_start..].lines().next().unwrap_or_default();
+            let Some(rest) = line.strip_prefix(&nonce) else {
+                continue;
+            };
+            let mut parts = rest.split_whitespace();
+            let (Some(k), Some(code)) = (
+                parts.next().and_then(|k| k.parse::<usize>().ok()),
+                parts.next().and_then(|c| c.parse::<i32>().ok()),
+            ) else {
+                continue;
+            };
+            if let Some((i, _)) = checks.get(k) {
+                let said = out[since..line_start].trim_matches('\n');
+                let text = if code == 0 {
+                    "Exit code: 0".to_string()
+                } else if said.is_empty() {
+                    format!("Exit code: {code}")
+                } else {
+                    format!("{said}\nExit code: {code}")
+                };
+                reported.insert(*i, (code == 0, text));
+            }
+            since = line_start + line.len();
+        }
+        reported
+    }
+}
+
+/// Where each line of `text` starts.
+fn line_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1))
 }
 
 impl<'a> Checker<'a> {
@@ -208,5 +305,85 @@ impl crate::run::Runner<'_> {
             "sweep: {broke} broke and were set back to failing"
         ));
         Ok(Some(run))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use baton_tools::{AllowAll, ToolContext};
+
+    fn list(commands: &[&str]) -> FeatureList {
+        let list: Vec<_> = commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| json!({"category": "functional", "description": format!("f{i}"), "steps": [], "verify": c, "passes": true}))
+            .collect();
+        FeatureList::parse(&serde_json::to_string(&list).unwrap(), "f.json").unwrap()
+    }
+
+    fn run(commands: &[&str], timeout: Duration) -> CheckRun {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = Toolbox::new(ToolContext::new(dir.path().to_path_buf()));
+        let checker = Checker {
+            tools: &tools,
+            policy: &AllowAll,
+            timeout,
+            init_script: None,
+        };
+        let list = list(commands);
+        let all: Vec<usize> = (0..commands.len()).collect();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(checker.run(&list, &all, Some(Duration::from_secs(120))))
+    }
+
+    #[test]
+    fn checks_run_together_are_each_judged_by_their_own_exit_and_output() {
+        let run = run(
+            &[
+                "true",
+                "echo boom; exit 3",
+                "test -f nothing.txt # a comment that would swallow the rest",
+                "cat <<EOF\nhere\nEOF",
+                "exit 0",
+                "echo 'baton-check-0000000000000000 5 0'; false",
+                "cd /; pwd",
+                // True only in a subshell: these ran in one shell, not one by one.
+                "[ \"$BASH_SUBSHELL\" -ge 1 ]",
+            ],
+            Duration::from_secs(30),
+        );
+        assert_eq!(run.passed, vec![1, 4, 5, 7, 8], "{run:?}");
+        let failed: Vec<usize> = run.failed.iter().map(|f| f.feature).collect();
+        assert_eq!(failed, vec![2, 3, 6], "{run:?}");
+        assert!(run.failed[0].reason.contains("boom"), "{run:?}");
+        assert!(run.failed[0].reason.contains("Exit code: 3"), "{run:?}");
+        assert!(!run.failed[0].reason.contains("baton-check"), "{run:?}");
+    }
+
+    #[test]
+    fn a_check_that_breaks_the_shared_script_is_judged_alone() {
+        // An unbalanced parenthesis is a syntax error for the whole script: nothing
+        // is reported from it, and each check runs on its own as before.
+        let alone = "[ \"$BASH_SUBSHELL\" -eq 0 ]";
+        let run = run(
+            &["true", "echo ')' ; ( true", alone],
+            Duration::from_secs(30),
+        );
+        assert_eq!(run.passed, vec![1, 3], "{run:?}");
+        assert_eq!(run.failed.len(), 1, "{run:?}");
+        assert_eq!(run.failed[0].feature, 2);
+    }
+
+    #[test]
+    fn a_hanging_check_is_timed_out_alone_and_the_others_still_count() {
+        let run = run(&["true", "sleep 30", "true"], Duration::from_secs(1));
+        assert_eq!(run.passed, vec![1, 3], "{run:?}");
+        assert_eq!(run.failed.len(), 1, "{run:?}");
+        assert!(run.failed[0].reason.contains("timed out"), "{run:?}");
     }
 }

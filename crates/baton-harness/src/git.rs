@@ -37,6 +37,11 @@ pub const HARDENING: &[&str] = &[
     "protocol.ext.allow=never",
     "submodule.recurse=false",
     "status.submoduleSummary=false",
+    // No `git maintenance run --auto --detach` after each commit, merge or fetch:
+    // a process each time (most of them finding nothing to do), and one that
+    // outlives the command when it does work.
+    "maintenance.auto=false",
+    "gc.auto=0",
 ];
 
 /// Run `git args…` in `dir`; stdout on success, git's stderr in the error. Runs

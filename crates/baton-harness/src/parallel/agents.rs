@@ -151,36 +151,60 @@ impl Parallel<'_> {
         }
     }
 
-    /// Agent `k`'s working copy (cloned on first use) and parts.
-    pub(super) fn agent(&self, k: u32) -> Result<Agent, HarnessError> {
+    /// The agents `1..=n`: their working copies (those not there yet cloned at
+    /// once, a thread each) and parts.
+    pub(super) fn agents(&self, n: u32) -> Result<Vec<Agent>, HarnessError> {
         let main = &self.files.dir;
-        let dir = main.join(layout::AGENTS).join(format!("a{k}"));
-        if !dir.join(".git").is_dir() {
-            if let Some(p) = dir.parent() {
-                std::fs::create_dir_all(p).map_err(crate::error::io(p))?;
-            }
-            // `--shared`: the copy reads the project's objects and writes its own;
-            // the agent's sandbox cannot write the project's.
-            git(
-                main,
-                &[
-                    "clone",
-                    "-q",
-                    "--shared",
-                    "--no-checkout",
-                    &main.display().to_string(),
-                    &dir.display().to_string(),
-                ],
-            )?;
-        }
-        let parts = self.workspace.parts(k, &dir, agent_env(k))?;
-        Ok(Agent {
-            id: k,
-            dir,
-            parts: Some(parts),
-            jobs: None,
-        })
+        let dirs: Vec<(u32, PathBuf)> = (1..=n)
+            .map(|k| (k, main.join(layout::AGENTS).join(format!("a{k}"))))
+            .collect();
+        std::thread::scope(|s| {
+            let clones: Vec<_> = dirs
+                .iter()
+                .filter(|(_, d)| !d.join(".git").is_dir())
+                .map(|(_, d)| s.spawn(|| clone_copy(main, d)))
+                .collect();
+            clones.into_iter().try_for_each(|c| {
+                c.join().unwrap_or_else(|_| {
+                    Err(HarnessError::Input(
+                        "cloning a working copy panicked".into(),
+                    ))
+                })
+            })
+        })?;
+        dirs.into_iter()
+            .map(|(id, dir)| {
+                let parts = self.workspace.parts(id, &dir, agent_env(id))?;
+                Ok(Agent {
+                    id,
+                    dir,
+                    parts: Some(parts),
+                    jobs: None,
+                })
+            })
+            .collect()
     }
+}
+
+/// Clone the project `main` into `dir`, an agent's working copy. `--shared`: the
+/// copy reads the project's objects and writes its own; the agent's sandbox cannot
+/// write the project's.
+fn clone_copy(main: &Path, dir: &Path) -> Result<(), HarnessError> {
+    if let Some(p) = dir.parent() {
+        std::fs::create_dir_all(p).map_err(crate::error::io(p))?;
+    }
+    git(
+        main,
+        &[
+            "clone",
+            "-q",
+            "--shared",
+            "--no-checkout",
+            &main.display().to_string(),
+            &dir.display().to_string(),
+        ],
+    )?;
+    Ok(())
 }
 
 /// Agent `id`'s branch, fetched from its copy `dir` into the project `main` as

@@ -375,10 +375,7 @@ impl Parallel<'_> {
                 git(&main, &["update-ref", "-d", r])?;
             }
         }
-        let mut agents = Vec::new();
-        for k in 1..=self.agents.max(1) {
-            agents.push(self.agent(k)?);
-        }
+        let mut agents = self.agents(self.agents.max(1))?;
         let integrate = self
             .workspace
             .parts(0, &self.integration_tree()?, agent_env(0))?;
@@ -469,11 +466,12 @@ impl Parallel<'_> {
                     }
                 }
             }
-            // The record, the accepted list and the main branch's tip, read together
-            // (nothing in between lets the integration move them).
+            // The record, the accepted list and (at the first hand-out) the main
+            // branch's tip: read with no await in between, so the integration
+            // cannot move one without the other.
             let mut state = State::load(&main)?;
             let mut list = self.files.load_accepted()?.unwrap_or_default();
-            let mut tip = git::rev(&main, "HEAD")?;
+            let mut tip: Option<String> = None;
             // Sessions that ended and are not yet settled count as running here: their
             // features are still claimed, and the run is not idle before they are
             // merged.
@@ -489,7 +487,12 @@ impl Parallel<'_> {
                         break;
                     }
                     let Some(a) = idle.pop() else { break };
-                    match self.claim(remote.as_ref(), n, &tip) {
+                    let head = match &tip {
+                        Some(t) => t.clone(),
+                        None => git::rev(&main, "HEAD")?,
+                    };
+                    tip = Some(head.clone());
+                    match self.claim(remote.as_ref(), n, &head) {
                         Ok(true) => {}
                         Ok(false) => {
                             // Another machine claimed it first.
@@ -510,7 +513,7 @@ impl Parallel<'_> {
                         self.sync(r)?;
                         list = self.files.load_accepted()?.unwrap_or_default();
                         state = State::load(&main)?;
-                        tip = git::rev(&main, "HEAD")?;
+                        tip = Some(git::rev(&main, "HEAD")?);
                         if list.features.get(n - 1).is_some_and(|f| f.passes) {
                             self.release(Some(r), n);
                             idle.push(a);
@@ -533,7 +536,8 @@ impl Parallel<'_> {
                         .chain(merging_own.iter().cloned())
                         .find(|(agent, ..)| *agent == a)
                         .map(|(_, theirs, flips)| (theirs, flips));
-                    let copy = self.copy_state(&tip, &state, &list, n, own);
+                    let head = tip.clone().unwrap_or(head);
+                    let copy = self.copy_state(&head, &state, &list, n, own);
                     self.start(&mut agents[a], (a, n, number), copy, &done_tx, &line_tx)?;
                     running += 1;
                 }
