@@ -217,7 +217,9 @@ impl Runner<'_> {
 
     async fn run_sessions(&self, block: &BlockTool) -> Result<RunEnd, HarnessError> {
         let dir = &self.files.dir;
-        if !git::is_repo(dir) {
+        // A `.git` of its own makes it a repository (asking git is a process each
+        // session); otherwise it may still be inside one.
+        if !dir.join(".git").exists() && !git::is_repo(dir) {
             git::git(dir, &["init", "-q"])?;
         }
         let snap = self.guard_start()?;

@@ -8,18 +8,17 @@ impl Parallel<'_> {
     /// Hand agent `a` its session on feature `n`, numbered `number`. Each agent
     /// has a thread of its own for the whole run (its git and bash never wait for
     /// another agent's, and what its commands start — the run's PID namespace, dev
-    /// servers — lives from one of its sessions to the next); it reports on `done`,
-    /// its lines on `lines`.
+    /// servers — lives from one of its sessions to the next); it reports on
+    /// `reports`.
     pub(super) fn start(
         &self,
         agent: &mut Agent,
         (a, n, number): (usize, usize, u32),
         copy: Start,
-        done: &tokio::sync::mpsc::UnboundedSender<Done>,
-        lines: &tokio::sync::mpsc::UnboundedSender<Note>,
+        reports: &Reports,
     ) -> Result<(), HarnessError> {
         if agent.jobs.is_none() {
-            agent.jobs = Some(self.spawn(agent, done, lines)?);
+            agent.jobs = Some(self.spawn(agent, reports)?);
         }
         let job = Job {
             agent: a,
@@ -40,8 +39,7 @@ impl Parallel<'_> {
     pub(super) fn spawn(
         &self,
         agent: &mut Agent,
-        done: &tokio::sync::mpsc::UnboundedSender<Done>,
-        lines: &tokio::sync::mpsc::UnboundedSender<Note>,
+        reports: &Reports,
     ) -> Result<std::sync::mpsc::Sender<Job>, HarnessError> {
         let Some(parts) = agent.parts.take() else {
             return Err(HarnessError::Input(format!(
@@ -54,7 +52,7 @@ impl Parallel<'_> {
         let (client, prices, cfg) = (self.client.cloned(), self.prices.clone(), self.cfg.clone());
         let (dir, id, stop) = (agent.dir.clone(), agent.id, self.stop.clone());
         let main = self.files.dir.clone();
-        let (done, lines) = (done.clone(), lines.clone());
+        let (done, lines) = (reports.done.clone(), reports.lines.clone());
         std::thread::Builder::new()
             .name(format!("baton-agent-{id}"))
             .spawn(move || {

@@ -29,6 +29,11 @@ pub(super) struct Branch<'b> {
     pub number: u32,
 }
 
+/// Told at once of a session whose branch conflicts with the main branch itself
+/// (its number and integration), before the rest of its batch is merged and
+/// swept: its feature can go back to the queue without waiting for them.
+pub(super) type Early<'e> = dyn FnMut(u32, Integration) -> Result<(), HarnessError> + 'e;
+
 impl Parallel<'_> {
     /// Keep an agent's branch that is not merged under a name of its own, if it
     /// holds anything the main branch does not.
@@ -57,22 +62,38 @@ impl Parallel<'_> {
 
     /// Integrate `branches` (sessions that ended together), in order: as one batch
     /// with one sweep when there are several, else (or when the batch's sweep or
-    /// push fails) one at a time. One integration per branch, in order.
+    /// push fails) one at a time. One integration per branch, in order; `None`
+    /// for a branch that conflicted with the main branch itself, handed to
+    /// `early` as soon as that was known.
     pub(super) async fn integrate_all(
         &self,
         parts: &AgentParts,
         remote: Option<&Remote>,
         branches: &[Branch<'_>],
-    ) -> Result<Vec<Integration>, HarnessError> {
+        early: &mut Early<'_>,
+    ) -> Result<Vec<Option<Integration>>, HarnessError> {
+        let mut settled = Vec::new();
         if branches.len() > 1
-            && let Some(done) = self.integrate_batch(parts, remote, branches).await?
+            && let Some(done) = self
+                .integrate_batch(parts, remote, branches, early, &mut settled)
+                .await?
         {
             return Ok(done);
         }
-        let mut out: Vec<Integration> = Vec::new();
+        let mut out = Vec::new();
         for b in branches {
+            if settled.contains(&b.number) {
+                out.push(None);
+                continue;
+            }
             // The flips merged before are in the accepted list by now.
-            out.push(self.integrate(parts, remote, b).await?);
+            let i = self.integrate(parts, remote, b).await?;
+            if i.outcome == IntegrationOutcome::Conflict {
+                early(b.number, i)?;
+                out.push(None);
+            } else {
+                out.push(Some(i));
+            }
         }
         Ok(out)
     }
@@ -81,12 +102,18 @@ impl Parallel<'_> {
     /// each; a branch whose files conflict is kept and left out), sweep the result
     /// once, and move the main branch to it. `None` when the sweep failed or the
     /// remote's main branch moved: nothing moved, and the caller goes one by one.
+    /// A branch that conflicts before anything is merged conflicts with the main
+    /// branch itself: it goes to `early` at once (and its number to `settled`).
+    /// One that conflicts with a session merged before it in the batch waits for
+    /// the batch: its next session must start from a main branch holding that.
     async fn integrate_batch(
         &self,
         parts: &AgentParts,
         remote: Option<&Remote>,
         branches: &[Branch<'_>],
-    ) -> Result<Option<Vec<Integration>>, HarnessError> {
+        early: &mut Early<'_>,
+        settled: &mut Vec<u32>,
+    ) -> Result<Option<Vec<Option<Integration>>>, HarnessError> {
         if let Some(r) = remote {
             self.sync(r)?;
         }
@@ -97,16 +124,24 @@ impl Parallel<'_> {
             out.push(match self.merge_one(&tree, &mut list, b, &tip).await? {
                 Ok(commit) => {
                     tip.clone_from(&commit);
-                    Integration {
+                    Some(Integration {
                         outcome: IntegrationOutcome::Merged,
                         commit: Some(commit),
                         kept: None,
                         detail: String::new(),
-                    }
+                    })
                 }
                 Err(conflicts) => {
-                    self.not_merged(b, IntegrationOutcome::Conflict, conflicts)
-                        .await?
+                    let i = self
+                        .not_merged(b, IntegrationOutcome::Conflict, conflicts)
+                        .await?;
+                    if tip == ours {
+                        early(b.number, i)?;
+                        settled.push(b.number);
+                        None
+                    } else {
+                        Some(i)
+                    }
                 }
             });
         }

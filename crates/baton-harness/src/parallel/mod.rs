@@ -188,6 +188,12 @@ struct Job {
     copy: agents::Start,
 }
 
+/// Where agents' threads report: sessions that ended, and lines.
+struct Reports {
+    done: tokio::sync::mpsc::UnboundedSender<Done>,
+    lines: tokio::sync::mpsc::UnboundedSender<Note>,
+}
+
 /// An agent's lines, prefixed with it.
 struct Prefixed<'a> {
     agent: u32,
@@ -293,7 +299,8 @@ struct Done {
     end: Result<RunEnd, HarnessError>,
     /// The agent's parts, back from its thread.
     parts: Option<AgentParts>,
-    /// The tip of the agent's branch, fetched into the project by its thread.
+    /// The tip of the agent's branch, fetched into the project by its thread;
+    /// `None` to fetch it now.
     theirs: Option<Result<String, HarnessError>>,
 }
 
@@ -394,7 +401,7 @@ impl Parallel<'_> {
                     dir: main.join(layout::AGENTS).join(format!("a{k}")),
                 })
                 .collect();
-            self.settle(&copies, &integrate, remote.as_ref(), unsettled)
+            self.settle(&copies, &integrate, remote.as_ref(), unsettled, None)
                 .await?;
         }
         // Sessions a killed run left unfinished in a working copy: their gates run
@@ -428,7 +435,7 @@ impl Parallel<'_> {
                 theirs: None,
             };
             if let Some(e) = self.gather(&agents, done)? {
-                self.settle(&copies(&agents), &integrate, remote.as_ref(), vec![e])
+                self.settle(&copies(&agents), &integrate, remote.as_ref(), vec![e], None)
                     .await?;
             }
         }
@@ -446,12 +453,19 @@ impl Parallel<'_> {
         // claims released once settled.
         let mut settling: Vec<usize> = Vec::new();
         // The batch being integrated, if any (one at a time): its features and,
-        // for the agents that built on it, their sessions' tips and flips.
+        // for the agents that built on it, their sessions' tips and flips. A
+        // feature whose session conflicted with the main branch comes back on
+        // `released` before the rest of its batch is done.
+        let (release_tx, mut release_rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
         let mut integrating: Option<Integrating<'_>> = None;
         let mut merging: Vec<usize> = Vec::new();
         let mut merging_own: Vec<(usize, String, Vec<usize>)> = Vec::new();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<Note>();
+        let reports = Reports {
+            done: done_tx,
+            lines: line_tx,
+        };
         let renew_every = remote.as_ref().map(Remote::renew_every);
         let mut next_renewal = renew_every.map(|d| tokio::time::Instant::now() + d);
         loop {
@@ -538,7 +552,7 @@ impl Parallel<'_> {
                         .map(|(_, theirs, flips)| (theirs, flips));
                     let head = tip.clone().unwrap_or(head);
                     let copy = self.copy_state(&head, &state, &list, n, own);
-                    self.start(&mut agents[a], (a, n, number), copy, &done_tx, &line_tx)?;
+                    self.start(&mut agents[a], (a, n, number), copy, &reports)?;
                     running += 1;
                 }
             }
@@ -559,6 +573,7 @@ impl Parallel<'_> {
                     &integrate,
                     remote.as_ref(),
                     batch,
+                    Some(&release_tx),
                 )));
             }
             if running == 0 && integrating.is_none() {
@@ -592,9 +607,23 @@ impl Parallel<'_> {
                 tokio::select! {
                     Some(note) = line_rx.recv() => self.note(note),
                     Some(d) = done_rx.recv() => break Some(d),
+                    Some(feature) = release_rx.recv() => {
+                        // On the record as requeued already: handed out again now.
+                        if !merging.contains(&feature) {
+                            continue;
+                        }
+                        claims.remove(&feature);
+                        self.release(remote.as_ref(), feature);
+                        merging.retain(|&f| f != feature);
+                        merging_own.retain(|(_, _, flips)| !flips.contains(&feature));
+                        break None;
+                    }
                     settled = merged => {
                         integrating = None;
                         merging_own.clear();
+                        // Features it released early that were not seen yet: all of
+                        // its features are released below.
+                        while release_rx.try_recv().is_ok() {}
                         settled?;
                         for feature in std::mem::take(&mut merging) {
                             claims.remove(&feature);
@@ -739,29 +768,61 @@ impl Parallel<'_> {
         integrate: &AgentParts,
         remote: Option<&Remote>,
         ended: Vec<Ended>,
+        released: Option<&tokio::sync::mpsc::UnboundedSender<usize>>,
     ) -> Result<(), HarnessError> {
-        let flipped: Vec<&Ended> = ended
+        // What the merges need, apart from the sessions themselves: those are put
+        // on the record as they settle.
+        let flipped: Vec<(u32, String, Vec<usize>, usize, u32)> = ended
             .iter()
             .filter(|e| e.record.gates.flipped.contains(&e.feature))
+            .map(|e| {
+                let flips = e.record.gates.flipped.clone();
+                (
+                    agents[e.agent].id,
+                    e.theirs.clone(),
+                    flips,
+                    e.feature,
+                    e.number,
+                )
+            })
             .collect();
         let branches: Vec<merge::Branch<'_>> = flipped
             .iter()
-            .map(|e| merge::Branch {
-                agent: agents[e.agent].id,
-                theirs: &e.theirs,
-                flips: &e.record.gates.flipped,
-                feature: e.feature,
-                number: e.number,
+            .map(|(agent, theirs, flips, feature, number)| merge::Branch {
+                agent: *agent,
+                theirs,
+                flips,
+                feature: *feature,
+                number: *number,
             })
             .collect();
-        let mut merged: BTreeMap<u32, Integration> = self
-            .integrate_all(integrate, remote, &branches)
-            .await?
+        let mut waiting: Vec<Option<Ended>> = ended.into_iter().map(Some).collect();
+        // A session that conflicts with the main branch is recorded (its reason
+        // for the next brief) and its feature released at once.
+        let mut early = |number: u32, integration: Integration| -> Result<(), HarnessError> {
+            let Some(e) = waiting
+                .iter_mut()
+                .find(|e| e.as_ref().is_some_and(|e| e.number == number))
+                .and_then(Option::take)
+            else {
+                return Ok(());
+            };
+            let feature = e.feature;
+            self.record_settled(&agents[e.agent], e, integration)?;
+            if let Some(tx) = released {
+                let _ = tx.send(feature);
+            }
+            Ok(())
+        };
+        let results = self
+            .integrate_all(integrate, remote, &branches, &mut early)
+            .await?;
+        let mut merged: BTreeMap<u32, Integration> = results
             .into_iter()
-            .zip(flipped.iter().map(|e| e.number))
-            .map(|(i, n)| (n, i))
+            .zip(flipped.iter().map(|f| f.4))
+            .filter_map(|(i, n)| i.map(|i| (n, i)))
             .collect();
-        for e in ended {
+        for e in waiting.into_iter().flatten() {
             let integration = match merged.remove(&e.number) {
                 Some(i) => i,
                 None => self.keep(&e.theirs, e.feature, e.number).await?,

@@ -357,6 +357,81 @@ async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found
     assert_eq!(git(&dir, &["status", "--porcelain"]), "");
 }
 
+/// A session whose branch conflicts with the main branch goes back to the queue
+/// as soon as its merge fails, not when the rest of its batch has been merged
+/// and swept.
+///
+/// Three agents: #1's check sleeps in the first sweep, so #2 and #3 end while #1
+/// is merged and then form one batch. #1 and #2 both rewrite `shared.txt`: #2
+/// conflicts with the main branch once #1 is on it. #3's check sleeps in the
+/// batch's sweep; #2 is handed out again before #3 is merged.
+#[tokio::test(flavor = "current_thread")]
+async fn a_conflicting_session_is_requeued_before_its_batch_is_swept() {
+    let (_t, dir) = project(3);
+    let outside = tempfile::tempdir().unwrap();
+    let mut features: Vec<serde_json::Value> = serde_json::from_str(&list(3, 0)).unwrap();
+    let merging = "case \"$(pwd)\" in */.baton/integrate)";
+    for (n, secs) in [(1usize, 3), (3, 2)] {
+        let slept = outside.path().join(format!("slept-{n}"));
+        features[n - 1]["verify"] = format!(
+            "{merging} [ -e {s} ] || {{ touch {s}; sleep {secs}; }};; esac; test -f src/{t}.txt",
+            s = slept.display(),
+            t = token(n)
+        )
+        .into();
+    }
+    features[1]["verify"] = "grep -q F02 shared.txt".into();
+    let text = serde_json::to_string_pretty(&features).unwrap() + "\n";
+    let mut b = ScriptedServer::builder(Wire::Anthropic);
+    for n in 1..=3usize {
+        let t = token(n);
+        let wait = if n == 1 {
+            String::new()
+        } else {
+            format!("sleep 0.{n} && ")
+        };
+        let work = if n == 3 {
+            format!("mkdir -p src && echo '{t}' > src/{t}.txt")
+        } else {
+            format!("mkdir -p src && echo '{t}' > src/{t}.txt && echo '{t}' > shared.txt")
+        };
+        let flip = format!(
+            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
+        );
+        let step = Step::Reply(Reply::tool(
+            "Bash",
+            serde_json::json!({"command": format!("{wait}{work} && {flip} && echo 'Session: {t} done.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
+        ));
+        let done = Step::Reply(Reply::text(&format!("{t} works.")));
+        // #2 twice: the session that conflicts, then the one from the new main.
+        let times = if n == 2 { 2 } else { 1 };
+        let steps: Vec<Step> = (0..times)
+            .flat_map(|_| [step.clone(), done.clone()])
+            .collect();
+        b = b.when(move |r| is_for(r, n), steps);
+    }
+    let server = b.start(initializer(&text));
+    let kit = Kit::new(&dir, &server);
+    let lines = Lines::default();
+    let end = kit.parallel(3, &lines, Some(5)).run().await.unwrap();
+    let said = lines.said();
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let requeued = said
+        .find("feature #2: Conflict")
+        .unwrap_or_else(|| panic!("no conflict: {said}"));
+    let again = said[requeued..]
+        .find("takes feature #2 (")
+        .map(|at| requeued + at)
+        .unwrap_or_else(|| panic!("#2 not handed out again: {said}"));
+    let third = said
+        .find("feature #3: merged")
+        .unwrap_or_else(|| panic!("#3 not merged: {said}"));
+    assert!(requeued < again && again < third, "{said}");
+    let text = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    assert!(!text.contains("\"passes\": false"), "{text}");
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+}
+
 /// A run killed after a session ended but before it was settled (its agent may
 /// already be on its next session, which writes the copy's records afresh): the
 /// session waits in `.baton/settling/`, and the next run settles it first, with
