@@ -358,12 +358,12 @@ impl Parallel<'_> {
     pub(super) fn integration_tree(&self) -> Result<PathBuf, HarnessError> {
         let main = &self.files.dir;
         let tree = main.join(layout::INTEGRATE);
+        // Written afresh whenever it is not baton's: what else it said (a planted
+        // `* merge=union`) would merge conflicting code without a word.
         let attributes = main.join(layout::MERGE_ATTRIBUTES);
-        if !attributes.is_file() {
-            baton_records::write_atomic(
-                &attributes,
-                &merge_attributes(&self.cfg.project.progress),
-            )?;
+        let want = merge_attributes(&self.cfg.project.progress);
+        if std::fs::read_to_string(&attributes).ok().as_deref() != Some(want.as_str()) {
+            baton_records::write_atomic(&attributes, &want)?;
         }
         if !tree.join(".git").exists() {
             let _ = git(main, &["worktree", "prune"]);

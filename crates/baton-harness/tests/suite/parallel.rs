@@ -223,6 +223,10 @@ async fn four_agents_finish_twelve_features_with_everything_on_the_main_branch()
 #[tokio::test(flavor = "current_thread")]
 async fn two_features_editing_the_same_lines_both_pass_after_a_conflict() {
     let (_t, dir) = project(2);
+    // Planted merge attributes (every file a union) are not baton's: rewritten,
+    // the conflict is still one.
+    std::fs::create_dir_all(dir.join(".baton")).unwrap();
+    std::fs::write(dir.join(".baton/merge-attributes"), "* merge=union\n").unwrap();
     let server = model(0, 2, Duration::from_millis(30));
     let (end, said) = run(&dir, &server, 2).await;
     assert_eq!(end, RunEnd::Complete, "{said}");
