@@ -55,10 +55,23 @@ pub struct Checker<'a> {
 
 impl Checker<'_> {
     async fn bash(&self, command: &str, timeout: Duration) -> (bool, String) {
-        let input = json!({"command": command, "timeout": timeout.as_millis() as u64});
-        if let GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
-            return (false, format!("refused by baton's policy: {why}"));
+        if let Some(why) = self.refused(command) {
+            return (false, why);
         }
+        self.allowed(command, timeout).await
+    }
+
+    /// Why the policy refuses `command`, if it does.
+    fn refused(&self, command: &str) -> Option<String> {
+        match self.policy.check("Bash", &json!({"command": command})) {
+            GateDecision::Refuse(why) => Some(format!("refused by baton's policy: {why}")),
+            _ => None,
+        }
+    }
+
+    /// Run `command`, which the policy allowed, through the `Bash` tool.
+    async fn allowed(&self, command: &str, timeout: Duration) -> (bool, String) {
+        let input = json!({"command": command, "timeout": timeout.as_millis() as u64});
         let out = self.tools.call("Bash", &input).await;
         (!out.is_error, out.content)
     }
@@ -100,15 +113,13 @@ impl Checker<'_> {
         // that did not report (a hang, a cut, a broken script) one by one.
         let mut allowed = Vec::new();
         for (i, command) in todo {
-            let input = json!({"command": command});
-            if let GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
-                run.failed.push(CheckFailure {
+            match self.refused(&command) {
+                Some(reason) => run.failed.push(CheckFailure {
                     feature: i + 1,
                     command,
-                    reason: format!("refused by baton's policy: {why}"),
-                });
-            } else {
-                allowed.push((i, command));
+                    reason,
+                }),
+                None => allowed.push((i, command)),
             }
         }
         let mut reported = BTreeMap::new();
@@ -127,7 +138,7 @@ impl Checker<'_> {
                 run.skipped.push(i + 1);
                 continue;
             } else {
-                self.bash(&command, self.timeout).await
+                self.allowed(&command, self.timeout).await
             };
             if ok {
                 run.passed.push(i + 1);
@@ -141,9 +152,7 @@ impl Checker<'_> {
         }
         run
     }
-}
 
-impl Checker<'_> {
     /// Run `checks` (feature index, command; each allowed by the policy) in one
     /// shell, each in a subshell of its own with its output in a file, within
     /// `limit`: one process for the lot instead of one each (a sweep on a big

@@ -273,11 +273,7 @@ pub(super) fn prepare(dir: &Path, id: u32, start: &Start) -> Result<(), HarnessE
         );
         if merged.is_ok() {
             // Its flips are not this session's: the gates judge only new ones.
-            for &f in flips {
-                if let Some(feat) = f.checked_sub(1).and_then(|i| list.features.get_mut(i)) {
-                    feat.passes = true;
-                }
-            }
+            merge::flip(&mut list, flips);
         } else {
             // It conflicts with the main branch: its merge will fail as well, and
             // this session starts from the main branch alone.

@@ -437,7 +437,7 @@ fn merge_attributes(progress: &str) -> String {
 }
 
 /// Set `flips` passing in `list`.
-fn flip(list: &mut FeatureList, flips: &[usize]) {
+pub(super) fn flip(list: &mut FeatureList, flips: &[usize]) {
     for &f in flips {
         if let Some(feat) = f.checked_sub(1).and_then(|i| list.features.get_mut(i)) {
             feat.passes = true;

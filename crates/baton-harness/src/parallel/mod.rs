@@ -158,15 +158,6 @@ struct Agent {
     jobs: Option<std::sync::mpsc::Sender<Job>>,
 }
 
-impl Agent {
-    fn copy_dir(&self) -> CopyDir {
-        CopyDir {
-            id: self.id,
-            dir: self.dir.clone(),
-        }
-    }
-}
-
 /// An agent's working copy, where its sessions' records are read when they are
 /// settled.
 #[derive(Clone)]
@@ -288,6 +279,24 @@ impl Ended {
     fn path(main: &Path, number: u32) -> PathBuf {
         main.join(layout::SETTLING)
             .join(format!("{number:04}.json"))
+    }
+
+    /// Whether the session flipped its feature: only then is there a branch to
+    /// merge.
+    fn flipped(&self) -> bool {
+        self.record.gates.flipped.contains(&self.feature)
+    }
+
+    /// What its agent's next session builds on while it is not merged yet: the
+    /// agent, the branch's tip and its flips (`None` when it flipped nothing).
+    fn own(&self) -> Option<(usize, String, Vec<usize>)> {
+        self.flipped().then(|| {
+            (
+                self.agent,
+                self.theirs.clone(),
+                self.record.gates.flipped.clone(),
+            )
+        })
     }
 }
 
@@ -501,11 +510,10 @@ impl Parallel<'_> {
                         break;
                     }
                     let Some(a) = idle.pop() else { break };
-                    let head = match &tip {
-                        Some(t) => t.clone(),
-                        None => git::rev(&main, "HEAD")?,
-                    };
-                    tip = Some(head.clone());
+                    if tip.is_none() {
+                        tip = Some(git::rev(&main, "HEAD")?);
+                    }
+                    let mut head = tip.clone().unwrap_or_default();
                     match self.claim(remote.as_ref(), n, &head) {
                         Ok(true) => {}
                         Ok(false) => {
@@ -527,7 +535,8 @@ impl Parallel<'_> {
                         self.sync(r)?;
                         list = self.files.load_accepted()?.unwrap_or_default();
                         state = State::load(&main)?;
-                        tip = Some(git::rev(&main, "HEAD")?);
+                        head = git::rev(&main, "HEAD")?;
+                        tip = Some(head.clone());
                         if list.features.get(n - 1).is_some_and(|f| f.passes) {
                             self.release(Some(r), n);
                             idle.push(a);
@@ -545,12 +554,10 @@ impl Parallel<'_> {
                     // Its last session, ended and not merged yet: built on.
                     let own = pending
                         .iter()
-                        .filter(|e| e.record.gates.flipped.contains(&e.feature))
-                        .map(|e| (e.agent, e.theirs.clone(), e.record.gates.flipped.clone()))
+                        .filter_map(Ended::own)
                         .chain(merging_own.iter().cloned())
                         .find(|(agent, ..)| *agent == a)
                         .map(|(_, theirs, flips)| (theirs, flips));
-                    let head = tip.clone().unwrap_or(head);
                     let copy = self.copy_state(&head, &state, &list, n, own);
                     self.start(&mut agents[a], (a, n, number), copy, &reports)?;
                     running += 1;
@@ -563,11 +570,7 @@ impl Parallel<'_> {
             if integrating.is_none() && !settling.is_empty() {
                 let batch = std::mem::take(&mut pending);
                 merging = std::mem::take(&mut settling);
-                merging_own = batch
-                    .iter()
-                    .filter(|e| e.record.gates.flipped.contains(&e.feature))
-                    .map(|e| (e.agent, e.theirs.clone(), e.record.gates.flipped.clone()))
-                    .collect();
+                merging_own = batch.iter().filter_map(Ended::own).collect();
                 integrating = Some(Box::pin(self.settle(
                     &copies,
                     &integrate,
@@ -774,7 +777,7 @@ impl Parallel<'_> {
         // on the record as they settle.
         let flipped: Vec<(u32, String, Vec<usize>, usize, u32)> = ended
             .iter()
-            .filter(|e| e.record.gates.flipped.contains(&e.feature))
+            .filter(|e| e.flipped())
             .map(|e| {
                 let flips = e.record.gates.flipped.clone();
                 (
@@ -982,7 +985,13 @@ impl Parallel<'_> {
 
 /// Where each agent's working copy is.
 fn copies(agents: &[Agent]) -> Vec<CopyDir> {
-    agents.iter().map(Agent::copy_dir).collect()
+    agents
+        .iter()
+        .map(|a| CopyDir {
+            id: a.id,
+            dir: a.dir.clone(),
+        })
+        .collect()
 }
 
 /// Copy the files under `from` to `to` (directories made as needed; symlinks and
