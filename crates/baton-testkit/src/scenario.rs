@@ -157,16 +157,61 @@ pub mod parallel {
         ]
     }
 
-    /// Whether `r` is a request of a session whose claimed feature is `n`: the
-    /// brief's "Your feature" section names it.
+    /// A session for feature `n` that works the way the coding prompt asks, one
+    /// response per step: get its bearings (notes, log, list), start the app with
+    /// `init.sh`, smoke-test what passes, implement (its file, or its line of the
+    /// shared file when `shared`), verify, flip its own entry, write the notes and
+    /// commit, then say it is done: seven responses where `session` has two.
+    pub fn working_session(n: usize, shared: bool) -> Vec<Step> {
+        let t = token(n);
+        let (work, verify) = if shared {
+            (
+                format!("echo '{t}' >> shared.txt"),
+                format!("grep -q '^{t}$' shared.txt"),
+            )
+        } else {
+            (
+                format!("mkdir -p src && echo 'page {t}' > src/{t}.txt"),
+                format!("test -f src/{t}.txt"),
+            )
+        };
+        let flip = format!(
+            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
+        );
+        let bash = |command: String| Step::Reply(Reply::tool("Bash", json!({ "command": command })));
+        vec![
+            bash("pwd && tail -n 20 claude-progress.txt && git log --oneline -5".into()),
+            bash("./init.sh".into()),
+            bash("grep -c '\"passes\": true' feature_list.json || true".into()),
+            bash(work),
+            bash(verify),
+            bash(format!(
+                "{flip} && echo 'Session: {t} done and verified.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'"
+            )),
+            Step::Reply(Reply::text(&format!("{t} works."))),
+        ]
+    }
+
+    /// Whether `r` is a request of a session whose feature is `n`: the brief's
+    /// "Your feature" section names it (an agent of many), or it is the first of
+    /// the "Next failing features" (one agent, which takes the first).
     pub fn is_for(r: &RecordedRequest, n: usize) -> bool {
         let text = r.first_user_text();
-        let Some(at) = text.find("## Your feature") else {
+        let wanted = format!("Feature {}:", token(n));
+        if let Some(at) = text.find("## Your feature") {
+            let section = &text[at + 3..];
+            let section = section.split("\n## ").next().unwrap_or(section);
+            return section.contains(&wanted);
+        }
+        let Some(at) = text.find("## Next failing features") else {
             return false;
         };
-        let section = &text[at + 3..];
-        let section = section.split("\n## ").next().unwrap_or(section);
-        section.contains(&format!("Feature {}:", token(n)))
+        // The section's first numbered line is the feature to take.
+        text[at..]
+            .lines()
+            .skip(1)
+            .find(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .is_some_and(|first| first.contains(&wanted))
     }
 }
 
