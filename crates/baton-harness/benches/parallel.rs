@@ -22,14 +22,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use baton_agent::pricing::PriceTable;
+use baton_agent::session::Quiet;
 use baton_config::Config;
 use baton_harness::files::Files;
 use baton_harness::parallel::{Parallel, Workspace};
-use baton_agent::session::Quiet;
 use baton_harness::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
 use baton_testkit::ScriptedServer;
-use baton_testkit::Wire;
 use baton_testkit::Step;
+use baton_testkit::Wire;
 use baton_testkit::scenario::parallel::{initializer, is_for, list, session, working_session};
 use tokio_util::sync::CancellationToken;
 

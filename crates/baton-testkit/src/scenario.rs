@@ -178,7 +178,8 @@ pub mod parallel {
         let flip = format!(
             "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
         );
-        let bash = |command: String| Step::Reply(Reply::tool("Bash", json!({ "command": command })));
+        let bash =
+            |command: String| Step::Reply(Reply::tool("Bash", json!({ "command": command })));
         vec![
             bash("pwd && tail -n 20 claude-progress.txt && git log --oneline -5".into()),
             bash("./init.sh".into()),

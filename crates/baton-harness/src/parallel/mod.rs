@@ -300,6 +300,27 @@ impl Ended {
     }
 }
 
+/// What agent `a`'s copy builds on: of its sessions ended and not merged yet
+/// (`ended`, oldest first: agent, branch tip, flips), the newest one's tip, and
+/// every one's flips (a session started from the one before it, so its branch
+/// holds that one's flips as well).
+fn unmerged_own(
+    ended: impl Iterator<Item = (usize, String, Vec<usize>)>,
+    a: usize,
+) -> Option<(String, Vec<usize>)> {
+    let mut own: Option<(String, Vec<usize>)> = None;
+    for (_, theirs, flips) in ended.filter(|(agent, ..)| *agent == a) {
+        let mut all = own.map(|(_, f)| f).unwrap_or_default();
+        for f in flips {
+            if !all.contains(&f) {
+                all.push(f);
+            }
+        }
+        own = Some((theirs, all));
+    }
+    own
+}
+
 /// What one agent's session came back with.
 struct Done {
     agent: usize,
@@ -551,13 +572,15 @@ impl Parallel<'_> {
                         "agent {} takes feature #{n} (session {number:04})",
                         agents[a].id
                     ));
-                    // Its last session, ended and not merged yet: built on.
-                    let own = pending
-                        .iter()
-                        .filter_map(Ended::own)
-                        .chain(merging_own.iter().cloned())
-                        .find(|(agent, ..)| *agent == a)
-                        .map(|(_, theirs, flips)| (theirs, flips));
+                    // Its sessions ended and not merged yet: the newest is built
+                    // on, and it holds the flips of those before it too.
+                    let own = unmerged_own(
+                        merging_own
+                            .iter()
+                            .cloned()
+                            .chain(pending.iter().filter_map(Ended::own)),
+                        a,
+                    );
                     let copy = self.copy_state(&head, &state, &list, n, own);
                     self.start(&mut agents[a], (a, n, number), copy, &reports)?;
                     running += 1;
@@ -1009,4 +1032,28 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), HarnessError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_builds_on_its_newest_unmerged_session_with_every_unmerged_flip() {
+        let ended = || {
+            vec![
+                (0, "a1".to_string(), vec![1]),
+                (1, "b1".to_string(), vec![2]),
+                (0, "a2".to_string(), vec![5]),
+                (0, "a3".to_string(), vec![5, 7]),
+            ]
+            .into_iter()
+        };
+        assert_eq!(
+            unmerged_own(ended(), 0),
+            Some(("a3".to_string(), vec![1, 5, 7]))
+        );
+        assert_eq!(unmerged_own(ended(), 1), Some(("b1".to_string(), vec![2])));
+        assert_eq!(unmerged_own(ended(), 2), None);
+    }
 }
