@@ -897,3 +897,70 @@ async fn a_stop_ends_every_agent_cleanly() {
     );
     assert_eq!(git(&dir, &["status", "--porcelain"]), "");
 }
+
+/// The bench's sessions that work the way the coding prompt asks (bearings,
+/// `init.sh`, a smoke test, implement, verify, flip and commit) finish a project
+/// both ways the bench compares: one agent through the plain runner `baton run`
+/// uses without `--agents` (its brief lists the next features, the scripted
+/// model answers the first), and two agents.
+#[tokio::test(flavor = "current_thread")]
+async fn working_sessions_finish_a_project_with_one_agent_and_with_two() {
+    use baton_agent::session::Quiet;
+    use baton_harness::run::{Backend, Runner};
+    use baton_testkit::scenario::parallel::working_session;
+    for agents in [1, 2] {
+        let (_t, dir) = project(5);
+        let mut b = ScriptedServer::builder(Wire::Anthropic);
+        for n in 1..=5 {
+            let shared = n > 3;
+            let mut steps = working_session(n, shared);
+            if shared {
+                steps.extend(working_session(n, true));
+            }
+            b = b.when(move |r| is_for(r, n), steps);
+        }
+        let server = b.start(initializer(&list(3, 2)));
+        let kit = Kit::new(&dir, &server);
+        let lines = Lines::default();
+        let end = if agents == 1 {
+            Runner {
+                files: Files::new(dir.clone(), kit.cfg.project.clone()),
+                cfg: kit.cfg.clone(),
+                backend: Backend::Loop(&kit.client),
+                prices: &kit.prices,
+                policy: &*kit.main.policy,
+                observer: &Quiet,
+                reporter: &lines,
+                tools: kit.main.tools.clone(),
+                stop: CancellationToken::new(),
+                opts: RunOptions {
+                    max_sessions: Some(20),
+                    ..RunOptions::default()
+                },
+            }
+            .run()
+            .await
+            .unwrap()
+        } else {
+            kit.parallel(agents, &lines, Some(20)).run().await.unwrap()
+        };
+        let said = lines.said();
+        assert_eq!(end, RunEnd::Complete, "{agents} agent(s): {said}");
+        let text = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+        let list = baton_records::FeatureList::parse(&text, "feature_list.json").unwrap();
+        assert!(list.all_pass(), "{agents} agent(s): {text}");
+        let shared = std::fs::read_to_string(dir.join("shared.txt")).unwrap();
+        assert!(
+            shared.contains("F04\n") && shared.contains("F05\n"),
+            "{shared}"
+        );
+        // Every session ran the steps: each one's notes line is on the main branch.
+        let notes = std::fs::read_to_string(dir.join("claude-progress.txt")).unwrap();
+        for n in 1..=5 {
+            assert!(
+                notes.contains(&format!("Session: {} done", token(n))),
+                "{notes}"
+            );
+        }
+    }
+}
