@@ -22,14 +22,20 @@ struct ModelArgs {
     #[arg(long)]
     model: Option<String>,
     /// Plain lines on stderr (as for `baton run`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "json")]
     quiet: bool,
+    /// One JSON event per line on stdout (as for `baton run`; the planner's
+    /// `run_end` has `outcome: planned`).
+    #[arg(long)]
+    json: bool,
 }
 
 impl ModelArgs {
     /// `baton run`'s arguments for `dir` with this model.
     fn run(&self, dir: PathBuf) -> RunArgs {
-        RunArgs::for_dir(dir).with(self.provider.clone(), self.model.clone(), self.quiet)
+        RunArgs::for_dir(dir)
+            .with(self.provider.clone(), self.model.clone(), self.quiet)
+            .with_json(self.json)
     }
 }
 

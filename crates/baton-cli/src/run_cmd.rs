@@ -89,6 +89,12 @@ impl RunArgs {
         self.quiet = quiet;
         self
     }
+
+    /// With JSON events on stdout (`--json`) or not.
+    pub fn with_json(mut self, json: bool) -> Self {
+        self.json = json;
+        self
+    }
 }
 
 /// What a `baton run`-like command does once its parts are built.
@@ -361,7 +367,13 @@ fn planned_end(
             return Err(e.into());
         }
     };
-    view.finish_with("planned", 0, format!("planner session {:04}", p.number));
+    let reason = if p.added.is_empty() {
+        format!("planner session {:04}", p.number)
+    } else {
+        let added: Vec<String> = p.added.iter().map(|n| format!("#{n}")).collect();
+        format!("planner session {:04} added {}", p.number, added.join(", "))
+    };
+    view.finish_with("planned", 0, reason);
     let dir = files.dir.display();
     match plan {
         baton_harness::plan::Plan::Spec => eprintln!(

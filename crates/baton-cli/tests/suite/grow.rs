@@ -227,6 +227,16 @@ fn list_with(edit: impl Fn(&mut Vec<serde_json::Value>), more: &[serde_json::Val
 /// `baton plan P --idea REQUEST` with a planner that writes `list` as the feature
 /// list.
 fn plan_writing(p: &Project, list: &str, request: &str) -> (Output, ScriptedServer) {
+    plan_writing_as(p, list, request, "--quiet")
+}
+
+/// [`plan_writing`] with the output flag `output` (`--quiet`, `--json`).
+fn plan_writing_as(
+    p: &Project,
+    list: &str,
+    request: &str,
+    output: &str,
+) -> (Output, ScriptedServer) {
     let steps = vec![
         Step::Reply(Reply::tool(
             "Write",
@@ -242,10 +252,44 @@ fn plan_writing(p: &Project, list: &str, request: &str) -> (Output, ScriptedServ
             p.path().to_str().unwrap(),
             "--idea",
             request,
-            "--quiet",
+            output,
         ],
     );
     (out, server)
+}
+
+/// `baton plan --json`: one JSON event per line on stdout, as for `baton run`,
+/// the last a `run_end` with `outcome: planned` naming the features added.
+#[test]
+fn plan_json_prints_events_ending_with_the_features_planned() {
+    let p = initialized();
+    let written = list_with(
+        |_| {},
+        &[feature(
+            "Dark mode: the theme switch turns the page dark",
+            false,
+        )],
+    );
+    let (out, _server) = plan_writing_as(&p, &written, "add a dark mode", "--json");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(
+        events.iter().any(|e| e["type"] == "session_end"),
+        "{stdout}"
+    );
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "run_end", "{stdout}");
+    assert_eq!(end["outcome"], "planned", "{stdout}");
+    assert_eq!(end["exit_code"], 0, "{stdout}");
+    assert!(
+        end["reason"].as_str().unwrap().ends_with("added #4"),
+        "{stdout}"
+    );
+    assert_eq!(end["total"], 4, "{stdout}");
 }
 
 fn feature(description: &str, passes: bool) -> serde_json::Value {
