@@ -152,7 +152,15 @@ impl Runner<'_> {
                     },
                     client: None,
                     model: None,
-                    limits: self.limits(self.cfg.agent.max_turns, None),
+                    limits: self.limits(
+                        self.cfg.agent.max_turns,
+                        None,
+                        if request.is_some() {
+                            prompts::Handoff::PlannerMore
+                        } else {
+                            prompts::Handoff::PlannerSpec
+                        },
+                    ),
                 },
                 &mut transcript,
                 &prompts::system(dir),

@@ -150,9 +150,40 @@ Leave the project mergeable at every stop: everything committed, the app startin
 
 const HANDOFF: &str = "baton: your context window is nearly full. Wrap up now, in at most {turns} more turns, and start nothing new:\n1. Leave \"passes\" in {feature_list} as it truthfully stands: set nothing to true that you have not verified end to end.\n2. Append to {progress} what you did, what is verified and how, what is half-done or broken, and exactly what the next session should do first.\n3. Commit everything (code, notes, any flip) with git in one commit whose message says what it holds.\nThen stop: the next session starts with a fresh context and your notes.";
 
-/// The note a coding session gets when its context window is nearly full.
-pub fn handoff_note(names: &ProjectConfig) -> String {
-    fill(HANDOFF, names)
+const HANDOFF_INITIALIZER: &str = "baton: your context window is nearly full. Wrap up now, in at most {turns} more turns, and start nothing new:\n1. Make sure {feature_list} is a valid JSON array of the features you have written so far, every \"passes\" false (close the array if you were appending).\n2. Make sure ./{init_script} exists and is executable.\n3. Write in {progress} what you did and what the next session should do first (for example: list the rest of the spec's features).\n4. Commit everything with git in one commit.\nThen stop: the next session starts with a fresh context and your notes.";
+
+const HANDOFF_PLANNER_SPEC: &str = "baton: your context window is nearly full. Finish now, in at most {turns} more turns, and start nothing new: end the section of {spec} you are writing so that the file reads as a whole, then stop. Do not commit: baton checks the specification and commits it.";
+
+const HANDOFF_PLANNER_MORE: &str = "baton: your context window is nearly full. Finish now, in at most {turns} more turns, and start nothing new: make sure {feature_list} is a valid JSON array ending with the entries you have appended so far (every new \"passes\" false, nothing before them changed), check that it parses, then stop. Do not commit: baton checks the new entries, records them and commits.";
+
+const HANDOFF_VERIFIER: &str = "baton: your context window is nearly full. Finish now, in at most {turns} more turns: write the VERDICT line of every feature you have checked and not given one yet, then stop. A feature without a verdict counts as failed.";
+
+/// What a session of kind `kind` is told when its context window is nearly full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handoff {
+    /// A coding session: flips as they truly stand, notes, one commit.
+    Coding,
+    /// The initializer: a list that parses, `init.sh`, notes, one commit.
+    Initializer,
+    /// A planner writing the specification.
+    PlannerSpec,
+    /// A planner appending features.
+    PlannerMore,
+    /// The verifier: the verdicts it owes.
+    Verifier,
+}
+
+/// The note a session gets when its context window is nearly full (`{turns}`
+/// is filled in by the agent loop).
+pub fn handoff_note(names: &ProjectConfig, kind: Handoff) -> String {
+    let template = match kind {
+        Handoff::Coding => HANDOFF,
+        Handoff::Initializer => HANDOFF_INITIALIZER,
+        Handoff::PlannerSpec => HANDOFF_PLANNER_SPEC,
+        Handoff::PlannerMore => HANDOFF_PLANNER_MORE,
+        Handoff::Verifier => HANDOFF_VERIFIER,
+    };
+    fill(template, names)
 }
 
 fn fill(template: &str, names: &ProjectConfig) -> String {

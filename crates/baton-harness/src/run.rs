@@ -442,10 +442,16 @@ impl Runner<'_> {
         Ok(done)
     }
 
-    /// The session limits of `[agent]`, within what is left of the run's hours.
-    pub(crate) fn limits(&self, max_turns: u32, deadline: Option<Instant>) -> Limits {
+    /// The session limits of `[agent]`, within what is left of the run's hours,
+    /// with the note a session of kind `handoff` gets when its context fills.
+    pub(crate) fn limits(
+        &self,
+        max_turns: u32,
+        deadline: Option<Instant>,
+        handoff: prompts::Handoff,
+    ) -> Limits {
         let mut limits = Limits::from_config(&self.cfg.agent, max_turns);
-        limits.context.handoff_note = Some(prompts::handoff_note(&self.files.names));
+        limits.context.handoff_note = Some(prompts::handoff_note(&self.files.names, handoff));
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(Instant::now());
             limits.max_duration = Some(limits.max_duration.map_or(left, |m| m.min(left)));
@@ -531,7 +537,11 @@ impl Runner<'_> {
                 .then_some((dir.as_path(), self.files.names.feature_list.as_str())),
             read_only: false,
         };
-        let limits = self.limits(self.cfg.agent.max_turns, deadline);
+        let handoff = match kind {
+            SessionKind::Initializer => prompts::Handoff::Initializer,
+            _ => prompts::Handoff::Coding,
+        };
+        let limits = self.limits(self.cfg.agent.max_turns, deadline, handoff);
         let system = prompts::system(dir);
         // BlockFeature is offered while a coding session of baton's own loop runs.
         if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {

@@ -202,7 +202,11 @@ impl crate::run::Runner<'_> {
             self.start_app_for_verifier().await;
         }
         let flips = g.report.flipped.clone();
-        let limits = self.limits(self.cfg.verify.max_turns, deadline);
+        let limits = self.limits(
+            self.cfg.verify.max_turns,
+            deadline,
+            crate::prompts::Handoff::Verifier,
+        );
         let gate = GateStack {
             policy: self.policy,
             allow_file_urls: self.cfg.policy.allow_file_urls,

@@ -683,3 +683,68 @@ fn a_night_with_a_full_window_a_quota_wall_and_an_impossible_feature_finishes_th
         assert!(log.contains(c), "{c}: {log}");
     }
 }
+
+/// A planner (`baton plan --idea`) whose context fills while it reads is told
+/// what its own work needs — close the list with what it appended, and not to
+/// commit — not a coding session's flips and commit; what it appended is then
+/// checked, recorded and committed by baton as usual.
+#[test]
+fn a_planner_that_fills_its_window_is_told_to_close_the_list_and_not_to_commit() {
+    let p = project("[agent]\ncontext_window = 40000\n");
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        initializer(&features(&[false, false, false])),
+    );
+    let out = run_on(&server, Wire::Anthropic, &p, &["--max-sessions", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+
+    let mut list: Vec<Value> = serde_json::from_str(&features(&[false, false, false])).unwrap();
+    list.push(json!({"category": "functional", "description": "Dark mode: the theme switch turns the page dark",
+                     "steps": ["open the app", "switch the theme", "the page is dark"], "passes": false}));
+    let list = serde_json::to_string_pretty(&list).unwrap() + "\n";
+    let close = vec![
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": "feature_list.json", "content": list}),
+        )),
+        Step::Reply(Reply::text(
+            "The list is closed with the one entry I appended.",
+        )),
+    ];
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .like_a_real_model(40_000)
+        .when(|r| r.says(HANDOFF), close)
+        .start((0..10).map(|_| filler()).collect());
+    let out = baton(&server, Wire::Anthropic)
+        .args([
+            "plan",
+            p.path().to_str().unwrap(),
+            "--idea",
+            "add a dark mode",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let told = server
+        .requests()
+        .iter()
+        .find(|r| r.says(HANDOFF))
+        .map(|r| {
+            let body = r.body.to_string();
+            let at = body.find(HANDOFF).unwrap_or(0);
+            body[at..].chars().take(600).collect::<String>()
+        })
+        .expect("the planner was told its context is nearly full");
+    assert!(told.contains("Do not commit"), "{told}");
+    assert!(
+        !told.contains("any flip"),
+        "a coding session's note: {told}"
+    );
+    assert!(
+        stderr(&out).contains("1 feature(s) added to feature_list.json (#4)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(super::run::git(&p, &["status", "--porcelain"]), "");
+}

@@ -46,7 +46,20 @@ fn coding_prompts() {
 
 #[test]
 fn handoff_note() {
-    insta::assert_snapshot!("handoff", prompts::handoff_note(&ProjectConfig::default()));
+    use prompts::Handoff;
+    let names = ProjectConfig::default();
+    insta::assert_snapshot!("handoff", prompts::handoff_note(&names, Handoff::Coding));
+    // Each kind of session is told what its own work needs, not a coding
+    // session's flips and commit: a planner must not commit, a verifier owes
+    // verdicts.
+    for (name, kind) in [
+        ("handoff_initializer", Handoff::Initializer),
+        ("handoff_planner_spec", Handoff::PlannerSpec),
+        ("handoff_planner_more", Handoff::PlannerMore),
+        ("handoff_verifier", Handoff::Verifier),
+    ] {
+        insta::assert_snapshot!(name, prompts::handoff_note(&names, kind));
+    }
 }
 
 #[test]
