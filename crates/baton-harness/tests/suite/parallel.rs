@@ -964,3 +964,56 @@ async fn working_sessions_finish_a_project_with_one_agent_and_with_two() {
         }
     }
 }
+
+/// A quota wall (every request answered 429 until its reset, as a provider does
+/// when an organisation's quota runs out) met by several agents at once: each
+/// waits it out, no session fails or counts an attempt for it, and the run
+/// finishes every feature.
+#[tokio::test(flavor = "current_thread")]
+async fn agents_that_meet_a_quota_wall_together_wait_it_out_and_finish() {
+    let (_t, dir) = project(6);
+    // Retries capped at 0.3 s: the 3 s wall is a wait, not a retry.
+    let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap()
+        + "[retry]\nmax_attempts = 2\nbase_delay_ms = 50\nmax_delay_ms = 300\n";
+    std::fs::write(dir.join("baton.toml"), toml).unwrap();
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(100));
+    for n in 1..=6 {
+        let mut steps = Vec::new();
+        if n == 2 {
+            // Feature 2's first request meets the wall; the others' requests in
+            // the next 3 s meet it too.
+            steps.push(Step::quota_wall(Duration::from_secs(3)));
+        }
+        steps.extend(session(n, false));
+        b = b.when(move |r| is_for(r, n), steps);
+    }
+    let server = b.start(initializer(&list(6, 0)));
+    let started = std::time::Instant::now();
+    let (end, said) = run(&dir, &server, 3).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "the wall was waited out"
+    );
+    let refused: Vec<_> = server
+        .requests()
+        .iter()
+        .filter(|r| r.refused.as_deref() == Some("quota"))
+        .map(|r| r.first_user_text().len())
+        .collect();
+    assert!(
+        refused.len() > 1,
+        "more than one request met the wall: {refused:?}"
+    );
+    let state = State::load(&dir).unwrap();
+    // Every feature passes, each implemented once: no session was lost to the wall.
+    for n in 1..=6 {
+        let sessions: Vec<_> = state
+            .sessions
+            .iter()
+            .filter(|s| s.target == Some(n))
+            .collect();
+        assert_eq!(sessions.len(), 1, "feature {n}: {said}");
+    }
+    assert!(state.features.values().all(|r| r.attempts == 0), "{said}");
+}
