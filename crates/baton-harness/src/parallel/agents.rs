@@ -140,6 +140,7 @@ impl Parallel<'_> {
         Start {
             tip: tip.to_string(),
             list: list.clone(),
+            attempt: last_attempt(&self.files.dir, state, n),
             state: copy,
             own,
             identity: (
@@ -261,7 +262,12 @@ pub(super) struct Start {
     /// yet: the copy starts from it merged onto `tip`, so that the agent builds on
     /// its own work while that is merged and swept.
     pub own: Option<(String, Vec<usize>)>,
-    /// Who that merge commit is by (`[git]` user name and email).
+    /// The work of the last session on this feature when it ended without
+    /// flipping it (its notes, its partial work: a session whose context filled
+    /// hands off this way), kept by name and not merged: the copy starts with it
+    /// merged in, as a run of one would start from it on the main branch.
+    pub attempt: Option<String>,
+    /// Who those merge commits are by (`[git]` user name and email).
     pub identity: (String, String),
     /// The attributes that merge reads (the project's `.baton/merge-attributes`:
     /// the notes as a union).
@@ -276,16 +282,23 @@ pub(super) fn prepare(dir: &Path, id: u32, start: &Start) -> Result<(), HarnessE
     let mut at = start.tip.clone();
     let mut list = start.list.clone();
     if let Some((own, flips)) = &start.own {
-        // The copy's own commits are still in its object store. Merged without a
-        // worktree (`git merge` would also start a `git stash create` each time),
-        // the notes as a union the way the integration merges them.
-        if let Some(merged) = merge_own(dir, start, own) {
+        // The copy's own commits are still in its object store.
+        let msg = "baton: this agent's last session, not in the main branch yet";
+        if let Some(merged) = merge_in(dir, start, &at, own, msg) {
             at = merged;
             // Its flips are not this session's: the gates judge only new ones.
             merge::flip(&mut list, flips);
         }
         // Otherwise it conflicts with the main branch: its merge will fail as
         // well, and this session starts from the main branch alone.
+    }
+    if let Some(attempt) = &start.attempt {
+        // In the project's objects, which the copy reads. What does not merge
+        // cleanly is left out: the session starts without it.
+        let msg = "baton: the last session on this feature, which ended without flipping it (its notes and work)";
+        if let Some(merged) = merge_in(dir, start, &at, attempt, msg) {
+            at = merged;
+        }
     }
     let branch = format!("baton/agent-{id}");
     // `-f -B`: the branch reset to `at`, the index and tracked files with it.
@@ -296,9 +309,11 @@ pub(super) fn prepare(dir: &Path, id: u32, start: &Start) -> Result<(), HarnessE
     Ok(())
 }
 
-/// The agent's last session `own` merged onto the main branch's tip in the copy
-/// `dir`: the merge commit, or `None` when anything conflicts (or git cannot).
-fn merge_own(dir: &Path, start: &Start, own: &str) -> Option<String> {
+/// `theirs` merged onto `onto` in the copy `dir`, as a merge commit saying
+/// `msg`, without a worktree (`git merge` would also start a `git stash create`
+/// each time) and with the notes as a union the way the integration merges them;
+/// `None` when anything conflicts (or git cannot).
+fn merge_in(dir: &Path, start: &Start, onto: &str, theirs: &str, msg: &str) -> Option<String> {
     let attributes = format!("core.attributesFile={}", start.attributes.display());
     let tree = git(
         dir,
@@ -307,8 +322,8 @@ fn merge_own(dir: &Path, start: &Start, own: &str) -> Option<String> {
             &attributes,
             "merge-tree",
             "--write-tree",
-            &start.tip,
-            own,
+            onto,
+            theirs,
         ],
     )
     .ok()?;
@@ -324,15 +339,29 @@ fn merge_own(dir: &Path, start: &Start, own: &str) -> Option<String> {
             "commit-tree",
             &tree,
             "-p",
-            &start.tip,
+            onto,
             "-p",
-            own,
+            theirs,
             "-m",
-            "baton: this agent's last session, not in the main branch yet",
+            msg,
         ],
     )
     .ok()?;
     Some(commit.trim().to_string())
+}
+
+/// The commit of the branch kept in the project `main` from the last session on
+/// feature `n`, when that session ended without flipping it and without a
+/// conflict or a regression (nothing was merged: a hand-off, a feature not
+/// finished) and its branch holds anything.
+fn last_attempt(main: &Path, state: &State, n: usize) -> Option<String> {
+    let last = state.sessions.iter().rev().find(|s| s.target == Some(n))?;
+    let i = last.integration.as_ref()?;
+    if i.outcome != baton_records::IntegrationOutcome::Kept {
+        return None;
+    }
+    // The ref is the project's: the copy reads its objects, not its refs.
+    git::rev(main, i.kept.as_deref()?).ok()
 }
 
 #[cfg(test)]

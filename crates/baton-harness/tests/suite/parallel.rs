@@ -586,7 +586,8 @@ fn agents_get_their_own_ports() {
 
 /// `kill -9` mid-session, then a new run: the stale claim is dropped, the killed
 /// session's gates run in its working copy (its half-done work committed to its
-/// branch, which is kept), and the feature is handed out again and finished.
+/// branch, which is kept), and the feature is handed out again, from that work,
+/// and finished.
 #[tokio::test(flavor = "current_thread")]
 async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_next_run() {
     let (_t, dir) = project(3);
@@ -633,10 +634,12 @@ async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_nex
     assert_eq!(killed.agent, Some(1));
     let i = killed.integration.as_ref().unwrap();
     assert_eq!(i.outcome, IntegrationOutcome::Kept);
-    // The half-done work is on the kept branch, not on the main branch.
+    // The half-done work is on the kept branch; the next session on feature 1
+    // started from it (as a run of one starts from the leftovers it committed), so
+    // it reached the main branch with that session's merge.
     let kept = i.kept.clone().unwrap();
     assert!(git(&dir, &["show", "--stat", &kept]).contains("src/half.txt"));
-    assert!(!dir.join("src/half.txt").exists());
+    assert!(dir.join("src/half.txt").exists(), "{said}");
     // Feature 1 was finished in a later session, and every feature passes.
     assert!(
         state
@@ -1016,4 +1019,79 @@ async fn agents_that_meet_a_quota_wall_together_wait_it_out_and_finish() {
         assert_eq!(sessions.len(), 1, "feature {n}: {said}");
     }
     assert!(state.features.values().all(|r| r.attempts == 0), "{said}");
+}
+
+/// A session whose context fills hands off: it commits its partial work and its
+/// notes without flipping its feature, so nothing is merged. The next session on
+/// that feature (by whichever agent) starts from that work merged in, as a run of
+/// one would start from it on the main branch, and finishes the feature.
+#[tokio::test(flavor = "current_thread")]
+async fn the_next_session_on_a_feature_starts_from_the_work_a_handed_off_one_left() {
+    const HANDOFF: &str = "context window is nearly full";
+    let (_t, dir) = project(3);
+    let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap()
+        + "[agent]\ncontext_window = 40000\n";
+    std::fs::write(dir.join("baton.toml"), toml).unwrap();
+    let t = token(1);
+    // Feature 1's first session reads logs (about 10k tokens each) until baton
+    // says its context is nearly full, then leaves its partial work and notes.
+    let filler = || {
+        Step::Reply(Reply::tool(
+            "Bash",
+            serde_json::json!({"command": "seq 1 6000"}),
+        ))
+    };
+    let wrap_up = vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            serde_json::json!({"command": format!("mkdir -p src && echo 'half of {t}' > src/{t}.partial && echo 'Handed off: {t} half done in src/{t}.partial; next: finish {t}.' >> claude-progress.txt && git add -A && git commit -qm 'Half of {t}, handed off'")}),
+        )),
+        Step::Reply(Reply::text("Handing off: notes written and committed.")),
+    ];
+    // Its second session finishes only from that work: without the partial file
+    // and the notes its command fails and nothing is flipped.
+    let flip = format!(
+        "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
+    );
+    let finish = vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            serde_json::json!({"command": format!("test -f src/{t}.partial && grep -q 'next: finish {t}' claude-progress.txt && echo 'page {t}' > src/{t}.txt && {flip} && echo 'Session: {t} done and verified.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
+        )),
+        Step::Reply(Reply::text(&format!("{t} works."))),
+    ];
+    let again = |r: &baton_testkit::RecordedRequest| {
+        r.first_user_text().contains("Tried in 1 earlier session")
+    };
+    let mut b = ScriptedServer::builder(Wire::Anthropic)
+        .like_a_real_model(40_000)
+        .when(|r| r.says(HANDOFF), wrap_up)
+        .when(move |r| is_for(r, 1) && again(r), finish)
+        .when(
+            move |r| is_for(r, 1) && !again(r) && !r.says(HANDOFF),
+            (0..10).map(|_| filler()).collect(),
+        );
+    for n in 2..=3 {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let server = b.start(initializer(&list(3, 0)));
+    let (end, said) = run(&dir, &server, 2).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let state = State::load(&dir).unwrap();
+    let on_1: Vec<_> = state
+        .sessions
+        .iter()
+        .filter(|s| s.target == Some(1))
+        .collect();
+    assert_eq!(on_1.len(), 2, "{said}");
+    assert_eq!(
+        on_1[0].integration.as_ref().map(|i| i.outcome),
+        Some(IntegrationOutcome::Kept),
+        "{said}"
+    );
+    // The main branch holds the handed-off work and the finished feature.
+    assert!(dir.join(format!("src/{t}.partial")).is_file(), "{said}");
+    assert!(dir.join(format!("src/{t}.txt")).is_file(), "{said}");
+    let log = git(&dir, &["log", "--format=%s"]);
+    assert!(log.contains(&format!("Half of {t}, handed off")), "{log}");
 }
