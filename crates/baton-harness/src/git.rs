@@ -145,6 +145,57 @@ pub fn rev(dir: &Path, rev: &str) -> Result<String, HarnessError> {
     Ok(git(dir, &["rev-parse", rev])?.trim().to_string())
 }
 
+/// The commit at `HEAD` in `dir`, read from the repository's files without
+/// starting git: a detached `HEAD`, or a branch whose ref is a loose file (what
+/// git writes after a commit, merge or fetch). `None` whenever it is anything
+/// else (packed refs, reftable, an unborn branch, a file that is not a regular
+/// one): ask git then. Only for repositories no agent writes (the project's,
+/// its integration worktree): an agent's copy is read through git.
+pub fn head_from_files(dir: &Path) -> Option<String> {
+    let dot = dir.join(".git");
+    let meta = std::fs::symlink_metadata(&dot).ok()?;
+    let gitdir = if meta.is_dir() {
+        dot
+    } else if meta.is_file() {
+        // A worktree: `gitdir: <path>`.
+        let text = std::fs::read_to_string(&dot).ok()?;
+        let path = Path::new(text.strip_prefix("gitdir:")?.trim());
+        dir.join(path)
+    } else {
+        return None;
+    };
+    let read = |p: &Path| -> Option<String> {
+        std::fs::symlink_metadata(p).ok().filter(|m| m.is_file())?;
+        Some(std::fs::read_to_string(p).ok()?.trim().to_string())
+    };
+    let object =
+        |s: &str| (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let head = read(&gitdir.join("HEAD"))?;
+    if object(&head) {
+        return Some(head);
+    }
+    let name = head.strip_prefix("ref:")?.trim();
+    if !name.starts_with("refs/heads/") || name.split('/').any(|c| c.is_empty() || c == "..") {
+        return None;
+    }
+    // Branches live in the common directory (a worktree's `commondir` names it).
+    let common = match read(&gitdir.join("commondir")) {
+        Some(c) => gitdir.join(c),
+        None => gitdir,
+    };
+    let commit = read(&common.join(name))?;
+    object(&commit).then_some(commit)
+}
+
+/// The commit at `HEAD` of a repository no agent writes: from its files when
+/// they say it plainly ([`head_from_files`]), else from git.
+pub fn own_head(dir: &Path) -> Result<String, HarnessError> {
+    match head_from_files(dir) {
+        Some(h) => Ok(h),
+        None => rev(dir, "HEAD"),
+    }
+}
+
 /// The commit at HEAD, or `None` before the first commit.
 pub fn head(dir: &Path) -> Option<String> {
     git(dir, &["rev-parse", "--verify", "-q", "HEAD"])
@@ -271,6 +322,44 @@ pub fn commits_since(dir: &Path, from: Option<&str>) -> usize {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn head_read_from_files_is_gits_head_or_none() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        git(dir, &["init", "-q"]).unwrap();
+        prepare(dir, "t", "t@example.com").unwrap();
+        // Unborn: nothing to read, and git has no HEAD either.
+        assert_eq!(head_from_files(dir), None);
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        commit(dir, "one", &[], &[]).unwrap();
+        let gits = rev(dir, "HEAD").unwrap();
+        assert_eq!(head_from_files(dir), Some(gits.clone()));
+        // A detached worktree: its HEAD in the main repository's git dir.
+        let wt = dir.join("wt");
+        git(
+            dir,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "--detach",
+                &wt.display().to_string(),
+                "HEAD",
+            ],
+        )
+        .unwrap();
+        assert_eq!(head_from_files(&wt), Some(gits.clone()));
+        // A worktree on a branch: the ref from the common directory.
+        git(&wt, &["checkout", "-q", "-b", "side"]).unwrap();
+        std::fs::write(wt.join("b.txt"), "b\n").unwrap();
+        commit(&wt, "two", &[], &[]).unwrap();
+        assert_eq!(head_from_files(&wt), Some(rev(&wt, "HEAD").unwrap()));
+        // Packed refs: not read by hand, git answers.
+        git(dir, &["pack-refs", "--all"]).unwrap();
+        assert_eq!(head_from_files(dir), None);
+        assert_eq!(own_head(dir).unwrap(), gits);
+    }
 
     #[test]
     fn planted_hooks_fsmonitor_and_pager_do_not_run_in_batons_git() {

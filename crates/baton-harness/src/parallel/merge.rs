@@ -287,7 +287,7 @@ impl Parallel<'_> {
             b.agent, b.number, b.feature
         );
         git_async(tree, &["commit", "-q", "--no-verify", "-m", &msg]).await?;
-        Ok(Ok(head(tree).await?))
+        Ok(Ok(git::own_head(tree)?))
     }
 
     /// Every passing feature's check on the integration worktree; what failed, if
@@ -338,7 +338,7 @@ impl Parallel<'_> {
     /// tree, the tip, and the accepted list that goes with it (read together).
     async fn fresh_tree(&self) -> Result<(PathBuf, String, FeatureList), HarnessError> {
         let tree = self.integration_tree()?;
-        let ours = git::rev(&self.files.dir, "HEAD")?;
+        let ours = git::own_head(&self.files.dir)?;
         let list = self.files.load_accepted()?.unwrap_or_default();
         git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
         git_async(&tree, &["clean", "-q", "-fd"]).await?;
@@ -411,14 +411,6 @@ pub(super) async fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessEr
     std::fs::write(&dest, merged).map_err(crate::error::io(&dest))?;
     git_async(tree, &["add", "--", path]).await?;
     Ok(())
-}
-
-/// The commit at `HEAD` in `dir`.
-async fn head(dir: &Path) -> Result<String, HarnessError> {
-    Ok(git_async(dir, &["rev-parse", "HEAD"])
-        .await?
-        .trim()
-        .to_string())
 }
 
 /// The attributes of an integration's merges: the progress notes `progress`

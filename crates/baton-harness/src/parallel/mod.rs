@@ -516,6 +516,9 @@ impl Parallel<'_> {
             let mut state = State::load(&main)?;
             let mut list = self.files.load_accepted()?.unwrap_or_default();
             let mut tip: Option<String> = None;
+            // Whether the list was read again during the hand-out (another
+            // machine's merge seen after a claim): `reason` is then stale.
+            let mut stale = false;
             // Sessions that ended and are not yet settled count as running here: their
             // features are still claimed, and the run is not idle before they are
             // merged.
@@ -532,7 +535,7 @@ impl Parallel<'_> {
                     }
                     let Some(a) = idle.pop() else { break };
                     if tip.is_none() {
-                        tip = Some(git::rev(&main, "HEAD")?);
+                        tip = Some(git::own_head(&main)?);
                     }
                     let mut head = tip.clone().unwrap_or_default();
                     match self.claim(remote.as_ref(), n, &head) {
@@ -556,11 +559,14 @@ impl Parallel<'_> {
                         self.sync(r)?;
                         list = self.files.load_accepted()?.unwrap_or_default();
                         state = State::load(&main)?;
-                        head = git::rev(&main, "HEAD")?;
+                        head = git::own_head(&main)?;
                         tip = Some(head.clone());
                         if list.features.get(n - 1).is_some_and(|f| f.passes) {
                             self.release(Some(r), n);
                             idle.push(a);
+                            // The stop conditions were judged on the list before
+                            // this sync: judge them again.
+                            stale = true;
                             continue;
                         }
                     }
@@ -603,6 +609,9 @@ impl Parallel<'_> {
                 )));
             }
             if running == 0 && integrating.is_none() {
+                if reason.is_none() && stale {
+                    continue;
+                }
                 // Features other machines hold: wait for them, they may come back.
                 if reason.is_none() && !elsewhere.is_empty() {
                     tokio::select! {

@@ -81,7 +81,7 @@ impl Remote {
         let Some(tip) = self.remote_tip()? else {
             return Ok(false);
         };
-        let head = git::rev(&self.main, "HEAD")?;
+        let head = git::own_head(&self.main)?;
         if head == tip {
             return Ok(false);
         }
@@ -345,7 +345,7 @@ impl Parallel<'_> {
                         return Ok(Some(RunEnd::Interrupted));
                     }
                 }
-                let head = git::rev(main, "HEAD")?;
+                let head = git::own_head(main)?;
                 if !r.push(&head)? {
                     r.release("init");
                     return Err(HarnessError::Input(
