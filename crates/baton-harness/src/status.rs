@@ -46,6 +46,10 @@ pub struct Status {
     pub budget_left_usd: Option<f64>,
     /// While the run waits for the provider's quota to reset: until when (Unix ms).
     pub waiting_until_ms: Option<u64>,
+    /// The sessions of parallel runs (`--agents`), when there were any: how many
+    /// agents worked at once, on average.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<baton_records::Parallelism>,
 }
 
 impl Status {
@@ -360,6 +364,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         budget_usd: None,
         budget_left_usd: None,
         waiting_until_ms: waiting_until(files, &state),
+        parallel: baton_records::state::parallelism(&state.sessions),
     })
 }
 
@@ -521,6 +526,17 @@ pub fn render(s: &Status) -> String {
             "limits    {} waiting for quota resets · {} session(s) filled their context window",
             duration(s.totals.waited_secs),
             s.totals.context_full
+        );
+    }
+    if let Some(p) = &s.parallel {
+        let _ = writeln!(
+            o,
+            "agents    {} agents · {} sessions · {} of sessions in {} · {:.1}× one agent at a time",
+            p.agents,
+            p.sessions,
+            duration(p.session_secs),
+            duration(p.wall_secs),
+            p.speed_up
         );
     }
     if let Some(until) = s.waiting_until_ms {

@@ -28,7 +28,7 @@ pub use features::{
 pub use ledger::{LedgerEntry, LedgerKind};
 pub use state::{
     CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration, IntegrationOutcome,
-    SessionKind, SessionOutcome, SessionRecord, State, Usage,
+    Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Usage,
 };
 
 use std::path::PathBuf;

@@ -294,6 +294,67 @@ pub struct SessionRecord {
     pub integration: Option<Integration>,
 }
 
+/// What many agents bought: their sessions' time against the time in which any
+/// of them ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Parallelism {
+    /// The agents that ran sessions.
+    pub agents: usize,
+    /// Their sessions.
+    pub sessions: usize,
+    /// The sessions' durations added up, in seconds: about what one agent would
+    /// have taken for them.
+    pub session_secs: f64,
+    /// The time in which at least one of them ran, in seconds (gaps between runs
+    /// left out).
+    pub wall_secs: f64,
+    /// `session_secs / wall_secs`: the speed-up over one agent at a time.
+    pub speed_up: f64,
+}
+
+/// The parallelism of the sessions that had an agent, from their start and end
+/// times; `None` when none had.
+pub fn parallelism(sessions: &[SessionRecord]) -> Option<Parallelism> {
+    let mut spans: Vec<(u64, u64)> = sessions
+        .iter()
+        .filter(|s| s.agent.is_some() && s.ended_ms >= s.started_ms)
+        .map(|s| (s.started_ms, s.ended_ms))
+        .collect();
+    if spans.is_empty() {
+        return None;
+    }
+    let agents: std::collections::BTreeSet<u32> = sessions.iter().filter_map(|s| s.agent).collect();
+    let session_ms: u64 = spans.iter().map(|(a, b)| b - a).sum();
+    // The union of the spans: time with at least one session running.
+    spans.sort_unstable();
+    let (mut wall_ms, mut open) = (0u64, None::<(u64, u64)>);
+    for (a, b) in spans.iter().copied() {
+        open = match open {
+            Some((s, e)) if a <= e => Some((s, e.max(b))),
+            Some((s, e)) => {
+                wall_ms += e - s;
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((s, e)) = open {
+        wall_ms += e - s;
+    }
+    let (session_secs, wall_secs) = (session_ms as f64 / 1000.0, wall_ms as f64 / 1000.0);
+    Some(Parallelism {
+        agents: agents.len(),
+        sessions: spans.len(),
+        session_secs,
+        wall_secs,
+        speed_up: if wall_ms > 0 {
+            session_secs / wall_secs
+        } else {
+            1.0
+        },
+    })
+}
+
 /// How a parallel run's agent's work went into the main branch after its session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Integration {
@@ -555,5 +616,43 @@ mod tests {
         assert_eq!(State::load(dir.path()).unwrap(), s);
         let text = std::fs::read_to_string(State::path(dir.path())).unwrap();
         assert!(text.contains("\"features\": {\n    \"4\": {"), "{text}");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod parallelism_tests {
+    use super::*;
+
+    fn session(agent: Option<u32>, started_ms: u64, ended_ms: u64) -> SessionRecord {
+        serde_json::from_value(serde_json::json!({
+            "number": 1, "kind": "coding", "started_ms": started_ms, "ended_ms": ended_ms,
+            "outcome": "completed", "turns": 1, "usage": {}, "cost_usd": 0.0,
+            "gates": {}, "commits": 0, "agent": agent
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn parallelism_is_session_time_over_the_time_any_ran() {
+        // A run of one: nothing to say.
+        assert_eq!(parallelism(&[session(None, 0, 10_000)]), None);
+        // Two agents overlapping for 5 s, then a later run's session 90 s after:
+        // 30 s of sessions in 15 + 10 s (the gap between runs left out).
+        let p = parallelism(&[
+            session(None, 0, 1_000),
+            session(Some(1), 0, 10_000),
+            session(Some(2), 5_000, 15_000),
+            session(Some(1), 105_000, 115_000),
+        ])
+        .unwrap();
+        assert_eq!((p.agents, p.sessions), (2, 3));
+        assert!((p.session_secs - 30.0).abs() < 1e-9, "{p:?}");
+        assert!((p.wall_secs - 25.0).abs() < 1e-9, "{p:?}");
+        assert!((p.speed_up - 1.2).abs() < 1e-9, "{p:?}");
+        // A span inside another counts once in the wall time.
+        let p =
+            parallelism(&[session(Some(1), 0, 10_000), session(Some(2), 2_000, 4_000)]).unwrap();
+        assert!((p.wall_secs - 10.0).abs() < 1e-9, "{p:?}");
     }
 }

@@ -301,9 +301,19 @@ fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     } else {
         "no feature passes yet".into()
     };
+    // What many agents bought, when a run had them.
+    let agents = baton_records::state::parallelism(&r.sessions).map_or_else(String::new, |p| {
+        format!(
+            r#"<br><span id="speed-up">{} agents: {} of their sessions in {}, {:.1}× one agent at a time</span>"#,
+            p.agents,
+            duration(p.session_secs),
+            duration(p.wall_secs),
+            p.speed_up
+        )
+    });
     let _ = write!(
         o,
-        r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time</div></div>"#,
+        r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{agents}</div></div>"#,
         usd(a.total_cost, 2),
         count(a.total_tokens),
         r.sessions.len(),

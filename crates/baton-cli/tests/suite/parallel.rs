@@ -63,6 +63,41 @@ fn agents_in_working_copies_of_their_own_finish_a_project_through_the_binary() {
         .collect();
     assert_eq!(agents.len(), 4, "{state}");
     assert!(agents.contains(&1) && agents.contains(&2), "{agents:?}");
+    // What the agents bought: their sessions' time against the time any ran, in
+    // the status (text and JSON) and the report.
+    let par = &s["parallel"];
+    assert_eq!(par["agents"], 2, "{s}");
+    assert_eq!(par["sessions"], 4, "{s}");
+    let (session, wall) = (
+        par["session_secs"].as_f64().unwrap(),
+        par["wall_secs"].as_f64().unwrap(),
+    );
+    assert!(wall > 0.0 && session >= wall, "{par}");
+    assert!(
+        (par["speed_up"].as_f64().unwrap() - session / wall).abs() < 1e-6,
+        "{par}"
+    );
+    let text = baton(&server, Wire::Anthropic)
+        .arg("status")
+        .arg(p.path())
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&text).contains("agents    2 agents · 4 sessions · "),
+        "{}",
+        stdout(&text)
+    );
+    let report = baton(&server, Wire::Anthropic)
+        .arg("report")
+        .arg(p.path())
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", stderr(&report));
+    assert!(
+        stdout(&report).contains(r#"<span id="speed-up">2 agents: "#),
+        "no speed-up in the report"
+    );
 }
 
 /// Two worker processes on two "machines" (two clones) sharing nothing but a bare
