@@ -315,15 +315,16 @@ pub struct Parallelism {
 /// The parallelism of the sessions that had an agent, from their start and end
 /// times; `None` when none had.
 pub fn parallelism(sessions: &[SessionRecord]) -> Option<Parallelism> {
-    let mut spans: Vec<(u64, u64)> = sessions
+    let timed: Vec<(u32, u64, u64)> = sessions
         .iter()
-        .filter(|s| s.agent.is_some() && s.ended_ms >= s.started_ms)
-        .map(|s| (s.started_ms, s.ended_ms))
+        .filter(|s| s.ended_ms >= s.started_ms)
+        .filter_map(|s| Some((s.agent?, s.started_ms, s.ended_ms)))
         .collect();
-    if spans.is_empty() {
+    if timed.is_empty() {
         return None;
     }
-    let agents: std::collections::BTreeSet<u32> = sessions.iter().filter_map(|s| s.agent).collect();
+    let agents: std::collections::BTreeSet<u32> = timed.iter().map(|t| t.0).collect();
+    let mut spans: Vec<(u64, u64)> = timed.iter().map(|&(_, a, b)| (a, b)).collect();
     let session_ms: u64 = spans.iter().map(|(a, b)| b - a).sum();
     // The union of the spans: time with at least one session running.
     spans.sort_unstable();
@@ -617,12 +618,6 @@ mod tests {
         let text = std::fs::read_to_string(State::path(dir.path())).unwrap();
         assert!(text.contains("\"features\": {\n    \"4\": {"), "{text}");
     }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod parallelism_tests {
-    use super::*;
 
     fn session(agent: Option<u32>, started_ms: u64, ended_ms: u64) -> SessionRecord {
         serde_json::from_value(serde_json::json!({

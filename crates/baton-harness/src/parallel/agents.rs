@@ -147,7 +147,7 @@ impl Parallel<'_> {
                 self.cfg.git.user_name.clone(),
                 self.cfg.git.user_email.clone(),
             ),
-            attributes: self.files.dir.join(layout::MERGE_ATTRIBUTES),
+            attributes: merge::attributes_setting(&self.files.dir),
         }
     }
 
@@ -269,9 +269,9 @@ pub(super) struct Start {
     pub attempt: Option<String>,
     /// Who those merge commits are by (`[git]` user name and email).
     pub identity: (String, String),
-    /// The attributes that merge reads (the project's `.baton/merge-attributes`:
-    /// the notes as a union).
-    pub attributes: PathBuf,
+    /// The `-c` setting that makes those merges read the project's
+    /// `.baton/merge-attributes` (the notes as a union).
+    pub attributes: String,
 }
 
 /// Put agent `id`'s working copy `dir` on the main branch's tip (with the agent's
@@ -314,12 +314,11 @@ pub(super) fn prepare(dir: &Path, id: u32, start: &Start) -> Result<(), HarnessE
 /// each time) and with the notes as a union the way the integration merges them;
 /// `None` when anything conflicts (or git cannot).
 fn merge_in(dir: &Path, start: &Start, onto: &str, theirs: &str, msg: &str) -> Option<String> {
-    let attributes = format!("core.attributesFile={}", start.attributes.display());
     let tree = git(
         dir,
         &[
             "-c",
-            &attributes,
+            &start.attributes,
             "merge-tree",
             "--write-tree",
             onto,

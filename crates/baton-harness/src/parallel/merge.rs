@@ -242,8 +242,7 @@ impl Parallel<'_> {
         let names = &self.cfg.project;
         // The notes merge as a union in git itself where the attributes say so
         // (baton's file, below anything the repository sets); the rest by hand.
-        let attributes = self.files.dir.join(layout::MERGE_ATTRIBUTES);
-        let attributes = format!("core.attributesFile={}", attributes.display());
+        let attributes = attributes_setting(&self.files.dir);
         let merge = [
             "-c",
             &attributes,
@@ -411,6 +410,15 @@ pub(super) async fn union_notes(tree: &Path, path: &str) -> Result<(), HarnessEr
     std::fs::write(&dest, merged).map_err(crate::error::io(&dest))?;
     git_async(tree, &["add", "--", path]).await?;
     Ok(())
+}
+
+/// The `-c` setting that makes a merge read baton's attributes (the project
+/// `main`'s `.baton/merge-attributes`, written by [`Parallel::integration_tree`]).
+pub(super) fn attributes_setting(main: &Path) -> String {
+    format!(
+        "core.attributesFile={}",
+        main.join(layout::MERGE_ATTRIBUTES).display()
+    )
 }
 
 /// The attributes of an integration's merges: the progress notes `progress`

@@ -854,7 +854,7 @@ impl Parallel<'_> {
             .await?;
         let mut merged: BTreeMap<u32, Integration> = results
             .into_iter()
-            .zip(flipped.iter().map(|f| f.4))
+            .zip(branches.iter().map(|b| b.number))
             .filter_map(|(i, n)| i.map(|i| (n, i)))
             .collect();
         for e in waiting.into_iter().flatten() {
