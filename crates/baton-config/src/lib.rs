@@ -81,7 +81,7 @@ pub struct Config {
     pub mcp: BTreeMap<String, McpServerConfig>,
 }
 
-/// The handoff files (DESIGN §2). The defaults are the pattern's well-known names, so
+/// The handoff files. The defaults are the pattern's well-known names, so
 /// projects made by other harnesses of the pattern run unchanged.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -455,6 +455,12 @@ impl Config {
         }
         if self.agent.max_turns == 0 {
             return Err(invalid("agent.max_turns", "must be at least 1"));
+        }
+        if self.verify.max_turns == 0 {
+            return Err(invalid("verify.max_turns", "must be at least 1"));
+        }
+        if self.verify.turns_per_feature == 0 {
+            return Err(invalid("verify.turns_per_feature", "must be at least 1"));
         }
         if self.agent.max_output_tokens == Some(0) {
             return Err(invalid("agent.max_output_tokens", "must be at least 1"));

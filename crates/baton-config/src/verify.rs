@@ -14,11 +14,17 @@ pub struct VerifyConfig {
     pub sweep_secs: u64,
     /// Run `init.sh` before running checks (so servers are up).
     pub run_init: bool,
-    /// After each coding session, a fresh verifier session re-walks the new flips.
+    /// After each coding session, a fresh verifier session re-walks the new flips
+    /// that no verify command proved.
     pub agent: bool,
+    /// Accept a flip that nothing proved on the agent's word. Off: such a flip is
+    /// reverted and recorded as `unverified_flip`.
+    pub trust_agent: bool,
     /// Model of the verifier (default: the coder's).
     pub model: Option<String>,
-    /// Turns the verifier may take.
+    /// Turns the verifier gets for each feature it checks (plus a few to start).
+    pub turns_per_feature: u32,
+    /// The most turns one verifier session may take, however many features.
     pub max_turns: u32,
 }
 
@@ -28,9 +34,11 @@ impl Default for VerifyConfig {
             timeout_secs: 120,
             sweep_secs: 300,
             run_init: true,
-            agent: false,
+            agent: true,
+            trust_agent: false,
             model: None,
-            max_turns: 60,
+            turns_per_feature: 30,
+            max_turns: 200,
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The feature list (DESIGN §2): a JSON array of
+//! The feature list: a JSON array of
 //! `{"category", "description", "steps": [..], "passes": bool}` objects, extra keys
 //! kept verbatim. It parses with positions (errors name the file, line and feature),
 //! validates, compares a list with the last accepted one, and restores everything

@@ -30,6 +30,74 @@ pub struct LedgerEntry {
     /// Evidence files of the session (relative to the project), for flips.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
+    /// How a flip was proven (a `flip` entry), where baton recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
+}
+
+/// How baton knows a flipped feature works: the proof it accepted the flip on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Proof {
+    /// The feature's `verify` command passes now and failed on the session's base
+    /// commit, before the work.
+    Check {
+        /// The command.
+        command: String,
+    },
+    /// The independent verifier passed it, citing what it ran in its own session.
+    Verifier {
+        /// The verifier's session.
+        session: u32,
+        /// What it did and saw, in its words.
+        reason: String,
+        /// The tools it called on this feature, with how often (`Bash ×3`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<String>,
+        /// Its evidence files for the feature (screenshots), relative to the project.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        evidence: Vec<String>,
+    },
+    /// Taken on the agent's word: `[verify] trust_agent = true`.
+    Trusted,
+}
+
+impl Proof {
+    /// How it was proven, in a few words for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Check { command } => {
+                format!("verify command `{command}` (failed before, passes now)")
+            }
+            Self::Verifier {
+                session,
+                tools,
+                evidence,
+                ..
+            } => {
+                let mut s = format!("verifier session {session:04}");
+                if !tools.is_empty() {
+                    s.push_str(&format!(" ran {}", tools.join(", ")));
+                }
+                if !evidence.is_empty() {
+                    s.push_str(&format!(" · {} screenshot(s)", evidence.len()));
+                }
+                s
+            }
+            Self::Trusted => "the agent's word ([verify] trust_agent)".to_string(),
+        }
+    }
+
+    /// One word for the kind of proof: `check`, `verifier`, `screenshot` (a
+    /// verifier's pass with screenshots) or `trusted`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Check { .. } => "check",
+            Self::Verifier { evidence, .. } if !evidence.is_empty() => "screenshot",
+            Self::Verifier { .. } => "verifier",
+            Self::Trusted => "trusted",
+        }
+    }
 }
 
 impl LedgerEntry {
@@ -46,6 +114,7 @@ impl LedgerEntry {
             detail: detail.into(),
             commit: None,
             evidence: Vec::new(),
+            proof: None,
         }
     }
 }
@@ -89,6 +158,12 @@ pub enum LedgerKind {
     Amended,
     /// An existing repository made a baton project (`baton new --adopt`).
     Adopted,
+    /// A flip nothing proved (no verify command that failed before the work, no
+    /// verifier pass), reverted.
+    UnverifiedFlip,
+    /// A flip whose verify command already passed on the session's base commit:
+    /// it proves nothing, so it was not counted.
+    VacuousCheck,
 }
 
 /// The ledger as read: its entries in order, and how many lines could not be read
@@ -160,6 +235,8 @@ mod tests {
             (LedgerKind::Added, "added"),
             (LedgerKind::Amended, "amended"),
             (LedgerKind::Adopted, "adopted"),
+            (LedgerKind::UnverifiedFlip, "unverified_flip"),
+            (LedgerKind::VacuousCheck, "vacuous_check"),
         ];
         let doc = include_str!("../../../docs/harness.md");
         for (k, name) in kinds {
@@ -187,6 +264,9 @@ mod tests {
             detail: "d".into(),
             commit: Some("abc".into()),
             evidence: vec![],
+            proof: Some(Proof::Check {
+                command: "true".into(),
+            }),
         };
         append(&path, &e).unwrap();
         append(&path, &e).unwrap();

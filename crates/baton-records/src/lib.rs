@@ -2,7 +2,7 @@
 //! a project, and where it lives.
 //!
 //! What it promises:
-//! - [`features`]: the feature list (DESIGN §2) parsed with positions (errors name
+//! - [`features`]: the feature list parsed with positions (errors name
 //!   the file, line and feature), validated, and reconciled with the accepted copy.
 //! - [`ledger`]: `.baton/ledger.jsonl`, one line per change to the list (a
 //!   [`LedgerKind`], never a free string), appended whole, read leniently (a line
@@ -25,10 +25,10 @@ pub mod state;
 pub use features::{
     DEPENDS_ON, Feature, FeatureList, FeatureListError, Reconciled, VERIFY, Violation, reconcile,
 };
-pub use ledger::{LedgerEntry, LedgerKind};
+pub use ledger::{LedgerEntry, LedgerKind, Proof};
 pub use state::{
-    CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration, IntegrationOutcome,
-    Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Usage,
+    BaseCheck, CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration,
+    IntegrationOutcome, Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Usage,
 };
 
 use std::path::PathBuf;

@@ -114,6 +114,20 @@ pub struct GateReport {
     pub refusals: u32,
     /// Evidence files kept for the session (relative to the project).
     pub evidence: Vec<String>,
+    /// How each accepted flip was proven (feature, proof).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub proofs: Vec<(usize, crate::Proof)>,
+    /// Flips nothing proved, reverted (feature, why).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unproven: Vec<(usize, String)>,
+    /// Flips whose verify command already passed on the session's base commit, so
+    /// it was not counted as proof.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vacuous: Vec<usize>,
+    /// Files the session left that baton did not commit (dependencies, logs, build
+    /// output, files over the size limit), with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl Default for GateReport {
@@ -133,6 +147,10 @@ impl Default for GateReport {
             notes_updated: true,
             refusals: 0,
             evidence: Vec::new(),
+            proofs: Vec::new(),
+            unproven: Vec::new(),
+            vacuous: Vec::new(),
+            left_out: Vec::new(),
         }
     }
 }
@@ -144,6 +162,8 @@ impl GateReport {
             || !self.boundary.is_empty()
             || !self.verify_failed.is_empty()
             || !self.verifier_rejected.is_empty()
+            || !self.unproven.is_empty()
+            || !self.vacuous.is_empty()
             || !self.leftover_files.is_empty()
             || !self.notes_updated
             || !self.unflipped.is_empty()
@@ -442,6 +462,21 @@ pub struct InProgress {
     /// The feature (1-based) it was handed, for a coding session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<usize>,
+    /// The target's verify command as run on the session's base commit, before
+    /// the work: a check that passed already proves nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_check: Option<BaseCheck>,
+}
+
+/// A feature's verify command run before a session, on its base commit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaseCheck {
+    /// The feature (1-based).
+    pub feature: usize,
+    /// The command run.
+    pub command: String,
+    /// Whether it passed there.
+    pub passed: bool,
 }
 
 /// What baton remembers about a failing feature that was handed out and did not
