@@ -60,6 +60,7 @@ impl Runner<'_> {
             ),
             commit: git::head(&self.files.dir),
             evidence: Vec::new(),
+            proof: None,
         })?;
         self.reporter.line(&format!(
             "adopted {}: {} features, {} passing",
@@ -128,6 +129,7 @@ impl Runner<'_> {
                 detail: format!("before session {number}: {w}; restored the accepted list"),
                 commit: None,
                 evidence: Vec::new(),
+                proof: None,
             })
             .collect();
         self.files.commit_list(accepted, &msg, entries)?;
@@ -214,6 +216,7 @@ impl Runner<'_> {
             detail: format!("initial feature list ({} features)", list.features.len()),
             commit: git::head(&self.files.dir),
             evidence: Vec::new(),
+            proof: None,
         })?;
         Ok(Some(list))
     }

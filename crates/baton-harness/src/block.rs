@@ -229,6 +229,7 @@ pub fn unblock(files: &Files, n: usize) -> Result<String, HarnessError> {
         ),
         commit: None,
         evidence: Vec::new(),
+        proof: None,
     })?;
     state.save(&files.dir)?;
     Ok(format!(

@@ -1,5 +1,5 @@
 //! The brief: what a coding session needs to know, computed by baton so the agent
-//! spends no turns rediscovering it (DESIGN §3). Kept compact: well under 2,000
+//! spends no turns rediscovering it. Kept compact: well under 2,000
 //! tokens for a 200-feature project with long notes.
 
 use std::fmt::Write as _;
@@ -205,6 +205,26 @@ pub fn brief_with(
                     b,
                     "- The independent verifier REJECTED #{n} and its flip was reverted: {}",
                     cut(&one_line(why), 300)
+                );
+            }
+            for n in &g.vacuous {
+                let _ = writeln!(
+                    b,
+                    "- #{n}'s verify command already passed before the last session's work, so it proves nothing about that work."
+                );
+            }
+            for (n, why) in &g.unproven {
+                let _ = writeln!(
+                    b,
+                    "- The flip of #{n} was REVERTED because nothing proved it: {}.",
+                    cut(&one_line(why), 300)
+                );
+            }
+            if !g.left_out.is_empty() {
+                let _ = writeln!(
+                    b,
+                    "- baton did not commit these leftovers (dependencies, logs, data, build output, big files; add them to .gitignore): {}",
+                    cut(&g.left_out.join(", "), 300)
                 );
             }
             if !g.leftover_files.is_empty() {

@@ -306,6 +306,7 @@ impl crate::run::Runner<'_> {
                 ),
                 commit: None,
                 evidence: Vec::new(),
+                proof: None,
             })
             .collect();
         self.files.commit_list(list, &msg, entries)?;

@@ -1,6 +1,8 @@
-//! The checks after every session (DESIGN §3), in order: the feature-list ledger,
-//! the verify commands of new flips, the clean tree and the progress notes, and
-//! baton's own commit of anything it changed in the feature list.
+//! The checks after every session, in order: the feature-list ledger, the verify
+//! commands of new flips, proof of every flip (a check that failed before the
+//! work, or the independent verifier; nothing else unless the project trusts the
+//! agent's word), the clean tree and the progress notes, and baton's own commit of
+//! anything it changed in the feature list.
 
 use baton_agent::transcript::now_ms;
 use baton_records::{FeatureList, reconcile};
@@ -9,7 +11,7 @@ use crate::checks::Checker;
 use crate::error::{HarnessError, io};
 use crate::files::Files;
 use crate::git;
-use baton_records::{CheckRun, GateReport};
+use baton_records::{BaseCheck, CheckRun, GateReport, Proof};
 use baton_records::{LedgerEntry, LedgerKind};
 
 /// The gates of one session, run step by step.
@@ -26,6 +28,8 @@ pub struct Gates<'a> {
     changed: bool,
     /// Why baton changed it, for its commit message.
     reasons: Vec<String>,
+    /// Whether what the session left uncommitted was committed already.
+    leftovers_done: bool,
 }
 
 impl<'a> Gates<'a> {
@@ -43,6 +47,7 @@ impl<'a> Gates<'a> {
             list: None,
             changed: false,
             reasons: Vec::new(),
+            leftovers_done: false,
         };
         let Some(acc) = accepted else {
             return Ok(g);
@@ -97,6 +102,102 @@ impl<'a> Gates<'a> {
         run.init_ran
     }
 
+    /// Step 3, proof by checks: a new flip whose verify command passed just now is
+    /// proven when that command was in the accepted list before the session (not
+    /// one the agent added with its flip) and failed on the session's base commit
+    /// (`base`, run before the work). One that passed there already proves
+    /// nothing: recorded as vacuous. Returns the flips still without proof.
+    pub fn prove_by_checks(
+        &mut self,
+        accepted: Option<&FeatureList>,
+        base: Option<&BaseCheck>,
+    ) -> Vec<usize> {
+        let Some(list) = &self.list else {
+            return Vec::new();
+        };
+        let mut unproven = Vec::new();
+        for &n in &self.report.flipped {
+            let now = crate::checks::command_of(list, n - 1);
+            let before = accepted.and_then(|a| crate::checks::command_of(a, n - 1));
+            let proven = match (&now, before, base) {
+                (Some(cmd), Some(old), Some(b))
+                    if self.report.verified.contains(&n)
+                        && *cmd == old
+                        && b.feature == n
+                        && b.command == *cmd =>
+                {
+                    if b.passed {
+                        self.report.vacuous.push(n);
+                        false
+                    } else {
+                        self.report.proofs.push((
+                            n,
+                            Proof::Check {
+                                command: cmd.clone(),
+                            },
+                        ));
+                        true
+                    }
+                }
+                _ => false,
+            };
+            if !proven {
+                unproven.push(n);
+            }
+        }
+        unproven
+    }
+
+    /// Step 5, the flips nothing proved (`unproven`, 1-based, those the verifier
+    /// did not already reject): taken on the agent's word where `trust_agent`,
+    /// else reverted with why (`verifier`: whether the verifier was asked).
+    pub fn settle_unproven(&mut self, unproven: &[usize], trust_agent: bool, verifier: bool) {
+        let left: Vec<usize> = unproven
+            .iter()
+            .copied()
+            .filter(|n| {
+                self.report.flipped.contains(n) && !self.report.proofs.iter().any(|(p, _)| p == n)
+            })
+            .collect();
+        if trust_agent {
+            self.report
+                .proofs
+                .extend(left.iter().map(|&n| (n, Proof::Trusted)));
+            return;
+        }
+        let Some(list) = &self.list else { return };
+        let mut reverted = Vec::new();
+        for &n in &left {
+            let why = self.unproven_reason(list, n, verifier);
+            self.reasons.push(format!(
+                "reverted the flip of feature {n}: nothing proved it ({why})"
+            ));
+            self.report.unproven.push((n, why));
+            reverted.push(n);
+        }
+        self.revert(&reverted);
+    }
+
+    /// Why nothing proved feature `n`'s flip, in words the next session can act on.
+    fn unproven_reason(&self, list: &FeatureList, n: usize, verifier: bool) -> String {
+        let check = if self.report.vacuous.contains(&n) {
+            "its verify command already passed before this session's work, so it proves nothing"
+        } else if self.report.verify_added.contains(&n) {
+            "its verify command was added with the flip, so it is the claim, not a proof"
+        } else if crate::checks::command_of(list, n - 1).is_some() {
+            "its verify command was not run before the session's work (only the target's is)"
+        } else {
+            "it has no verify command"
+        };
+        if verifier {
+            format!("{check}, and the independent verifier did not confirm it")
+        } else {
+            format!(
+                "{check}, and the independent verifier is off ([verify] agent = false in baton.toml)"
+            )
+        }
+    }
+
     /// Set features (1-based) back to failing, as baton's decision.
     pub fn revert(&mut self, features: &[usize]) {
         let Some(list) = &mut self.list else { return };
@@ -121,20 +222,24 @@ impl<'a> Gates<'a> {
         self.report.verifier_rejected.extend(rejections);
     }
 
-    /// Steps 3 and 4: write the list baton decided, commit what the session left
-    /// uncommitted (nothing discarded), check the notes, commit baton's own changes,
-    /// and record everything in the ledger and the accepted copy.
-    pub fn finish(
-        mut self,
-        notes_before: &str,
-    ) -> Result<(GateReport, Option<FeatureList>), HarnessError> {
+    /// Step 4, the clean tree: commit what the session left uncommitted, so
+    /// nothing is lost (and the verifier sees all of it in the history), except
+    /// junk ([`crate::leftovers`]), which stays untracked and is recorded. Runs
+    /// once; [`Gates::finish`] calls it if no one did.
+    pub fn commit_leftovers(&mut self) -> Result<(), HarnessError> {
+        if self.leftovers_done {
+            return Ok(());
+        }
+        self.leftovers_done = true;
         let files = self.files;
         let fl_name = files.names.feature_list.clone();
-        let dirty = git::dirty_paths(&files.dir)?;
-        let leftovers: Vec<String> = dirty
+        let dirty: Vec<crate::leftovers::Dirty> = git::dirty(&files.dir)?
             .into_iter()
-            .filter(|p| !(self.changed && *p == fl_name))
+            .filter(|d| !(self.changed && d.path == fl_name))
             .collect();
+        let split = crate::leftovers::split(&files.dir, &dirty);
+        self.report.left_out = split.left_out;
+        let leftovers = split.keep;
         if !leftovers.is_empty() {
             let shown: Vec<&str> = leftovers.iter().take(20).map(String::as_str).collect();
             let more = leftovers.len().saturating_sub(shown.len());
@@ -148,14 +253,24 @@ impl<'a> Gates<'a> {
                     String::new()
                 }
             );
-            let exclude: Vec<&str> = if self.changed {
-                vec![fl_name.as_str()]
-            } else {
-                vec![]
-            };
-            self.report.leftover_commit = git::commit(&files.dir, &msg, &[], &exclude)?;
+            let paths: Vec<String> = leftovers.iter().map(|p| format!(":(literal){p}")).collect();
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            self.report.leftover_commit = git::commit(&files.dir, &msg, &paths, &[])?;
             self.report.leftover_files = leftovers;
         }
+        Ok(())
+    }
+
+    /// The end: commit leftovers if that was not done, write the list baton
+    /// decided, check the notes, commit baton's own changes, and record everything
+    /// in the ledger and the accepted copy.
+    pub fn finish(
+        mut self,
+        notes_before: &str,
+    ) -> Result<(GateReport, Option<FeatureList>), HarnessError> {
+        self.commit_leftovers()?;
+        let files = self.files;
+        let fl_name = files.names.feature_list.clone();
         let notes_now = files.read_notes();
         self.report.notes_updated = !notes_now.trim().is_empty() && notes_now != notes_before;
         if self.changed
@@ -191,6 +306,7 @@ impl<'a> Gates<'a> {
                     detail,
                     commit,
                     evidence: Vec::new(),
+                    proof: None,
                 }
             };
         let desc = |n: usize| {
@@ -202,7 +318,31 @@ impl<'a> Gates<'a> {
         for &n in &r.flipped {
             let mut e = entry(LedgerKind::Flip, Some(n), desc(n), head.clone());
             e.evidence = r.evidence.clone();
+            e.proof = r
+                .proofs
+                .iter()
+                .find(|(p, _)| *p == n)
+                .map(|(_, p)| p.clone());
             self.files.append_ledger(&e)?;
+        }
+        for &n in &r.vacuous {
+            self.files.append_ledger(&entry(
+                LedgerKind::VacuousCheck,
+                Some(n),
+                format!(
+                    "{}: its verify command already passed on the session's base commit, so it is not counted as proof",
+                    desc(n)
+                ),
+                head.clone(),
+            ))?;
+        }
+        for (n, why) in &r.unproven {
+            self.files.append_ledger(&entry(
+                LedgerKind::UnverifiedFlip,
+                Some(*n),
+                format!("{}: {why}", desc(*n)),
+                r.restore_commit.clone(),
+            ))?;
         }
         for &n in &r.unflipped {
             self.files

@@ -140,6 +140,22 @@ pub fn is_repo(dir: &Path) -> bool {
     git(dir, &["rev-parse", "--is-inside-work-tree"]).is_ok_and(|s| s.trim() == "true")
 }
 
+/// Whether `dir` is the top of a git repository of its own, not merely a directory
+/// inside another one (whose commits would then land in that repository): it has a
+/// `.git` (no process to ask), or git names it as its work tree's top.
+pub fn is_top(dir: &Path) -> bool {
+    if dir.join(".git").exists() {
+        return true;
+    }
+    let Ok(top) = git(dir, &["rev-parse", "--show-toplevel"]) else {
+        return false;
+    };
+    match (Path::new(top.trim()).canonicalize(), dir.canonicalize()) {
+        (Ok(top), Ok(dir)) => top == dir,
+        _ => false,
+    }
+}
+
 /// The commit `rev` names in `dir` (`HEAD`, a ref), or the error naming it.
 pub fn rev(dir: &Path, rev: &str) -> Result<String, HarnessError> {
     Ok(git(dir, &["rev-parse", rev])?.trim().to_string())
@@ -247,6 +263,11 @@ pub fn prepare(dir: &Path, name: &str, email: &str) -> Result<(), HarnessError> 
 
 /// Paths with uncommitted changes (untracked files included), as `git status` names them.
 pub fn dirty_paths(dir: &Path) -> Result<Vec<String>, HarnessError> {
+    Ok(dirty(dir)?.into_iter().map(|d| d.path).collect())
+}
+
+/// Every changed, new or deleted path of the work tree, and whether git tracks it.
+pub fn dirty(dir: &Path) -> Result<Vec<crate::leftovers::Dirty>, HarnessError> {
     let out = git(
         dir,
         &["status", "--porcelain=v1", "--untracked-files=all", "-z"],
@@ -255,7 +276,10 @@ pub fn dirty_paths(dir: &Path) -> Result<Vec<String>, HarnessError> {
     let mut parts = out.split('\0').filter(|s| !s.is_empty());
     while let Some(entry) = parts.next() {
         if entry.len() > 3 {
-            paths.push(entry[3..].to_string());
+            paths.push(crate::leftovers::Dirty {
+                path: entry[3..].to_string(),
+                untracked: entry.starts_with("??"),
+            });
             // A rename is followed by its source path.
             if entry.starts_with('R') || entry.starts_with('C') {
                 parts.next();
@@ -322,6 +346,21 @@ pub fn commits_since(dir: &Path, from: Option<&str>) -> usize {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn a_directory_inside_a_repository_is_not_its_top() {
+        let t = tempfile::tempdir().unwrap();
+        let outer = t.path();
+        assert!(!is_top(outer));
+        git(outer, &["init", "-q"]).unwrap();
+        assert!(is_top(outer));
+        let inner = outer.join("inner");
+        std::fs::create_dir(&inner).unwrap();
+        assert!(is_repo(&inner), "inside the outer repository");
+        assert!(!is_top(&inner), "but not its top");
+        git(&inner, &["init", "-q"]).unwrap();
+        assert!(is_top(&inner));
+    }
 
     #[test]
     fn head_read_from_files_is_gits_head_or_none() {

@@ -1,4 +1,4 @@
-//! `baton-harness` owns the sessions of a project (DESIGN §2–§3): the initializer and
+//! `baton-harness` owns the sessions of a project: the initializer and
 //! coding sessions with their prompts and brief, the gates after every session
 //! (feature-list ledger, clean tree, progress notes), stop conditions and exit codes,
 //! resume after a crash, and the record in `.baton/`.
@@ -20,11 +20,14 @@ pub mod files;
 pub mod gates;
 pub mod git;
 pub mod guard;
+pub mod kind;
+pub mod leftovers;
 pub mod lock;
 pub mod new;
 pub mod parallel;
 pub mod plan;
 pub mod prompts;
+mod proof;
 pub mod queue;
 pub mod run;
 pub mod running;

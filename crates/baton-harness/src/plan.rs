@@ -134,6 +134,7 @@ impl Runner<'_> {
             notes_before: String::new(),
             sweep: None,
             target: None,
+            base_check: None,
         });
         running.save(dir)?;
         self.reporter

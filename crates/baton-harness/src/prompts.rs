@@ -36,7 +36,8 @@ You may not change the project in any way: no editing tools, no writing files th
 Your verdict decides whether a feature counts as done, and reviewers like you are known to be too lenient. Be strict:
 - Fail when in doubt. A pass needs evidence: for each step, what you did and what you saw.
 - Any defect you notice in the feature fails it, however small.
-- Failures include: data lost on reload; hard-coded, placeholder or sample content where real behaviour is asked for; a step that works only through browser_evaluate, direct API calls or files instead of the user interface; errors in the browser console; for style features, broken layout, overflow or text that is hard to read.
+- Failures include: data lost where the steps say it persists; hard-coded, placeholder or sample content where real behaviour is asked for; a step that works only behind the user's back (browser_evaluate, internal calls or files instead of the interface users have); errors in the browser console from the app's own code while you walk the steps; for style features, broken layout, overflow or text that is hard to read.
+- Judge the feature's steps as written: what they do not cover (a missing favicon, a style they do not ask for) is not a failure.
 - Look at what the session under test changed (`git diff BASE..HEAD`, BASE given below): special-cased test data, weakened or deleted tests and checks that always pass are failures."#;
 
 /// The verifier's system prompt for the project in `dir`.
@@ -52,7 +53,7 @@ const ENTRY_RULES: &str = r###"   - category is "functional" for behaviour and "
    - Order the list by priority: what a user meets first and what everything else depends on (the app starts, the main page loads, the core actions) comes before refinements.
    - Mix narrow tests of two to five steps with long journeys of ten steps or more that cross features (create, edit, reload, find again).
    - Every entry starts with "passes": false: nothing has been verified yet.
-   - A feature may carry "verify": a shell command that exits 0 when it works and non-zero before (deterministic, under 10 s, for example `curl -fsS http://127.0.0.1:3000/api/todos | grep -q '"title"'`; plain `curl` without -f passes on an error page). Add one only where the specification fixes the route, command or output it checks; never guess a design decision. Once accepted, a verify command cannot be changed.
+   - A feature may carry "verify": a shell command that exits 0 when it works and non-zero before (deterministic, under 10 s, for example `curl -fsS http://127.0.0.1:${PORT:-3000}/api/todos | grep -q '"title"'`; use ${PORT:-3000} as init.sh does, since agents working side by side each get a PORT of their own; plain `curl` without -f passes on an error page). Add one only where the specification fixes the route, command or output it checks; never guess a design decision. Once accepted, a verify command cannot be changed.
    - Where a feature cannot work before others do (editing a todo needs creating one), give it "depends_on": [the numbers of those features, counted from 1 in this list]; baton hands a feature out only once everything it depends on passes. Leave the key out where order does not matter."###;
 
 const INITIALIZER: &str = r###"You are the first engineer on a new software project: {kind_line}. Nothing exists yet but the specification in {spec}. This session lays the foundation that many later sessions, each starting with no memory of this one, will build on one feature at a time.
@@ -141,12 +142,14 @@ Work in this order:
 3. Smoke-test one or two features already marked passing. If one is broken, fix it before anything else, and set its "passes" back to false until it works again.
 4. Take the first feature of the brief's list (its target) and implement it: that one only.
 5. Verify it end to end as a user would: walk through every step of the feature{browser}. Reading the code or passing unit tests is not verification.
-6. Only when every step works, flip that feature's "passes" from false to true in {feature_list}: find its description with Grep (-n), Read only that entry (offset, limit), and Edit it with an old_string that runs from its description to its "passes": false, changing only false to true; do not read the whole file. Nothing else in that file may change, with one exception: you may add a "verify" command to a feature that has none (deterministic, under 10 s, failing before your work; for example `curl -fsS http://127.0.0.1:3000/api/todos | grep -q '"title"'`). baton runs it to confirm the flip and to catch regressions later; once added it cannot be changed. baton restores any other change to the file.
+6. Only when every step works, flip that feature's "passes" from false to true in {feature_list}: find its description with Grep (-n), Read only that entry (offset, limit), and Edit it with an old_string that runs from its description to its "passes": false, changing only false to true; do not read the whole file. Nothing else in that file may change, with one exception: you may add a "verify" command to a feature that has none (deterministic, under 10 s, failing before your work; for example `curl -fsS http://127.0.0.1:${PORT:-3000}/api/todos | grep -q '"title"'`; a check that creates the data it looks for, since earlier data may be there). baton runs it to confirm the flip and to catch regressions later; once added it cannot be changed. baton restores any other change to the file.
 7. Update {progress}: keep its "## Project facts" section at the top current (edit it in place: start command, ports, layout, tests, pitfalls), then append one short entry for this session (at most 15 lines): the feature, what you did, how you verified it, what is left.
 8. Commit the code, the flip and the notes together, in one commit whose message says what changed and how you verified it.
 9. If the feature is verified and committed and plenty of room is left (turns and context), you may take the next feature of the brief's list and repeat steps 4 to 8. Otherwise stop.
 
-Leave the project mergeable at every stop: everything committed, the app starting cleanly, nothing half-done. If you cannot finish the feature, leave its "passes" false, commit only what works, and say in the notes what is left. Do not claim work you did not verify: baton decides from the feature list and the tree, not from what you say, and re-checks every flip."###;
+Leave the project mergeable at every stop: everything committed, the app starting cleanly, nothing half-done. If you cannot finish the feature, leave its "passes" false, commit only what works, and say in the notes what is left. Do not claim work you did not verify: baton decides from the feature list and the tree, not from what you say.
+
+{proof}"###;
 
 const HANDOFF: &str = "baton: your context window is nearly full. Wrap up now, in at most {turns} more turns, and start nothing new:\n1. Leave \"passes\" in {feature_list} as it truthfully stands: set nothing to true that you have not verified end to end.\n2. Append to {progress} what you did, what is verified and how, what is half-done or broken, and exactly what the next session should do first.\n3. Commit everything (code, notes, any flip) with git in one commit whose message says what it holds.\nThen stop: the next session starts with a fresh context and your notes.";
 
@@ -222,12 +225,75 @@ pub fn planner(names: &ProjectConfig, request: Option<&str>) -> String {
 /// What a coding session is told about `BlockFeature` (baton's own agent loop only).
 const BLOCK_FEATURE: &str = "\n\nIf a feature truly cannot be made to pass in this environment (an external service or account it needs is not available, or it contradicts the specification), call BlockFeature with its number and a reason a person can act on, note it in the progress notes and end the session. Never use it to skip hard work: a feature that is difficult is not blocked.";
 
+/// What baton accepts as proof of a flip under the configuration in force, so
+/// the coding prompt claims only what runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProofRules {
+    /// The independent verifier re-walks flips no check proved (`[verify] agent`).
+    pub verifier: bool,
+    /// A flip nothing proved is taken on the agent's word (`[verify] trust_agent`).
+    pub trust_agent: bool,
+    /// The verifier works in the browser (a web project with `[browser] enabled`).
+    pub browser: bool,
+}
+
+impl ProofRules {
+    /// The rules of `cfg`.
+    pub fn of(cfg: &baton_config::Config) -> Self {
+        Self {
+            verifier: cfg.verify.agent,
+            trust_agent: cfg.verify.trust_agent,
+            browser: cfg.browser.enabled && cfg.project.kind == "web",
+        }
+    }
+
+    /// What the coding session is told about proof.
+    pub fn text(&self) -> String {
+        let check = "a verify command that was in the feature list before your session, failed before your work and passes after it (one you add with your flip is a regression check for later, not proof of this flip)";
+        let bar = format!(
+            "The verifier fails a feature for: a step that does not work exactly as written{}, data that does not persist where the steps say it should, hard-coded or special-cased data that only makes the steps' own values work, and a step done behind the user's back (through files, the database or {}) instead of as a user. It does not fail a feature for what its steps do not cover.",
+            if self.browser {
+                ", errors in the browser console from the app's own code while walking the steps"
+            } else {
+                ""
+            },
+            if self.browser {
+                "browser_evaluate"
+            } else {
+                "internal calls"
+            }
+        );
+        match (self.verifier, self.trust_agent) {
+            (true, false) => format!(
+                "How baton checks your flips: it accepts a flip only with proof. Proof is {check}; or else an independent verifier, a fresh read-only session, re-walks the feature's steps{} and passes it, citing what it ran and saw. A flip without proof is reverted, and the reason is in the next brief. {bar}",
+                if self.browser { " in the browser" } else { "" }
+            ),
+            (false, false) => format!(
+                "How baton checks your flips: it accepts a flip only with proof, which here is {check}. The independent verifier is off in this project, so the flip of a feature without such a command is reverted, whatever you say: leave it false and say in the notes what you verified."
+            ),
+            (true, true) => format!(
+                "How baton checks your flips: it runs each flipped feature's verify command, and an independent verifier re-walks the steps of flips no check proved{}; one it rejects is reverted. {bar}",
+                if self.browser { " in the browser" } else { "" }
+            ),
+            (false, true) => "How baton checks your flips: it runs each flipped feature's verify command and reverts a flip whose command fails. A flip without a verify command is taken on your word, so verify it end to end before you make it.".to_string(),
+        }
+    }
+}
+
 /// A coding session's first message: the prompt, then the brief. `block_feature`:
-/// the session offers the `BlockFeature` tool.
-pub fn coding(names: &ProjectConfig, brief: &str, browser: bool, block_feature: bool) -> String {
+/// the session offers the `BlockFeature` tool; `proof`: what baton accepts.
+pub fn coding(
+    names: &ProjectConfig,
+    brief: &str,
+    browser: bool,
+    block_feature: bool,
+    proof: ProofRules,
+) -> String {
     format!(
         "{}{}\n\n{brief}",
-        fill(CODING, names).replace("{browser}", how_to_verify(&names.kind, browser)),
+        fill(CODING, names)
+            .replace("{browser}", how_to_verify(&names.kind, browser))
+            .replace("{proof}", &proof.text()),
         if block_feature { BLOCK_FEATURE } else { "" }
     )
 }

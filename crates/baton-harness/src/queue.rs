@@ -166,6 +166,11 @@ pub fn failure_reason(record: &SessionRecord, target: usize) -> String {
         )
     } else if let Some((_, why)) = g.verifier_rejected.iter().find(|(n, _)| *n == target) {
         format!("the independent verifier rejected it: {}", one_line(why))
+    } else if let Some((_, why)) = g.unproven.iter().find(|(n, _)| *n == target) {
+        format!(
+            "its flip was reverted because nothing proved it: {}",
+            one_line(why)
+        )
     } else if record.outcome != SessionOutcome::Completed {
         format!("the session ended ({}) without it passing", record.outcome)
     } else {

@@ -107,7 +107,7 @@ pub enum RunEnd {
 }
 
 impl RunEnd {
-    /// The exit code of `baton run` (DESIGN §3).
+    /// The exit code of `baton run`.
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Complete => 0,
@@ -217,9 +217,10 @@ impl Runner<'_> {
 
     async fn run_sessions(&self, block: &BlockTool) -> Result<RunEnd, HarnessError> {
         let dir = &self.files.dir;
-        // A `.git` of its own makes it a repository (asking git is a process each
-        // session); otherwise it may still be inside one.
-        if !dir.join(".git").exists() && !git::is_repo(dir) {
+        // The project is a repository of its own, even inside another one (whose
+        // history the sessions' commits must never reach); `is_top` asks git only
+        // when there is no `.git`.
+        if !git::is_top(dir) {
             git::git(dir, &["init", "-q"])?;
         }
         let snap = self.guard_start()?;
@@ -400,6 +401,7 @@ impl Runner<'_> {
                     ),
                     commit: None,
                     evidence: Vec::new(),
+                    proof: None,
                 })?;
             }
         }
@@ -493,6 +495,15 @@ impl Runner<'_> {
             (SessionKind::Coding, Some(list)) => queue::order(list, state).first().copied(),
             _ => None,
         };
+        // The target's check on the base commit, before the work: one that passes
+        // already proves nothing when the target is flipped.
+        let base_check = match (target, accepted.as_ref()) {
+            (Some(t), Some(list)) => {
+                let init_ran = sweep.as_ref().is_some_and(|s| s.init_ran);
+                self.base_check(list, t, init_ran).await
+            }
+            _ => None,
+        };
         let ip = InProgress {
             number,
             kind,
@@ -501,6 +512,7 @@ impl Runner<'_> {
             notes_before: self.files.read_notes(),
             sweep: sweep.clone(),
             target,
+            base_check,
         };
         let mut saved = state.clone();
         saved.in_progress = Some(ip.clone());
@@ -524,6 +536,7 @@ impl Runner<'_> {
                 ),
                 self.cfg.browser.enabled,
                 matches!(self.backend, Backend::Loop(_)),
+                prompts::ProofRules::of(&self.cfg),
             ),
             _ => prompts::initializer(&self.files.names, problem),
         };
@@ -624,6 +637,7 @@ impl Runner<'_> {
                 detail: format!("{u} between sessions; restored from baton's snapshot"),
                 commit: None,
                 evidence: Vec::new(),
+                proof: None,
             })?;
         }
         Ok(())
@@ -653,12 +667,7 @@ impl Runner<'_> {
         g.report.boundary = undone;
         let mut verifier_cost = 0.0;
         if ip.kind == SessionKind::Coding {
-            let app_started = g.verify(&self.checker()).await;
-            if self.cfg.verify.agent && !g.report.flipped.is_empty() {
-                verifier_cost = self
-                    .verifier(&mut g, ip.head_before.as_deref(), app_started, deadline)
-                    .await?;
-            }
+            verifier_cost = self.prove(&mut g, ip, base.as_ref(), deadline).await?;
         }
         let summary = summarize(&self.files.dir, ip.number);
         let outcome = summary.outcome_after(error.as_ref());
@@ -750,10 +759,27 @@ impl Runner<'_> {
                 f.command.chars().take(80).collect::<String>()
             ));
         }
+        for n in &g.vacuous {
+            self.reporter.line(&format!(
+                "  gate: #{n}'s verify command already passed before the session, so it proves nothing"
+            ));
+        }
+        for (n, why) in &g.unproven {
+            self.reporter.line(&format!(
+                "  gate: reverted the flip of #{n}: nothing proved it ({})",
+                queue::cut(why, 200)
+            ));
+        }
         if !g.leftover_files.is_empty() {
             self.reporter.line(&format!(
                 "  gate: committed {} file(s) the session left uncommitted",
                 g.leftover_files.len()
+            ));
+        }
+        if !g.left_out.is_empty() {
+            self.reporter.line(&format!(
+                "  gate: left out of baton's commit (untracked): {}",
+                queue::cut(&g.left_out.join(", "), 200)
             ));
         }
         if !g.notes_updated {
@@ -791,6 +817,7 @@ impl Runner<'_> {
             detail,
             commit: None,
             evidence: Vec::new(),
+            proof: None,
         };
         queue::forget_passing(state, list);
         for (n, reason) in blocks {

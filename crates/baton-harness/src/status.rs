@@ -50,6 +50,53 @@ pub struct Status {
     /// agents worked at once, on average.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parallel: Option<baton_records::Parallelism>,
+    /// How each passing feature was proven, in list order.
+    pub proofs: Vec<FeatureProof>,
+}
+
+/// How one passing feature was proven: the proof of its last accepted flip.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FeatureProof {
+    /// The feature (1-based).
+    pub feature: usize,
+    /// `check`, `verifier`, `screenshot` (the verifier, with screenshots),
+    /// `trusted` (the agent's word, `[verify] trust_agent`), or `unrecorded` (it
+    /// passed before baton recorded proofs, or was accepted as passing).
+    pub by: String,
+    /// What proved it, for people.
+    pub detail: String,
+    /// The session whose flip it proved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
+}
+
+/// The proof of every passing feature of `list`, from the ledger's flips.
+pub fn proofs(files: &Files, list: &FeatureList) -> Vec<FeatureProof> {
+    let ledger = baton_records::ledger::read(&files.ledger()).unwrap_or_default();
+    let mut last: std::collections::BTreeMap<usize, &baton_records::LedgerEntry> =
+        std::collections::BTreeMap::new();
+    for e in &ledger.entries {
+        if let (baton_records::LedgerKind::Flip, Some(n)) = (e.kind, e.feature) {
+            last.insert(n, e);
+        }
+    }
+    (1..=list.features.len())
+        .filter(|&n| list.features[n - 1].passes)
+        .map(|n| match last.get(&n).and_then(|e| e.proof.as_ref().map(|p| (e, p))) {
+            Some((e, p)) => FeatureProof {
+                feature: n,
+                by: p.kind().to_string(),
+                detail: p.describe(),
+                session: Some(e.session),
+            },
+            None => FeatureProof {
+                feature: n,
+                by: "unrecorded".to_string(),
+                detail: "no proof on record (it passed before baton recorded proofs, or was accepted as passing)".to_string(),
+                session: last.get(&n).map(|e| e.session),
+            },
+        })
+        .collect()
 }
 
 impl Status {
@@ -277,6 +324,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
                 .iter()
                 .map(|f| f.feature)
                 .chain(s.gates.verifier_rejected.iter().map(|r| r.0))
+                .chain(s.gates.unproven.iter().map(|r| r.0))
                 .collect(),
             regressions: s
                 .sweep
@@ -365,6 +413,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         budget_left_usd: None,
         waiting_until_ms: waiting_until(files, &state),
         parallel: baton_records::state::parallelism(&state.sessions),
+        proofs: proofs(files, &list),
     })
 }
 
@@ -495,6 +544,9 @@ pub fn render(s: &Status) -> String {
             "checks    {} flips reverted · {} regressions set back · verifier ${:.4} (in the total)",
             s.totals.reverted, s.totals.regressions, s.totals.verifier_cost_usd
         );
+    }
+    if !s.proofs.is_empty() {
+        let _ = writeln!(o, "proven    {}", proof_summary(&s.proofs));
     }
     let mut cost = format!("cost      ${:.2} in all", s.totals.cost_usd);
     if s.passing > 0 {
@@ -666,6 +718,29 @@ waiting: {}{more}",
         }
     }
     o
+}
+
+/// How the passing features were proven, by kind, each with its features:
+/// `check #1, #4 · verifier #2 · trusted #3`.
+fn proof_summary(proofs: &[FeatureProof]) -> String {
+    let mut parts = Vec::new();
+    for (by, label) in [
+        ("check", "by check"),
+        ("screenshot", "by verifier with screenshots"),
+        ("verifier", "by verifier"),
+        ("trusted", "on the agent's word"),
+        ("unrecorded", "no proof on record"),
+    ] {
+        let ns: Vec<String> = proofs
+            .iter()
+            .filter(|p| p.by == by)
+            .map(|p| format!("#{}", p.feature))
+            .collect();
+        if !ns.is_empty() {
+            parts.push(format!("{label} {}", cut(&ns.join(", "), 60)));
+        }
+    }
+    parts.join(" · ")
 }
 
 fn one_line(s: &str) -> String {

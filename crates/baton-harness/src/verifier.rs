@@ -2,11 +2,12 @@
 //! re-walks the steps of each newly flipped feature and may not edit the project.
 //! Its structured verdict decides; a feature without a passing verdict is reverted.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use baton_agent::client::ModelClient;
 use baton_agent::transcript::Transcript;
-use baton_records::FeatureList;
+use baton_records::{FeatureList, Proof};
 use baton_tools::{GateDecision, ToolGate, Toolbox};
 use serde_json::Value;
 
@@ -38,42 +39,84 @@ impl ToolGate for ReadOnly<'_> {
     }
 }
 
-/// The verifier's first message: the claimed features with their steps; `base` is
-/// the commit the session under test started from.
-pub fn prompt(
-    list: &FeatureList,
-    features: &[usize],
-    init_script: &str,
-    browser: bool,
-    base: Option<&str>,
-) -> String {
+/// What the verifier is asked to check and how: the claimed features with their
+/// steps, the commit the session under test started from, and how a user of this
+/// kind of project exercises a feature.
+pub struct Brief<'a> {
+    /// The feature list as the session left it.
+    pub list: &'a FeatureList,
+    /// The features (1-based) to check.
+    pub features: &'a [usize],
+    /// `[project] kind`.
+    pub kind: &'a str,
+    /// The verifier has the browser (`mcp__playwright__` tools).
+    pub browser: bool,
+    /// The commit the session under test started from.
+    pub base: Option<&'a str>,
+    /// What baton's start of the app said (its last lines), or why it failed.
+    pub app: Option<String>,
+}
+
+/// How the verifier exercises a feature of a project of `kind`.
+fn method(kind: &str, browser: bool) -> &'static str {
+    match (kind, browser) {
+        ("web", true) => {
+            "in the browser through the mcp__playwright__ tools, as a user: navigate, click and type (never browser_evaluate for a step a user would do), reload to check what must persist, read the console messages, and take a screenshot of what you checked"
+        }
+        ("web", false) => {
+            "against the running app over HTTP (curl), requesting the pages and calling the routes a user's actions reach, and checking what persists across requests"
+        }
+        ("cli", _) => {
+            "by running the program as its users would, with real arguments, input and files, and also with inputs other than the values in the steps, so that special-cased data shows"
+        }
+        ("library", _) => {
+            "through its public interface: write a small program or test under /tmp that uses it as a caller would, with inputs other than the values in the steps"
+        }
+        ("service", _) => {
+            "by sending the running service real requests (curl or a small client under /tmp), including inputs other than the values in the steps, and checking what persists"
+        }
+        _ => "by using it as its users would",
+    }
+}
+
+/// The verifier's first message.
+pub fn prompt(b: &Brief<'_>) -> String {
     let mut p = String::from(
         "Another engineer, in a session that just ended, claims the features below now work end to end. \
          Do not trust that claim, the code comments, the commit messages or the progress notes: check for yourself.\n\n",
     );
-    let diff = match base {
-        Some(b) => format!(
-            "`git diff {} HEAD` (and `git log {}..HEAD`)",
-            short(b),
-            short(b)
+    let diff = match b.base {
+        Some(base) => {
+            let base = short(base);
+            format!(
+                "`git status`, `git diff --stat {base} HEAD`, then `git diff {base} HEAD -- . ':(exclude)*.lock' ':(exclude)package-lock.json'` (skip generated files)"
+            )
+        }
+        None => "`git status`, `git log -5 --stat` and `git show`".to_string(),
+    };
+    let app = match &b.app {
+        Some(said) => format!(
+            "baton started the app for you just before this session (the project is read-only to you, so do not run the start script yourself); it said:\n{said}\nIf the app does not answer, that is a failure of the features that need it.",
         ),
-        None => "`git log -5 --stat` and `git show`".to_string(),
+        None => "baton did not start anything for you: this project has no start script (or it is not run for checks); start what a feature needs under /tmp, or in the background without writing into the project.".to_string(),
     };
     p.push_str(&format!(
         "1. Look at what the session changed: {diff}. Note special-cased data, weakened or deleted tests, checks that always pass.\n\
-         2. Make sure the app runs: run ./{init_script} if it is not answering (it starts the servers in the background).\n\
-         3. For each feature, walk through every step as a user would{}, and look at what actually happens.\n\
-         4. Right after checking a feature, write its verdict as one line: VERDICT {{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw\"}}. A feature you run out of time for counts as failed.\n\
-         5. A feature passes only if every step works as described. Anything missing, broken, faked or only partly done is a fail.\n\n",
-        if browser {
-            ", in the browser through the mcp__playwright__ tools (click and type as a user; reload to check what must persist; read the console messages), taking a screenshot of what you checked"
+         2. {app}\n\
+         3. For each feature, walk through every step {}, and look at what actually happens.\n\
+         4. Right after checking a feature, write its verdict as one line: VERDICT {{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw at each step\"}}. A feature you run out of time for counts as failed.\n\
+         5. A feature passes only if every step works as described. Anything missing, broken, faked or only partly done is a fail. Judge the steps as written: something they do not cover (a missing favicon, a style the feature does not ask for) is not a failure.\n\n\
+         baton checks your verdicts: a pass with no tool call of yours since your previous VERDICT line, or whose reason does not say what you ran and saw, counts as a fail{}.\n\n",
+        method(b.kind, b.browser),
+        if b.browser && b.kind == "web" {
+            "; so does a pass of a feature you did not check in the browser"
         } else {
             ""
         }
     ));
     p.push_str("Features to check:\n");
-    for &n in features {
-        if let Some(f) = list.features.get(n - 1) {
+    for &n in b.features {
+        if let Some(f) = b.list.features.get(n - 1) {
             p.push_str(&format!(
                 "\nFeature {n} [{}]: {}\n",
                 f.category, f.description
@@ -95,33 +138,154 @@ fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
 
-/// The `VERDICT {...}` lines the verifier wrote as it went, from its transcript's
-/// assistant texts (the last verdict of a feature wins).
-pub fn verdict_lines(transcript: &std::path::Path) -> Vec<(usize, bool, String)> {
-    let mut out: Vec<(usize, bool, String)> = Vec::new();
+/// What the verifier ran for a feature: the tools it called (refused calls ran
+/// nothing and are left out), and the evidence files they left.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Work {
+    /// Tool name and how often it ran.
+    pub tools: BTreeMap<String, u32>,
+    /// Evidence files (screenshots), relative to the project.
+    pub evidence: Vec<String>,
+}
+
+impl Work {
+    fn describe(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .map(|(t, n)| {
+                if *n == 1 {
+                    t.clone()
+                } else {
+                    format!("{t} ×{n}")
+                }
+            })
+            .collect()
+    }
+}
+
+/// The verifier's session read back: each `VERDICT {...}` line it wrote with the
+/// work done since the previous one (the last verdict of a feature wins), and
+/// the work done after its last verdict line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Walk {
+    /// Feature, pass, reason, and what it ran for it.
+    pub verdicts: Vec<(usize, bool, String, Work)>,
+    /// What it ran after its last verdict line.
+    pub after_last: Work,
+}
+
+/// Read the verifier's transcript: its verdict lines and the work before each.
+pub fn walk(transcript: &std::path::Path) -> Walk {
+    use baton_agent::transcript::Event;
+    let mut out = Walk::default();
+    let mut current = Work::default();
     let records = baton_agent::transcript::read(transcript).unwrap_or_default();
     for r in records {
-        let baton_agent::transcript::Event::Assistant { content, .. } = r.event else {
-            continue;
-        };
-        for b in content {
-            let baton_agent::model::Block::Text { text } = b else {
-                continue;
-            };
-            for line in text.lines() {
-                let Some(json) = line.trim().strip_prefix("VERDICT") else {
-                    continue;
-                };
-                if let Some(v) = parse_verdict(&format!("{{\"results\": [{}]}}", json.trim()))
-                    && let Some(verdict) = v.into_iter().next()
-                {
-                    out.retain(|(n, _, _)| *n != verdict.0);
-                    out.push(verdict);
+        match r.event {
+            Event::Assistant { content, .. } => {
+                for b in content {
+                    let baton_agent::model::Block::Text { text } = b else {
+                        continue;
+                    };
+                    for line in text.lines() {
+                        let Some(json) = line.trim().strip_prefix("VERDICT") else {
+                            continue;
+                        };
+                        if let Some(v) =
+                            parse_verdict(&format!("{{\"results\": [{}]}}", json.trim()))
+                            && let Some((n, pass, reason)) = v.into_iter().next()
+                        {
+                            out.verdicts.retain(|(f, ..)| *f != n);
+                            out.verdicts
+                                .push((n, pass, reason, std::mem::take(&mut current)));
+                        }
+                    }
                 }
             }
+            Event::ToolResult {
+                name,
+                refused,
+                evidence,
+                ..
+            } if !refused => {
+                *current.tools.entry(name).or_default() += 1;
+                current.evidence.extend(evidence);
+            }
+            _ => {}
         }
     }
+    out.after_last = current;
     out
+}
+
+/// The `VERDICT {...}` lines the verifier wrote as it went (the last verdict of a
+/// feature wins).
+pub fn verdict_lines(transcript: &std::path::Path) -> Vec<(usize, bool, String)> {
+    walk(transcript)
+        .verdicts
+        .into_iter()
+        .map(|(n, pass, reason, _)| (n, pass, reason))
+        .collect()
+}
+
+/// Words a passing verdict's reason needs at least: "works" is no account of
+/// what was run and seen.
+const MIN_REASON_WORDS: usize = 5;
+
+/// What [`judge`] finds: the proofs, then the rejections with their reasons.
+pub type Judged = (Vec<(usize, Proof)>, Vec<(usize, String)>);
+
+/// What the verifier's session proves: for each of `features`, either a proof
+/// (a pass backed by tool calls of its own on that feature, and by the browser
+/// where `need_browser`) or a rejection with its reason. `verdicts` are the
+/// final object's, when it gave one; verdict lines fill in the rest.
+pub fn judge(
+    features: &[usize],
+    verdicts: Option<&[(usize, bool, String)]>,
+    walk: &Walk,
+    need_browser: bool,
+    session: u32,
+) -> Judged {
+    let mut proofs = Vec::new();
+    let mut rejected = Vec::new();
+    for &n in features {
+        let line = walk.verdicts.iter().find(|(f, ..)| *f == n);
+        let last = verdicts
+            .and_then(|v| v.iter().find(|(f, _, _)| *f == n))
+            .map(|(_, pass, reason)| (*pass, reason.clone()))
+            .or_else(|| line.map(|(_, pass, reason, _)| (*pass, reason.clone())));
+        let work = line.map_or(&walk.after_last, |(.., w)| w);
+        let verdict = match last {
+            None => Err(
+                "the verifier did not reach it (no verdict), so it is not confirmed".to_string(),
+            ),
+            Some((false, reason)) if reason.trim().is_empty() => {
+                Err("failed, no reason given".to_string())
+            }
+            Some((false, reason)) => Err(reason),
+            Some((true, _)) if work.tools.is_empty() => Err(
+                "the verifier passed it without running anything for it (no tool call before its verdict), so the pass does not count".to_string(),
+            ),
+            Some((true, reason)) if reason.split_whitespace().count() < MIN_REASON_WORDS => Err(format!(
+                "the verifier's pass does not say what it ran and saw ({:?}), so it does not count",
+                reason.trim()
+            )),
+            Some((true, _)) if need_browser && !work.tools.keys().any(|t| t.starts_with("mcp__")) => Err(
+                "the verifier passed it without checking it in the browser, so the pass does not count".to_string(),
+            ),
+            Some((true, reason)) => Ok(Proof::Verifier {
+                session,
+                reason,
+                tools: work.describe(),
+                evidence: work.evidence.clone(),
+            }),
+        };
+        match verdict {
+            Ok(p) => proofs.push((n, p)),
+            Err(why) => rejected.push((n, why)),
+        }
+    }
+    (proofs, rejected)
 }
 
 /// The verdicts in the verifier's final text: (feature, pass, reason). `None` if it
@@ -156,57 +320,26 @@ pub fn parse_verdict(text: &str) -> Option<Vec<(usize, bool, String)>> {
     None
 }
 
-/// The flips to reject: failed verdicts with their reason, and claims without a verdict.
-pub fn rejections(
-    features: &[usize],
-    verdicts: Option<&[(usize, bool, String)]>,
-) -> Vec<(usize, String)> {
-    features
-        .iter()
-        .filter_map(
-            |&n| match verdicts.and_then(|v| v.iter().find(|(f, _, _)| *f == n)) {
-                Some((_, true, _)) => None,
-                Some((_, false, reason)) => Some((
-                    n,
-                    if reason.is_empty() {
-                        "failed, no reason given".into()
-                    } else {
-                        reason.clone()
-                    },
-                )),
-                None => Some((
-                    n,
-                    "the verifier did not reach it (no verdict), so it is not confirmed".into(),
-                )),
-            },
-        )
-        .collect()
-}
-
 impl crate::run::Runner<'_> {
-    /// Run the independent verifier over the session's new flips and reject those
-    /// it does not confirm. Returns its cost.
+    /// Run the independent verifier over `flips`, the session's new flips that no
+    /// check proved: record a proof for each it confirms with work of its own, and
+    /// reject the rest. Returns its cost.
     pub(crate) async fn verifier(
         &self,
         g: &mut Gates<'_>,
+        flips: &[usize],
         base: Option<&str>,
-        app_started: bool,
+        app: Option<String>,
         deadline: Option<Instant>,
     ) -> Result<f64, HarnessError> {
         let Some(current) = g.list.clone() else {
             return Ok(0.0);
         };
-        // The verifier sees the project read-only, so baton starts the app for it
-        // (unless the verify gate just ran the start script).
-        if !app_started {
-            self.start_app_for_verifier().await;
-        }
-        let flips = g.report.flipped.clone();
-        let limits = self.limits(
-            self.cfg.verify.max_turns,
-            deadline,
-            crate::prompts::Handoff::Verifier,
-        );
+        let per_feature = self.cfg.verify.turns_per_feature;
+        let turns = (10 + per_feature.saturating_mul(flips.len() as u32))
+            .min(self.cfg.verify.max_turns)
+            .max(1);
+        let limits = self.limits(turns, deadline, crate::prompts::Handoff::Verifier);
         let gate = GateStack {
             policy: self.policy,
             allow_file_urls: self.cfg.policy.allow_file_urls,
@@ -214,20 +347,22 @@ impl crate::run::Runner<'_> {
             read_only: true,
         };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
+        let session = transcript.number();
         self.reporter.line(&format!(
-            "── session {:04} · verifier of session {:04} · checking {} ──",
-            transcript.number(),
+            "── session {session:04} · verifier of session {:04} · checking {} ──",
             g.session,
-            list(&flips)
+            list(flips)
         ));
-        let browser = self.cfg.browser.enabled && self.cfg.project.kind == "web";
-        let prompt = prompt(
-            &current,
-            &flips,
-            &self.files.names.init_script,
+        let kind = self.cfg.project.kind.as_str();
+        let browser = self.cfg.browser.enabled && kind == "web";
+        let prompt = prompt(&Brief {
+            list: &current,
+            features: flips,
+            kind,
             browser,
             base,
-        );
+            app,
+        });
         let system = prompts::verifier_system(&self.files.dir);
         // Another model for the verifier: its own client in baton's loop.
         let own_client = match (&self.backend, &self.cfg.verify.model) {
@@ -257,11 +392,11 @@ impl crate::run::Runner<'_> {
             .await?;
         // The final verdict object; else (out of turns, cut off) the verdicts it gave
         // one by one as it went: a feature it did not reach is not confirmed.
-        let verdicts = (result.outcome == baton_agent::session::Outcome::Completed)
+        let finals = (result.outcome == baton_agent::session::Outcome::Completed)
             .then(|| parse_verdict(&result.final_text))
-            .flatten()
-            .or_else(|| Some(verdict_lines(transcript.path())));
-        let rejected = rejections(&flips, verdicts.as_deref());
+            .flatten();
+        let walked = walk(transcript.path());
+        let (proofs, rejected) = judge(flips, finals.as_deref(), &walked, browser, session);
         if !rejected.is_empty() {
             self.reporter.line(&format!(
                 "  verifier rejected {}",
@@ -269,6 +404,7 @@ impl crate::run::Runner<'_> {
             ));
         }
         g.reject(rejected);
+        g.report.proofs.extend(proofs);
         Ok(result.cost_usd)
     }
 
@@ -281,16 +417,25 @@ impl crate::run::Runner<'_> {
     }
 
     /// Run the start script (writable, through the policy) so the read-only verifier
-    /// finds the app running; its failure is the verifier's to see.
-    pub(crate) async fn start_app_for_verifier(&self) {
+    /// finds the app running. Returns the last lines it printed (or its failure),
+    /// for the verifier to read; `None` when there is no start script to run.
+    pub(crate) async fn start_app_for_verifier(&self) -> Option<String> {
         let init = &self.files.names.init_script;
         if !(self.cfg.verify.run_init && self.files.dir.join(init).is_file()) {
-            return;
+            return None;
         }
         let input = serde_json::json!({"command": format!("./{init}"), "timeout": 600_000});
-        if self.policy.check("Bash", &input) == baton_tools::GateDecision::Allow {
-            let _ = self.tools.call("Bash", &input).await;
+        if let baton_tools::GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
+            return Some(format!("(./{init} was refused by baton's policy: {why})"));
         }
+        let out = self.tools.call("Bash", &input).await;
+        let lines: Vec<&str> = out.content.lines().rev().take(6).collect();
+        let said: Vec<&str> = lines.into_iter().rev().collect();
+        Some(format!(
+            "{}{}",
+            if out.is_error { "(it failed) " } else { "" },
+            said.join("\n")
+        ))
     }
 }
 
@@ -333,17 +478,82 @@ mod tests {
                 (5, false, "button does nothing".into())
             ]
         );
+        assert_eq!(parse_verdict("all good {not json}"), None);
+    }
+
+    fn work(tools: &[&str]) -> Work {
+        let mut w = Work::default();
+        for t in tools {
+            *w.tools.entry((*t).to_string()).or_default() += 1;
+        }
+        w
+    }
+
+    #[test]
+    fn a_pass_counts_only_with_work_of_its_own_and_an_account_of_it() {
+        let said = "opened the page, added a todo and saw it listed";
+        let walked = Walk {
+            verdicts: vec![
+                (1, true, said.into(), work(&["Bash", "Bash"])),
+                // Judged right after the previous verdict, with nothing run for it.
+                (2, true, said.into(), Work::default()),
+                (3, true, "works".into(), work(&["Bash"])),
+                (4, false, "button does nothing".into(), work(&["Bash"])),
+            ],
+            after_last: work(&["Read"]),
+        };
+        // Feature 5 is judged only in the final object: the work after the last
+        // verdict line is its.
+        let finals = vec![(5, true, said.to_string())];
+        let (proofs, rejected) = judge(&[1, 2, 3, 4, 5, 6], Some(&finals), &walked, false, 9);
         assert_eq!(
-            rejections(&[2, 5, 7], Some(&v)),
+            proofs,
             vec![
-                (5, "button does nothing".into()),
                 (
-                    7,
-                    "the verifier did not reach it (no verdict), so it is not confirmed".into()
+                    1,
+                    Proof::Verifier {
+                        session: 9,
+                        reason: said.into(),
+                        tools: vec!["Bash ×2".into()],
+                        evidence: vec![]
+                    }
+                ),
+                (
+                    5,
+                    Proof::Verifier {
+                        session: 9,
+                        reason: said.into(),
+                        tools: vec!["Read".into()],
+                        evidence: vec![]
+                    }
                 )
             ]
         );
-        assert_eq!(parse_verdict("all good {not json}"), None);
-        assert_eq!(rejections(&[1], None).len(), 1);
+        let why: Vec<(usize, &str)> = rejected.iter().map(|(n, w)| (*n, w.as_str())).collect();
+        assert_eq!(why.len(), 4, "{why:?}");
+        assert!(
+            why[0].0 == 2 && why[0].1.contains("without running anything"),
+            "{why:?}"
+        );
+        assert!(
+            why[1].0 == 3 && why[1].1.contains("does not say what it ran"),
+            "{why:?}"
+        );
+        assert_eq!(why[2], (4, "button does nothing"));
+        assert!(why[3].0 == 6 && why[3].1.contains("no verdict"), "{why:?}");
+        // A web app with the browser: a pass needs the browser.
+        let (proofs, rejected) = judge(&[1], None, &walked, true, 9);
+        assert!(proofs.is_empty());
+        assert!(rejected[0].1.contains("in the browser"), "{rejected:?}");
+        let browsed = Walk {
+            verdicts: vec![(
+                1,
+                true,
+                said.into(),
+                work(&["mcp__playwright__browser_click"]),
+            )],
+            after_last: Work::default(),
+        };
+        assert_eq!(judge(&[1], None, &browsed, true, 9).0.len(), 1);
     }
 }

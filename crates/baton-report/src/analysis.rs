@@ -33,6 +33,9 @@ pub struct FeatureFacts {
     pub evidence: Vec<PathBuf>,
     /// Times it was set back to failing.
     pub flip_backs: usize,
+    /// For passing features: how the flip that made it pass was proven, where
+    /// the ledger says.
+    pub proof: Option<baton_records::Proof>,
 }
 
 /// Counts of what the gates caught, over all sessions.
@@ -162,12 +165,25 @@ impl Analysis {
                 } else {
                     own
                 };
+                f.proof = e.proof.clone();
+                // The verifier's screenshots of this feature come first.
+                if let Some(baton_records::Proof::Verifier { evidence, .. }) = &e.proof {
+                    let mut shots: Vec<PathBuf> = evidence
+                        .iter()
+                        .map(|p| r.project.join(p))
+                        .filter(|p| crate::records::is_image(p))
+                        .collect();
+                    shots.retain(|p| !f.evidence.contains(p));
+                    shots.append(&mut f.evidence);
+                    f.evidence = shots;
+                }
             }
         }
         for (f, list) in features.iter_mut().zip(&r.features) {
             if !list.passes {
                 f.since = None;
                 f.evidence.clear();
+                f.proof = None;
             } else if f.since.is_none() {
                 f.since = Some(Since::Adopted);
             }

@@ -633,7 +633,7 @@ fn features(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
             idx.len(),
             usd(cost, 2)
         );
-        o.push_str(r#"<table><thead><tr><th class="n">#</th><th>description</th><th>status</th><th>passing since session</th><th class="n">cost</th><th>evidence</th></tr></thead><tbody>"#);
+        o.push_str(r#"<table><thead><tr><th class="n">#</th><th>description</th><th>status</th><th>passing since session</th><th>proven by</th><th class="n">cost</th><th>evidence</th></tr></thead><tbody>"#);
         for &i in idx {
             feature_row(o, i, r, &a.features[i], &mut images);
         }
@@ -691,9 +691,22 @@ fn feature_row(o: &mut String, i: usize, r: &Records, facts: &FeatureFacts, imag
     } else {
         String::new()
     };
+    let proof = match &facts.proof {
+        Some(p @ baton_records::Proof::Verifier { reason, .. }) => format!(
+            r#"<span title="{}">{}</span>"#,
+            escape(reason),
+            escape(&p.describe())
+        ),
+        Some(p @ baton_records::Proof::Trusted) => {
+            format!(r#"<span class="warn">{}</span>"#, escape(&p.describe()))
+        }
+        Some(p) => escape(&p.describe()),
+        None if f.passes => r#"<span class="note">no proof on record</span>"#.to_string(),
+        None => String::new(),
+    };
     let _ = write!(
         o,
-        r#"<tr class="{class}" id="f{n}"><td>{n}</td><td>{}</td><td>{status}{backs}</td><td>{since}</td><td>{cost}</td><td>"#,
+        r#"<tr class="{class}" id="f{n}"><td>{n}</td><td>{}</td><td>{status}{backs}</td><td>{since}</td><td>{proof}</td><td>{cost}</td><td>"#,
         escape(&f.description)
     );
     for p in &facts.evidence {

@@ -29,6 +29,11 @@ pub fn flip_backs(s: &SessionRecord) -> Vec<(usize, String)> {
             .iter()
             .map(|(n, why)| (*n, format!("verifier: {why}"))),
     );
+    v.extend(
+        g.unproven
+            .iter()
+            .map(|(n, why)| (*n, format!("unproven: {why}"))),
+    );
     if let Some(sw) = &s.sweep {
         v.extend(
             sw.failed

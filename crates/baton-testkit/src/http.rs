@@ -36,12 +36,14 @@ pub struct Realism {
 }
 
 type Matcher = Box<dyn Fn(&RecordedRequest) -> bool + Send + Sync>;
+type Responder = Box<dyn Fn(&RecordedRequest) -> Option<Step> + Send + Sync>;
 
 /// Builds a [`ScriptedServer`] that behaves like a real model in chosen respects.
 pub struct ServerBuilder {
     wire: Wire,
     realism: Realism,
     hooks: Vec<(Matcher, VecDeque<Step>)>,
+    responders: Vec<Responder>,
 }
 
 impl ServerBuilder {
@@ -85,9 +87,20 @@ impl ServerBuilder {
         self
     }
 
+    /// Answer every request for which `respond` gives a step with that step,
+    /// before the hooks and the main script: a model that acts on what it reads
+    /// (a verifier that judges by what its commands printed).
+    pub fn respond(
+        mut self,
+        respond: impl Fn(&RecordedRequest) -> Option<Step> + Send + Sync + 'static,
+    ) -> Self {
+        self.responders.push(Box::new(respond));
+        self
+    }
+
     /// Start serving `steps`.
     pub fn start(self, steps: Vec<Step>) -> ScriptedServer {
-        ScriptedServer::launch(self.wire, steps, self.realism, self.hooks)
+        ScriptedServer::launch(self.wire, steps, self.realism, self.hooks, self.responders)
     }
 }
 
@@ -173,6 +186,7 @@ struct Shared {
     stop: AtomicBool,
     realism: Realism,
     hooks: Mutex<Vec<(Matcher, VecDeque<Step>)>>,
+    responders: Vec<Responder>,
     /// The quota wall: until when, whether to send `retry-after`, whether hard.
     wall: Mutex<Option<(Instant, bool, bool)>>,
     /// Prompt tokens of the last request answered (the cached prefix of the next).
@@ -192,7 +206,7 @@ impl ScriptedServer {
     /// # Panics
     /// If no loopback port can be bound (the test cannot run at all then).
     pub fn start(wire: Wire, steps: Vec<Step>) -> Self {
-        Self::launch(wire, steps, Realism::default(), Vec::new())
+        Self::launch(wire, steps, Realism::default(), Vec::new(), Vec::new())
     }
 
     /// A server to configure: a context window, real usage, output limits, think
@@ -202,6 +216,7 @@ impl ScriptedServer {
             wire,
             realism: Realism::default(),
             hooks: Vec::new(),
+            responders: Vec::new(),
         }
     }
 
@@ -214,6 +229,7 @@ impl ScriptedServer {
         steps: Vec<Step>,
         realism: Realism,
         hooks: Vec<(Matcher, VecDeque<Step>)>,
+        responders: Vec<Responder>,
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
@@ -224,6 +240,7 @@ impl ScriptedServer {
             stop: AtomicBool::new(false),
             realism,
             hooks: Mutex::new(hooks),
+            responders,
             wall: Mutex::new(None),
             last_tokens: Mutex::new(0),
         });
@@ -536,12 +553,15 @@ fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
             return status(&mut stream, 400, &[], &body);
         }
     }
-    let hooked = {
-        let mut hooks = s.hooks.lock().map_err(poisoned)?;
-        hooks
-            .iter_mut()
-            .find(|(when, steps)| !steps.is_empty() && when(&req))
-            .and_then(|(_, steps)| steps.pop_front())
+    let hooked = match s.responders.iter().find_map(|r| r(&req)) {
+        Some(step) => Some(step),
+        None => {
+            let mut hooks = s.hooks.lock().map_err(poisoned)?;
+            hooks
+                .iter_mut()
+                .find(|(when, steps)| !steps.is_empty() && when(&req))
+                .and_then(|(_, steps)| steps.pop_front())
+        }
     };
     let cached = std::mem::replace(&mut *s.last_tokens.lock().map_err(poisoned)?, req.tokens);
     let real = s.realism.real_usage || s.realism.output_limit;

@@ -28,6 +28,31 @@ mod wire;
 pub use http::{Realism, RecordedRequest, ScriptedServer, ServerBuilder};
 pub use script::{RBlock, Reply, Step, Wire};
 
+/// `toml` (a `baton.toml`) with flips taken on the agent's word and no
+/// independent verifier, for tests about something else than proof (the loop,
+/// the gates' other steps, records): their scripted agents flip features that
+/// have no verify command, and a verifier session would need a script of its own.
+/// A `toml` that already has a `[verify]` table naming `agent` is left as it is;
+/// one with a `[verify]` table gets the two keys in it.
+pub fn trusting(toml: &str) -> String {
+    const KEYS: &str = "agent = false\ntrust_agent = true\n";
+    match toml.find("[verify]\n") {
+        Some(_) if toml.contains("agent =") => toml.to_string(),
+        Some(at) => {
+            let end = at + "[verify]\n".len();
+            format!("{}{KEYS}{}", &toml[..end], &toml[end..])
+        }
+        None => {
+            let sep = if toml.is_empty() || toml.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            };
+            format!("{toml}{sep}[verify]\n{KEYS}")
+        }
+    }
+}
+
 /// A fresh temporary directory for a test project, removed when dropped.
 pub fn temp_project() -> std::io::Result<tempfile::TempDir> {
     tempfile::Builder::new().prefix("baton-test-").tempdir()

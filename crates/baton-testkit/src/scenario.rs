@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::{Reply, Step};
+use crate::{RecordedRequest, Reply, Step};
 
 /// A feature list of `passes.len()` features (the third is `style`), as the agent
 /// would write it.
@@ -85,6 +85,83 @@ pub fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
         ])),
         Step::Reply(Reply::text(&format!("Feature {n} works."))),
     ]
+}
+
+/// Whether `r` is a request of the independent verifier's session (its system
+/// prompt, wherever the wire or the agent CLI puts it).
+pub fn is_verifier(r: &RecordedRequest) -> bool {
+    r.body
+        .to_string()
+        .contains("You are an independent QA engineer")
+}
+
+/// An honest verifier, for [`crate::ServerBuilder::respond`]: for each feature
+/// its prompt names (`Feature N [`…), one `Bash` call that looks for the file an
+/// honest session writes (`src/featureN.txt`, see [`honest`]); the verdict line
+/// after it passes the feature when the file is there and fails it when not; the
+/// last reply gives the final verdict object. It judges by what its commands
+/// printed, so it catches a flip of a feature nobody built. `None` for requests
+/// that are not the verifier's.
+pub fn honest_verifier(r: &RecordedRequest) -> Option<Step> {
+    if !is_verifier(r) {
+        return None;
+    }
+    let prompt = r.first_user_text();
+    let features: Vec<usize> = prompt
+        .lines()
+        .filter_map(|l| l.strip_prefix("Feature "))
+        .filter_map(|l| l.split_once(" [").and_then(|(n, _)| n.parse().ok()))
+        .collect();
+    // What its commands printed so far: `CHECKED-<n>-<present|missing>`, spelled
+    // out only by the shell (the command itself says `$((n))`).
+    let said = r.body["messages"].to_string();
+    let seen = |n: usize| {
+        if said.contains(&format!("CHECKED-{n}-present")) {
+            Some(true)
+        } else if said.contains(&format!("CHECKED-{n}-missing")) {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let verdict = |n: usize, pass: bool| {
+        let reason = if pass {
+            format!("ran test -s src/feature{n}.txt and read the file: feature {n} is built")
+        } else {
+            format!(
+                "ran test -s src/feature{n}.txt: the file is missing, nothing was built for feature {n}"
+            )
+        };
+        json!({"feature": n, "pass": pass, "reason": reason})
+    };
+    let done: Vec<(usize, bool)> = features
+        .iter()
+        .filter_map(|&n| seen(n).map(|p| (n, p)))
+        .collect();
+    let last_line = done
+        .last()
+        .map(|&(n, p)| format!("VERDICT {}\n", verdict(n, p)))
+        .unwrap_or_default();
+    match features.iter().find(|&&n| seen(n).is_none()) {
+        Some(&n) => {
+            let command = format!(
+                "if test -s src/feature{n}.txt; then echo CHECKED-$(({n}))-present; else echo CHECKED-$(({n}))-missing; fi"
+            );
+            let reply = Reply::tool("Bash", json!({ "command": command }));
+            Some(Step::Reply(if last_line.is_empty() {
+                reply
+            } else {
+                reply.with_text(&last_line)
+            }))
+        }
+        None => {
+            let results: Vec<Value> = done.iter().map(|&(n, p)| verdict(n, p)).collect();
+            Some(Step::Reply(Reply::text(&format!(
+                "{last_line}{}",
+                json!({ "results": results })
+            ))))
+        }
+    }
 }
 
 /// A project for many agents at once: `independent` features that each add a file

@@ -772,3 +772,78 @@ fn claude_code_agents_in_working_copies_finish_a_project() {
         "one CLI session per feature, each judged in its copy\n{err}"
     );
 }
+
+/// The false-flip scenario of `proof.rs` with the agent CLI as the backend: the
+/// settings `baton new` writes, a first coding session that builds feature 1 and
+/// flips 1 and 4; the verifier (a session of the CLI too, read-only) catches it,
+/// and the run really finishes.
+#[test]
+fn claude_code_a_false_flip_under_baton_new_defaults_is_caught() {
+    let Some(cli) = claude() else { return };
+    let (_t, dir) = super::proof::new_project("cli");
+    let flip = |ns: &[usize]| {
+        ns.iter()
+            .map(|n| format!("sed -i '/\"description\": \"Feature {n}\"/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    };
+    let build = |n: usize, flips: &[usize]| {
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": format!("./init.sh && mkdir -p src && echo 'feature {n}' > src/feature{n}.txt && {} && echo 'Session: feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature {n}'", flip(flips))}),
+            )),
+            Step::Reply(Reply::text(&format!("Feature {n} works."))),
+        ]
+    };
+    let mut steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": baton_testkit::scenario::features(&[false; 4])}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "claude-progress.txt", "content": "Session 1: list and init.sh.\n"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Initialized.")),
+    ];
+    steps.extend(build(1, &[1, 4]));
+    for n in 2..=4 {
+        steps.extend(build(n, &[n]));
+    }
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .respond(baton_testkit::scenario::honest_verifier)
+        .start(steps);
+    let home = tempfile::tempdir().unwrap();
+    let out = baton_cc(&cli, &server, home.path(), &["run", dir.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    assert!(err.contains("verifier rejected #4"), "{err}");
+    for n in 1..=4 {
+        assert!(
+            dir.join(format!("src/feature{n}.txt")).is_file(),
+            "feature {n}"
+        );
+    }
+    let ledger = std::fs::read_to_string(dir.join(".baton/ledger.jsonl")).unwrap();
+    let flips: Vec<serde_json::Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["kind"] == "flip")
+        .collect();
+    assert_eq!(flips.len(), 4, "{ledger}");
+    for f in &flips {
+        assert_eq!(f["proof"]["by"], "verifier", "{f}");
+    }
+}

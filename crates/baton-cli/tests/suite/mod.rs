@@ -8,8 +8,10 @@ mod faults;
 mod grow;
 mod hook;
 mod log;
+mod new_defaults;
 mod parallel;
 mod policy;
+mod proof;
 mod reliability;
 mod report;
 mod run;
@@ -43,7 +45,12 @@ impl Project {
         let toml = format!(
             "[retry]\nmax_attempts = 6\nbase_delay_ms = 5\nmax_delay_ms = 50\nstream_idle_timeout_secs = 10\n{extra}"
         );
-        std::fs::write(dir.path().join("baton.toml"), toml).unwrap();
+        // Tests of proof say so with a `[verify]` table of their own.
+        std::fs::write(
+            dir.path().join("baton.toml"),
+            baton_testkit::trusting(&toml),
+        )
+        .unwrap();
         Self { dir }
     }
 

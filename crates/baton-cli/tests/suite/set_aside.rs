@@ -412,7 +412,8 @@ fn the_initializer_and_the_verifier_are_not_offered_block_feature() {
     std::fs::write(p.path().join("app_spec.txt"), "spec\n").unwrap();
     std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
     git_in(&p, &["init", "-q"]);
-    let list = features(&[false, false, false], false);
+    // No verify commands: only the verifier can prove the flip, so it runs.
+    let list = baton_testkit::scenario::features(&[false, false, false]);
     let steps = vec![
         // Initializer: tries BlockFeature, writes the list.
         Step::Reply(Reply::tools(&[
@@ -431,7 +432,7 @@ fn the_initializer_and_the_verifier_are_not_offered_block_feature() {
         Step::Reply(Reply::tools(&[
             (
                 "Write",
-                json!({"file_path": "feature_list.json", "content": features(&[true, false, false], false)}),
+                json!({"file_path": "feature_list.json", "content": baton_testkit::scenario::features(&[true, false, false])}),
             ),
             (
                 "Bash",
@@ -440,17 +441,20 @@ fn the_initializer_and_the_verifier_are_not_offered_block_feature() {
         ])),
         Step::Reply(Reply::text("done")),
         // Verifier: tries BlockFeature, confirms #1.
-        Step::Reply(Reply::tool(
-            "BlockFeature",
-            json!({"feature": 2, "reason": "looks hard"}),
-        )),
+        Step::Reply(Reply::tools(&[
+            (
+                "BlockFeature",
+                json!({"feature": 2, "reason": "looks hard"}),
+            ),
+            ("Bash", json!({"command": "test -f src/f1.txt"})),
+        ])),
         Step::Reply(Reply::text(
-            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"file there\"}]}",
+            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"ran test -f src/f1.txt and the file is there\"}]}",
         )),
     ];
     let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert_eq!(server.remaining(), 0);
+    assert_eq!(server.remaining(), 0, "{}", stderr(&out));
     let block = "BlockFeature".to_string();
     assert!(!tools_offered(&server, 0).contains(&block), "initializer");
     assert!(tools_offered(&server, 2).contains(&block), "coding session");
@@ -470,7 +474,7 @@ fn the_initializer_and_the_verifier_are_not_offered_block_feature() {
     assert!(ledger_kinds(&p, "blocked").is_empty());
     assert_eq!(
         p.file("feature_list.json"),
-        features(&[true, false, false], false)
+        baton_testkit::scenario::features(&[true, false, false])
     );
 }
 

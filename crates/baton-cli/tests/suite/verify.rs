@@ -294,7 +294,7 @@ fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
             ),
         ])),
         Step::Reply(Reply::text(
-            "Checked.\n{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"file present\"}, {\"feature\": 2, \"pass\": false, \"reason\": \"src/f2.txt does not exist; nothing implements feature 2\"}]}",
+            "Checked.\n{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"ran test -f src/f1.txt and the file is there\"}, {\"feature\": 2, \"pass\": false, \"reason\": \"src/f2.txt does not exist; nothing implements feature 2\"}]}",
         )),
         // Next coding session reads its brief.
         Step::Reply(Reply::text("reading")),
@@ -393,12 +393,16 @@ fn a_verifier_out_of_turns_keeps_the_verdicts_it_gave_and_fails_only_what_it_did
             ),
         ])),
         Step::Reply(Reply::text("Both work.")),
-        // Verifier: confirms #1 with a verdict line, then runs out of its 2 turns.
+        // Verifier: checks #1 and confirms it with a verdict line, then runs out
+        // of its 2 turns.
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "test -f src/f1.txt && echo f1-ok"}),
+        )),
         Step::Reply(
-            Reply::tool("Bash", json!({"command": "test -f src/f1.txt && echo f1-ok"}))
+            Reply::tool("Bash", json!({"command": "ls src"}))
                 .with_text("VERDICT {\"feature\": 1, \"pass\": true, \"reason\": \"src/f1.txt exists and reads ok\"}"),
         ),
-        Step::Reply(Reply::tool("Bash", json!({"command": "ls src"}))),
         Step::Reply(Reply::text("reading")),
     ];
     let server = ScriptedServer::start(Wire::Anthropic, steps);
@@ -470,7 +474,7 @@ fn the_verifier_cannot_write_the_project_through_bash() {
             ),
         ])),
         Step::Reply(Reply::text(
-            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"src/f1.txt reads ok\"}]}",
+            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"read src/f1.txt with cat and it says ok\"}]}",
         )),
         Step::Reply(Reply::text("reading")),
     ];

@@ -1,5 +1,6 @@
 mod brief;
 mod parallel;
 mod prompts;
+mod proof;
 mod run;
 mod support;

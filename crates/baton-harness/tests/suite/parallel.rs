@@ -619,6 +619,7 @@ async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_nex
         notes_before: std::fs::read_to_string(a1.join("claude-progress.txt")).unwrap(),
         sweep: None,
         target: Some(1),
+        base_check: None,
     });
     copy.save(&a1).unwrap();
     std::fs::write(a1.join(baton_records::layout::transcript(2)), "").unwrap();

@@ -32,7 +32,7 @@ fn coding_prompts() {
     let names = ProjectConfig::default();
     insta::assert_snapshot!(
         "coding_web_browser",
-        prompts::coding(&names, "<the brief>", true, true)
+        prompts::coding(&names, "<the brief>", true, true, RULES_WEB)
     );
     let cli = ProjectConfig {
         kind: "cli".into(),
@@ -40,8 +40,55 @@ fn coding_prompts() {
     };
     insta::assert_snapshot!(
         "coding_cli",
-        prompts::coding(&cli, "<the brief>", false, false)
+        prompts::coding(&cli, "<the brief>", false, false, RULES_CLI)
     );
+}
+
+/// baton's defaults: the verifier on, no trust in the agent's word.
+const RULES_WEB: prompts::ProofRules = prompts::ProofRules {
+    verifier: true,
+    trust_agent: false,
+    browser: true,
+};
+const RULES_CLI: prompts::ProofRules = prompts::ProofRules {
+    verifier: true,
+    trust_agent: false,
+    browser: false,
+};
+
+#[test]
+fn the_coding_prompt_says_what_proves_a_flip_under_each_configuration() {
+    let names = ProjectConfig::default();
+    let text = |verifier, trust_agent| {
+        prompts::coding(
+            &names,
+            "",
+            false,
+            true,
+            prompts::ProofRules {
+                verifier,
+                trust_agent,
+                browser: false,
+            },
+        )
+    };
+    let default = text(true, false);
+    assert!(default.contains("it accepts a flip only with proof"));
+    assert!(default.contains("an independent verifier"));
+    assert!(default.contains("A flip without proof is reverted"));
+    // One bar for coder and verifier: what the verifier fails a feature for.
+    assert!(default.contains("The verifier fails a feature for"));
+    assert!(default.contains("It does not fail a feature for what its steps do not cover"));
+    let no_verifier = text(false, false);
+    assert!(no_verifier.contains("The independent verifier is off"));
+    assert!(!no_verifier.contains("The verifier fails a feature for"));
+    let trusting = text(false, true);
+    assert!(trusting.contains("taken on your word"));
+    assert!(!trusting.contains("only with proof"));
+    // No configuration claims that every flip is re-checked.
+    for t in [&default, &no_verifier, &trusting, &text(true, true)] {
+        assert!(!t.contains("re-checks every flip"), "{t}");
+    }
 }
 
 #[test]
@@ -72,14 +119,35 @@ fn verifier_prompt() {
     .unwrap();
     insta::assert_snapshot!(
         "verifier",
-        baton_harness::verifier::prompt(&list, &[1], "init.sh", true, Some("0123456789abcdef0123"))
+        baton_harness::verifier::prompt(&baton_harness::verifier::Brief {
+            list: &list,
+            features: &[1],
+            kind: "web",
+            browser: true,
+            base: Some("0123456789abcdef0123"),
+            app: Some("Server: http://127.0.0.1:3000".into()),
+        })
     );
+    // Each kind of project is verified its own way.
+    let cli = baton_harness::verifier::prompt(&baton_harness::verifier::Brief {
+        list: &list,
+        features: &[1],
+        kind: "cli",
+        browser: false,
+        base: None,
+        app: None,
+    });
+    assert!(
+        cli.contains("inputs other than the values in the steps"),
+        "{cli}"
+    );
+    assert!(!cli.contains("mcp__playwright__"), "{cli}");
 }
 
 #[test]
 fn prompts_agree_with_the_gates() {
     let names = ProjectConfig::default();
-    let coding = prompts::coding(&names, "", false, true);
+    let coding = prompts::coding(&names, "", false, true, RULES_CLI);
     // Notes before the commit that holds code, flip and notes together.
     let notes = coding.find("7. Update claude-progress.txt").unwrap();
     let commit = coding

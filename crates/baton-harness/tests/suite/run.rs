@@ -31,7 +31,7 @@ impl Project {
         let dir = t.path().canonicalize().unwrap();
         let toml =
             format!("[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n{run}");
-        std::fs::write(dir.join("baton.toml"), toml).unwrap();
+        std::fs::write(dir.join("baton.toml"), baton_testkit::trusting(&toml)).unwrap();
         std::fs::write(dir.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
         std::fs::write(dir.join(".gitignore"), ".baton/\n").unwrap();
         git(&dir, &["init", "-q"]);
@@ -194,6 +194,7 @@ async fn a_session_left_by_a_killed_run_is_finished_by_the_next_one() {
         notes_before: notes,
         sweep: None,
         target: Some(1),
+        base_check: None,
     });
     state.save(&p.dir).unwrap();
     std::fs::write(p.dir.join(baton_records::layout::transcript(2)), "").unwrap();

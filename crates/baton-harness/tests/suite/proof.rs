@@ -1,0 +1,297 @@
+//! Proof of flips with baton's defaults: a flip counts only with a check that
+//! failed before the work, or the independent verifier's pass backed by work of
+//! its own; everything else is reverted and recorded. In process, against the
+//! test kit's scripted coder and its honest scripted verifier.
+
+use std::path::PathBuf;
+
+use baton_agent::pricing::PriceTable;
+use baton_agent::session::Quiet;
+use baton_config::Config;
+use baton_harness::files::Files;
+use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
+use baton_records::{LedgerEntry, LedgerKind, Proof, State};
+use baton_testkit::scenario::{features, honest, honest_verifier, initializer, is_verifier};
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use baton_tools::{AllowAll, ToolContext, Toolbox};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::support::{Lines, client, git};
+
+struct Project {
+    _t: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl Project {
+    /// A project whose `baton.toml` is `toml` as written (no `[verify]` table
+    /// means baton's defaults).
+    fn new(toml: &str) -> Self {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().canonicalize().unwrap();
+        std::fs::write(dir.join("baton.toml"), toml).unwrap();
+        std::fs::write(dir.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+        std::fs::write(dir.join(".gitignore"), ".baton/\n").unwrap();
+        git(&dir, &["init", "-q"]);
+        Self { _t: t, dir }
+    }
+
+    async fn run(&self, server: &ScriptedServer, max_sessions: u32) -> (RunEnd, String) {
+        let cfg = Config::load(&self.dir).unwrap();
+        let client = client(server.base_url(), &cfg);
+        let prices = PriceTable::new(&cfg.prices);
+        let lines = Lines::default();
+        let runner = Runner {
+            files: Files::new(self.dir.clone(), cfg.project.clone()),
+            cfg,
+            backend: Backend::Loop(&client),
+            prices: &prices,
+            policy: &AllowAll,
+            observer: &Quiet,
+            reporter: &lines,
+            tools: Toolbox::new(ToolContext::new(self.dir.clone())),
+            stop: CancellationToken::new(),
+            opts: RunOptions {
+                max_sessions: Some(max_sessions),
+                ..RunOptions::default()
+            },
+        };
+        let end = runner.run().await.unwrap();
+        let said = lines.0.lock().unwrap().join("\n");
+        (end, said)
+    }
+
+    fn ledger(&self) -> Vec<LedgerEntry> {
+        baton_records::ledger::read(&self.dir.join(baton_records::layout::LEDGER))
+            .unwrap()
+            .entries
+    }
+
+    fn of(&self, kind: LedgerKind) -> Vec<LedgerEntry> {
+        self.ledger()
+            .into_iter()
+            .filter(|e| e.kind == kind)
+            .collect()
+    }
+
+    fn passes(&self) -> Vec<bool> {
+        let text = std::fs::read_to_string(self.dir.join("feature_list.json")).unwrap();
+        let list: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        list.iter().map(|f| f["passes"] == true).collect()
+    }
+}
+
+const FOUR: &str = "[project]\nfeatures = 4\nmin_features = 4\n[run]\npause_secs = 0\n";
+
+/// The scenario: baton's defaults, features without verify commands, and
+/// a first coding session that builds feature 1 but flips 1 and 4. The verifier
+/// catches the lie, the flip of 4 is reverted with its reason in the next brief,
+/// and the run goes on to really finish: every feature built, every flip proven.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_false_flip_does_not_survive_the_defaults_and_the_project_really_finishes() {
+    let p = Project::new(FOUR);
+    let mut steps = initializer(&features(&[false; 4]));
+    steps.extend(honest(1, &[true, false, false, true]));
+    steps.extend(honest(2, &[true, true, false, false]));
+    steps.extend(honest(3, &[true, true, true, false]));
+    steps.extend(honest(4, &[true, true, true, true]));
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .respond(honest_verifier)
+        .start(steps);
+    let (end, said) = p.run(&server, 20).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    assert_eq!(p.passes(), vec![true; 4]);
+    for n in 1..=4 {
+        assert!(
+            p.dir.join(format!("src/feature{n}.txt")).is_file(),
+            "feature {n}"
+        );
+    }
+    // The lie was caught in the first coding session and recorded.
+    let rejected = p.of(LedgerKind::VerifierRejected);
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!((rejected[0].session, rejected[0].feature), (2, Some(4)));
+    assert!(
+        rejected[0].detail.contains("file is missing"),
+        "{rejected:?}"
+    );
+    // Every accepted flip names its proof: the verifier, with what it ran.
+    let flips = p.of(LedgerKind::Flip);
+    assert_eq!(
+        flips.iter().map(|e| e.feature.unwrap()).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    for f in &flips {
+        match &f.proof {
+            Some(Proof::Verifier { tools, reason, .. }) => {
+                assert_eq!(tools, &vec!["Bash".to_string()], "{f:?}");
+                assert!(reason.contains("is built"), "{f:?}");
+            }
+            other => panic!("feature {:?} proven by {other:?}", f.feature),
+        }
+    }
+    // The next brief told the coder why.
+    let briefs: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| !is_verifier(r))
+        .map(|r| r.first_user_text())
+        .collect();
+    assert!(
+        briefs
+            .iter()
+            .any(|b| b.contains("The independent verifier REJECTED #4")),
+        "no brief told the coder"
+    );
+    // One verifier session per coding session that flipped something.
+    let state = State::load(&p.dir).unwrap();
+    let kinds: Vec<&str> = state.sessions.iter().map(|s| s.kind.name()).collect();
+    assert_eq!(kinds.len(), 5, "{kinds:?}");
+}
+
+/// A flip nothing proves is reverted when the verifier is off; a check that
+/// failed before the work proves its feature; a check that passed already
+/// proves nothing and is recorded as vacuous.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted() {
+    let p = Project::new(&format!("{FOUR}[verify]\nagent = false\n"));
+    let list = |passes: &[bool]| {
+        let checks = [
+            Some("test -f src/feature1.txt"),
+            Some("true"),
+            None,
+            Some("test -f src/feature4.txt"),
+        ];
+        let v: Vec<serde_json::Value> = passes
+            .iter()
+            .zip(checks)
+            .enumerate()
+            .map(|(i, (p, c))| {
+                let mut f = json!({"category": "functional",
+                    "description": format!("Feature {}", i + 1),
+                    "steps": ["open it", "check it"], "passes": p});
+                if let Some(c) = c {
+                    f["verify"] = json!(c);
+                }
+                f
+            })
+            .collect();
+        serde_json::to_string_pretty(&v).unwrap() + "\n"
+    };
+    let session = |n: usize, passes: &[bool]| {
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Write",
+                    json!({"file_path": format!("src/feature{n}.txt"), "content": "built\n"}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "feature_list.json", "content": list(passes)}),
+                ),
+                (
+                    "Bash",
+                    json!({"command": format!("echo 'Session: feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Feature {n}'")}),
+                ),
+            ])),
+            Step::Reply(Reply::text("Done.")),
+        ]
+    };
+    let mut steps = initializer(&list(&[false; 4]));
+    // Feature 1's check failed before and passes now: proven. Feature 3 (no
+    // check) is flipped too: nothing proves it.
+    steps.extend(session(1, &[true, false, true, false]));
+    // Feature 2's check is `true`: it passed before the work too.
+    steps.extend(session(2, &[true, true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let (end, said) = p.run(&server, 3).await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?} {said}");
+    assert_eq!(p.passes(), vec![true, false, false, false], "{said}");
+    let flips = p.of(LedgerKind::Flip);
+    assert_eq!(flips.len(), 1, "{flips:?}");
+    assert_eq!(
+        flips[0].proof,
+        Some(Proof::Check {
+            command: "test -f src/feature1.txt".into()
+        })
+    );
+    let unverified = p.of(LedgerKind::UnverifiedFlip);
+    let which: Vec<(u32, Option<usize>)> =
+        unverified.iter().map(|e| (e.session, e.feature)).collect();
+    assert_eq!(which, vec![(2, Some(3)), (3, Some(2))], "{unverified:?}");
+    assert!(unverified[0].detail.contains("it has no verify command"));
+    assert!(unverified[0].detail.contains("[verify] agent = false"));
+    assert!(unverified[1].detail.contains("already passed before"));
+    let vacuous = p.of(LedgerKind::VacuousCheck);
+    assert_eq!(vacuous.len(), 1, "{vacuous:?}");
+    assert_eq!((vacuous[0].session, vacuous[0].feature), (3, Some(2)));
+    assert!(said.contains("base check: #2's verify command passes before the work"));
+    // No verifier session was asked for: it is off.
+    assert_eq!(
+        server.requests().iter().filter(|r| is_verifier(r)).count(),
+        0
+    );
+}
+
+/// With `[verify] trust_agent = true`, a flip nothing proves is taken on the
+/// agent's word, and recorded as such.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trusting_the_agent_is_an_opt_in_that_the_record_names() {
+    let p = Project::new(&format!(
+        "{FOUR}[verify]\nagent = false\ntrust_agent = true\n"
+    ));
+    let mut steps = initializer(&features(&[false; 4]));
+    steps.extend(honest(1, &[true, false, false, true]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let (_, said) = p.run(&server, 2).await;
+    assert_eq!(p.passes(), vec![true, false, false, true], "{said}");
+    let proofs: Vec<Option<Proof>> = p
+        .of(LedgerKind::Flip)
+        .into_iter()
+        .map(|e| e.proof)
+        .collect();
+    assert_eq!(proofs, vec![Some(Proof::Trusted), Some(Proof::Trusted)]);
+}
+
+/// The leftover commit keeps the session's work and leaves junk out, untracked
+/// and recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leftover_commit_leaves_dependencies_logs_and_databases_out() {
+    let p = Project::new(&format!(
+        "{FOUR}[verify]\nagent = false\ntrust_agent = true\n"
+    ));
+    let mut steps = initializer(&features(&[false; 4]));
+    steps.push(Step::Reply(Reply::tools(&[(
+        "Bash",
+        json!({"command": "mkdir -p src node_modules/left-pad data && echo work > src/app.js && echo dep > node_modules/left-pad/index.js && echo log > server.log && echo 1 > server.pid && echo db > data/app.db && echo notes >> claude-progress.txt"}),
+    )])));
+    steps.push(Step::Reply(Reply::text("I stop here.")));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let (_, said) = p.run(&server, 2).await;
+    let committed = git(&p.dir, &["show", "--name-only", "--format=", "HEAD"]);
+    let committed: Vec<&str> = committed.lines().collect();
+    assert_eq!(
+        committed,
+        vec!["claude-progress.txt", "src/app.js"],
+        "{said}"
+    );
+    let state = State::load(&p.dir).unwrap();
+    let g = &state.sessions.last().unwrap().gates;
+    assert_eq!(g.leftover_files, vec!["claude-progress.txt", "src/app.js"]);
+    assert_eq!(g.left_out.len(), 4, "{:?}", g.left_out);
+    assert!(
+        g.left_out[0].starts_with("node_modules/ (1 file(s)"),
+        "{:?}",
+        g.left_out
+    );
+    for junk in [
+        "node_modules/left-pad/index.js",
+        "server.log",
+        "server.pid",
+        "data/app.db",
+    ] {
+        assert!(p.dir.join(junk).is_file(), "{junk} was lost");
+    }
+    assert!(said.contains("left out of baton's commit"), "{said}");
+}
