@@ -167,7 +167,7 @@ fn node(dir: &Path) -> Result<String, Missing> {
 
 /// `@playwright/mcp`, resolved the way `[browser] command` runs it, from `dir`.
 fn playwright_mcp(command: &[String], dir: &Path) -> Result<String, Missing> {
-    let install = "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -g @playwright/mcp (or without -g inside the project)";
+    let install = "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install -g @playwright/mcp";
     let Some((program, args)) = command.split_first() else {
         return Err(Missing {
             why: "[browser] command is empty".to_string(),
@@ -184,6 +184,59 @@ fn playwright_mcp(command: &[String], dir: &Path) -> Result<String, Missing> {
         )),
         Err(why) => Err(missing(format!("`{line}` does not run: {why}"), install)),
     }
+}
+
+/// The browser's parts of a new web project, found as a run would start them:
+/// Chromium at the default `[browser] chromium`, else `chromium` or
+/// `chromium-browser` on `PATH`; the Playwright MCP server by the default
+/// `[browser] command`, run from `launch` (where a run starts MCP servers, see
+/// `baton_mcp::launch_dir`). What was found, or each missing part with how to
+/// install it.
+pub fn browser_for_new(launch: &Path) -> Result<BrowserFound, Vec<String>> {
+    let defaults = baton_config::BrowserConfig::default();
+    let mut missing = Vec::new();
+    let chromium = match chromium(&defaults.chromium, launch) {
+        Ok(found) => Some((None, found)),
+        Err(first) => {
+            let on_path = ["chromium", "chromium-browser"]
+                .iter()
+                .filter_map(|name| on_path(name))
+                .find_map(|p| {
+                    let p = p.display().to_string();
+                    chromium(&p, launch).ok().map(|found| (Some(p), found))
+                });
+            if on_path.is_none() {
+                missing.push(format!("{}; {}", first.why, first.fix));
+            }
+            on_path
+        }
+    };
+    let playwright = playwright_mcp(&defaults.command, launch)
+        .map_err(|m| missing.push(format!("{}; {}", m.why, m.fix)))
+        .ok();
+    match (chromium, playwright) {
+        (Some((path, chromium)), Some(playwright)) => Ok(BrowserFound {
+            chromium: path,
+            found: format!("{chromium}, {playwright}"),
+        }),
+        _ => Err(missing),
+    }
+}
+
+/// The browser's parts [`browser_for_new`] found.
+#[derive(Debug)]
+pub struct BrowserFound {
+    /// Chromium's path when it is not the default `[browser] chromium`.
+    pub chromium: Option<String>,
+    /// What was found, for a person.
+    pub found: String,
+}
+
+/// The first `name` on `PATH` that is a file.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 fn chromium(path: &str, dir: &Path) -> Result<String, Missing> {

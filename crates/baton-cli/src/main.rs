@@ -1,4 +1,4 @@
-//! The `baton` command. See `baton --help` and DESIGN.md §5.
+//! The `baton` command. See `baton --help`.
 
 mod doctor_cmd;
 mod events;
@@ -30,8 +30,11 @@ struct Cli {
 enum Command {
     /// Create a project: from a spec (--spec FILE), from a one-line idea that a
     /// planner session expands into the spec (--idea TEXT), or by adopting an
-    /// existing git repository (--adopt --goal TEXT). Writes a git repository,
-    /// app_spec.txt, a commented baton.toml and a .gitignore for baton's records.
+    /// existing git repository (--adopt --goal TEXT). Writes a git repository of its
+    /// own (even inside another one), app_spec.txt, a commented baton.toml (the
+    /// project's kind, read from the spec unless --kind; the browser on for a web
+    /// project when Chromium and @playwright/mcp are found; the independent verifier
+    /// on) and a .gitignore for baton's records and common build junk.
     New(plan_cmd::NewArgs),
     /// Add features to a project: a planner session reads the spec, the feature list
     /// and the code and appends new failing features for the request (never changing

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use baton_config::Config;
 use baton_harness::files::Files;
+use baton_harness::new::{Browser, Kind};
 use baton_harness::plan::Plan;
 
 use crate::run_cmd::{RunArgs, What};
@@ -64,6 +65,13 @@ pub struct NewArgs {
     /// What to do with the adopted project (with --adopt; or --spec FILE).
     #[arg(long, value_name = "TEXT", requires = "adopt")]
     goal: Option<String>,
+    /// What is built: web (tested in a browser), cli, library or service (tested
+    /// through commands). Default: read from the spec, the idea or the goal by a few
+    /// telling words (web when none); baton prints how it decided and writes it as
+    /// [project] kind in baton.toml. A web project gets [browser] enabled = true when
+    /// Chromium and @playwright/mcp are found (else a warning says how to install them).
+    #[arg(long, value_name = "KIND", value_parser = ["web", "cli", "library", "service"])]
+    kind: Option<String>,
     /// How many features the initializer is asked for.
     #[arg(long, default_value_t = 200)]
     features: u32,
@@ -77,13 +85,18 @@ pub struct NewArgs {
 /// Run `baton new`.
 pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     let dir = &args.dir;
+    let kind = |text: &str, source: &str| kind_of(args.kind.as_deref(), text, source);
     if args.adopt {
-        let spec = match (&args.goal, &args.spec) {
-            (Some(goal), None) => baton_harness::new::goal_spec(goal)?,
-            (None, Some(file)) => baton_harness::new::read_spec(file)?,
+        let (spec, kind) = match (&args.goal, &args.spec) {
+            (Some(goal), None) => (baton_harness::new::goal_spec(goal)?, kind(goal, "the goal")),
+            (None, Some(file)) => {
+                let spec = baton_harness::new::read_spec(file)?;
+                let kind = kind(&spec, "the spec");
+                (spec, kind)
+            }
             _ => bail!("--adopt needs the goal: --goal TEXT or --spec FILE"),
         };
-        baton_harness::new::adopt(dir, &spec, args.features)?;
+        baton_harness::new::adopt(dir, &spec, args.features, kind, browser)?;
         eprintln!(
             "baton: adopted {} (its history is untouched; baton.toml, app_spec.txt and .gitignore committed on top); next: `baton run {}`, whose first session studies the code",
             dir.display(),
@@ -93,7 +106,9 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
     }
     match (&args.spec, &args.idea) {
         (Some(spec), None) => {
-            baton_harness::new::create(dir, spec, args.features, args.force)?;
+            let text = baton_harness::new::read_spec(spec)?;
+            let kind = kind(&text, "the spec");
+            baton_harness::new::create_with(dir, &text, args.features, kind, args.force, browser)?;
             eprintln!(
                 "baton: created {} ({} features targeted); next: `baton run {}`",
                 dir.display(),
@@ -104,7 +119,8 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
         }
         (None, Some(idea)) => {
             let text = baton_harness::new::idea_spec(idea)?;
-            baton_harness::new::create_with(dir, &text, args.features, args.force)?;
+            let kind = kind(idea, "the idea");
+            baton_harness::new::create_with(dir, &text, args.features, kind, args.force, browser)?;
             eprintln!(
                 "baton: created {}; a planner session now expands the idea into app_spec.txt",
                 dir.display()
@@ -130,6 +146,62 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
         _ => bail!(
             "say what to build: --spec FILE (a specification), --idea TEXT (a planner writes the specification), or --adopt --goal TEXT (an existing repository)"
         ),
+    }
+}
+
+/// The project's kind: `flag` (`--kind`), else read from `text` (named `source`,
+/// e.g. `the spec`); says which and why on stderr.
+fn kind_of(flag: Option<&str>, text: &str, source: &str) -> Kind {
+    if let Some(kind) = flag.and_then(Kind::parse) {
+        eprintln!("baton: kind: {} (--kind)", kind.as_str());
+        return kind;
+    }
+    let guess = baton_harness::new::guess_kind(text);
+    eprintln!(
+        "baton: kind: {} ({}); change [project] kind in baton.toml or pass --kind",
+        guess.kind.as_str(),
+        guess.reason(source)
+    );
+    guess.kind
+}
+
+/// `[browser]` of a new web project in `project` (its canonical path): on when
+/// Chromium and the Playwright MCP server are found from where a run starts MCP
+/// servers, else off with a warning that says how to install them.
+fn browser(project: &Path) -> Browser {
+    let launch = baton_mcp::launch_dir(project);
+    if let Err(e) = std::fs::create_dir_all(&launch) {
+        eprintln!(
+            "baton: warning: cannot create {} ({e}); the browser is off in baton.toml",
+            launch.display()
+        );
+        return Browser::Missing;
+    }
+    match crate::doctor_cmd::browser_for_new(&launch) {
+        Ok(found) => {
+            eprintln!(
+                "baton: browser: on ({}); the agent tests in headless Chromium",
+                found.found
+            );
+            Browser::On {
+                chromium: found.chromium,
+            }
+        }
+        Err(missing) => {
+            let mut msg = String::from(
+                "baton: warning: this is a web project, but the browser is off in baton.toml: its parts are missing, so the agent cannot test in a browser:",
+            );
+            for m in &missing {
+                msg.push_str(&format!("\n  {m}"));
+            }
+            msg.push_str(&format!(
+                "\n  then set [browser] enabled = true in {}/baton.toml (`baton doctor {} --browser` checks)",
+                project.display(),
+                project.display()
+            ));
+            eprintln!("{msg}");
+            Browser::Missing
+        }
     }
 }
 

@@ -4,9 +4,41 @@ use std::path::Path;
 
 use crate::error::{HarnessError, io};
 use crate::git;
+pub use crate::kind::{Kind, KindGuess, guess_kind};
 
-/// What `baton new` writes as `baton.toml`: every setting, commented.
-pub fn default_toml(features: u32) -> String {
+/// What `baton new` writes as `[browser]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Browser {
+    /// A web project whose browser parts (Chromium, the Playwright MCP server) were
+    /// found: on. `chromium` when Chromium is not at the default path.
+    On {
+        /// Where Chromium was found, when not at `/usr/bin/chromium`.
+        chromium: Option<String>,
+    },
+    /// A web project whose browser parts are missing: off until they are installed.
+    Missing,
+    /// Not a web project: off.
+    NotWeb,
+}
+
+/// What `baton new` writes as `baton.toml`: every setting, commented; the project's
+/// `kind`, the browser on when it is a web project and its parts were found, and
+/// the independent verifier on.
+pub fn default_toml(features: u32, kind: Kind, browser: &Browser) -> String {
+    let browser = match browser {
+        Browser::On { chromium } => format!(
+            "enabled = true                   # the agent tests in headless Chromium through the Playwright MCP server (found by `baton new`)\n{}",
+            match chromium {
+                Some(path) => format!("chromium = {path:?}\n"),
+                None => "# chromium = \"/usr/bin/chromium\"\n".to_string(),
+            }
+        ),
+        Browser::Missing => "enabled = false                  # Chromium or @playwright/mcp was missing at `baton new`: install them (`baton doctor --browser` says how), then set true\n# chromium = \"/usr/bin/chromium\"\n".to_string(),
+        Browser::NotWeb => format!(
+            "enabled = false                  # a {} project is checked through commands; true offers the agent headless Chromium too\n# chromium = \"/usr/bin/chromium\"\n",
+            kind.as_str()
+        ),
+    };
     format!(
         r#"# baton.toml: settings of this project for baton. Every key is optional.
 
@@ -24,6 +56,7 @@ max_turns = 200                  # model turns per session
 # thinking_budget = 0            # Anthropic extended thinking; 0 = off
 
 [project]
+kind = "{kind}"{pad}# web (tested in a browser), cli, library or service (tested through commands)
 # The pattern's well-known file names; change them to adopt another layout.
 spec = "app_spec.txt"
 feature_list = "feature_list.json"
@@ -42,6 +75,19 @@ stall_sessions = 3               # coding sessions in a row without a new pass b
 feature_attempts = 3             # failed attempts before a feature is deferred; 0 = never
 # agents = 1                     # coding agents at once, each in its own working copy
 
+[verify]
+agent = true                     # a fresh read-only verifier session re-walks each new flip no verify command proved (failing before the session, passing after); off: such flips are reverted, unless trust_agent
+trust_agent = false              # accept a flip on the agent's word when nothing proves it; true lets an untested "done" end the run
+# turns_per_feature = 30         # the verifier's turns for each flip it re-walks
+# max_turns = 200                # the most turns of one verifier session
+# model = "claude-haiku-4-5"     # a cheaper model for the verifier (default: the coder's)
+# timeout_secs = 120             # seconds one verify command may run
+# sweep_secs = 300               # the regression sweep before each coding session, in all
+# run_init = true                # run init.sh before the checks, so servers are up
+
+[browser]
+{browser}# command = ["npx", "--no-install", "@playwright/mcp"]  # how the Playwright MCP server starts
+
 [git]
 # Used only when git has no identity configured for this repository.
 user_name = "baton"
@@ -58,8 +104,54 @@ user_email = "baton@localhost"
 # cache_read = 0.3
 # cache_write = 3.75
 "#,
+        kind = kind.as_str(),
+        pad = " ".repeat(33usize.saturating_sub(9 + kind.as_str().len())),
         min = (features / 10).clamp(1, 20)
     )
+}
+
+/// The lines `baton new` puts in `.gitignore` (those missing): baton's records, and
+/// what tools leave behind that no session should commit.
+pub const GITIGNORE: &[&str] = &[
+    ".baton/",
+    "node_modules/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    "*.pyc",
+    "*.log",
+    "*.pid",
+    ".DS_Store",
+    "*.sqlite-journal",
+];
+
+/// `existing` (a `.gitignore`, perhaps empty) with each line of [`GITIGNORE`] it
+/// lacks appended; `None` when it lacks none. A line counts as present with or
+/// without its leading and trailing `/`.
+pub fn gitignore(existing: &str) -> Option<String> {
+    let norm = |l: &str| {
+        let l = l.trim();
+        let l = l.strip_prefix('/').unwrap_or(l);
+        l.strip_suffix('/').unwrap_or(l).to_string()
+    };
+    let present: Vec<String> = existing.lines().map(norm).collect();
+    let missing: Vec<&str> = GITIGNORE
+        .iter()
+        .copied()
+        .filter(|l| !present.contains(&norm(l)))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut out = existing.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    for l in missing {
+        out.push_str(l);
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// The text of the spec file `spec`, refused when missing or empty.
@@ -87,14 +179,19 @@ pub fn idea_spec(idea: &str) -> Result<String, HarnessError> {
     Ok(format!("Original idea:\n\n{}\n", idea.trim()))
 }
 
-/// Create a project in `dir` from `spec`. Refuses a directory that already holds a
-/// project (or anything at all) unless `force`.
-pub fn create(dir: &Path, spec: &Path, features: u32, force: bool) -> Result<(), HarnessError> {
-    create_with(dir, &read_spec(spec)?, features, force)
-}
-
-/// Create a project in `dir` whose spec is `text`.
-pub fn create_with(dir: &Path, text: &str, features: u32, force: bool) -> Result<(), HarnessError> {
+/// Create a project of `kind` in `dir` whose spec is `text`. Refuses a directory
+/// that already holds a project (or anything at all) unless `force`. `dir` becomes
+/// a git repository of its own even inside another one (whose history is never
+/// touched). For a web project, `browser` is asked (with the project's canonical
+/// path, once it exists) whether the browser's parts are there.
+pub fn create_with(
+    dir: &Path,
+    text: &str,
+    features: u32,
+    kind: Kind,
+    force: bool,
+    browser: impl FnOnce(&Path) -> Browser,
+) -> Result<(), HarnessError> {
     if features == 0 {
         return Err(HarnessError::Input("--features must be at least 1".into()));
     }
@@ -112,21 +209,36 @@ pub fn create_with(dir: &Path, text: &str, features: u32, force: bool) -> Result
         }
     }
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    if !git::is_repo(dir) {
+    // Inside another repository (baton's own checkout, a monorepo) the project
+    // still gets its own: its sessions commit everything in the tree.
+    if !git::is_top(dir) {
         git::git(dir, &["init", "-q"])?;
     }
+    let browser = browser_for(dir, kind, browser)?;
     // The user's own files are the first commit, so no session's gates ever take
     // them for work it left uncommitted.
     write_and_commit(
         dir,
         text,
-        &default_toml(features),
+        &default_toml(features, kind, &browser),
         "baton new: the specification, baton.toml and .gitignore",
     )
 }
 
-/// Write the spec, `baton.toml` and the `.baton/` line of `.gitignore` into `dir`
-/// and commit those three files alone with `message`.
+/// What to write as `[browser]` for a project of `kind` in `dir`.
+fn browser_for(
+    dir: &Path,
+    kind: Kind,
+    probe: impl FnOnce(&Path) -> Browser,
+) -> Result<Browser, HarnessError> {
+    if kind != Kind::Web {
+        return Ok(Browser::NotWeb);
+    }
+    Ok(probe(&dir.canonicalize().map_err(io(dir))?))
+}
+
+/// Write the spec, `baton.toml` and the missing lines of `.gitignore`
+/// ([`GITIGNORE`]) into `dir` and commit those three files alone with `message`.
 fn write_and_commit(dir: &Path, spec: &str, toml: &str, message: &str) -> Result<(), HarnessError> {
     let write = |name: &str, content: &str| {
         let p = dir.join(name);
@@ -135,15 +247,12 @@ fn write_and_commit(dir: &Path, spec: &str, toml: &str, message: &str) -> Result
     write("app_spec.txt", spec)?;
     write("baton.toml", toml)?;
     let gi = dir.join(".gitignore");
-    let mut ignore = std::fs::read_to_string(&gi).unwrap_or_default();
-    if !ignore
-        .lines()
-        .any(|l| l.trim() == ".baton/" || l.trim() == ".baton")
-    {
-        if !ignore.is_empty() && !ignore.ends_with('\n') {
-            ignore.push('\n');
-        }
-        ignore.push_str(".baton/\n");
+    let existing = match std::fs::read_to_string(&gi) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io(gi)(e)),
+    };
+    if let Some(ignore) = gitignore(&existing) {
         write(".gitignore", &ignore)?;
     }
     let defaults = baton_config::GitConfig::default();
@@ -173,7 +282,13 @@ pub fn goal_spec(goal: &str) -> Result<String, HarnessError> {
 /// `.gitignore`, committed on top of the project's history, which is not touched.
 /// A tree with uncommitted changes is refused: they would be swallowed by the
 /// sessions' commits.
-pub fn adopt(dir: &Path, spec: &str, features: u32) -> Result<(), HarnessError> {
+pub fn adopt(
+    dir: &Path,
+    spec: &str,
+    features: u32,
+    kind: Kind,
+    browser: impl FnOnce(&Path) -> Browser,
+) -> Result<(), HarnessError> {
     if features == 0 {
         return Err(HarnessError::Input("--features must be at least 1".into()));
     }
@@ -230,7 +345,8 @@ pub fn adopt(dir: &Path, spec: &str, features: u32) -> Result<(), HarnessError> 
             )));
         }
     }
-    let toml = default_toml(features).replacen(
+    let browser = browser_for(dir, kind, browser)?;
+    let toml = default_toml(features, kind, &browser).replacen(
         "[project]\n",
         "[project]\nadopt = true                      # the code existed before baton: the initializer studies it first\n",
         1,
@@ -259,4 +375,103 @@ pub fn adopt(dir: &Path, spec: &str, features: u32) -> Result<(), HarnessError> 
     let path = dir.join(baton_records::layout::LEDGER);
     baton_records::ledger::append(&path, &entry)?;
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_written_toml_parses_with_the_kind_browser_and_verifier() {
+        let path = Path::new("baton.toml");
+        for (k, browser, enabled) in [
+            (Kind::Web, Browser::On { chromium: None }, true),
+            (
+                Kind::Web,
+                Browser::On {
+                    chromium: Some("/opt/chromium/chrome".into()),
+                },
+                true,
+            ),
+            (Kind::Web, Browser::Missing, false),
+            (Kind::Cli, Browser::NotWeb, false),
+            (Kind::Library, Browser::NotWeb, false),
+            (Kind::Service, Browser::NotWeb, false),
+        ] {
+            let text = default_toml(50, k, &browser);
+            let cfg = baton_config::Config::from_toml_str(&text, path)
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(cfg.project.kind, k.as_str());
+            assert_eq!(cfg.project.features, 50);
+            assert_eq!(cfg.project.min_features, 5);
+            assert_eq!(cfg.browser.enabled, enabled, "{text}");
+            if let Browser::On {
+                chromium: Some(c), ..
+            } = &browser
+            {
+                assert_eq!(&cfg.browser.chromium, c);
+            } else {
+                assert_eq!(cfg.browser.chromium, "/usr/bin/chromium");
+            }
+            assert!(cfg.verify.agent, "{text}");
+            assert!(!cfg.verify.trust_agent, "{text}");
+            assert_eq!(cfg.verify.turns_per_feature, 30);
+            assert_eq!(cfg.verify, baton_config::VerifyConfig::default());
+        }
+        // The kind's comment lines up with the others.
+        let text = default_toml(200, Kind::Library, &Browser::NotWeb);
+        assert!(
+            text.contains("kind = \"library\"                 # web (tested in a browser)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn gitignore_gains_only_the_lines_it_lacks() {
+        let all = gitignore("").unwrap();
+        assert_eq!(all, GITIGNORE.join("\n") + "\n");
+        assert_eq!(gitignore(&all), None);
+        // The user's lines are kept; `/node_modules` and `.baton` count as present.
+        let mine = "target\n/node_modules\n.baton\n*.log";
+        let out = gitignore(mine).unwrap();
+        assert!(
+            out.starts_with("target\n/node_modules\n.baton\n*.log\n"),
+            "{out}"
+        );
+        assert_eq!(out.matches("node_modules").count(), 1, "{out}");
+        assert_eq!(out.matches(".baton").count(), 1, "{out}");
+        assert_eq!(out.matches("*.log").count(), 1, "{out}");
+        assert!(
+            out.ends_with(
+                ".venv/\nvenv/\n__pycache__/\n*.pyc\n*.pid\n.DS_Store\n*.sqlite-journal\n"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn new_inside_another_repository_makes_one_of_its_own() {
+        let t = tempfile::tempdir().unwrap();
+        let outer = t.path();
+        git::git(outer, &["init", "-q"]).unwrap();
+        git::prepare(outer, "t", "t@localhost").unwrap();
+        std::fs::write(outer.join("a.txt"), "a\n").unwrap();
+        git::commit(outer, "outer", &[], &[]).unwrap();
+        let before = git::rev(outer, "HEAD").unwrap();
+        let inner = outer.join("inner");
+        let mut probed = false;
+        create_with(&inner, "A CLI.\n", 10, Kind::Cli, false, |_| {
+            probed = true;
+            Browser::Missing
+        })
+        .unwrap();
+        assert!(!probed, "only a web project's browser is probed");
+        assert!(inner.join(".git").is_dir());
+        assert_eq!(git::rev(outer, "HEAD").unwrap(), before);
+        assert_eq!(git::commits_since(outer, None), 1);
+        assert_eq!(git::commits_since(&inner, None), 1);
+        let toml = std::fs::read_to_string(inner.join("baton.toml")).unwrap();
+        assert!(toml.contains("kind = \"cli\""), "{toml}");
+    }
 }

@@ -44,8 +44,8 @@ mod spec;
 
 pub use hub::{HubOptions, McpHub};
 pub use spec::{
-    CHROMIUM_ARGS, PLAYWRIGHT_HIDDEN_TOOLS, PLAYWRIGHT_SERVER, ServerSpec, playwright_spec,
-    specs_from_config, tool_name,
+    CHROMIUM_ARGS, PLAYWRIGHT_HIDDEN_TOOLS, PLAYWRIGHT_SERVER, ServerSpec, launch_dir,
+    playwright_spec, specs_from_config, tool_name,
 };
 
 /// Why servers could not be started.

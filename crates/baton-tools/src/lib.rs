@@ -1,6 +1,6 @@
 //! `baton-tools` owns the tools an agent acts through: `Bash`, `Read`, `Write`, `Edit`,
 //! `Glob` and `Grep`, with the names and input shapes of the most widespread agent CLI
-//! (see DESIGN §4), and the [`ToolGate`] consulted before every call.
+//!, and the [`ToolGate`] consulted before every call.
 //!
 //! A tool never fails the session: bad input, a missing file or a refused write comes
 //! back as a [`ToolOutput`] with `is_error` set and a message the model can act on.

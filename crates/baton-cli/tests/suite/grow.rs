@@ -49,6 +49,24 @@ fn baton_in(server: &ScriptedServer, args: &[&str]) -> Output {
     baton(server, Wire::Anthropic).args(args).output().unwrap()
 }
 
+/// `baton new` writes the independent verifier on and trust off; a run whose
+/// scripted agent flips features without a verify command (and has no verifier
+/// script) trusts the agent instead, as `baton_testkit::trusting` makes the suite's
+/// other projects do. Committed, as a person's edit of baton.toml would be.
+fn trust_the_agent(dir: &std::path::Path) {
+    let path = dir.join("baton.toml");
+    let toml = std::fs::read_to_string(&path).unwrap();
+    let trusting = toml
+        .replacen("\nagent = true ", "\nagent = false ", 1)
+        .replacen("\ntrust_agent = false ", "\ntrust_agent = true ", 1);
+    assert_ne!(
+        trusting, toml,
+        "baton new wrote no [verify] agent and trust_agent"
+    );
+    std::fs::write(&path, trusting).unwrap();
+    baton_testkit::git(dir, &["commit", "-qam", "trust the scripted agent"]);
+}
+
 /// `baton new --idea --plan-only`: the planner expands the idea into the spec,
 /// which is committed and recorded; `baton run` then works from it.
 #[test]
@@ -94,6 +112,7 @@ fn an_idea_becomes_a_spec_then_a_feature_list() {
     assert_eq!(state["sessions"][0]["kind"], "planner");
 
     // The run's initializer works from the planned spec.
+    trust_the_agent(&dir);
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(honest(1, &[true, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);

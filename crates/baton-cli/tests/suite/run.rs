@@ -427,7 +427,10 @@ fn a_project_from_another_harness_is_adopted_as_is() {
     git(&p, &["commit", "-qm", "made elsewhere"]);
     let mut steps = honest(2, &[true, true, false]);
     steps.extend(honest(3, &[true, true, true]));
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    // No baton.toml: baton's defaults, so each flip is proven by the verifier.
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .respond(baton_testkit::scenario::honest_verifier)
+        .start(steps);
     let out = baton(&server, Wire::Anthropic)
         .arg("run")
         .arg(p.path())
@@ -509,7 +512,7 @@ fn new_creates_a_project_and_refuses_to_overwrite_one() {
     );
     assert_eq!(
         std::fs::read_to_string(dir.join(".gitignore")).unwrap(),
-        ".baton/\n"
+        baton_harness::new::GITIGNORE.join("\n") + "\n"
     );
     // The user's files are committed, so no session takes them for its leftovers.
     let log = std::process::Command::new("git")
