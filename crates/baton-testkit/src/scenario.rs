@@ -87,6 +87,37 @@ pub fn honest(n: usize, passes_after: &[bool]) -> Vec<Step> {
     ]
 }
 
+/// An honest coding session for feature `n` that works the way the coding prompt
+/// asks, one response per step (bearings, `init.sh`, a smoke test, implement,
+/// verify, flip with notes and commit, done): seven responses where [`honest`]
+/// has two, so a run's cost splits as it does with a real model that works.
+pub fn working(n: usize, passes_after: &[bool]) -> Vec<Step> {
+    let bash = |command: &str| Step::Reply(Reply::tool("Bash", json!({ "command": command })));
+    vec![
+        bash("pwd && tail -n 20 claude-progress.txt && git log --oneline -5"),
+        bash("./init.sh"),
+        bash("grep -c '\"passes\": true' feature_list.json || true"),
+        Step::Reply(Reply::tool(
+            "Write",
+            json!({"file_path": format!("src/feature{n}.txt"), "content": format!("feature {n}\n")}),
+        )),
+        bash(&format!("test -s src/feature{n}.txt && cat src/feature{n}.txt")),
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": features(passes_after)}),
+            ),
+            (
+                "Bash",
+                json!({"command": format!("echo 'Session: implemented and verified feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature {n}'")}),
+            ),
+        ])),
+        Step::Reply(Reply::text(&format!(
+            "Feature {n} works: I wrote src/feature{n}.txt and read it back."
+        ))),
+    ]
+}
+
 /// Whether `r` is a request of the independent verifier's session (its system
 /// prompt, wherever the wire or the agent CLI puts it).
 pub fn is_verifier(r: &RecordedRequest) -> bool {

@@ -11,7 +11,9 @@ use baton_config::Config;
 use baton_harness::files::Files;
 use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
 use baton_records::{LedgerEntry, LedgerKind, Proof, State};
-use baton_testkit::scenario::{features, honest, honest_verifier, initializer, is_verifier};
+use baton_testkit::scenario::{
+    features, honest, honest_verifier, initializer, is_verifier, working,
+};
 use baton_testkit::{Reply, ScriptedServer, Step, Wire};
 use baton_tools::{AllowAll, ToolContext, Toolbox};
 use serde_json::json;
@@ -294,4 +296,48 @@ async fn the_leftover_commit_leaves_dependencies_logs_and_databases_out() {
         assert!(p.dir.join(junk).is_file(), "{junk} was lost");
     }
     assert!(said.contains("left out of baton's commit"), "{said}");
+}
+
+/// What proof costs: on an honest scripted run whose coding sessions work the way
+/// the coding prompt asks, with usage counted from the real sizes of requests
+/// and replies, the verifier's share of the run's tokens and cost. Printed, and
+/// held at about a quarter at most: one verifier session checks all of a
+/// session's unproven flips, and flips proven by their checks need none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_verifiers_share_of_an_honest_runs_cost_is_at_most_a_quarter() {
+    let p = Project::new(FOUR);
+    let mut steps = initializer(&features(&[false; 4]));
+    let mut passes = vec![false; 4];
+    for n in 1..=4 {
+        passes[n - 1] = true;
+        steps.extend(working(n, &passes));
+    }
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .real_usage()
+        .respond(honest_verifier)
+        .start(steps);
+    let (end, said) = p.run(&server, 20).await;
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let state = State::load(&p.dir).unwrap();
+    let cost: f64 = state.sessions.iter().map(|s| s.cost_usd).sum();
+    let verifier: f64 = state.sessions.iter().map(|s| s.verifier_cost_usd).sum();
+    let (mut verifier_tokens, mut all_tokens) = (0u64, 0u64);
+    for r in server.requests() {
+        let t = r.tokens;
+        all_tokens += t;
+        if is_verifier(&r) {
+            verifier_tokens += t;
+        }
+    }
+    let share = verifier / (cost + verifier);
+    let token_share = verifier_tokens as f64 / all_tokens as f64;
+    println!(
+        "verifier: ${verifier:.4} of ${:.4} ({:.0} % of cost), {verifier_tokens} of {all_tokens} prompt tokens ({:.0} %)",
+        cost + verifier,
+        share * 100.0,
+        token_share * 100.0
+    );
+    assert!(verifier > 0.0, "the verifier ran: {said}");
+    assert!(share <= 0.25, "the verifier costs {:.0} % of the run", share * 100.0);
+    assert!(token_share <= 0.25, "the verifier reads {:.0} % of the tokens", token_share * 100.0);
 }
