@@ -380,7 +380,7 @@ fn planned_end(
             "baton: the planner wrote {} ({} lines), committed; read and edit it, then `baton run {dir}`",
             files.names.spec, p.spec_lines
         ),
-        baton_harness::plan::Plan::More(_) => {
+        baton_harness::plan::Plan::More(_) | baton_harness::plan::Plan::Rest => {
             let list = files.load_accepted()?.unwrap_or_default();
             eprintln!(
                 "baton: {} feature(s) added to {} ({}), committed and recorded; {}/{} passing; next: `baton run {dir}`",

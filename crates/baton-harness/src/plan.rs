@@ -23,6 +23,9 @@ pub enum Plan {
     Spec,
     /// Append features for this request (and the request to the spec).
     More(String),
+    /// The initializer's list is shorter than `[project] features`: append the
+    /// rest of the spec, or say the list covers it (a list-append session).
+    Rest,
 }
 
 /// What a planner session did.
@@ -36,6 +39,8 @@ pub struct Planned {
     pub spec_lines: usize,
     /// The commit that holds the result.
     pub commit: Option<String>,
+    /// A list-append session ([`Plan::Rest`]) said the list covers the spec.
+    pub covered: bool,
 }
 
 /// The fewest non-empty lines a specification written from an idea may have.
@@ -49,11 +54,23 @@ impl Runner<'_> {
     /// recorded in the ledger; an unusable result is an error that says why, with
     /// the list as it was.
     pub async fn plan(&self, plan: &Plan) -> Result<Planned, HarnessError> {
-        let dir = &self.files.dir;
-        let names = &self.files.names;
         // git's config, hooks and info and baton.toml, guarded as in a run: what
         // the planner changes of them is put back before baton's git runs again.
         let snap = self.guard_start()?;
+        let planned = self.plan_with(plan, &snap).await;
+        // Done, nothing unfinished: the saved snapshot has done its job.
+        let _ = std::fs::remove_file(crate::boundary::saved_path(&self.files.dir));
+        planned
+    }
+
+    /// [`Runner::plan`] within a run or a plan that guards the boundary with `snap`.
+    pub(crate) async fn plan_with(
+        &self,
+        plan: &Plan,
+        snap: &crate::boundary::Snapshot,
+    ) -> Result<Planned, HarnessError> {
+        let dir = &self.files.dir;
+        let names = &self.files.names;
         let mut state = State::load(dir)?;
         if let Some(ip) = state.in_progress.clone() {
             if ip.kind != SessionKind::Planner {
@@ -76,6 +93,20 @@ impl Runner<'_> {
                     )));
                 }
                 None
+            }
+            Plan::Rest => {
+                let Some(list) = &accepted else {
+                    return Err(HarnessError::Input(format!(
+                        "{} has no accepted feature list to continue",
+                        dir.display()
+                    )));
+                };
+                Some(format!(
+                    "the rest of {} ({} of the {} features asked were listed)",
+                    names.spec,
+                    list.features.len(),
+                    names.features
+                ))
             }
             Plan::More(request) => {
                 let Some(list) = &accepted else {
@@ -140,7 +171,12 @@ impl Runner<'_> {
         self.reporter
             .line(&format!("── session {number:04} · planner ──"));
         self.reporter.session_start(number, SessionKind::Planner);
-        let prompt = prompts::planner(names, request.as_deref());
+        let prompt = match plan {
+            Plan::Rest => {
+                prompts::planner_rest(names, accepted.as_ref().map_or(0, |l| l.features.len()))
+            }
+            Plan::Spec | Plan::More(_) => prompts::planner(names, request.as_deref()),
+        };
         let result = self
             .run_agent(
                 Agent {
@@ -183,16 +219,33 @@ impl Runner<'_> {
         let outcome = summary.outcome_after(error.as_ref());
         let mut record = planner_record(number, started_ms, outcome, &summary);
         record.gates.boundary = undone;
+        let covered = matches!(plan, Plan::Rest)
+            && summary
+                .final_text
+                .lines()
+                .any(|l| l.trim() == prompts::SPEC_COVERED);
         let checked = match &request {
             None => self.check_spec(number, &spec_before, &mut record),
             Some(r) => self.check_more(number, r, accepted.unwrap_or_default(), &mut record),
+        };
+        // "Nothing to add" is an answer for a list-append session that says so.
+        let checked = match checked {
+            Err(_) if covered && record.gates.violations == ["the planner added no feature"] => {
+                record.gates.violations.clear();
+                Ok(Planned {
+                    number,
+                    added: Vec::new(),
+                    spec_lines: spec_before.lines().count(),
+                    commit: None,
+                    covered,
+                })
+            }
+            other => other.map(|p| Planned { covered, ..p }),
         };
         record.commits = git::commits_since(dir, head_before.as_deref());
         state.in_progress = None;
         state.sessions.push(record.clone());
         state.save(dir)?;
-        // Done, nothing unfinished: the saved snapshot has done its job.
-        let _ = std::fs::remove_file(crate::boundary::saved_path(dir));
         let list = self.files.load_accepted()?;
         let (passing, total) = list
             .as_ref()
@@ -304,6 +357,7 @@ impl Runner<'_> {
             added: Vec::new(),
             spec_lines: lines,
             commit,
+            covered: false,
         })
     }
 
@@ -427,6 +481,7 @@ impl Runner<'_> {
             added,
             spec_lines,
             commit,
+            covered: false,
         })
     }
 }

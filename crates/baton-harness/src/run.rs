@@ -293,6 +293,16 @@ impl Runner<'_> {
                     () = self.stop.cancelled() => return Ok(RunEnd::Interrupted),
                 }
             }
+            // The initializer's list is shorter than asked: list-append sessions
+            // first, before any coding session.
+            if let Some(list) = &accepted
+                && self.wants_rest(list, &state)
+            {
+                self.append_rest(&mut state, &snap).await?;
+                accepted = self.files.load_accepted()?;
+                this_run += 1;
+                continue;
+            }
             let kind = if accepted.is_some() {
                 SessionKind::Coding
             } else {
@@ -372,6 +382,65 @@ impl Runner<'_> {
                 return Ok(RunEnd::Interrupted);
             }
         }
+    }
+
+    /// Whether the list baton's own initializer wrote is shorter than `[project]
+    /// features` asked, with no coding session yet, and no list-append session has
+    /// said it covers the spec (or failed [`baton_records::state::APPEND_ATTEMPTS`]
+    /// times in a row). A list adopted from elsewhere is taken as it is.
+    fn wants_rest(&self, list: &FeatureList, state: &State) -> bool {
+        let ours = state
+            .sessions
+            .iter()
+            .any(|s| s.kind == SessionKind::Initializer);
+        let coded = state.sessions.iter().any(|s| s.kind == SessionKind::Coding);
+        ours && !coded
+            && !state.list_covered
+            && state.append_failures < baton_records::state::APPEND_ATTEMPTS
+            && list.features.len() < self.files.names.features as usize
+    }
+
+    /// One list-append session (a planner appending the rest of the spec), and
+    /// what it means for the next: covered, more to come, or a failure counted.
+    async fn append_rest(&self, state: &mut State, snap: &Snapshot) -> Result<(), HarnessError> {
+        let have = self.files.load_accepted()?.map_or(0, |l| l.features.len());
+        self.reporter.line(&format!(
+            "the list has {have} of the {} features asked: a list-append session continues it",
+            self.files.names.features
+        ));
+        let planned = self.plan_with(&crate::plan::Plan::Rest, snap).await;
+        *state = State::load(&self.files.dir)?;
+        match planned {
+            Ok(p) if p.covered => {
+                state.list_covered = true;
+                self.reporter.line(&format!(
+                    "  the planner says the list covers the spec ({have} features); coding starts"
+                ));
+            }
+            Ok(p) => {
+                state.append_failures = 0;
+                self.reporter.line(&format!(
+                    "  appended {} feature(s): {}",
+                    p.added.len(),
+                    list(&p.added)
+                ));
+            }
+            Err(HarnessError::Input(why)) => {
+                state.append_failures += 1;
+                let last = state.append_failures >= baton_records::state::APPEND_ATTEMPTS;
+                self.reporter.line(&format!(
+                    "  the list-append session failed: {why}{}",
+                    if last {
+                        format!("; coding starts with the {have} features listed")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        state.save(&self.files.dir)?;
+        Ok(())
     }
 
     /// Before baton's first git command on the project (a run's, a planner's): a

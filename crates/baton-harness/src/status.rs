@@ -20,6 +20,10 @@ pub struct Status {
     pub passing: usize,
     /// Features in all.
     pub total: usize,
+    /// Features asked for (`[project] features`) when baton's own initializer wrote
+    /// the list (it and list-append sessions write up to this many); null for a
+    /// list adopted from elsewhere.
+    pub asked: Option<u32>,
     /// Per category, in order of first appearance.
     pub categories: Vec<CategoryStatus>,
     /// Every recorded session.
@@ -372,6 +376,11 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         project: files.dir.display().to_string(),
         passing: list.passing(),
         total: list.features.len(),
+        asked: state
+            .sessions
+            .iter()
+            .any(|s| s.kind == baton_records::SessionKind::Initializer)
+            .then_some(files.names.features),
         categories: list
             .by_category()
             .into_iter()
@@ -516,7 +525,17 @@ pub fn render(s: &Status) -> String {
     let mut o = String::new();
     let pct = (s.passing * 100).checked_div(s.total).unwrap_or(0);
     let _ = writeln!(o, "{}", cut_left(&s.project, 100));
-    let _ = writeln!(o, "features  {}/{} passing ({pct}%)", s.passing, s.total);
+    let asked = match s.asked {
+        Some(asked) if s.total > 0 && s.total < asked as usize => {
+            format!(" · {} of {asked} asked", s.total)
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "features  {}/{} passing ({pct}%){asked}",
+        s.passing, s.total
+    );
     for c in &s.categories {
         let _ = writeln!(
             o,

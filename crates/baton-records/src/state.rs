@@ -529,6 +529,22 @@ pub struct State {
     /// agent has claimed; it is handed out alone. `None` in a project's own record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<usize>,
+    /// The initializer's list was shorter than asked, and a list-append session
+    /// stated that it covers the specification: no more are run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub list_covered: bool,
+    /// List-append sessions in a row that added nothing usable; at
+    /// [`APPEND_ATTEMPTS`] baton stops asking and codes with the list it has.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub append_failures: u32,
+}
+
+/// List-append sessions in a row that may fail before baton codes with the list
+/// it has.
+pub const APPEND_ATTEMPTS: u32 = 2;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl State {

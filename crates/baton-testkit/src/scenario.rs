@@ -101,7 +101,9 @@ pub fn working(n: usize, passes_after: &[bool]) -> Vec<Step> {
             "Write",
             json!({"file_path": format!("src/feature{n}.txt"), "content": format!("feature {n}\n")}),
         )),
-        bash(&format!("test -s src/feature{n}.txt && cat src/feature{n}.txt")),
+        bash(&format!(
+            "test -s src/feature{n}.txt && cat src/feature{n}.txt"
+        )),
         Step::Reply(Reply::tools(&[
             (
                 "Write",

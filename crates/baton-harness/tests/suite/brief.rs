@@ -94,6 +94,8 @@ fn state_with_findings() -> State {
         restarted_by_deferral: false,
         features: set_aside(),
         claim: None,
+        list_covered: false,
+        append_failures: 0,
     }
 }
 
@@ -287,6 +289,8 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
         restarted_by_deferral: false,
         features,
         claim: None,
+        list_covered: false,
+        append_failures: 0,
     };
     let files = Files::new(dir.path().canonicalize().unwrap(), ProjectConfig::default());
     let list = FeatureList::parse(&text, "feature_list.json").unwrap();

@@ -338,6 +338,101 @@ async fn the_verifiers_share_of_an_honest_runs_cost_is_at_most_a_quarter() {
         token_share * 100.0
     );
     assert!(verifier > 0.0, "the verifier ran: {said}");
-    assert!(share <= 0.25, "the verifier costs {:.0} % of the run", share * 100.0);
-    assert!(token_share <= 0.25, "the verifier reads {:.0} % of the tokens", token_share * 100.0);
+    assert!(
+        share <= 0.25,
+        "the verifier costs {:.0} % of the run",
+        share * 100.0
+    );
+    assert!(
+        token_share <= 0.25,
+        "the verifier reads {:.0} % of the tokens",
+        token_share * 100.0
+    );
+}
+
+const SIX_ASKED: &str = "[project]\nfeatures = 6\nmin_features = 3\n[run]\npause_secs = 0\n";
+
+/// An initializer that lists fewer features than asked is followed by a
+/// list-append session before any coding: a short list is never silently taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_list_gets_an_append_session_before_coding() {
+    let p = Project::new(&baton_testkit::trusting(SIX_ASKED));
+    let mut steps = initializer(&features(&[false; 3]));
+    steps.push(Step::Reply(Reply::tool(
+        "Write",
+        json!({"file_path": "feature_list.json", "content": features(&[false; 6])}),
+    )));
+    steps.push(Step::Reply(Reply::text("Appended the rest.")));
+    steps.extend(honest(1, &[true, false, false, false, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let (_, said) = p.run(&server, 3).await;
+    assert!(
+        said.contains("the list has 3 of the 6 features asked"),
+        "{said}"
+    );
+    assert!(said.contains("appended 3 feature(s): #4, #5, #6"), "{said}");
+    let state = State::load(&p.dir).unwrap();
+    let kinds: Vec<&str> = state.sessions.iter().map(|s| s.kind.name()).collect();
+    assert_eq!(kinds, vec!["initializer", "planner", "coding"]);
+    let added: Vec<Option<usize>> = p.of(LedgerKind::Added).iter().map(|e| e.feature).collect();
+    assert_eq!(added, vec![Some(4), Some(5), Some(6)]);
+    assert_eq!(p.passes().len(), 6);
+    // The planner was asked for the rest, not told to change the spec.
+    let asked = server.requests()[2].first_user_text();
+    assert!(asked.contains("has 3 entries; 6 were asked"), "{asked}");
+    assert_eq!(
+        std::fs::read_to_string(p.dir.join("app_spec.txt")).unwrap(),
+        "Build a tiny app.\n"
+    );
+}
+
+/// A list-append session that says the list covers the spec ends the appending;
+/// status says how many of the features asked were listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planner_that_says_the_spec_is_covered_ends_the_appending() {
+    let p = Project::new(&baton_testkit::trusting(SIX_ASKED));
+    let mut steps = initializer(&features(&[false; 3]));
+    steps.push(Step::Reply(Reply::text(
+        "Every part of the spec has an entry.\nSPEC COVERED",
+    )));
+    steps.extend(honest(1, &[true, false, false]));
+    steps.extend(honest(2, &[true, true, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let (_, said) = p.run(&server, 4).await;
+    assert!(
+        said.contains("the planner says the list covers the spec"),
+        "{said}"
+    );
+    let state = State::load(&p.dir).unwrap();
+    assert!(state.list_covered);
+    let kinds: Vec<&str> = state.sessions.iter().map(|s| s.kind.name()).collect();
+    assert_eq!(kinds, vec!["initializer", "planner", "coding", "coding"]);
+    let cfg = Config::load(&p.dir).unwrap();
+    let files = Files::new(p.dir.clone(), cfg.project);
+    let text = baton_harness::status::render(&baton_harness::status::status(&files).unwrap());
+    assert!(
+        text.contains("features  2/3 passing (66%) · 3 of 6 asked"),
+        "{text}"
+    );
+}
+
+/// List-append sessions that add nothing usable are tried twice, then coding
+/// starts with the list there is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_append_sessions_that_fail_twice_leave_the_list_as_it_is() {
+    let p = Project::new(&baton_testkit::trusting(SIX_ASKED));
+    let mut steps = initializer(&features(&[false; 3]));
+    steps.push(Step::Reply(Reply::text("I could not think of anything.")));
+    steps.push(Step::Reply(Reply::text("Still nothing.")));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let (_, said) = p.run(&server, 4).await;
+    assert!(
+        said.contains("coding starts with the 3 features listed"),
+        "{said}"
+    );
+    let state = State::load(&p.dir).unwrap();
+    let kinds: Vec<&str> = state.sessions.iter().map(|s| s.kind.name()).collect();
+    assert_eq!(kinds, vec!["initializer", "planner", "planner", "coding"]);
+    assert_eq!(p.passes(), vec![true, false, false]);
 }
