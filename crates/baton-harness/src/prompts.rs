@@ -7,7 +7,7 @@ use baton_config::ProjectConfig;
 pub const PRACTICES: &str = r#"How to work here:
 - No person will answer questions or watch. Decide, act, and write down what the next session needs.
 - Each Bash call is a fresh shell in the project directory: `cd`, variables and activated environments do not carry over, and stdin is closed, so anything interactive (prompts, pagers, editors, scaffolders that ask questions) hangs until its timeout. Use the non-interactive form (`-y`, `--yes`, `CI=1`, `--no-pager`).
-- Long-running processes (dev servers, watchers) go in the background (Bash with run_in_background) and keep running after your call; then poll until they answer (for example `curl -fsS --retry 30 --retry-connrefused --retry-delay 1 http://127.0.0.1:PORT/`) before you use them. Before starting one, check whether it already runs (the brief lists what baton started; `ss -ltnp`). After changing a server's code, restart it; stop a process with `kill PID`.
+- Long-running processes (dev servers, watchers) go in the background (Bash with run_in_background) and keep running after your call; then poll until they answer (for example `curl -fsS --retry 30 --retry-connrefused --retry-delay 1 http://127.0.0.1:${PORT:-3000}/`) before you use them. Before starting one, check whether it already runs (the brief lists what baton started; `ss -ltnp`). After changing a server's code, restart it; stop a process with `kill PID`.
 - What you read stays in your context for the rest of the session. Do not print whole lockfiles, bundles, minified or generated files, long logs or the whole feature list: search with Grep, read ranges with Read (offset, limit), filter with head, tail and grep. Output too large to show is cut to its head and tail and saved whole under .baton/outputs/.
 - Read a file before you Edit it, and copy old_string from what Read showed without the line-number prefix.
 - Make small changes and check each one by running it: the build, the tests, the app.
@@ -66,7 +66,7 @@ Do these, in order:
 {entry_rules}
    - This list is the contract for the whole project. Later sessions may only change "passes" (and add a "verify" to a feature that has none); no one may edit, reorder, add or remove entries afterwards, so make it complete and precise now.
    - Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first 30 to 40 entries as a complete JSON array with Write, then add each further part of 30 to 40 entries with Edit, replacing the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`.
-   - When all parts are written, check that the file parses and count its entries with a one-line command (for example `python3 -c "import json; print(len(json.load(open('{feature_list}'))))"`), and fix what it reports. Then make a coverage pass: go through {spec} section by section and check that every requirement is covered by some entry; add entries (in further parts) for what is missing.
+   - When all parts are written, check that the file parses and count its entries (for example `python3 -m json.tool {feature_list} > /dev/null && grep -c '"passes"' {feature_list}`), and fix what it reports. Then make a coverage pass: go through {spec} section by section and check that every requirement is covered by some entry; add entries (in further parts) for what is missing.
 3. Write {init_script}: a bash script that sets the project up and starts it, safe to run at any time:
    - idempotent: installs dependencies only when they are missing or out of date (keep an existing node_modules or virtualenv), and starts each server only if its port is not already answering;
    - ports come from the environment when set: the main server listens on `$PORT` (default your choice), further ones on the ports after it; baton runs several copies of the app side by side this way;
@@ -123,7 +123,7 @@ const PLANNER_MORE: &str = r###"You are the product planner of a software projec
 
 Do these, in order:
 
-1. Read {spec}, the "## Project facts" of {progress}, and enough of the code to know what exists. {feature_list} may be long: count its entries with a one-line command (for example `python3 -c "import json; print(len(json.load(open('{feature_list}'))))"`), read its last entries, and search it with Grep; do not print all of it.
+1. Read {spec}, the "## Project facts" of {progress}, and enough of the code to know what exists. {feature_list} may be long: count its entries with `grep -c '"passes"' {feature_list}`, read its last entries, and search it with Grep; do not print all of it.
 2. Append to {feature_list} new entries that cover the request, after the last existing one (Edit: replace the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`). Each entry is an object:
    {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
 {entry_rules}
@@ -150,6 +150,24 @@ Work in this order:
 Leave the project mergeable at every stop: everything committed, the app starting cleanly, nothing half-done. If you cannot finish the feature, leave its "passes" false, commit only what works, and say in the notes what is left. Do not claim work you did not verify: baton decides from the feature list and the tree, not from what you say.
 
 {proof}"###;
+
+const PLANNER_REST: &str = r###"You are the product planner of a software project that many engineering sessions will build, one feature at a time: {kind_line}. Its feature list {feature_list} was begun from {spec} and has {have} entries; {features} were asked for, so parts of the specification are probably not in it yet.
+
+Do these, in order:
+
+1. Read {spec} and the last entries of {feature_list} (count its entries with `grep -c '"passes"' {feature_list}`; search it with Grep; do not print all of it), and find what the specification asks for that no entry covers yet.
+2. Append entries for it to {feature_list}, after the last existing one, in priority order, up to {features} entries in all (Edit: replace the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`; write at most about 40 entries per Edit, since a tool call cut by the output limit is never run). Each entry is an object:
+   {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
+{entry_rules}
+   - Append only: never change, reorder or remove an existing entry (baton restores any change), and never set "passes" to true.
+3. Check that {feature_list} still parses and count its entries again.
+
+If the list already covers every part of the specification, append nothing and end your answer with a line that says exactly: SPEC COVERED
+
+Do not implement anything, do not change {spec} and do not commit: baton checks the new entries, records them and commits. Stop when the entries are written."###;
+
+/// The line a list-append session ends with when the list covers the spec.
+pub const SPEC_COVERED: &str = "SPEC COVERED";
 
 const HANDOFF: &str = "baton: your context window is nearly full. Wrap up now, in at most {turns} more turns, and start nothing new:\n1. Leave \"passes\" in {feature_list} as it truthfully stands: set nothing to true that you have not verified end to end.\n2. Append to {progress} what you did, what is verified and how, what is half-done or broken, and exactly what the next session should do first.\n3. Commit everything (code, notes, any flip) with git in one commit whose message says what it holds.\nThen stop: the next session starts with a fresh context and your notes.";
 
@@ -220,6 +238,12 @@ pub fn planner(names: &ProjectConfig, request: Option<&str>) -> String {
         None => fill(PLANNER_SPEC, names),
         Some(r) => fill(PLANNER_MORE, names).replace("{request}", r.trim()),
     }
+}
+
+/// A list-append session's first message: the list has `have` entries, fewer than
+/// the `[project] features` asked; append the rest of the spec, or say it is covered.
+pub fn planner_rest(names: &ProjectConfig, have: usize) -> String {
+    fill(PLANNER_REST, names).replace("{have}", &have.to_string())
 }
 
 /// What a coding session is told about `BlockFeature` (baton's own agent loop only).

@@ -1,4 +1,5 @@
 mod brief;
+mod claims;
 mod parallel;
 mod prompts;
 mod proof;

@@ -259,6 +259,10 @@ impl Checker<'_> {
     pub(super) fn url(&mut self, c: &Cmd, w: &Word) {
         match w.static_text() {
             Some(u) if loopback_url(&u) => {}
+            // `http://127.0.0.1:${PORT:-3000}/…`: a loopback host written out,
+            // with the port baton gives the command (each agent of a parallel run
+            // has its own) when the command itself does not set PORT.
+            None if !self.vars.contains_key("PORT") && loopback_with_port_var(&w.text) => {}
             Some(u) => self.refuse(
                 &c.part,
                 format!("{} may fetch only from this machine (localhost, 127.0.0.1, [::1]); {u} is elsewhere", c.name),
@@ -271,6 +275,51 @@ impl Checker<'_> {
             ),
         }
     }
+}
+
+/// Whether `raw` (a word as written, in double quotes or none) is a loopback URL
+/// whose only expansion is the port: `$PORT`, `${PORT}` or `${PORT:-N}`, right
+/// after the host and followed by the end, `/`, `?` or `#`.
+pub(crate) fn loopback_with_port_var(raw: &str) -> bool {
+    let u = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(raw);
+    if u.contains(['\'', '`', '\\', '"']) {
+        return false;
+    }
+    let Some((scheme, rest)) = u.split_once("://") else {
+        return false;
+    };
+    let Some((host, after)) = rest.split_once(':') else {
+        return false;
+    };
+    let Some(var) = after.strip_prefix('$') else {
+        return false;
+    };
+    let tail = if let Some(t) = var.strip_prefix("{PORT}") {
+        t
+    } else if let Some(t) = var.strip_prefix("{PORT:-") {
+        let Some((default, t)) = t.split_once('}') else {
+            return false;
+        };
+        if default.is_empty() || default.parse::<u16>().is_err() {
+            return false;
+        }
+        t
+    } else if let Some(t) = var.strip_prefix("PORT") {
+        // `$PORTX` would be another variable.
+        if t.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            return false;
+        }
+        t
+    } else {
+        return false;
+    };
+    if !(tail.is_empty() || tail.starts_with(['/', '?', '#'])) || tail.contains('$') {
+        return false;
+    }
+    loopback_url(&format!("{scheme}://{host}:1{tail}"))
 }
 
 /// Whether a URL points at this machine: http(s) to localhost, 127.x.y.z, [::1] or
