@@ -1,11 +1,25 @@
 //! The few git operations baton needs, run with the real `git`.
 //!
-//! baton's git runs unsandboxed, with the user's rights, in a repository the agent
-//! writes to. Every invocation therefore neutralises what a repository can make git
-//! run ([`HARDENING`]: hooks, fsmonitor, pagers, editors, ssh, credential helpers,
-//! signing programs, external diffs and textconv) and ignores the system config;
-//! what cannot be named in advance (`filter.*` drivers, `include.path`) is kept out
-//! by the gates' [`crate::boundary::Snapshot`] check before any git command.
+//! baton's git works in repositories the agent writes to, so it must never run
+//! anything the agent configured. Two layers:
+//!
+//! - **A jail of its own** ([`jail`]): where bubblewrap works, every git command
+//!   baton runs (but the network ones of [`git_network`], for the project's own
+//!   remote) runs in a mount, PID and network namespace in which the file system is
+//!   read-only except the repository it works in, the home directory is an empty
+//!   tmpfs (only the user's own git config shows through), `/tmp` is private and the
+//!   environment holds nothing but what git needs. Whatever git might start there
+//!   (a filter of a nested repository, a configuration reached through a planted
+//!   `.git/commondir`, a git feature nobody thought of) cannot read a secret, write
+//!   outside the project or reach the network: the class "baton's git runs a program
+//!   the agent configured" is harmless by construction, not closed one case at a
+//!   time.
+//! - **Hardening** ([`HARDENING`]): what a repository can make git run (hooks,
+//!   fsmonitor, pagers, editors, ssh, credential helpers, signing programs,
+//!   external diffs, textconv, submodules) is switched off, the system config is
+//!   ignored, and `filter.*` drivers and `include.path` in the project's config are
+//!   kept out by the gates' [`crate::boundary::Snapshot`] check before any git
+//!   command. Without bubblewrap this is the only layer.
 
 use std::path::Path;
 use std::process::Command;
@@ -37,6 +51,10 @@ pub const HARDENING: &[&str] = &[
     "protocol.ext.allow=never",
     "submodule.recurse=false",
     "status.submoduleSummary=false",
+    // A nested repository (a gitlink, registered or not) is never entered: its
+    // own config could name a filter.
+    "diff.ignoreSubmodules=all",
+    "fetch.recurseSubmodules=false",
     // No `git maintenance run --auto --detach` after each commit, merge or fetch:
     // a process each time (most of them finding nothing to do), and one that
     // outlives the command when it does work.
@@ -68,10 +86,125 @@ pub fn git_network(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
     run(dir, args, true)
 }
 
-/// `git args…` in `dir`, hardened (see [`git`]); `network` keeps how to reach a
-/// remote.
+/// The bubblewrap program baton's own git runs under, when one works here
+/// (probed once per process).
+pub fn jail() -> Option<&'static Path> {
+    static BWRAP: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    BWRAP
+        .get_or_init(|| {
+            if cfg!(target_os = "linux") {
+                baton_policy::sandbox::bwrap()
+            } else {
+                None
+            }
+        })
+        .as_deref()
+}
+
+/// The directory a git command in `dir` may write: the topmost directory holding a
+/// `.git`, from `dir` up (the project, for its agents' copies and its integration
+/// worktree alike), never the home directory or above it.
+fn writable_root(dir: &Path, home: Option<&Path>) -> std::path::PathBuf {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut root = dir.clone();
+    for a in dir.ancestors() {
+        if home.is_some_and(|h| h == a || h.starts_with(a)) {
+            break;
+        }
+        if a.join(".git").exists() {
+            root = a.to_path_buf();
+        }
+    }
+    root
+}
+
+/// What git is told in the jail, whose environment starts empty: the same as
+/// outside it ([`command`]).
+const JAIL_ENV: &[(&str, &str)] = &[
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_EDITOR", "true"),
+];
+
+/// `bwrap` arguments, up to and including `--`, that jail a git command in `dir`:
+/// everything read-only but the repository's root, an empty home but the user's
+/// own git config, private `/tmp`, `/dev` and `/proc`, no network, and an
+/// environment of `PATH`, `HOME`, `LANG` alone.
+fn jail_args(bwrap: &Path, dir: &Path, pinned: Option<&Path>) -> Vec<std::ffi::OsString> {
+    // bwrap changes directory inside the jail: an absolute path, whatever `dir` is.
+    let dir = &dir.canonicalize().unwrap_or_else(|_| {
+        std::env::current_dir()
+            .map(|c| c.join(dir))
+            .unwrap_or_else(|_| dir.to_path_buf())
+    });
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_absolute() && h.is_dir() && h.as_os_str() != "/");
+    let root = writable_root(dir, home.as_deref());
+    let mut v: Vec<std::ffi::OsString> = vec![
+        bwrap.into(),
+        "--die-with-parent".into(),
+        "--unshare-pid".into(),
+        "--unshare-net".into(),
+        "--unshare-ipc".into(),
+        "--ro-bind".into(),
+        "/".into(),
+        "/".into(),
+        "--dev".into(),
+        "/dev".into(),
+        "--proc".into(),
+        "/proc".into(),
+        "--tmpfs".into(),
+        "/tmp".into(),
+        "--clearenv".into(),
+    ];
+    let mut set = |k: &str, val: std::ffi::OsString| {
+        v.extend(["--setenv".into(), k.into(), val]);
+    };
+    if let Some(path) = std::env::var_os("PATH") {
+        set("PATH", path);
+    }
+    for (k, val) in JAIL_ENV {
+        set(k, val.into());
+    }
+    if let Some(g) = pinned {
+        set("GIT_DIR", g.as_os_str().to_os_string());
+        set("GIT_COMMON_DIR", g.as_os_str().to_os_string());
+    }
+    for k in ["LANG", "LC_ALL", "TZ"] {
+        if let Some(val) = std::env::var_os(k) {
+            set(k, val);
+        }
+    }
+    if let Some(h) = &home {
+        set("HOME", h.clone().into_os_string());
+        v.extend(["--tmpfs".into(), h.clone().into_os_string()]);
+        for own in [".gitconfig", ".config/git"] {
+            let p = h.join(own).into_os_string();
+            v.extend(["--ro-bind-try".into(), p.clone(), p]);
+        }
+    }
+    let root = root.into_os_string();
+    v.extend(["--bind".into(), root.clone(), root]);
+    v.extend(["--chdir".into(), dir.as_os_str().to_os_string()]);
+    v.push("--".into());
+    v
+}
+
+/// `git args…` in `dir`, hardened (see [`git`]) and, unless `network` (which keeps
+/// how to reach a remote, for the project's own), jailed where bubblewrap works.
 fn command(dir: &Path, args: &[&str], network: bool) -> Command {
-    let mut cmd = Command::new("git");
+    let pinned = pinned_git_dir(dir, args);
+    let mut cmd = match jail().filter(|_| !network) {
+        Some(bwrap) => {
+            let a = jail_args(bwrap, dir, pinned.as_deref());
+            let mut c = Command::new(&a[0]);
+            c.args(&a[1..]).arg("git");
+            c
+        }
+        None => Command::new("git"),
+    };
     for h in HARDENING {
         if network && NETWORK.contains(h) {
             continue;
@@ -91,11 +224,27 @@ fn command(dir: &Path, args: &[&str], network: bool) -> Command {
         .env("GIT_EDITOR", "true")
         .env_remove("GIT_EXTERNAL_DIFF")
         .env_remove("GIT_DIR")
+        .env_remove("GIT_COMMON_DIR")
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_CONFIG")
         .env_remove("GIT_CONFIG_PARAMETERS")
         .env_remove("GIT_CONFIG_COUNT");
+    if let Some(g) = &pinned {
+        cmd.env("GIT_DIR", g).env("GIT_COMMON_DIR", g);
+    }
     cmd
+}
+
+/// The git directory baton's git is pinned to in `dir`: its `.git` when that is a
+/// directory (a repository of its own, not a linked worktree), for every command
+/// but those that make a repository. git then never follows a `.git/commondir`
+/// (which a process left running could plant between the gates' restore and
+/// baton's next git command, sending git to another config) nor looks elsewhere.
+fn pinned_git_dir(dir: &Path, args: &[&str]) -> Option<std::path::PathBuf> {
+    let makes_one = matches!(args.first(), Some(&("clone" | "init" | "worktree")));
+    // Absolute: git reads it relative to the directory it runs in.
+    let g = dir.canonicalize().ok()?.join(".git");
+    (!makes_one && std::fs::symlink_metadata(&g).is_ok_and(|m| m.is_dir())).then_some(g)
 }
 
 fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError> {

@@ -60,20 +60,21 @@ impl Runner<'_> {
     ) -> Result<f64, HarnessError> {
         let app_started = g.verify(&self.checker()).await;
         let unproven = g.prove_by_checks(accepted, ip.base_check.as_ref());
+        // What the start script ran for the checks stops before baton's git.
+        if app_started {
+            self.stop_processes().await;
+        }
         g.commit_leftovers()?;
         let verify = &self.cfg.verify;
         let mut cost = 0.0;
         if verify.agent && !unproven.is_empty() {
             // The verifier sees the project read-only, so baton starts the app for
-            // it (unless the verify gate just ran the start script).
-            let app = if app_started {
-                Some("(the start script ran for baton's checks just before)".to_string())
-            } else {
-                self.start_app_for_verifier().await
-            };
+            // it; what that started stops again before baton's git goes on.
+            let app = self.start_app_for_verifier().await;
             cost = self
                 .verifier(g, &unproven, ip.head_before.as_deref(), app, deadline)
                 .await?;
+            self.stop_processes().await;
         }
         g.settle_unproven(&unproven, verify.trust_agent, verify.agent);
         Ok(cost)

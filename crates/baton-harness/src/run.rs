@@ -721,6 +721,11 @@ impl Runner<'_> {
         deadline: Option<Instant>,
         snap: &Snapshot,
     ) -> Result<Finished, HarnessError> {
+        // No process of the session lives into the gates: one left running could
+        // change what baton's git reads between the restore below and its next
+        // command. The start script brings servers up again for the checks and
+        // the next session.
+        self.stop_processes().await;
         // Before any git command (and any check) of the gates: put back what the
         // session changed of git's config, hooks and info, and of baton.toml.
         let undone = snap.restore()?;
@@ -782,6 +787,18 @@ impl Runner<'_> {
             error,
             blocks,
         })
+    }
+
+    /// Stop every process the run's commands started (the session's, or the
+    /// start script's run by baton's checks), before baton's git works on what
+    /// they could write.
+    pub(crate) async fn stop_processes(&self) {
+        let _ = self
+            .tools
+            .context()
+            .processes
+            .shutdown(Duration::from_secs(2))
+            .await;
     }
 
     fn record(

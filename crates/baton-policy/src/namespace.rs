@@ -225,9 +225,10 @@ pub fn join(
     for path in secret_paths() {
         mask(&path).map_err(|e| fail(&path.display().to_string(), &e))?;
     }
+    let home = crate::sandbox::home_env(spec);
     crate::sandbox::confine_masked(spec)?;
     let mut cmd = Command::new(program);
-    cmd.args(args);
+    cmd.args(args).envs(home);
     for v in env_remove {
         cmd.env_remove(v);
     }

@@ -7,9 +7,9 @@
 //! everything it starts) and then replaces itself with the command.
 //!
 //! Under the sandbox, processes may **write** only under the project directory, the
-//! temp dirs, the package caches toolchains need (`~/.npm`, `~/.cache`,
-//! `~/.cargo/registry`, …), a few devices (`/dev/null`, `/dev/tty`, …) and the
-//! directories listed in `[sandbox] writable`; they may **read** everything except
+//! temp dirs, a home of the agent's own ([`private_home`], its `HOME`, where package
+//! caches go; the user's home is never writable), a few devices (`/dev/null`,
+//! `/dev/tty`, …) and the directories listed in `[sandbox] writable`; they may **read** everything except
 //! secret locations of [`crate::secrets::SECRET_LOCATIONS`] (`~/.ssh`, `~/.aws`,
 //! `~/.config/gcloud`, `~/.netrc`, `/etc/shadow`, …) and other users' homes.
 //!
@@ -388,30 +388,61 @@ pub enum Support {
     Unsupported,
 }
 
-/// Package caches and tool directories under the home directory that toolchains
-/// write to.
-pub const HOME_CACHES: &[&str] = &[
-    ".npm",
-    ".cache",
-    ".cargo/registry",
-    ".cargo/git",
-    ".rustup/tmp",
-    ".rustup/downloads",
-    ".yarn",
-    ".pnpm-store",
-    ".local/share/pnpm",
-    ".node-gyp",
-    "go/pkg",
-    ".m2",
-    ".gradle",
-    ".bun/install",
-    ".deno",
-    ".local/lib",
-    ".local/share/virtualenv",
-    ".pyenv/cache",
-    ".ipython",
-    ".jupyter",
+/// Where the user's toolchain managers keep their toolchains (relative to the
+/// home directory), with the variable that points a command at them: confined
+/// commands have a home of their own ([`private_home`]), so these are named for
+/// them where they exist (read-only: running a toolchain writes nothing there).
+pub const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
+    ("RUSTUP_HOME", ".rustup"),
+    ("PYENV_ROOT", ".pyenv"),
+    ("VOLTA_HOME", ".volta"),
+    ("ASDF_DATA_DIR", ".asdf"),
+    ("NVM_DIR", ".nvm"),
+    ("BUN_INSTALL", ".bun"),
+    ("SDKMAN_DIR", ".sdkman"),
 ];
+
+/// The agent's own home for `project`: the `HOME` of every confined command, where
+/// its package caches (npm, pip, cargo, Playwright), shell history and tool
+/// configs go. The user's home stays read-only to the agent: nothing the agent
+/// writes can land where the user's own programs load code from (`~/.local/lib`,
+/// shell start-up files, `~/.config`, IDE and build-tool init scripts). Next to
+/// baton's state dir for the project, which commands see read-only.
+pub fn private_home(project: &Path) -> PathBuf {
+    let mut s = baton_config::state_dir(project).into_os_string();
+    s.push("-home");
+    PathBuf::from(s)
+}
+
+/// The environment a confined command gets for its home: `HOME` is
+/// [`private_home`]; the user's git config (`GIT_CONFIG_GLOBAL`, so commits keep
+/// the user's identity) and toolchain managers ([`TOOLCHAIN_HOMES`]) are named
+/// where they exist and the variable is not set already.
+pub fn home_env(spec: &SandboxSpec) -> Vec<(&'static str, OsString)> {
+    let mut env = vec![("HOME", private_home(&spec.project).into_os_string())];
+    let Some(user) = home() else {
+        return env;
+    };
+    if std::env::var_os("GIT_CONFIG_GLOBAL").is_none() {
+        let g = user.join(".gitconfig");
+        if g.is_file() {
+            env.push(("GIT_CONFIG_GLOBAL", g.into_os_string()));
+        }
+    }
+    if std::env::var_os("CARGO_HOME").is_none() && user.join(".cargo").is_dir() {
+        env.push((
+            "CARGO_HOME",
+            private_home(&spec.project).join(".cargo").into_os_string(),
+        ));
+    }
+    for (var, dir) in TOOLCHAIN_HOMES {
+        let d = user.join(dir);
+        if std::env::var_os(var).is_none() && d.is_dir() {
+            env.push((var, d.into_os_string()));
+        }
+    }
+    env
+}
 
 impl SandboxSpec {
     /// The spec for `project` with extra writable dirs (absolute, or `~/…`).
@@ -541,15 +572,12 @@ pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
 /// Where sandboxed processes may write: the project (unless read-only), the temp
 /// dirs, the package caches, `[sandbox] writable` and a few devices.
 fn write_rules(spec: &SandboxSpec) -> Vec<PathBuf> {
-    let home = home();
     let mut write = Vec::new();
     if !spec.read_only {
         write.push(spec.project.clone());
     }
     write.extend(temp_dirs());
-    if let Some(h) = &home {
-        write.extend(HOME_CACHES.iter().map(|c| h.join(c)));
-    }
+    write.push(private_home(&spec.project));
     write.extend(spec.writable.iter().cloned());
     for dev in [
         "/dev/null",
@@ -617,9 +645,11 @@ pub fn confine_masked(spec: &SandboxSpec) -> Result<Support, SandboxError> {
 
 #[cfg(target_os = "linux")]
 fn confine_with(
-    _spec: &SandboxSpec,
+    spec: &SandboxSpec,
     (reads, writes): (Vec<PathBuf>, Vec<PathBuf>),
 ) -> Result<Support, SandboxError> {
+    // The agent's home exists before the rule that lets it be written.
+    let _ = std::fs::create_dir_all(private_home(&spec.project));
     use landlock::{
         ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
         RulesetStatus,
@@ -713,11 +743,12 @@ pub fn exec_confined(
             source,
         };
     }
+    let home = home_env(spec);
     if let Err(e) = confine(spec) {
         return e;
     }
     let mut cmd = std::process::Command::new(program);
-    cmd.args(args);
+    cmd.args(args).envs(home);
     for v in env_remove {
         cmd.env_remove(v);
     }
@@ -775,6 +806,17 @@ mod tests {
                 .any(|p| p == Path::new("/home") || p == Path::new("/root"))
         );
         assert!(write.contains(&PathBuf::from("/p")));
-        assert!(write.contains(&home.join(".npm")));
+        // The agent's caches live in a home of its own; the user's is not writable.
+        assert!(write.contains(&private_home(Path::new("/p"))));
+        assert!(
+            !write
+                .iter()
+                .any(|w| w.starts_with(&home) && !w.starts_with(private_home(Path::new("/p"))))
+        );
+        let env = home_env(&spec);
+        assert_eq!(
+            env[0],
+            ("HOME", private_home(Path::new("/p")).into_os_string())
+        );
     }
 }

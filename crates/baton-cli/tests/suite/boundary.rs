@@ -265,3 +265,194 @@ fn baton_toml_changed_by_the_agent_is_restored_recorded_and_never_obeyed() {
         "{brief}"
     );
 }
+
+/// `baton run` of `steps` in `p` with `home` as the user's home: a fake one
+/// holding a fake key, so what runs outside the sandbox with the user's rights
+/// shows.
+fn run_with_home(
+    p: &Project,
+    steps: Vec<Step>,
+    home: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Output, baton_testkit::ScriptedServer) {
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "FAKE PRIVATE KEY\n").unwrap();
+    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .env("HOME", home)
+        .arg("run")
+        .arg(p.path())
+        .args(extra)
+        .output()
+        .unwrap();
+    (out, server)
+}
+
+/// A home for baton outside the temp dirs (which the sandbox lets commands write,
+/// as it does the home's caches): where nothing of the agent's may land.
+fn fake_home() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("home-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// Everything under `home` but the fake key and baton's own state (where the
+/// agent's commands have their home): what something planted wrote there.
+fn written_in(home: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![home.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path != home.join(".ssh/id_rsa")
+                && !path.starts_with(home.join(".local/state/baton"))
+            {
+                found.push(path.strip_prefix(home).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A nested repository whose own config names a filter, added to the project as a
+/// gitlink and changed afterwards: baton's gates must not enter it (a `git status`
+/// recursing into it ran the filter with the user's rights: it read the key and
+/// wrote into the home).
+#[test]
+fn a_nested_repositorys_filter_never_runs_outside_the_sandbox() {
+    if !bwrap_or_skip("a_nested_repositorys_filter_never_runs_outside_the_sandbox") {
+        return;
+    }
+    let p = project("");
+    let home = fake_home();
+    let loot = home.path().join("stolen");
+    let script = format!(
+        "#!/bin/sh\nset -e\nmkdir -p vendor/lib && cd vendor/lib && git init -q\ngit config user.email a@b && git config user.name a\ngit config filter.x.clean \"sh -c 'cat \\\"\\$HOME/.ssh/id_rsa\\\" > {loot} 2>/dev/null; touch \\\"\\$HOME/pwned\\\"; cat'\"\nprintf '* filter=x\\n' > .gitattributes\necho a > f && git add -A && git commit -qm x\ncd ../.. && git add vendor/lib && git commit -qm vendor\necho b >> vendor/lib/f\necho planted\n",
+        loot = loot.display()
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/nest.sh", "content": script}),
+        ),
+        ("Bash", json!({"command": "bash scripts/nest.sh 2>&1"})),
+        (
+            "Write",
+            json!({"file_path": "src/app.txt", "content": "work\n"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Vendored.")));
+    steps.push(Step::Reply(Reply::text("Looking.")));
+    let (out, server) = run_with_home(&p, steps, home.path(), &["--max-sessions", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    assert!(r[1].1.contains("planted"), "{r:?}");
+    assert_eq!(
+        written_in(home.path()),
+        Vec::<String>::new(),
+        "{}",
+        stderr(&out)
+    );
+    // The gates did their work all the same.
+    assert!(super::run::git(&p, &["log", "--format=%s"]).contains("left uncommitted"));
+}
+
+/// A process the session leaves running re-creates `.git/commondir` every
+/// millisecond, pointing at a copy of `.git` whose config names a filter for every
+/// file: the snapshot puts `commondir` back, but baton's git read the copy first
+/// and ran the filter with the user's rights.
+#[test]
+fn a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox() {
+    if !bwrap_or_skip("a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox") {
+        return;
+    }
+    let p = project("");
+    let home = fake_home();
+    let script = "#!/bin/sh\nset -e\nrm -rf .evil && cp -r .git .evil\ngit --git-dir=.evil config filter.x.clean \"sh -c 'touch \\\"\\$HOME/pwned\\\"; cat'\"\nprintf '* filter=x\\n' > .gitattributes\nend=$(( $(date +%s) + 12 ))\n( while [ \"$(date +%s)\" -lt \"$end\" ]; do echo \"$PWD/.evil\" > .git/commondir 2>/dev/null; sleep 0.001; done ) >/dev/null 2>&1 &\necho racing\n";
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/race.sh", "content": script}),
+        ),
+        (
+            "Bash",
+            json!({"command": "bash scripts/race.sh", "run_in_background": true}),
+        ),
+        ("Bash", json!({"command": "sleep 1; echo waited"})),
+        (
+            "Write",
+            json!({"file_path": "src/app.txt", "content": "work\n"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Racing.")));
+    steps.push(Step::Reply(Reply::text("Looking.")));
+    let (out, _server) = run_with_home(&p, steps, home.path(), &["--max-sessions", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        written_in(home.path()),
+        Vec::<String>::new(),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A project script writes a `.pth` into the user's `~/.local/lib/python3.X/
+/// site-packages` (which the sandbox used to open for caches): it would run in
+/// every later `python3` of the user's, outside any sandbox. Commands now have a
+/// home of their own; the user's stays untouched, and caches still work.
+#[test]
+fn the_agents_commands_have_a_home_of_their_own_and_the_users_stays_untouched() {
+    if !bwrap_or_skip("the_agents_commands_have_a_home_of_their_own_and_the_users_stays_untouched")
+    {
+        return;
+    }
+    let p = project("");
+    let home = fake_home();
+    let site = home.path().join(".local/lib/python3.11/site-packages");
+    std::fs::create_dir_all(&site).unwrap();
+    for d in [".npm", ".cache", ".config"] {
+        std::fs::create_dir_all(home.path().join(d)).unwrap();
+    }
+    let script = "#!/bin/sh\necho \"home=$HOME\"\nfor f in \"$HOME/.local/lib/python3.11/site-packages/evil.pth\" ~/.bashrc ~/.profile ~/.config/autostart.sh ~/.npm/evil ~/.cache/evil; do mkdir -p \"$(dirname \"$f\")\" 2>/dev/null; if echo 'import os' > \"$f\" 2>/dev/null; then echo \"wrote $f\"; fi; done\nfor f in /HOME/.local/lib/python3.11/site-packages/evil.pth /HOME/.bashrc /HOME/.npm/evil; do if echo x > \"$f\" 2>/dev/null; then echo \"WROTE $f\"; fi; done\nmkdir -p ~/.cache/pip && echo cached > ~/.cache/pip/x && cat ~/.cache/pip/x\n";
+    let script = script.replace("/HOME", &home.path().display().to_string());
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/home.sh", "content": script}),
+        ),
+        ("Bash", json!({"command": "bash scripts/home.sh 2>&1"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Done.")));
+    let (out, server) = run_with_home(&p, steps, home.path(), &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    let said = &r[1].1;
+    assert!(!said.contains("WROTE"), "{said}");
+    assert!(
+        said.contains("cached"),
+        "caches work in the agent's home: {said}"
+    );
+    let own = said
+        .lines()
+        .find_map(|l| l.strip_prefix("home="))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !own.is_empty() && own != home.path().display().to_string(),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "wrote {own}/.local/lib/python3.11/site-packages/evil.pth"
+        )),
+        "{said}"
+    );
+    assert_eq!(written_in(home.path()), Vec::<String>::new());
+}

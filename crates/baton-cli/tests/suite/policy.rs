@@ -371,14 +371,16 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
 }
 
 /// The secret locations of the one list are out of a project script's reach (keys,
-/// cloud credentials, `.netrc`), while the home's package caches stay writable:
-/// Landlock refuses them, and in the run's namespace they are hidden by mounts.
+/// cloud credentials, `.netrc`), while the rest of the user's home stays readable
+/// and package caches writable, in the agent's own home: Landlock refuses them, and
+/// in the run's namespace they are hidden by mounts.
 #[test]
 fn a_project_script_cannot_read_the_secret_locations_of_home() {
     if !landlock() {
         return;
     }
-    let home = tempfile::tempdir().unwrap();
+    // Outside the temp dirs, which the sandbox lets commands write.
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let h = home.path();
     std::fs::create_dir_all(h.join(".ssh")).unwrap();
     std::fs::write(h.join(".ssh/id_ed25519"), "secret-ssh-4b1e\n").unwrap();
@@ -389,11 +391,13 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
     std::fs::write(h.join("notes.txt"), "plain-notes\n").unwrap();
     let p = Project::new();
     let script = "#!/bin/bash\n\
-                  cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.netrc 2>&1\n\
-                  ls -a ~/.ssh ~/.aws 2>&1\n\
-                  cat ~/notes.txt\n\
-                  touch ~/.npm/cache-entry && echo cache-writable\n";
-    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, peek_steps(script));
+                  cat @HOME@/.ssh/id_ed25519 @HOME@/.aws/credentials @HOME@/.netrc 2>&1\n\
+                  ls -a @HOME@/.ssh @HOME@/.aws 2>&1\n\
+                  cat @HOME@/notes.txt\n\
+                  mkdir -p ~/.npm && touch ~/.npm/cache-entry && echo cache-writable\n\
+                  touch @HOME@/.npm/cache-entry 2>/dev/null && echo USER-HOME-WRITABLE\n"
+        .replace("@HOME@", &h.display().to_string());
+    let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, peek_steps(&script));
     let out = baton(&server, Wire::Anthropic)
         .env("HOME", h)
         .env_remove("XDG_STATE_HOME")
@@ -415,6 +419,7 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
         peek.contains("cache-writable"),
         "the caches are writable: {peek}"
     );
+    assert!(!peek.contains("USER-HOME-WRITABLE"), "{peek}");
 }
 
 /// A model that writes `script` to `peek.sh`, runs it, and is done.
