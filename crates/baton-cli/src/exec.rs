@@ -182,10 +182,10 @@ fn finish(
         .display()
         .to_string();
     eprintln!(
-        "session {:04} · {} · {} turns · {} tokens · ${:.4} · {rel}",
+        "session {:04} · {} · {} · {} tokens · ${:.4} · {rel}",
         r.session,
         r.outcome.name(),
-        r.turns,
+        baton_records::human::plural(u64::from(r.turns), "turn"),
         r.usage.total(),
         r.cost_usd
     );

@@ -359,10 +359,10 @@ impl RunView {
         b.features.set_message(money);
         match &t.current {
             Some(c) => b.session.set_message(format!(
-                "{:04} {} · {} turns · {} tokens · ${:.4}",
+                "{:04} {} · {} · {} tokens · ${:.4}",
                 c.number,
                 c.kind.name(),
-                c.turns,
+                baton_records::human::plural(u64::from(c.turns), "turn"),
                 tokens(c.tokens),
                 c.cost
             )),

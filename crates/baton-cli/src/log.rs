@@ -49,7 +49,7 @@ pub struct LogArgs {
     /// Print the transcript's JSON lines instead (filters apply to them too).
     #[arg(long)]
     json: bool,
-    /// Only the calls of this tool and their results (e.g. Bash, mcp__browser__click).
+    /// Only the calls of this tool and their results (e.g. Bash, mcp__playwright__browser_click).
     #[arg(long, value_name = "NAME")]
     tool: Option<String>,
     /// Only what went wrong: failed and refused tool calls, retries, a session error.
@@ -207,9 +207,9 @@ fn cut_lines(text: &str, n: usize) -> String {
         return text.to_string();
     }
     format!(
-        "{}\n… ({} more lines)",
+        "{}\n… ({} more)",
         lines[..n].join("\n"),
-        lines.len() - n
+        baton_records::human::plural((lines.len() - n) as u64, "line")
     )
 }
 
@@ -442,7 +442,8 @@ pub fn render(records: &[Record], filter: &Filter, paint: Paint) -> String {
                     "\n{} {o}{}",
                     paint.bold("── end:"),
                     paint.bold(&format!(
-                        " · {turns} turns · {} tokens · ${cost_usd:.4}",
+                        " · {} · {} tokens · ${cost_usd:.4}",
+                        baton_records::human::plural(u64::from(*turns), "turn"),
                         usage.total()
                     ))
                 );

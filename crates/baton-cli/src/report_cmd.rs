@@ -16,7 +16,8 @@ pub struct ReportArgs {
     /// git ignores).
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// The budget in USD, to show what is left (default: baton.toml [run] budget_usd).
+    /// The budget in USD, to show what is left (default: the last `baton run
+    /// --budget-usd`, else baton.toml [run] budget_usd).
     #[arg(long)]
     budget_usd: Option<f64>,
 }
@@ -32,7 +33,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     {
         bail!("--budget-usd must be a non-negative number");
     }
-    let budget = args.budget_usd.unwrap_or(cfg.run.budget_usd).max(0.0);
+    let budget = args
+        .budget_usd
+        .or(baton_records::State::load(&dir)?.budget_usd)
+        .unwrap_or(cfg.run.budget_usd)
+        .max(0.0);
     let records = Records::load(&dir, &cfg.project.feature_list)?;
     let html = baton_report::render(
         &records,

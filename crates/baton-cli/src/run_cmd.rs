@@ -30,7 +30,8 @@ pub struct RunArgs {
     /// Sessions in this run, the initializer included (default: baton.toml [run], else no limit).
     #[arg(long)]
     max_sessions: Option<u32>,
-    /// Stop once the project has cost this much in USD.
+    /// Stop once the project has cost this much in USD. Remembered as the
+    /// project's budget for later runs, `baton status` and the report.
     #[arg(long)]
     budget_usd: Option<f64>,
     /// Stop after this many hours of wall time.
@@ -532,8 +533,10 @@ pub fn status(dir: &Path, json: bool) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
     let cfg = Config::load(&dir)?;
     require_project(&dir, &cfg)?;
-    let s = baton_harness::status::status(&Files::new(dir, cfg.project))?
-        .with_budget(cfg.run.budget_usd);
+    let budget = baton_records::State::load(&dir)?
+        .budget_usd
+        .unwrap_or(cfg.run.budget_usd);
+    let s = baton_harness::status::status(&Files::new(dir, cfg.project))?.with_budget(budget);
     if json {
         println!(
             "{}",

@@ -252,9 +252,9 @@ impl Runner<'_> {
             .map_or((0, 0), |l| (l.passing(), l.features.len()));
         self.reporter.session_end(&record, passing, total);
         self.reporter.line(&format!(
-            "session {number:04} planner · {} · {} turns · {} tokens · ${:.4}",
+            "session {number:04} planner · {} · {} · {} tokens · ${:.4}",
             record.outcome,
-            record.turns,
+            baton_records::human::plural(u64::from(record.turns), "turn"),
             record.usage.total(),
             record.cost_usd
         ));

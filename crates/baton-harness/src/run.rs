@@ -225,6 +225,14 @@ impl Runner<'_> {
         }
         let snap = self.guard_start()?;
         let mut state = State::load(dir)?;
+        // A budget given on the command line is the project's from now on, for
+        // `baton status` and the report too.
+        if let Some(b) = self.opts.budget_usd
+            && state.budget_usd != Some(b)
+        {
+            state.budget_usd = Some(b);
+            state.save(dir)?;
+        }
         let mut accepted = self.adopt(&mut state)?;
         if let Some(ip) = state.in_progress.clone()
             && ip.kind == SessionKind::Planner
@@ -243,7 +251,12 @@ impl Runner<'_> {
         if let Some(list) = &accepted {
             self.refuse_unaccepted_edit(list)?;
         }
-        let limits = RunLimits::new(&self.opts, &self.cfg);
+        let mut limits = RunLimits::new(&self.opts, &self.cfg);
+        if self.opts.budget_usd.is_none()
+            && let Some(b) = state.budget_usd
+        {
+            limits.budget = b;
+        }
         let max_hours = limits.max_hours;
         let pause = self
             .opts
@@ -752,6 +765,11 @@ impl Runner<'_> {
         g.report.refusals = summary.refusals;
         g.report.evidence = summary.evidence;
         let (mut gates, new_accepted) = g.finish(&ip.notes_before)?;
+        // A session that made no model turn (a refused key, no network) had no
+        // chance to write notes: nothing to report about them.
+        if summary.turns == 0 {
+            gates.notes_updated = true;
+        }
         if ip.kind == SessionKind::Coding {
             *accepted = new_accepted;
         } else {
@@ -819,11 +837,11 @@ impl Runner<'_> {
         let total = accepted.as_ref().map_or(0, |l| l.features.len());
         self.reporter.session_end(&record, passing, total);
         let mut line = format!(
-            "session {:04} {} · {} · {} turns · {} tokens · ${:.4} · passing {passing}/{total}",
+            "session {:04} {} · {} · {} · {} tokens · ${:.4} · passing {passing}/{total}",
             record.number,
             record.kind.name(),
             record.outcome,
-            record.turns,
+            baton_records::human::plural(u64::from(record.turns), "turn"),
             record.usage.total(),
             record.cost_usd
         );

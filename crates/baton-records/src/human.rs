@@ -19,6 +19,16 @@ pub fn wait(d: std::time::Duration) -> String {
     duration(d.as_secs_f64().ceil())
 }
 
+/// `n` and a noun that agrees with it: `1 turn`, `2 turns`, `0 lines` (`word` is
+/// the singular; the plural adds `s`).
+pub fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 /// A count in at most six characters: `950`, `12.3k`, `123k`, `2M`, `4.5M`, `1.2B`.
 pub fn count(n: u64) -> String {
     let v = n as f64;

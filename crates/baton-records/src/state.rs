@@ -537,6 +537,11 @@ pub struct State {
     /// [`APPEND_ATTEMPTS`] baton stops asking and codes with the list it has.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub append_failures: u32,
+    /// The budget (USD) the last `baton run` was given on its command line
+    /// (`--budget-usd`): what `baton status` and the report measure spending
+    /// against, before `[run] budget_usd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
 }
 
 /// List-append sessions in a row that may fail before baton codes with the list

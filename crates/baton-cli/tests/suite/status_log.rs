@@ -357,3 +357,38 @@ fn log_json_filters_apply_to_the_lines() {
         ]
     );
 }
+
+/// A budget given on the command line is the project's: `baton status` and the
+/// report measure spending against it after the run, and a session that never got
+/// a model turn (a refused key) is not told off for its notes; counts agree with
+/// their nouns ("1 turn").
+#[test]
+fn the_command_lines_budget_is_remembered_and_a_failed_start_is_not_told_off() {
+    let p = super::run::new_project();
+    let mut steps = super::run::initializer(&super::run::features(&[false, false, false]));
+    steps.push(baton_testkit::Step::error(
+        401,
+        "authentication_error",
+        "invalid x-api-key",
+    ));
+    let (out, _server) = super::run::run(&p, steps, &["--budget-usd", "20"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("progress notes were not updated"), "{err}");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", p.path().to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(s["budget_usd"], serde_json::json!(20.0), "{s}");
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["report", p.path().to_str().unwrap(), "-o", "-"])
+        .output()
+        .unwrap();
+    let html = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        !html.contains("no budget set"),
+        "the report forgot the budget"
+    );
+    assert!(html.contains("left of $20.00"), "no budget in the report");
+}

@@ -96,6 +96,7 @@ fn state_with_findings() -> State {
         claim: None,
         list_covered: false,
         append_failures: 0,
+        budget_usd: None,
     }
 }
 
@@ -291,6 +292,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
         claim: None,
         list_covered: false,
         append_failures: 0,
+        budget_usd: None,
     };
     let files = Files::new(dir.path().canonicalize().unwrap(), ProjectConfig::default());
     let list = FeatureList::parse(&text, "feature_list.json").unwrap();
