@@ -84,6 +84,8 @@ impl Runner<'_> {
         }
         let spec_path = dir.join(&names.spec);
         let accepted = self.files.load_accepted()?;
+        let accepted_before = accepted.clone();
+        let request_before = std::fs::read_to_string(&spec_path).unwrap_or_default();
         let request = match plan {
             Plan::Spec => {
                 if accepted.is_some() || self.files.feature_list().exists() {
@@ -140,13 +142,9 @@ impl Runner<'_> {
                     spec.push('\n');
                 }
                 spec.push_str(&format!("\n## Added {}\n\n{}\n", today(), request.trim()));
+                // Committed only with the features it produced (a failed plan
+                // leaves the spec as it was).
                 std::fs::write(&spec_path, spec).map_err(io(&spec_path))?;
-                git::commit(
-                    dir,
-                    &format!("baton plan: the request, in {}", names.spec),
-                    &[names.spec.as_str()],
-                    &[],
-                )?;
                 Some(request.trim().to_string())
             }
         };
@@ -230,17 +228,29 @@ impl Runner<'_> {
         };
         // "Nothing to add" is an answer for a list-append session that says so.
         let checked = match checked {
-            Err(_) if covered && record.gates.violations == ["the planner added no feature"] => {
-                record.gates.violations.clear();
-                Ok(Planned {
-                    number,
-                    added: Vec::new(),
-                    spec_lines: spec_before.lines().count(),
-                    commit: None,
-                    covered,
-                })
-            }
+            Err(_) if covered && self.list_unchanged(accepted_before.as_ref()) => Ok(Planned {
+                number,
+                added: Vec::new(),
+                spec_lines: spec_before.lines().count(),
+                commit: None,
+                covered,
+            }),
             other => other.map(|p| Planned { covered, ..p }),
+        };
+        // A failed plan changes nothing: what the planner wrote is set aside and
+        // the tree is put back as it was before the request.
+        let checked = match checked {
+            Err(e) => match self.undo_planner(number, head_before.as_deref(), &request_before) {
+                Ok(kept) => Err(HarnessError::Input(format!(
+                    "{e}{}",
+                    kept.map(|k| format!("; what the planner wrote is kept in {k}"))
+                        .unwrap_or_default()
+                ))),
+                Err(undo) => Err(HarnessError::Input(format!(
+                    "{e}; and putting the project back failed: {undo}"
+                ))),
+            },
+            ok => ok,
         };
         record.commits = git::commits_since(dir, head_before.as_deref());
         state.in_progress = None;
@@ -268,6 +278,89 @@ impl Runner<'_> {
             }
             (Err(e), None) => Err(e),
         }
+    }
+
+    /// Whether the feature list on disk is still `accepted` (a list-append session
+    /// that says the spec is covered wrote nothing).
+    fn list_unchanged(&self, accepted: Option<&FeatureList>) -> bool {
+        let text = std::fs::read_to_string(self.files.feature_list()).unwrap_or_default();
+        FeatureList::parse(&text, &self.files.names.feature_list)
+            .ok()
+            .as_ref()
+            == accepted
+    }
+
+    /// After a failed planner session: every file that differs from the commit
+    /// `head_before` (changed, committed since, or new) is kept in
+    /// `.baton/replaced/planner-NNNN/` and put back as it was there (a new one
+    /// removed), the spec included (`spec_before`: before the request), and that
+    /// is committed when the planner committed anything. History is never
+    /// rewritten. Returns where the planner's files are kept, if it left any.
+    pub(crate) fn undo_planner(
+        &self,
+        number: u32,
+        head_before: Option<&str>,
+        spec_before: &str,
+    ) -> Result<Option<String>, HarnessError> {
+        let dir = &self.files.dir;
+        let mut paths: Vec<String> = Vec::new();
+        if let Some(h) = head_before {
+            let out = git::git(dir, &["diff", "--name-only", "--no-renames", "-z", h, "--"])?;
+            paths.extend(out.split('\0').filter(|p| !p.is_empty()).map(String::from));
+        }
+        for d in git::dirty(dir)? {
+            if !paths.contains(&d.path) {
+                paths.push(d.path);
+            }
+        }
+        paths.retain(|p| !p.starts_with(".baton/"));
+        let spec = self.files.names.spec.clone();
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let rel = format!("{}/planner-{number:04}", baton_records::layout::REPLACED);
+        let kept = dir.join(&rel);
+        for p in &paths {
+            let from = dir.join(p);
+            if std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_file()) {
+                let to = kept.join(p);
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent).map_err(io(parent))?;
+                }
+                std::fs::copy(&from, &to).map_err(io(&to))?;
+            }
+        }
+        for p in &paths {
+            let existed = head_before
+                .is_some_and(|h| git::git(dir, &["cat-file", "-e", &format!("{h}:{p}")]).is_ok());
+            match head_before {
+                Some(h) if existed => {
+                    git::git(dir, &["checkout", h, "--", p])?;
+                }
+                _ if *p == spec => {
+                    let at = dir.join(p);
+                    std::fs::write(&at, spec_before).map_err(io(&at))?;
+                }
+                _ => {
+                    let at = dir.join(p);
+                    let _ = git::git(dir, &["rm", "-q", "--cached", "--ignore-unmatch", "--", p]);
+                    if at.exists() {
+                        std::fs::remove_file(&at).map_err(io(&at))?;
+                    }
+                }
+            }
+        }
+        if git::head(dir).as_deref() != head_before {
+            git::commit(
+                dir,
+                &format!(
+                    "baton plan: put back what planner session {number:04} changed\n\nIts result was not accepted; what it wrote is kept in {rel}/."
+                ),
+                &[],
+                &[],
+            )?;
+        }
+        Ok(Some(rel))
     }
 
     /// A planner session that was stopped mid-way (killed, or the machine went
@@ -329,12 +422,10 @@ impl Runner<'_> {
             } else {
                 format!("wrote {lines} non-empty lines, fewer than {MIN_SPEC_LINES}")
             };
-            record
-                .gates
-                .violations
-                .push(format!("the planner {why}; {spec} is the idea again"));
+            let _ = record;
             return Err(HarnessError::Input(format!(
-                "the planner did not write a specification in {spec} ({why}); `baton plan {}` tries again, or write {spec} yourself",
+                "the planner did not write a specification in {spec} ({why}), and the project is as it was: `baton plan {}` runs the planner again, or write {spec} yourself and `baton run {}`",
+                dir.display(),
                 dir.display()
             )));
         }
@@ -375,29 +466,18 @@ impl Runner<'_> {
         let names = &self.files.names;
         let path = self.files.feature_list();
         let text = std::fs::read_to_string(&path).unwrap_or_default();
+        // The caller puts the project back as it was ([`Runner::undo_planner`]).
         let restore = |why: String| -> Result<Planned, HarnessError> {
-            std::fs::write(&path, accepted.to_json()).map_err(io(&path))?;
-            // What else it wrote (the spec's additions, notes) is kept for a person.
-            let _ = git::commit(
-                dir,
-                "baton plan: the planner's notes (its features were not accepted)",
-                &[],
-                &[names.feature_list.as_str()],
-            );
             Err(HarnessError::Input(format!(
-                "the planner's {} was not accepted: {why}; the list is as it was. Run `baton plan` again, or add the features yourself and `baton accept`",
-                names.feature_list
+                "the planner's {} was not accepted: {why}; the list and the spec are as they were. Run the same `baton plan {}` again, or add the features yourself and `baton accept {}`",
+                names.feature_list,
+                dir.display(),
+                dir.display()
             )))
         };
         let list = match FeatureList::parse(&text, &names.feature_list) {
             Ok(l) => l,
-            Err(e) => {
-                record
-                    .gates
-                    .violations
-                    .push(format!("the planner left an invalid list: {e}"));
-                return restore(e.to_string());
-            }
+            Err(e) => return restore(e.to_string()),
         };
         let old = accepted.features.len();
         let mut merged = accepted.clone();
@@ -445,10 +525,6 @@ impl Runner<'_> {
             added.push(n);
         }
         if added.is_empty() {
-            record
-                .gates
-                .violations
-                .push("the planner added no feature".into());
             return restore("no feature was added".into());
         }
         // The merged list must hold together (dependencies point inside it).

@@ -673,3 +673,118 @@ fn an_existing_repository_is_adopted_with_its_history() {
         "{ran:?}"
     );
 }
+
+/// A failed `baton plan` changes nothing: the request is not committed into the
+/// spec (no `## Added` block piles up with each retry), the tree and history are
+/// as they were, what the planner wrote is kept aside, status counts no restore,
+/// and the same command works when tried again.
+#[test]
+fn a_failed_plan_leaves_the_project_as_it_was() {
+    let p = initialized();
+    let head = baton_testkit::git(p.path(), &["rev-parse", "HEAD"]);
+    let spec = p.file("app_spec.txt");
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "notes/plan.md", "content": "thinking\n"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "git add -A && git commit -qm 'planner commits its notes'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("I could not decide what to add.")),
+    ];
+    for _ in 0..2 {
+        let server = ScriptedServer::start(Wire::Anthropic, steps.clone());
+        let out = baton_in(
+            &server,
+            &[
+                "plan",
+                p.path().to_str().unwrap(),
+                "--idea",
+                "add tags",
+                "--quiet",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("no feature was added"), "{err}");
+        assert!(
+            err.contains("the list and the spec are as they were"),
+            "{err}"
+        );
+        assert!(err.contains(".baton/replaced/planner-"), "{err}");
+    }
+    assert_eq!(
+        p.file("app_spec.txt"),
+        spec,
+        "the request stayed in the spec"
+    );
+    assert!(!p.path().join("notes/plan.md").exists());
+    assert_eq!(baton_testkit::git(p.path(), &["status", "--porcelain"]), "");
+    // The planner's commits stay in history (never rewritten); the tree is put back.
+    let diff = baton_testkit::git(p.path(), &["diff", "--stat", head.trim(), "HEAD"]);
+    assert_eq!(diff, "", "the tree differs from before the plans");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", p.path().to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(s["totals"]["violations"], 0, "{s}");
+    // The same request works the next time.
+    let written = list_with(|_| {}, &[feature("Tags can be added to a todo", false)]);
+    let (out, _server) = plan_writing(&p, &written, "add tags");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(p.file("app_spec.txt").matches("## Added").count(), 1);
+}
+
+/// `baton new --idea` whose planner writes a feature list and `init.sh` and
+/// commits them instead of a spec: they are set aside, so `baton plan DIR` runs
+/// the planner again (it refused, seeing a list) and `baton run` does not adopt a
+/// list nobody accepted.
+#[test]
+fn a_planner_that_writes_a_list_instead_of_a_spec_is_undone() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": features(&[false, false, false, false])}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "init.sh", "content": "#!/bin/sh\necho up\n"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "git add -A && git commit -qm 'list and init'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Done.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a tiny todo app",
+            "--quiet",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!dir.join("feature_list.json").exists());
+    assert!(!dir.join("init.sh").exists());
+    assert!(dir.join(".baton/replaced").is_dir());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("app_spec.txt")).unwrap(),
+        "Original idea:\n\na tiny todo app\n"
+    );
+    let server = ScriptedServer::start(Wire::Anthropic, planner_writing(&spec_text(22)));
+    let out = baton_in(&server, &["plan", dir.to_str().unwrap(), "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
