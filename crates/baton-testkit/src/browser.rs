@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 /// The Playwright MCP server's `cli.js` and the Chromium binary.
 #[derive(Debug, Clone)]
 pub struct BrowserParts {
-    /// `@playwright/mcp`'s `cli.js` (`$BATON_PLAYWRIGHT_MCP`, or `.ci/npm`'s).
+    /// `@playwright/mcp`'s `cli.js` (`$BATON_PLAYWRIGHT_MCP`, `.ci/npm`'s, or the
+    /// global npm install's).
     pub cli: PathBuf,
     /// Chromium (`$BATON_CHROMIUM`, or `/usr/bin/chromium`).
     pub chromium: PathBuf,
@@ -19,9 +20,27 @@ pub struct BrowserParts {
 /// missing; on CI (`CI=true`) a missing part fails the test instead.
 pub fn browser_parts(test: &str) -> Option<BrowserParts> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // Where `.ci/run` installs it, else a global npm install (where `baton
+    // doctor` finds it too).
     let cli = std::env::var_os("BATON_PLAYWRIGHT_MCP")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join(".ci/npm/node_modules/@playwright/mcp/cli.js"));
+        .unwrap_or_else(|| {
+            let ci = root.join(".ci/npm/node_modules/@playwright/mcp/cli.js");
+            if ci.is_file() {
+                return ci;
+            }
+            std::process::Command::new("npm")
+                .args(["root", "-g"])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| {
+                    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
+                        .join("@playwright/mcp/cli.js")
+                })
+                .filter(|p| p.is_file())
+                .unwrap_or(ci)
+        });
     let chromium = std::env::var_os("BATON_CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));

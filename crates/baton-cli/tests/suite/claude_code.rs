@@ -23,6 +23,14 @@ fn claude() -> Option<PathBuf> {
     if path.exists() {
         return Some(path);
     }
+    // Installed on the PATH (`npm install -g @anthropic-ai/claude-code`).
+    if let Some(found) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("claude"))
+            .find(|c| c.is_file())
+    }) {
+        return Some(found);
+    }
     let msg = format!(
         "Claude Code CLI not found at {} (install it with .ci/run or set BATON_TEST_CLAUDE)",
         path.display()
