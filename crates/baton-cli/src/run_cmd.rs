@@ -531,7 +531,15 @@ pub fn require_project(dir: &Path, cfg: &Config) -> anyhow::Result<()> {
 /// Run `baton status`.
 pub fn status(dir: &Path, json: bool) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
-    let cfg = Config::load(&dir)?;
+    // A mistake in baton.toml does not hide where the project stands: say what is
+    // wrong and show it with the default settings (the file names included).
+    let cfg = Config::load(&dir).unwrap_or_else(|e| {
+        eprintln!(
+            "baton: warning: {e}
+baton: showing the status with the default settings; fix baton.toml before `baton run`"
+        );
+        Config::default()
+    });
     require_project(&dir, &cfg)?;
     let budget = baton_records::State::load(&dir)?
         .budget_usd

@@ -208,7 +208,12 @@ pub fn create_with(
             )));
         }
     }
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        HarnessError::Input(format!(
+            "cannot create the project directory {}: {e}",
+            dir.display()
+        ))
+    })?;
     // Inside another repository (baton's own checkout, a monorepo) the project
     // still gets its own: its sessions commit everything in the tree.
     if !git::is_top(dir) {

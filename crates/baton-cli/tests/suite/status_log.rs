@@ -392,3 +392,40 @@ fn the_command_lines_budget_is_remembered_and_a_failed_start_is_not_told_off() {
     );
     assert!(html.contains("left of $20.00"), "no budget in the report");
 }
+
+/// `baton status` on a project whose `baton.toml` has a typo still shows where the
+/// project stands, with the mistake named; `baton new` on a directory it cannot
+/// create says which and why.
+#[test]
+fn status_survives_a_typo_and_new_names_the_directory_it_cannot_create() {
+    let p = super::run::new_project();
+    std::fs::write(p.path().join("baton.toml"), "[agent]\nmodle = \"x\"\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", p.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("baton.toml") && err.contains("line 2"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("features "));
+    let spec = p.path().join("spec.txt");
+    std::fs::write(&spec, "spec\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args([
+            "new",
+            "/proc/baton-cannot-be-here",
+            "--spec",
+            spec.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("cannot create the project directory /proc/baton-cannot-be-here"),
+        "{}",
+        stderr(&out)
+    );
+}
