@@ -489,8 +489,11 @@ fn finish(
         })
         .unwrap_or_default();
     eprintln!(
-        "baton: {why} · {}/{} passing · {} sessions · ${:.4}{left}",
-        s.passing, s.total, s.totals.sessions, s.totals.cost_usd
+        "baton: {why} · {}/{} passing · {} · ${:.4}{left}",
+        s.passing,
+        s.total,
+        baton_records::human::plural(s.totals.sessions as u64, "session"),
+        s.totals.cost_usd
     );
     Ok(ExitCode::from(end.exit_code()))
 }

@@ -679,3 +679,43 @@ fn a_damaged_feature_list_in_an_adopted_project_is_named_by_line() {
         stderr(&out)
     );
 }
+
+/// The budget stop is driven to its end: once the project has cost what
+/// `--budget-usd` allows, no further session starts and the run exits 2.
+#[test]
+fn the_budget_stops_the_run_between_sessions() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    steps.extend(honest(2, &[true, true, false]));
+    let (out, server) = run(&p, steps, &["--budget-usd", "0.002"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("budget $0.00 reached"), "{err}");
+    // Two sessions of $0.0012 each: the third never started.
+    assert_eq!(server.remaining(), 2, "{err}");
+}
+
+/// The hours stop is driven to its end: `--max-hours` bounds the session that is
+/// running (its model thinks half a second a reply) and no other starts.
+#[test]
+fn max_hours_stops_the_run_between_sessions() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(std::time::Duration::from_millis(500))
+        .start(steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-hours", "0.0001"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--max-hours 0.0001 reached"), "{err}");
+    // The hours bound the session too: it was cut, and no other started.
+    assert!(err.contains("initializer · time_limit"), "{err}");
+    assert!(server.remaining() >= 2, "{err}");
+}
