@@ -626,7 +626,22 @@ pub fn edit(files: &crate::files::Files) -> Result<Edit, HarnessError> {
                 j + 1
             )));
         }
-        e.amended.push((i + 1, describe_change(before, after)));
+        let mut what = describe_change(before, after);
+        // A feature whose content changed must be proven again: what passed was
+        // the old one. (A person's change of `passes` alone stands.)
+        let unproven = |f: &Feature| {
+            let mut f = f.clone();
+            f.passes = false;
+            f.fields.insert("passes".into(), false.into());
+            f
+        };
+        if after.passes && unproven(before) != unproven(after) {
+            let f = &mut e.list.features[i];
+            f.passes = false;
+            f.fields.insert("passes".into(), false.into());
+            what.push_str("; set back to failing: it must be proven again");
+        }
+        e.amended.push((i + 1, what));
     }
     for (i, f) in list.features.iter().enumerate().skip(old) {
         e.added.push((i + 1, f.description.clone()));

@@ -788,3 +788,45 @@ fn a_planner_that_writes_a_list_instead_of_a_spec_is_undone() {
     let out = baton_in(&server, &["plan", dir.to_str().unwrap(), "--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// A passing feature whose description a person changes through `baton accept`
+/// is set back to failing: what passed was the old feature, so it must be proven
+/// again. A person's change of `passes` alone stands.
+#[test]
+fn an_amended_passing_feature_must_be_proven_again() {
+    let p = initialized();
+    // Feature 1 passes (as a person accepted it), then its description changes.
+    let passing = list_with(|l| l[0]["passes"] = true.into(), &[]);
+    std::fs::write(p.path().join("feature_list.json"), &passing).unwrap();
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    let out = baton_in(&server, &["accept", p.path().to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let accepted: Vec<serde_json::Value> =
+        serde_json::from_str(&p.file(".baton/accepted_feature_list.json")).unwrap();
+    assert_eq!(
+        accepted[0]["passes"], true,
+        "a change of passes alone stands"
+    );
+    let amended = list_with(
+        |l| {
+            l[0]["passes"] = true.into();
+            l[0]["description"] = "Feature 1, now with undo".into();
+        },
+        &[],
+    );
+    std::fs::write(p.path().join("feature_list.json"), &amended).unwrap();
+    let out = baton_in(&server, &["accept", p.path().to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("must be proven again"),
+        "{}",
+        stderr(&out)
+    );
+    let accepted: Vec<serde_json::Value> =
+        serde_json::from_str(&p.file(".baton/accepted_feature_list.json")).unwrap();
+    assert_eq!(accepted[0]["description"], "Feature 1, now with undo");
+    assert_eq!(accepted[0]["passes"], false);
+    let on_disk: Vec<serde_json::Value> =
+        serde_json::from_str(&p.file("feature_list.json")).unwrap();
+    assert_eq!(on_disk[0]["passes"], false);
+}
