@@ -242,11 +242,9 @@ impl RunView {
             let multi = MultiProgress::with_draw_target(target);
             let features = multi.add(ProgressBar::new(start.total as u64));
             features.set_style(
-                ProgressStyle::with_template(
-                    "{prefix:.bold} [{bar:32.green/dim}] {pos}/{len} passing · {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("█▉▊▋▌▍▎▏ "),
+                ProgressStyle::with_template("{prefix:.bold} [{bar:32.green/dim}] {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("█▉▊▋▌▍▎▏ "),
             );
             features.set_prefix("features");
             features.set_position(start.passing as u64);
@@ -356,8 +354,20 @@ impl RunView {
             ),
             None => format!("{} spent", usd(spent)),
         };
-        b.features.set_message(money);
+        // Before the initializer's list there is nothing to count ("0/1 passing"
+        // read as a one-feature project).
+        let counted = if t.total == 0 {
+            "no feature list yet".to_string()
+        } else {
+            format!("{}/{} passing", t.passing, t.total)
+        };
+        b.features.set_message(format!("{counted} · {money}"));
+        // In a parallel run the agents' own lines say what runs.
+        let agents = b.agents.lock().map(|a| a.len()).unwrap_or(0);
         match &t.current {
+            None if agents > 0 => b
+                .session
+                .set_message(format!("— {agents} agents at work, each on its line below")),
             Some(c) => b.session.set_message(format!(
                 "{:04} {} · {} · {} tokens · ${:.4}",
                 c.number,
@@ -439,7 +449,9 @@ impl Reporter for RunView {
         let bar = agents.entry(agent).or_insert_with(|| {
             let bar = b.multi.add(ProgressBar::new_spinner());
             bar.set_style(
-                ProgressStyle::with_template("{prefix:.bold} {spinner:.cyan} {msg} {elapsed:.dim}")
+                // No elapsed time: after the status it read as the time of the tool
+                // named last ("Write 8s").
+                ProgressStyle::with_template("{prefix:.bold} {spinner:.cyan} {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             bar.set_prefix(format!("agent {agent}"));
@@ -486,8 +498,13 @@ impl Reporter for RunView {
             t.current = None;
         }
         if let Some(b) = &self.bars {
-            b.tool
-                .set_message("gates done · the next session follows the pause");
+            let parallel = b.agents.lock().is_ok_and(|a| !a.is_empty());
+            b.tool.set_message(if parallel {
+                "a session ended: its gates and merge run while the others work"
+            } else {
+                "gates done · the next session follows the pause"
+            });
+            b.tool.reset_elapsed();
         }
         self.refresh();
         let g = &r.gates;
@@ -739,6 +756,12 @@ mod tests {
         v.agent_status(2, "#4 · turn 1 · 0 tokens");
         v.agent_status(1, "#3 · turn 2 · 1.2k tokens · Bash");
         v.agent_status(2, "#4 · turn 3 · 5.1k tokens");
+        // While the agents work, the session line does not claim that nothing runs.
+        v.refresh();
+        assert_eq!(
+            v.bars.as_ref().unwrap().session.message(),
+            "— 2 agents at work, each on its line below"
+        );
         let agents = v.bars.as_ref().unwrap().agents.lock().unwrap();
         let lines: Vec<(u32, String)> = agents.iter().map(|(a, b)| (*a, b.message())).collect();
         assert_eq!(
@@ -747,6 +770,27 @@ mod tests {
                 (1, "#3 · turn 2 · 1.2k tokens · Bash".to_string()),
                 (2, "#4 · turn 3 · 5.1k tokens".to_string())
             ]
+        );
+    }
+
+    #[test]
+    fn before_the_list_the_bar_counts_nothing() {
+        let v = RunView::new(
+            Mode::Bars,
+            &Start {
+                passing: 0,
+                total: 0,
+                ..start()
+            },
+            ProgressDrawTarget::hidden(),
+            Box::new(Buf::default()),
+        );
+        v.refresh();
+        let b = v.bars.as_ref().unwrap();
+        assert!(
+            b.features.message().starts_with("no feature list yet · "),
+            "{}",
+            b.features.message()
         );
     }
 
@@ -787,7 +831,10 @@ mod tests {
             b.session.message(),
             "0003 coding · 2 turns · 240 tokens · $0.5000"
         );
-        assert_eq!(b.features.message(), "$1.00 spent · $1.00 of $2.00 left");
+        assert_eq!(
+            b.features.message(),
+            "1/3 passing · $1.00 spent · $1.00 of $2.00 left"
+        );
         assert_eq!(usd(0.0031), "$0.0031");
         assert_eq!(b.features.position(), 1);
         assert_eq!(
