@@ -3,73 +3,26 @@
 //! its own; everything else is reverted and recorded. In process, against the
 //! test kit's scripted coder and its honest scripted verifier.
 
-use std::path::PathBuf;
-
-use baton_agent::pricing::PriceTable;
-use baton_agent::session::Quiet;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
+use baton_harness::run::RunEnd;
 use baton_records::{LedgerEntry, LedgerKind, Proof, State};
 use baton_testkit::scenario::{
     features, honest, honest_verifier, initializer, is_verifier, working,
 };
 use baton_testkit::{Reply, ScriptedServer, Step, Wire};
-use baton_tools::{AllowAll, ToolContext, Toolbox};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-use super::support::{Lines, client, git};
+use super::run::Project;
+use super::support::git;
 
-struct Project {
-    _t: tempfile::TempDir,
-    dir: PathBuf,
+/// What proof tests read of a project's records.
+trait Records {
+    fn of(&self, kind: LedgerKind) -> Vec<LedgerEntry>;
+    fn passes(&self) -> Vec<bool>;
 }
 
-impl Project {
-    /// A project whose `baton.toml` is `toml` as written (no `[verify]` table
-    /// means baton's defaults).
-    fn new(toml: &str) -> Self {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().canonicalize().unwrap();
-        std::fs::write(dir.join("baton.toml"), toml).unwrap();
-        std::fs::write(dir.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-        std::fs::write(dir.join(".gitignore"), ".baton/\n").unwrap();
-        git(&dir, &["init", "-q"]);
-        Self { _t: t, dir }
-    }
-
-    async fn run(&self, server: &ScriptedServer, max_sessions: u32) -> (RunEnd, String) {
-        let cfg = Config::load(&self.dir).unwrap();
-        let client = client(server.base_url(), &cfg);
-        let prices = PriceTable::new(&cfg.prices);
-        let lines = Lines::default();
-        let runner = Runner {
-            files: Files::new(self.dir.clone(), cfg.project.clone()),
-            cfg,
-            backend: Backend::Loop(&client),
-            prices: &prices,
-            policy: &AllowAll,
-            observer: &Quiet,
-            reporter: &lines,
-            tools: Toolbox::new(ToolContext::new(self.dir.clone())),
-            stop: CancellationToken::new(),
-            opts: RunOptions {
-                max_sessions: Some(max_sessions),
-                ..RunOptions::default()
-            },
-        };
-        let end = runner.run().await.unwrap();
-        let said = lines.0.lock().unwrap().join("\n");
-        (end, said)
-    }
-
-    fn ledger(&self) -> Vec<LedgerEntry> {
-        baton_records::ledger::read(&self.dir.join(baton_records::layout::LEDGER))
-            .unwrap()
-            .entries
-    }
-
+impl Records for Project {
     fn of(&self, kind: LedgerKind) -> Vec<LedgerEntry> {
         self.ledger()
             .into_iter()
@@ -92,7 +45,7 @@ const FOUR: &str = "[project]\nfeatures = 4\nmin_features = 4\n[run]\npause_secs
 /// and the run goes on to really finish: every feature built, every flip proven.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_false_flip_does_not_survive_the_defaults_and_the_project_really_finishes() {
-    let p = Project::new(FOUR);
+    let p = Project::with_toml(FOUR);
     let mut steps = initializer(&features(&[false; 4]));
     steps.extend(honest(1, &[true, false, false, true]));
     steps.extend(honest(2, &[true, true, false, false]));
@@ -101,7 +54,7 @@ async fn a_false_flip_does_not_survive_the_defaults_and_the_project_really_finis
     let server = ScriptedServer::builder(Wire::Anthropic)
         .respond(honest_verifier)
         .start(steps);
-    let (end, said) = p.run(&server, 20).await;
+    let (end, said) = p.run_on(&server, 20).await;
     assert_eq!(end, RunEnd::Complete, "{said}");
     assert_eq!(p.passes(), vec![true; 4]);
     for n in 1..=4 {
@@ -157,7 +110,7 @@ async fn a_false_flip_does_not_survive_the_defaults_and_the_project_really_finis
 /// proves nothing and is recorded as vacuous.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted() {
-    let p = Project::new(&format!("{FOUR}[verify]\nagent = false\n"));
+    let p = Project::with_toml(&format!("{FOUR}[verify]\nagent = false\n"));
     let list = |passes: &[bool]| {
         let checks = [
             Some("test -f src/feature1.txt"),
@@ -207,7 +160,7 @@ async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted(
     // Feature 2's check is `true`: it passed before the work too.
     steps.extend(session(2, &[true, true, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let (end, said) = p.run(&server, 3).await;
+    let (end, said) = p.run_on(&server, 3).await;
     assert!(matches!(end, RunEnd::Limit(_)), "{end:?} {said}");
     assert_eq!(p.passes(), vec![true, false, false, false], "{said}");
     let flips = p.of(LedgerKind::Flip);
@@ -240,13 +193,13 @@ async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted(
 /// agent's word, and recorded as such.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trusting_the_agent_is_an_opt_in_that_the_record_names() {
-    let p = Project::new(&format!(
+    let p = Project::with_toml(&format!(
         "{FOUR}[verify]\nagent = false\ntrust_agent = true\n"
     ));
     let mut steps = initializer(&features(&[false; 4]));
     steps.extend(honest(1, &[true, false, false, true]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let (_, said) = p.run(&server, 2).await;
+    let (_, said) = p.run_on(&server, 2).await;
     assert_eq!(p.passes(), vec![true, false, false, true], "{said}");
     let proofs: Vec<Option<Proof>> = p
         .of(LedgerKind::Flip)
@@ -260,7 +213,7 @@ async fn trusting_the_agent_is_an_opt_in_that_the_record_names() {
 /// and recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_leftover_commit_leaves_dependencies_logs_and_databases_out() {
-    let p = Project::new(&format!(
+    let p = Project::with_toml(&format!(
         "{FOUR}[verify]\nagent = false\ntrust_agent = true\n"
     ));
     let mut steps = initializer(&features(&[false; 4]));
@@ -270,7 +223,7 @@ async fn the_leftover_commit_leaves_dependencies_logs_and_databases_out() {
     )])));
     steps.push(Step::Reply(Reply::text("I stop here.")));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let (_, said) = p.run(&server, 2).await;
+    let (_, said) = p.run_on(&server, 2).await;
     let committed = git(&p.dir, &["show", "--name-only", "--format=", "HEAD"]);
     let committed: Vec<&str> = committed.lines().collect();
     assert_eq!(
@@ -305,7 +258,7 @@ async fn the_leftover_commit_leaves_dependencies_logs_and_databases_out() {
 /// session's unproven flips, and flips proven by their checks need none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_verifiers_share_of_an_honest_runs_cost_is_at_most_a_quarter() {
-    let p = Project::new(FOUR);
+    let p = Project::with_toml(FOUR);
     let mut steps = initializer(&features(&[false; 4]));
     let mut passes = vec![false; 4];
     for n in 1..=4 {
@@ -316,7 +269,7 @@ async fn the_verifiers_share_of_an_honest_runs_cost_is_at_most_a_quarter() {
         .real_usage()
         .respond(honest_verifier)
         .start(steps);
-    let (end, said) = p.run(&server, 20).await;
+    let (end, said) = p.run_on(&server, 20).await;
     assert_eq!(end, RunEnd::Complete, "{said}");
     let state = State::load(&p.dir).unwrap();
     let cost: f64 = state.sessions.iter().map(|s| s.cost_usd).sum();
@@ -356,7 +309,7 @@ const SIX_ASKED: &str = "[project]\nfeatures = 6\nmin_features = 3\n[run]\npause
 /// list-append session before any coding: a short list is never silently taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_list_gets_an_append_session_before_coding() {
-    let p = Project::new(&baton_testkit::trusting(SIX_ASKED));
+    let p = Project::with_toml(&baton_testkit::trusting(SIX_ASKED));
     let mut steps = initializer(&features(&[false; 3]));
     steps.push(Step::Reply(Reply::tool(
         "Write",
@@ -365,7 +318,7 @@ async fn a_short_list_gets_an_append_session_before_coding() {
     steps.push(Step::Reply(Reply::text("Appended the rest.")));
     steps.extend(honest(1, &[true, false, false, false, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let (_, said) = p.run(&server, 3).await;
+    let (_, said) = p.run_on(&server, 3).await;
     assert!(
         said.contains("the list has 3 of the 6 features asked"),
         "{said}"
@@ -390,7 +343,7 @@ async fn a_short_list_gets_an_append_session_before_coding() {
 /// status says how many of the features asked were listed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_planner_that_says_the_spec_is_covered_ends_the_appending() {
-    let p = Project::new(&baton_testkit::trusting(SIX_ASKED));
+    let p = Project::with_toml(&baton_testkit::trusting(SIX_ASKED));
     let mut steps = initializer(&features(&[false; 3]));
     steps.push(Step::Reply(Reply::text(
         "Every part of the spec has an entry.\nSPEC COVERED",
@@ -398,7 +351,7 @@ async fn a_planner_that_says_the_spec_is_covered_ends_the_appending() {
     steps.extend(honest(1, &[true, false, false]));
     steps.extend(honest(2, &[true, true, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let (_, said) = p.run(&server, 4).await;
+    let (_, said) = p.run_on(&server, 4).await;
     assert!(
         said.contains("the planner says the list covers the spec"),
         "{said}"
@@ -420,13 +373,13 @@ async fn a_planner_that_says_the_spec_is_covered_ends_the_appending() {
 /// starts with the list there is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_append_sessions_that_fail_twice_leave_the_list_as_it_is() {
-    let p = Project::new(&baton_testkit::trusting(SIX_ASKED));
+    let p = Project::with_toml(&baton_testkit::trusting(SIX_ASKED));
     let mut steps = initializer(&features(&[false; 3]));
     steps.push(Step::Reply(Reply::text("I could not think of anything.")));
     steps.push(Step::Reply(Reply::text("Still nothing.")));
     steps.extend(honest(1, &[true, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let (_, said) = p.run(&server, 4).await;
+    let (_, said) = p.run_on(&server, 4).await;
     assert!(
         said.contains("coding starts with the 3 features listed"),
         "{said}"

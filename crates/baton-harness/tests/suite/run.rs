@@ -19,19 +19,25 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// A project directory with a git repository, a spec and `baton.toml`.
-struct Project {
+pub(super) struct Project {
     _t: tempfile::TempDir,
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
 }
 
 impl Project {
     /// `run` is added to `baton.toml`'s `[run]` table (pauses are always off).
     fn new(run: &str) -> Self {
+        Self::with_toml(&baton_testkit::trusting(&format!(
+            "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n{run}"
+        )))
+    }
+
+    /// A project whose `baton.toml` is `toml` as written (no `[verify]` table means
+    /// baton's defaults).
+    pub(super) fn with_toml(toml: &str) -> Self {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path().canonicalize().unwrap();
-        let toml =
-            format!("[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n{run}");
-        std::fs::write(dir.join("baton.toml"), baton_testkit::trusting(&toml)).unwrap();
+        std::fs::write(dir.join("baton.toml"), toml).unwrap();
         std::fs::write(dir.join("app_spec.txt"), "Build a tiny app.\n").unwrap();
         std::fs::write(dir.join(".gitignore"), ".baton/\n").unwrap();
         git(&dir, &["init", "-q"]);
@@ -42,6 +48,15 @@ impl Project {
     /// with and the lines it reported.
     async fn run(&self, steps: Vec<Step>, max_sessions: u32) -> (RunEnd, String) {
         let server = ScriptedServer::start(Wire::Anthropic, steps);
+        self.run_on(&server, max_sessions).await
+    }
+
+    /// One `Runner::run` against `server`.
+    pub(super) async fn run_on(
+        &self,
+        server: &ScriptedServer,
+        max_sessions: u32,
+    ) -> (RunEnd, String) {
         let cfg = Config::load(&self.dir).unwrap();
         let client = client(server.base_url(), &cfg);
         let prices = PriceTable::new(&cfg.prices);
@@ -70,7 +85,7 @@ impl Project {
         State::load(&self.dir).unwrap()
     }
 
-    fn ledger(&self) -> Vec<LedgerEntry> {
+    pub(super) fn ledger(&self) -> Vec<LedgerEntry> {
         baton_records::ledger::read(&self.dir.join(baton_records::layout::LEDGER))
             .unwrap()
             .entries
