@@ -12,6 +12,11 @@
 //! allowed programs. Each refusal says which part was refused, why, and what to do
 //! instead, in words written for the model that sent the command.
 //!
+//! Inside baton's bubblewrap sandbox ([`Policy::with_bubblewrap`]) the policy
+//! refuses only what that sandbox cannot bound: inline code, `sqlite3` on the
+//! project's databases, `PATH` with project directories, killing by name and
+//! pushing to the repository's own remotes are then allowed.
+//!
 //! ```
 //! use baton_config::PolicyConfig;
 //! use baton_policy::Policy;
@@ -31,6 +36,7 @@
 //! The policy is a [`baton_tools::ToolGate`]: give it to the agent loop and every
 //! `Bash` call (and every `Read` of a secret location) is judged before it runs.
 
+mod braces;
 mod check;
 mod cmds;
 mod hidden;
@@ -157,7 +163,18 @@ pub struct Policy {
     pub(crate) launcher: Option<Arc<dyn baton_tools::Launcher>>,
     /// `[policy] remotes`: remote names and URL prefixes git, npm and pip may reach.
     pub(crate) remotes: Vec<String>,
+    /// The commands run inside baton's bubblewrap sandbox ([`Policy::with_bubblewrap`]).
+    pub(crate) bubblewrap: bool,
+    /// The sandbox launcher the commands go through, when the policy knows it: it
+    /// tells whether the run's PID namespace is (still) in force.
+    pub(crate) sandbox_launcher: Option<sandbox::SandboxLauncher>,
+    /// The remotes named in the repository's configuration when the policy was made.
+    pub(crate) configured_remotes: Vec<String>,
 }
+
+/// What a refusal adds when the command is one baton allows inside its bubblewrap
+/// sandbox (the run's PID namespace, read-only binds, Landlock).
+pub(crate) const BUBBLEWRAP_HINT: &str = "inside baton's bubblewrap sandbox this is allowed: apt-get install bubblewrap (and keep [sandbox] enabled = true)";
 
 impl Policy {
     /// The policy configured by `cfg` for the project at `project_dir`.
@@ -195,7 +212,71 @@ impl Policy {
             processes: None,
             launcher: None,
             remotes: cfg.remotes.clone(),
+            bubblewrap: false,
+            sandbox_launcher: None,
+            configured_remotes: cmds::configured_remotes(&project),
         })
+    }
+
+    /// The same policy, told whether the commands it judges run inside baton's
+    /// bubblewrap sandbox: one PID namespace for the run with a `/proc` of its own
+    /// (only the run's processes), `.git/config`, `.git/hooks`, `.git/info`,
+    /// `.baton/` and `baton.toml` bound read-only, and Landlock (see
+    /// `docs/policy.md`, "What the sandbox bounds"). Then it also allows what that
+    /// sandbox bounds: inline code for python, node, ruby and perl (and programs
+    /// read from standard input or a here-document), `sqlite3` on a database file
+    /// of the project, `PATH` extended with project directories, `pkill`,
+    /// `killall`, `fuser -k` and `kill` of any process of the run, and `git
+    /// push`/`pull`/`fetch` to a remote named in the repository's configuration
+    /// (as it was when the policy was made). Without it (the default), those are
+    /// refused with a reason that says so.
+    ///
+    /// Set it only when every command this policy judges runs through a
+    /// [`sandbox::SandboxLauncher`] that found bubblewrap working
+    /// ([`sandbox::SandboxLauncher::bubblewrap`]), or through
+    /// `baton --sandbox-shell` with a `"join"` target. [`SessionGuard::new`] sets it
+    /// itself, with [`Policy::with_sandbox_launcher`].
+    pub fn with_bubblewrap(mut self, in_force: bool) -> Policy {
+        self.bubblewrap = in_force;
+        self
+    }
+
+    /// [`Policy::with_bubblewrap`] as `launcher` says
+    /// ([`sandbox::SandboxLauncher::bubblewrap`]), following it through the run: if
+    /// the run's PID namespace fails to start (each command then gets a bubblewrap
+    /// of its own, without it), `pkill`, `killall`, `fuser -k` and `kill` of other
+    /// processes are refused again.
+    pub fn with_sandbox_launcher(mut self, launcher: &sandbox::SandboxLauncher) -> Policy {
+        self.bubblewrap = launcher.bubblewrap();
+        self.sandbox_launcher = Some(launcher.clone());
+        self
+    }
+
+    /// The same policy, taking `names` as the remotes the user configured for the
+    /// repository (inside bubblewrap, `git push`/`pull`/`fetch` may reach them). By
+    /// default they are the `[remote "NAME"]` sections of `.git/config` when the
+    /// policy is made; a harness that recorded them when the run started (before
+    /// any agent command) can give those instead.
+    pub fn with_repository_remotes(mut self, names: Vec<String>) -> Policy {
+        self.configured_remotes = names;
+        self
+    }
+
+    /// Whether the policy judges commands as running inside baton's bubblewrap
+    /// sandbox ([`Policy::with_bubblewrap`]).
+    pub fn bubblewrap(&self) -> bool {
+        self.bubblewrap
+    }
+
+    /// Whether the commands share the run's PID namespace (bubblewrap in force,
+    /// and the namespace did not fail to start): signals reach only the run's own
+    /// processes.
+    pub(crate) fn pid_namespace(&self) -> bool {
+        self.bubblewrap
+            && self
+                .sandbox_launcher
+                .as_ref()
+                .is_none_or(sandbox::SandboxLauncher::pid_namespace)
     }
 
     /// The same policy, also allowing `kill` of the processes in the groups `registry`
@@ -382,11 +463,14 @@ impl SessionGuard {
         ctx.env_remove = secret_env(policy);
         let gate = Policy::new(policy, &ctx.project_dir)?.with_processes(ctx.processes.clone());
         let (spec, warning) = session_sandbox(sandbox, &ctx.project_dir);
-        ctx.launcher = spec.map(|s| {
-            std::sync::Arc::new(sandbox::SandboxLauncher::new(s, exe))
-                as std::sync::Arc<dyn baton_tools::Launcher>
-        });
-        let gate = gate.with_launcher(ctx.launcher.clone());
+        let launcher = spec.map(|s| sandbox::SandboxLauncher::new(s, exe));
+        ctx.launcher = launcher
+            .clone()
+            .map(|l| std::sync::Arc::new(l) as std::sync::Arc<dyn baton_tools::Launcher>);
+        let mut gate = gate.with_launcher(ctx.launcher.clone());
+        if let Some(l) = &launcher {
+            gate = gate.with_sandbox_launcher(l);
+        }
         Ok(SessionGuard {
             policy: gate,
             warning,

@@ -92,7 +92,6 @@ pub(crate) const PLAIN: &[&str] = &[
     "false",
     ":",
     "sleep",
-    "wait",
     "jobs",
     "disown",
     "bg",
@@ -212,7 +211,7 @@ pub(crate) fn never(name: &str) -> Option<(&'static str, &'static str)> {
             "container tools can mount the host and run anything",
             "ask the user to add it to [policy] allow in baton.toml if the project needs it",
         ),
-        "sqlite3" | "psql" | "mysql" | "redis-cli" | "mongosh" => (
+        "psql" | "mysql" | "redis-cli" | "mongosh" => (
             "database shells have their own commands to run programs and write files",
             "query the database from the project's code or tests, or ask the user to add the client to [policy] allow",
         ),

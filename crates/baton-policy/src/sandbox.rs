@@ -278,6 +278,25 @@ impl SandboxLauncher {
         v
     }
 
+    /// Whether the commands run under bubblewrap (it works here): `.git/config`,
+    /// hooks, `.baton/` and `baton.toml` are read-only binds for them, and they
+    /// share the run's PID namespace unless it fails to start
+    /// ([`SandboxLauncher::pid_namespace`]).
+    pub fn bubblewrap(&self) -> bool {
+        self.bwrap.is_some()
+    }
+
+    /// Whether the commands run in the run's PID namespace (where they see and
+    /// signal only the run's processes): bubblewrap works, and the namespace has not
+    /// failed to start (it starts with the first command).
+    pub fn pid_namespace(&self) -> bool {
+        self.bwrap.is_some()
+            && !matches!(
+                *self.holder.lock().unwrap_or_else(|e| e.into_inner()),
+                Some(Holding::Failed)
+            )
+    }
+
     /// The pid an agent CLI's `baton --sandbox-shell` joins (`"join"` in its spec),
     /// starting the holder now; `None` without bubblewrap or when it cannot start.
     pub fn join_target(&self) -> Option<i32> {

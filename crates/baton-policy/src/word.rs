@@ -40,9 +40,6 @@ pub(crate) struct Word {
     pub quoted_dyn_only: bool,
 }
 
-/// Most alternatives a brace expansion may produce before the word is treated as unknown.
-const MAX_EXPANSIONS: usize = 64;
-
 impl Word {
     /// A word that is exactly `s`, quoted.
     pub fn quoted(s: &str) -> Self {
@@ -103,12 +100,15 @@ impl Word {
             || has_brace(&self.chars)
     }
 
-    /// The glob patterns the word can expand to (brace expansion done, dynamic parts
-    /// as `*`), in the syntax of [`glob_match`]. `None` when there are too many.
-    pub fn patterns(&self) -> Option<Vec<String>> {
-        let mut alts = Vec::new();
-        brace_expand(&self.chars, &mut alts)?;
-        Some(alts.iter().map(|a| to_pattern(a)).collect())
+    /// The glob patterns the word can expand to (brace expansion done, then the
+    /// tilde expansion bash does on each word it made, with `home` for `~`; dynamic
+    /// parts as `*`), in the syntax of [`glob_match`]: every word bash makes of it, or,
+    /// for long brace expansions, patterns covering plain-name members (see
+    /// [`crate::braces`]). `None` when it cannot be judged: the checker refuses
+    /// every such word ([`crate::braces::braces`] tells it why).
+    pub fn patterns(&self, home: Option<&std::path::Path>) -> Option<Vec<String>> {
+        let home = home.map(|h| h.to_string_lossy());
+        crate::braces::braces(&self.chars, home.as_deref()).patterns
     }
 
     /// Whether the word, as the literal prefix before any dynamic part, starts with
@@ -128,177 +128,12 @@ fn is_glob(c: char) -> bool {
 
 /// Whether bare braces form a brace expansion (`{a,b}` or `{1..3}`).
 fn has_brace(chars: &[Ch]) -> bool {
-    find_brace(chars).is_some()
-}
-
-/// The first brace expansion: (open index, close index, comma positions at depth 1).
-fn find_brace(chars: &[Ch]) -> Option<(usize, usize, Vec<usize>)> {
-    for (i, c) in chars.iter().enumerate() {
-        if *c != Ch::Bare('{') {
-            continue;
-        }
-        let mut depth = 0usize;
-        let mut commas = Vec::new();
-        let mut dots = false;
-        for (j, d) in chars.iter().enumerate().skip(i) {
-            match d {
-                Ch::Bare('{') => depth += 1,
-                Ch::Bare('}') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        if !commas.is_empty() || dots {
-                            return Some((i, j, commas));
-                        }
-                        break;
-                    }
-                }
-                Ch::Bare(',') if depth == 1 => commas.push(j),
-                Ch::Bare('.')
-                    if depth == 1 && chars.get(j + 1) == Some(&Ch::Bare('.')) && j > i + 1 =>
-                {
-                    dots = true
-                }
-                _ => {}
-            }
-        }
-    }
-    None
-}
-
-fn brace_expand(chars: &[Ch], out: &mut Vec<Vec<Ch>>) -> Option<()> {
-    if out.len() > MAX_EXPANSIONS {
-        return None;
-    }
-    let Some((open, close, commas)) = find_brace(chars) else {
-        out.push(chars.to_vec());
-        return Some(());
-    };
-    let prefix = &chars[..open];
-    let suffix = &chars[close + 1..];
-    let mut alternatives: Vec<Vec<Ch>> = Vec::new();
-    if commas.is_empty() {
-        // A sequence {a..b}: expand simple numeric and single-letter ranges;
-        // anything else is kept unexpanded (treated as unknown below).
-        let inner: String = chars[open + 1..close]
-            .iter()
-            .map(|c| match c {
-                Ch::Quoted(c) | Ch::Bare(c) => *c,
-                Ch::Dyn => '\u{0}',
-            })
-            .collect();
-        let parts: Vec<&str> = inner.split("..").collect();
-        if parts.len() < 2 || parts.len() > 3 {
-            return None;
-        }
-        if let (Ok(a), Ok(b)) = (parts[0].parse::<i64>(), parts[1].parse::<i64>()) {
-            if a.abs_diff(b) > MAX_EXPANSIONS as u64 {
-                return None;
-            }
-            let (lo, hi) = (a.min(b), a.max(b));
-            for n in lo..=hi {
-                alternatives.push(n.to_string().chars().map(Ch::Quoted).collect());
-            }
-        } else {
-            let (a, b) = (parts[0], parts[1]);
-            let (Some(a), Some(b)) = (single(a), single(b)) else {
-                return None;
-            };
-            let (lo, hi) = (a.min(b), a.max(b));
-            for c in lo..=hi {
-                alternatives.push(vec![Ch::Quoted(c)]);
-            }
-        }
-    } else {
-        let mut start = open + 1;
-        for &c in commas.iter().chain(std::iter::once(&close)) {
-            alternatives.push(chars[start..c].to_vec());
-            start = c + 1;
-        }
-    }
-    for alt in alternatives {
-        let mut v = prefix.to_vec();
-        v.extend(alt);
-        v.extend_from_slice(suffix);
-        brace_expand(&v, out)?;
-        if out.len() > MAX_EXPANSIONS {
-            return None;
-        }
-    }
-    Some(())
+    crate::braces::has_brace(chars)
 }
 
 /// Most words one brace expansion in a command may produce when bash runs it:
 /// `{1..99999999}` would make bash itself run out of memory.
 pub(crate) const MAX_BRACE_WORDS: u64 = 100_000;
-
-/// How many words the numeric brace sequences of a word (`{1..10}{a..c}`) expand to
-/// when bash runs it, multiplied together (saturating).
-pub(crate) fn brace_words(chars: &[Ch]) -> u64 {
-    let mut total: u64 = 1;
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i] == Ch::Bare('{') {
-            let close = chars[i + 1..]
-                .iter()
-                .position(|c| matches!(c, Ch::Bare('{') | Ch::Bare('}')))
-                .map(|p| p + i + 1);
-            if let Some(close) = close
-                && chars[close] == Ch::Bare('}')
-            {
-                let inner: String = chars[i + 1..close]
-                    .iter()
-                    .map(|c| match c {
-                        Ch::Quoted(c) | Ch::Bare(c) => *c,
-                        Ch::Dyn => '\u{0}',
-                    })
-                    .collect();
-                let parts: Vec<&str> = inner.split("..").collect();
-                if (2..=3).contains(&parts.len())
-                    && let (Ok(a), Ok(b)) = (parts[0].parse::<i128>(), parts[1].parse::<i128>())
-                {
-                    let step = parts
-                        .get(2)
-                        .and_then(|s| s.parse::<i128>().ok())
-                        .map(|s| s.unsigned_abs().max(1))
-                        .unwrap_or(1);
-                    let n = a.abs_diff(b) / step + 1;
-                    total = total.saturating_mul(u64::try_from(n).unwrap_or(u64::MAX));
-                }
-                i = close;
-            }
-        }
-        i += 1;
-    }
-    total
-}
-
-fn single(s: &str) -> Option<char> {
-    let mut it = s.chars();
-    let c = it.next()?;
-    (it.next().is_none() && c.is_ascii_alphabetic()).then_some(c)
-}
-
-fn to_pattern(chars: &[Ch]) -> String {
-    let mut p = String::with_capacity(chars.len() + 4);
-    for c in chars {
-        match *c {
-            Ch::Quoted(c) => {
-                if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-                    p.push('\\');
-                }
-                p.push(c);
-            }
-            Ch::Bare(c) => {
-                if matches!(c, ']' | '\\' | '{' | '}') {
-                    p.push('\\');
-                }
-                p.push(c);
-            }
-            Ch::Dyn => p.push('*'),
-        }
-    }
-    p
-}
 
 /// Whether a pattern contains an unescaped glob character.
 pub(crate) fn pattern_has_glob(p: &str) -> bool {
@@ -428,16 +263,19 @@ mod tests {
         assert_eq!(bare("src/*.rs").literal(), None);
         assert_eq!(bare("{a,b}").literal(), None);
         assert_eq!(
-            bare(".{g,x}it").patterns(),
+            bare(".{g,x}it").patterns(None),
             Some(vec![".git".to_string(), ".xit".to_string()])
         );
         assert_eq!(
-            bare("f{1..3}").patterns(),
+            bare("f{1..3}").patterns(None),
             Some(vec!["f1".into(), "f2".into(), "f3".into()])
         );
         assert_eq!(bare("{}").literal().as_deref(), Some("{}"));
         assert_eq!(Word::quoted("*").literal().as_deref(), Some("*"));
-        assert_eq!(Word::quoted("*").patterns(), Some(vec!["\\*".to_string()]));
+        assert_eq!(
+            Word::quoted("*").patterns(None),
+            Some(vec!["\\*".to_string()])
+        );
     }
 
     #[test]

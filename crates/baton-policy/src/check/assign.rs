@@ -28,6 +28,7 @@ impl Checker<'_> {
         let value = match n.child_by_field_name("value") {
             Some(v) if v.kind() == "array" => {
                 self.scan(v, src, cwd, false);
+                self.array_indexes(v, src, text);
                 Word {
                     chars: vec![Ch::Dyn],
                     text: src[v.byte_range()].to_string(),
@@ -44,13 +45,30 @@ impl Checker<'_> {
         } else {
             None
         };
-        self.assigned_var(&name, Some(&value), text);
+        if name == "PATH"
+            && !appends
+            && name_node.kind() == "variable_name"
+            && self.path_of_project_dirs(&value, cwd)
+        {
+            // `export PATH="$PATH:$PWD/node_modules/.bin"`: inside the bubblewrap
+            // sandbox a program found there is no more than a project script.
+            if !self.policy.bubblewrap {
+                self.refuse(
+                    text,
+                    format!("setting PATH changes which programs later commands run; {}", crate::BUBBLEWRAP_HINT),
+                    "run project tools by their path (./node_modules/.bin/vite) or through npx and npm run",
+                );
+            }
+            self.assigned_var_as(&name, text, false);
+        } else {
+            self.assigned_var(&name, Some(&value), text);
+        }
         if record {
             self.vars.insert(name.clone(), known);
         }
-        // `x=$(( … ))`: the value is the number arithmetic produced.
+        // `x=$(( … ))`, `n=${#arr[@]}`, `rc=$?`: the value is a number.
         if n.child_by_field_name("value")
-            .is_some_and(|v| v.kind() == "arithmetic_expansion")
+            .is_some_and(|v| is_number(v, src))
             && !appends
         {
             self.arith_safe.insert(name.clone());
@@ -58,10 +76,68 @@ impl Checker<'_> {
         Some((name, value))
     }
 
+    /// `a=([i]=x [$j]=y)`: bash evaluates each index as arithmetic (for an indexed
+    /// array), where a variable holding `a[$(cmd)]` runs cmd.
+    fn array_indexes(&mut self, array: Node, src: &str, part: &str) {
+        let mut cur = array.walk();
+        let elements: Vec<Node> = array.named_children(&mut cur).collect();
+        for e in elements {
+            let text = &src[e.byte_range()];
+            let Some(rest) = text.strip_prefix('[') else {
+                continue;
+            };
+            let Some((index, _)) = rest.split_once("]=").or_else(|| rest.split_once("]+=")) else {
+                continue;
+            };
+            // `$i`, `${i}` and double quotes are read as the variable itself (bash
+            // evaluates its value either way); anything else computed is refused.
+            let mut plain = String::with_capacity(index.len());
+            let mut it = index.chars().peekable();
+            while let Some(c) = it.next() {
+                match c {
+                    '"' => {}
+                    '$' if it.peek() == Some(&'{') => {
+                        it.next();
+                        let name: String = it.by_ref().take_while(|c| *c != '}').collect();
+                        if !crate::hidden::is_ident(&name) {
+                            plain.push('$');
+                        }
+                        plain.push_str(&name);
+                    }
+                    '$' if it
+                        .peek()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || *c == '_') => {}
+                    c => plain.push(c),
+                }
+            }
+            self.arith_text(&plain, part, 0);
+        }
+    }
+
+    /// `unset NAME…` (the words, as written and evaluated): a subscript in a name
+    /// is evaluated as arithmetic (`unset 'a[$(cmd)]'` runs cmd). Functions
+    /// (`unset -f`) have no subscripts.
+    pub fn unset_names(&mut self, names: &[(String, Option<String>)], part: &str) {
+        let mut functions = false;
+        for (text, literal) in names {
+            match literal {
+                Some(l) if l.starts_with('-') => functions |= l.contains('f'),
+                _ if functions => {}
+                Some(l) => {
+                    self.var_name(l, part);
+                }
+                None => self.refuse(
+                    part,
+                    format!("unset of a computed name {text}: a subscript in it is evaluated as arithmetic, which can run commands"),
+                    "unset variables by their literal names",
+                ),
+            }
+        }
+    }
+
     /// A variable gets a value; refuse names that change what programs run.
     pub fn assigned_var(&mut self, name: &str, value: Option<&Word>, part: &str) {
-        self.arith_safe.remove(name);
-        if !self.var_name(name, part) {
+        if !self.assigned_var_as(name, part, value.is_none()) {
             return;
         }
         if let Some((reason, instead)) =
@@ -69,10 +145,68 @@ impl Checker<'_> {
         {
             self.refuse(part, reason, instead);
         }
+    }
+
+    /// Record that `name` gets a value (unknown with `unknown`), without judging
+    /// the value; false when the name itself is refused.
+    fn assigned_var_as(&mut self, name: &str, part: &str, unknown: bool) -> bool {
+        self.arith_safe.remove(name);
+        if self.deferred > 0 {
+            self.assigned.push(name.to_string());
+        }
+        if !self.var_name(name, part) {
+            return false;
+        }
         self.vars.entry(name.to_string()).or_insert(None);
-        if value.is_none() {
+        if unknown {
             self.vars.insert(name.to_string(), None);
         }
+        true
+    }
+
+    /// Whether `value` (of `PATH=…`) is the old `$PATH` and directories of the
+    /// project: absolute paths in it, or `$PWD/DIR` where the working directory is
+    /// known to be inside it (never `.git/`, `.baton/`, a relative or empty entry,
+    /// which bash would look up in whatever directory a command runs in).
+    fn path_of_project_dirs(&self, value: &Word, cwd: &Cwd) -> bool {
+        let text = value.text.replace('"', "");
+        if text.is_empty() || text.contains(['\'', '`', '\\', '*', '?', '[', '~', '(', ' ']) {
+            return false;
+        }
+        let dirs = match cwd {
+            Cwd::Known(v) => v.clone(),
+            Cwd::Unknown => Vec::new(),
+        };
+        text.split(':').all(|entry| {
+            if matches!(entry, "$PATH" | "${PATH}") {
+                return true;
+            }
+            let (bases, rest): (Vec<PathBuf>, &str) = if let Some(r) = entry
+                .strip_prefix("${PWD}")
+                .or_else(|| entry.strip_prefix("$PWD"))
+            {
+                if dirs.is_empty() || !(r.is_empty() || r.starts_with('/')) {
+                    return false;
+                }
+                (dirs.clone(), r)
+            } else if entry.starts_with('/') {
+                (vec![PathBuf::from("/")], entry)
+            } else {
+                return false;
+            };
+            if rest.contains(['$', '{', '}']) {
+                return false;
+            }
+            bases.iter().all(|b| {
+                let full = format!("{}{rest}", b.display());
+                matches!(
+                    self.policy
+                        .places
+                        .place(&crate::word::escape(&full), &self.policy.places.project),
+                    Place::Project | Place::ProjectRoot
+                )
+            })
+        })
     }
 
     pub(super) fn declaration(&mut self, n: Node, src: &str, cwd: &Cwd) {
@@ -108,5 +242,21 @@ impl Checker<'_> {
                 }
             }
         }
+    }
+}
+
+/// Whether the value `v` of an assignment is always a number: arithmetic, a
+/// length (`${#x}`, `${#a[@]}`) or `$#`, `$?`, `$$`, `$!` (quoted or not).
+fn is_number(v: Node, src: &str) -> bool {
+    match v.kind() {
+        "arithmetic_expansion" => true,
+        "expansion" => v.child(1).is_some_and(|k| !k.is_named() && k.kind() == "#"),
+        "simple_expansion" => matches!(&src[v.byte_range()], "$#" | "$?" | "$$" | "$!"),
+        "string" if v.named_child_count() == 1 => {
+            v.named_child(0).is_some_and(|k| is_number(k, src))
+                && src[v.byte_range()].len()
+                    == v.named_child(0).map_or(0, |k| k.byte_range().len()) + 2
+        }
+        _ => false,
     }
 }

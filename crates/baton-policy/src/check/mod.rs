@@ -69,6 +69,10 @@ pub(crate) fn check(policy: &Policy, command: &str) -> (Vec<Refusal>, u64) {
         work: 0,
         exhausted: false,
         arith_safe: HashSet::new(),
+        deferred: 0,
+        assigned: Vec::new(),
+        defining: Vec::new(),
+        defined_at: HashMap::new(),
     };
     if command.len() > MAX_COMMAND_BYTES {
         c.refuse_unjudged(
@@ -137,6 +141,15 @@ pub(crate) struct Checker<'p> {
     /// Variables of unknown value that are nonetheless safe in arithmetic: results of
     /// arithmetic, and loop variables over plain numbers and words.
     pub arith_safe: HashSet<String>,
+    /// Inside code that runs later (a function body, a trap): variables may hold
+    /// anything by the time it runs.
+    pub deferred: usize,
+    /// Names assigned inside code that runs later, in order (see [`Checker::later`]).
+    pub assigned: Vec<String>,
+    /// The functions whose bodies are being walked (a call to one is recursion).
+    pub defining: Vec<String>,
+    /// Where each function was defined (a second definition elsewhere is refused).
+    pub defined_at: HashMap<String, usize>,
 }
 
 pub(crate) fn short(s: &str) -> String {
@@ -444,12 +457,17 @@ impl<'p> Checker<'p> {
                     let seq_numbers = matches!(&w.only, Some(crate::word::Dynamic::Substitution(inner))
                         if inner.split_whitespace().next() == Some("seq")
                             && inner.split_whitespace().skip(1).all(|a| a.parse::<f64>().is_ok()));
+                    let plain_word = |l: &str| {
+                        l.chars().all(|c| {
+                            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
+                        })
+                    };
+                    // `{1..100}`, `{a,b}`: every word brace expansion makes (the
+                    // patterns of words judged one by one hold no glob character).
                     plain &= seq_numbers
-                        || w.literal().is_some_and(|l| {
-                            l.chars().all(|c| {
-                                c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
-                            })
-                        });
+                        || w.literal().is_some_and(|l| plain_word(&l))
+                        || w.patterns(self.policy.places.home.as_deref())
+                            .is_some_and(|ps| ps.iter().all(|p| plain_word(p)));
                 }
                 if let Some(v) = n.child_by_field_name("variable") {
                     let name = src[v.byte_range()].to_string();
@@ -523,8 +541,25 @@ impl<'p> Checker<'p> {
                         "name the function with letters, digits and _",
                     );
                 }
+                // A function that calls itself, or one redefined so that functions
+                // call each other in a loop, can start processes without end (`:(){
+                // :|:& };:`): a fork bomb reaches past the run's sandbox (the
+                // user's process limit is shared).
+                let at = n.start_byte();
+                if self
+                    .defined_at
+                    .insert(name.clone(), at)
+                    .is_some_and(|was| was != at)
+                {
+                    self.refuse(
+                        text,
+                        format!("the function {name} is defined twice; a redefined function can make functions call each other without end (a fork bomb)"),
+                        "define each function once, under its own name, and do not call a function from its own body",
+                    );
+                }
                 let before = self.cd_count;
                 self.functions.insert(name.clone(), true);
+                self.defining.push(name.clone());
                 let mut cur = n.walk();
                 for child in n.named_children(&mut cur) {
                     match child.kind() {
@@ -533,10 +568,11 @@ impl<'p> Checker<'p> {
                             self.redirect(child, src, &Cwd::Unknown);
                         }
                         _ => {
-                            self.scoped(|c| c.stmt(child, src, &Cwd::Unknown));
+                            self.scoped(|c| c.later(|c| c.stmt(child, src, &Cwd::Unknown)));
                         }
                     }
                 }
+                self.defining.pop();
                 let changes = self.cd_count != before;
                 self.functions.insert(name, changes);
                 Flow::same(cwd)
@@ -561,7 +597,36 @@ impl<'p> Checker<'p> {
                 Flow::same(cwd)
             }
             "unset_command" => {
-                self.scan(n, src, cwd, false);
+                // Words are the named parts next to each other (`a[v]` is a
+                // variable_name and a concatenation).
+                let mut cur = n.walk();
+                let parts: Vec<Node> = n.named_children(&mut cur).collect();
+                let mut names: Vec<(String, Option<String>)> = Vec::new();
+                let mut end = None;
+                for k in parts {
+                    if k.kind() == "comment" {
+                        continue;
+                    }
+                    let piece = if k.kind() == "variable_name" {
+                        Some(src[k.byte_range()].to_string())
+                    } else {
+                        // `a[0]` is also a glob, which can only match a name of
+                        // the same form; `*` and `?` could match any file name.
+                        let w = self.word(k, src, cwd, false);
+                        let wild = w.chars.iter().any(|c| matches!(c, Ch::Bare('*' | '?')));
+                        w.static_text().filter(|_| !wild)
+                    };
+                    let text = &src[k.byte_range()];
+                    match names.last_mut() {
+                        Some((t, lit)) if end == Some(k.start_byte()) => {
+                            t.push_str(text);
+                            *lit = lit.take().zip(piece).map(|(a, b)| a + &b);
+                        }
+                        _ => names.push((text.to_string(), piece)),
+                    }
+                    end = Some(k.end_byte());
+                }
+                self.unset_names(&names, text);
                 Flow::same(cwd)
             }
             "test_command" => {
@@ -605,6 +670,29 @@ impl<'p> Checker<'p> {
             .collect();
         let mut restored = vars;
         for k in changed {
+            restored.insert(k, None);
+        }
+        self.vars = restored;
+        out
+    }
+
+    /// Check code that runs later (a function body, a trap's code): every variable
+    /// is unknown inside, and only those the code itself sets count as safe in
+    /// arithmetic ([`Checker::arith_var`]).
+    pub fn later<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let vars = self.vars.clone();
+        for v in self.vars.values_mut() {
+            *v = None;
+        }
+        let safe = std::mem::take(&mut self.arith_safe);
+        self.deferred += 1;
+        let mark = self.assigned.len();
+        let out = f(self);
+        self.deferred -= 1;
+        self.arith_safe = safe;
+        // What the code sets is unknown afterwards (it may or may not have run).
+        let mut restored = vars;
+        for k in self.assigned.drain(mark..) {
             restored.insert(k, None);
         }
         self.vars = restored;
@@ -688,19 +776,15 @@ impl<'p> Checker<'p> {
                 let part = n.parent().map_or(src, |p| &src[p.byte_range()]).to_string();
                 self.arith_var(&name, &part, 0);
             }
-            "simple_expansion" | "expansion" if arithmetic => {
+            // An expansion, a quoted string or a substitution in arithmetic: bash
+            // evaluates the value it gives as an expression in turn.
+            "simple_expansion" | "expansion" | "string" | "command_substitution" if arithmetic => {
                 let text = &src[n.byte_range()];
-                let name = text
-                    .trim_start_matches('$')
-                    .trim_start_matches('{')
-                    .trim_end_matches('}');
-                if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                    let part = n
-                        .parent()
-                        .map_or(text, |p| &src[p.byte_range()])
-                        .to_string();
-                    self.arith_var(name, &part, 0);
-                }
+                let part = n
+                    .parent()
+                    .map_or(text, |p| &src[p.byte_range()])
+                    .to_string();
+                self.arith_inside(n, src, &part);
                 self.word(n, src, cwd, false);
             }
             "word"
@@ -732,6 +816,10 @@ impl<'p> Checker<'p> {
                     })
                 {
                     let name = src[n.byte_range()].to_string();
+                    // `n += 1` reads n's value first (evaluated as arithmetic).
+                    if p.child(1).is_some_and(|op| op.kind() != "=") {
+                        self.arith_var(&name, &src[p.byte_range()], 0);
+                    }
                     self.assigned_var(&name, None, &src[p.byte_range()]);
                     // The result of arithmetic is a number.
                     self.arith_safe.insert(name);
@@ -744,6 +832,21 @@ impl<'p> Checker<'p> {
                     let name = src[n.byte_range()].to_string();
                     let part = n.parent().map_or(src, |p| &src[p.byte_range()]).to_string();
                     self.arith_var(&name, &part, 0);
+                }
+            }
+            // `for ((i = 0; …))`: an assignment of arithmetic.
+            "variable_assignment" if arithmetic => {
+                if let Some(v) = n.child_by_field_name("value") {
+                    self.scan(v, src, cwd, true);
+                }
+                if let Some(name) = n.child_by_field_name("name")
+                    && name.kind() == "variable_name"
+                {
+                    let name = src[name.byte_range()].to_string();
+                    self.assigned_var(&name, None, &src[n.byte_range()]);
+                    self.arith_safe.insert(name);
+                } else {
+                    self.scan_children(n, src, cwd, true);
                 }
             }
             "comment"
@@ -876,15 +979,28 @@ impl<'p> Checker<'p> {
         }
     }
 
-    /// Check inline shell code (`bash -c`, `trap`, `git rebase --exec`).
+    /// Check inline shell code (`bash -c`, `trap`, `git rebase --exec`). Variables
+    /// this command set are unknown inside (exported or not, changed or not by
+    /// then); a trap's code runs later ([`Checker::later`]).
     pub fn inline(&mut self, code: &Word, cwd: &Cwd, part: &str, what: &str) {
         match code.literal() {
             Some(src) => {
-                let vars = std::mem::take(&mut self.vars);
+                let vars = self.vars.clone();
+                for v in self.vars.values_mut() {
+                    *v = None;
+                }
                 let funcs = std::mem::take(&mut self.functions);
-                self.source(&src, cwd);
+                let defining = std::mem::take(&mut self.defining);
+                let defined_at = std::mem::take(&mut self.defined_at);
+                if what == "trap" {
+                    self.later(|c| c.source(&src, cwd));
+                } else {
+                    self.source(&src, cwd);
+                }
                 self.vars = vars;
                 self.functions = funcs;
+                self.defining = defining;
+                self.defined_at = defined_at;
             }
             None => self.refuse(
                 part,

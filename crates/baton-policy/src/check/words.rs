@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// Steps one pattern of a word costs (judged here, and again by validators).
+const PATTERN_WORK: u64 = 8;
+
 impl Checker<'_> {
     pub(super) fn word_parts(
         &mut self,
@@ -170,9 +173,21 @@ impl Checker<'_> {
         if assigns && let Some(name) = &name {
             self.assigned_var(name, None, &src[n.byte_range()]);
         }
-        for k in &kids {
-            if k.is_named() && k.kind() != "variable_name" {
-                self.scan(*k, src, cwd, false);
+        // `${!x}`: the value of x names the variable to expand, and a subscript in
+        // that name is evaluated as arithmetic (`x='a[$(cmd)]'` runs cmd).
+        if ops.get(1) == Some(&"!") {
+            self.indirect(&kids, src, whole);
+        }
+        // `${s:off}`, `${s:off:len}`: offset and length are arithmetic. The first
+        // named part is what is expanded; everything after the `:` is arithmetic.
+        let substring_at = kids.iter().position(|k| !k.is_named() && k.kind() == ":");
+        for (i, k) in kids.iter().enumerate() {
+            if !k.is_named() {
+                continue;
+            }
+            let arithmetic = substring_at.is_some_and(|at| i > at);
+            if arithmetic || k.kind() != "variable_name" {
+                self.scan(*k, src, cwd, arithmetic);
             }
         }
         // ${NAME} alone is the variable's value.
@@ -253,8 +268,30 @@ impl Checker<'_> {
 
     /// Checks every word gets: no sockets, no secret locations.
     pub(super) fn judge_word(&mut self, w: &Word, cwd: &Cwd) {
-        let words = crate::word::brace_words(&w.chars);
+        let home = self
+            .policy
+            .places
+            .home
+            .as_ref()
+            .map(|h| h.to_string_lossy());
+        let braces = crate::braces::braces(&w.chars, home.as_deref());
+        if !self.tick(braces.scanned as u64 / 16) {
+            return;
+        }
+        let Some(words) = braces.words else {
+            self.refuse_unjudged(
+                &w.text,
+                "this word's braces nest too deeply (or are too long) for baton to read as bash expands them",
+                "write the names out in several shorter commands",
+            );
+            return;
+        };
         if words > crate::word::MAX_BRACE_WORDS {
+            let words = if words == u64::MAX {
+                "too many".to_string()
+            } else {
+                words.to_string()
+            };
             self.refuse(
                 &w.text,
                 format!("this brace expansion makes bash produce {words} words (more than {}), which exhausts memory", crate::word::MAX_BRACE_WORDS),
@@ -262,9 +299,24 @@ impl Checker<'_> {
             );
             return;
         }
-        let Some(patterns) = w.patterns() else {
+        let Some(patterns) = braces.patterns else {
+            // Never allowed unjudged: too many members that are paths to judge one
+            // by one.
+            self.refuse_unjudged(
+                &w.text,
+                format!(
+                    "this brace expansion makes {words} words, and baton judges at most {} of them one by one",
+                    crate::braces::MAX_PATTERNS
+                ),
+                "name the paths in several shorter commands, or use a loop over the names",
+            );
             return;
         };
+        // Judging every word is work (each pattern is judged against every secret
+        // location and place, here and by the command's validator): count it.
+        if !self.tick(patterns.len() as u64 * PATTERN_WORK) {
+            return;
+        }
         for p in &patterns {
             if p.contains("/dev/tcp/")
                 || p.contains("/dev/udp/")
@@ -291,7 +343,7 @@ impl Checker<'_> {
     /// The secret location a word reaches, if any. With `above`, a directory above
     /// a secret location counts too (for commands that read recursively).
     pub fn secret_in(&self, w: &Word, cwd: &Cwd, above: bool) -> Option<String> {
-        let patterns = w.patterns()?;
+        let patterns = w.patterns(self.policy.places.home.as_deref())?;
         let leading = w.starts_dynamic();
         let home = self
             .policy
@@ -430,7 +482,7 @@ impl Checker<'_> {
                 "write the path literally, without * ? [ ] or { }".into(),
             ));
         }
-        let patterns = w.patterns()?;
+        let patterns = w.patterns(self.policy.places.home.as_deref())?;
         for p in &patterns {
             let dirs: Vec<PathBuf> = match cwd {
                 Cwd::Known(v) => v.clone(),

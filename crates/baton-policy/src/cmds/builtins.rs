@@ -39,9 +39,59 @@ impl Checker<'_> {
         Flow::same(&c.cwd)
     }
 
+    /// `wait`: `-p NAME` assigns the pid to NAME (a subscript in it is arithmetic).
+    /// A computed word could be `-p`, making the next word a name: allowed when it
+    /// is `$!`, a variable holding a number, or the last word.
+    pub(super) fn wait(&mut self, c: &Cmd) -> Flow {
+        for a in parse_args(&c.args, "p", &[], false) {
+            match a {
+                Arg::Opt {
+                    name,
+                    value: Some(v),
+                } if name == "-p" => match v.literal() {
+                    Some(n) => self.assigned_var(&n, None, &c.part),
+                    None => self.refuse(
+                        &c.part,
+                        "wait -p into a computed variable name",
+                        "name the variable literally",
+                    ),
+                },
+                Arg::Unknown(w) => {
+                    let last = c.args.last().is_some_and(|l| std::ptr::eq(l, w));
+                    let name = w
+                        .text
+                        .trim_matches('"')
+                        .trim_start_matches('$')
+                        .trim_start_matches('{')
+                        .trim_end_matches('}');
+                    let number =
+                        w.only == Some(Dynamic::LastBackground) || self.arith_safe.contains(name);
+                    if !(last || number) {
+                        self.refuse(
+                            &c.part,
+                            format!("wait gets a computed word {} that could be -p, which makes the next word a variable name bash evaluates", w.text),
+                            "wait for $! or for variables set to $!, one per wait",
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        Flow::same(&c.cwd)
+    }
+
     /// `mapfile`, `readarray`.
     pub(super) fn mapfile(&mut self, c: &Cmd) -> Flow {
         for a in parse_args(&c.args, "dnOsuCc", &[], false) {
+            if let Arg::Opt { name, .. } = &a
+                && name == "-C"
+            {
+                self.refuse(
+                    &c.part,
+                    format!("{} -C runs its callback as shell code for every line read", c.name),
+                    "read the lines, then run the command in a loop: while read -r l; do …; done < file",
+                );
+            }
             if let Arg::Pos(w) | Arg::Unknown(w) = a {
                 match w.literal() {
                     Some(n) => self.assigned_var(&n, None, &c.part),

@@ -25,7 +25,7 @@ impl Checker<'_> {
             [w] => match w.literal() {
                 Some(l) if l == "-" => Cwd::Unknown,
                 Some(l) => self.cd_target(&l, &c.cwd),
-                None => match w.patterns() {
+                None => match w.patterns(self.policy.places.home.as_deref()) {
                     Some(p) if p.len() == 1 && !crate::word::pattern_has_glob(&p[0]) => {
                         self.cd_target(&crate::word::unescape(&p[0]), &c.cwd)
                     }

@@ -319,7 +319,11 @@ pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
     match sub {
         "config" => git_config(c, cmd, &lits),
         "push" | "fetch" | "pull" | "ls-remote" | "clone" => {
-            remote_args(c, cmd, sub);
+            // A push refused below for what it does is not one bubblewrap allows.
+            let forced = sub == "push"
+                && (cmd.args.iter().any(|w| w.literal().is_none())
+                    || pushes_force(&lits, &has, &short_has));
+            remote_args(c, cmd, sub, forced);
         }
         _ => {}
     }
@@ -353,10 +357,21 @@ pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
                     } else {
                         names.iter().all(|n| c.remote_allowed(n))
                     };
-                    if !all_ok {
+                    // The repository's own remotes: allowed inside the bubblewrap
+                    // sandbox, as for fetch.
+                    let own = names
+                        .iter()
+                        .all(|n| c.policy.configured_remotes.iter().any(|r| r == n));
+                    let reachable = all_ok || (own && c.policy.bubblewrap);
+                    if !reachable {
+                        let hint = if own {
+                            format!("; {}", crate::BUBBLEWRAP_HINT)
+                        } else {
+                            String::new()
+                        };
                         c.refuse(
                             &cmd.part,
-                            "git remote show/prune/update contacts remotes this project may not reach",
+                            format!("git remote show/prune/update contacts remotes this project may not reach{hint}"),
                             REMOTE_INSTEAD,
                         );
                     }
@@ -389,19 +404,7 @@ pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
                     "write the remote and branch literally: git push origin main",
                 );
             }
-            if has(&[
-                "--force",
-                "--force-with-lease",
-                "--force-if-includes",
-                "--mirror",
-                "--delete",
-                "--prune",
-            ]) || short_has('f')
-                || short_has('d')
-                || lits
-                    .iter()
-                    .any(|l| !l.starts_with('-') && (l.starts_with('+') || l.starts_with(':')))
-            {
+            if pushes_force(&lits, &has, &short_has) {
                 c.refuse(
                     &cmd.part,
                     "git push may not force, mirror or delete remote history",
@@ -529,6 +532,27 @@ pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
         }
         _ => {}
     }
+}
+
+/// Whether `git push` with these literal arguments forces, mirrors or deletes
+/// remote history.
+fn pushes_force(
+    lits: &[String],
+    has: &dyn Fn(&[&str]) -> bool,
+    short_has: &dyn Fn(char) -> bool,
+) -> bool {
+    has(&[
+        "--force",
+        "--force-with-lease",
+        "--force-if-includes",
+        "--mirror",
+        "--delete",
+        "--prune",
+    ]) || short_has('f')
+        || short_has('d')
+        || lits
+            .iter()
+            .any(|l| !l.starts_with('-') && (l.starts_with('+') || l.starts_with(':')))
 }
 
 /// `--output=FILE` / `-o DIR` write files.
@@ -686,10 +710,16 @@ fn git_config(c: &mut Checker, cmd: &Cmd, lits: &[String]) {
 
 /// `git push/fetch/pull/ls-remote/clone`: the repository they reach (the first
 /// operand; none means the current branch's remote, taken to be `origin`) must be a
-/// local path or allowed by `[policy] remotes`.
-fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str) {
+/// local path or allowed by `[policy] remotes`. Inside baton's bubblewrap sandbox
+/// (where `.git/config` is read-only), a remote named in the repository's
+/// configuration is allowed too, and so are no operand (the branch's remote, from
+/// that configuration) and `fetch --all`; never a URL given on the command line.
+fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str, forced: bool) {
     let mut repo: Option<Option<String>> = None;
     let mut all = false;
+    let mut multiple = false;
+    let mut operands: Vec<Option<String>> = Vec::new();
+    let mut recurse = false;
     let mut i = 0;
     while let Some(w) = cmd.args.get(i) {
         i += 1;
@@ -697,12 +727,14 @@ fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str) {
             if repo.is_none() {
                 repo = Some(None);
             }
+            operands.push(None);
             continue;
         };
         if l == "--" {
             if repo.is_none() {
                 repo = Some(cmd.args.get(i).and_then(|w| w.literal()));
             }
+            operands.extend(cmd.args[i..].iter().map(|w| w.literal()));
             break;
         }
         if let Some(r) = l.strip_prefix("--repo=") {
@@ -716,7 +748,11 @@ fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str) {
         }
         if l == "--all" || l == "--multiple" {
             all = sub != "push";
+            multiple |= l == "--multiple";
             continue;
+        }
+        if l.starts_with("--recurse-submodules") && !l.ends_with("=no") {
+            recurse = true;
         }
         if l.starts_with('-') {
             if REMOTE_VALUE_OPTS.contains(&l.as_str()) {
@@ -724,6 +760,7 @@ fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str) {
             }
             continue;
         }
+        operands.push(Some(l.clone()));
         if repo.is_none() {
             repo = Some(Some(l));
         }
@@ -731,13 +768,54 @@ fn remote_args(c: &mut Checker, cmd: &Cmd, sub: &str) {
     let target = if all {
         Some("*".to_string())
     } else {
-        match repo {
-            Some(r) => r,
+        match &repo {
+            Some(r) => r.clone(),
             None => Some("origin".to_string()),
         }
     };
+    if let Some(t) = &target
+        && (local_repo(t) || c.remote_allowed(t))
+    {
+        return;
+    }
+    // Inside the bubblewrap sandbox: the repository's own remotes. `--multiple`
+    // names several (each must be one); `--all` and no operand reach only those.
+    let configured = |name: &Option<String>| {
+        name.as_ref()
+            .is_some_and(|n| c.policy.configured_remotes.contains(n))
+    };
+    let own = sub != "clone"
+        && if multiple {
+            !operands.is_empty() && operands.iter().all(configured)
+        } else {
+            all || repo.is_none() || repo.as_ref().is_some_and(configured)
+        };
+    if own {
+        if !c.policy.bubblewrap {
+            // Said only of what bubblewrap would allow.
+            let hint = if forced || recurse {
+                String::new()
+            } else {
+                format!("; {}", crate::BUBBLEWRAP_HINT)
+            };
+            c.refuse(
+                &cmd.part,
+                format!(
+                    "git {sub} reaches {}, a remote of the repository but not a remote this project may reach ([policy] remotes){hint}",
+                    target.as_deref().unwrap_or("origin").replace('*', "(all)"),
+                ),
+                REMOTE_INSTEAD,
+            );
+        } else if recurse {
+            c.refuse(
+                &cmd.part,
+                format!("git {sub} --recurse-submodules reaches the submodules' remotes, whose addresses the agent can change (.git/modules/ is writable)"),
+                format!("run git {sub} without --recurse-submodules"),
+            );
+        }
+        return;
+    }
     match target {
-        Some(t) if local_repo(&t) || c.remote_allowed(&t) => {}
         Some(t) => c.refuse(
             &cmd.part,
             format!("git {sub} reaches {t}, which is not a remote this project may reach (git without a remote means the branch's remote, taken as origin)"),
@@ -806,3 +884,76 @@ const REMOTE_VALUE_OPTS: &[&str] = &[
     "--signed",
     "--sort",
 ];
+
+/// The remotes named in the configuration of the repository at `project`
+/// (`[remote "NAME"]` sections of `.git/config`, following a `.git` file and a
+/// `commondir` to the shared configuration). Included files are not read: a remote
+/// defined only there is not counted.
+pub(crate) fn configured_remotes(project: &Path) -> Vec<String> {
+    let dot_git = project.join(".git");
+    let git_dir = if dot_git.is_file() {
+        let Ok(text) = std::fs::read_to_string(&dot_git) else {
+            return Vec::new();
+        };
+        let Some(dir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
+            return Vec::new();
+        };
+        project.join(dir.trim())
+    } else {
+        dot_git
+    };
+    let common = std::fs::read_to_string(git_dir.join("commondir"))
+        .map(|c| git_dir.join(c.trim()))
+        .unwrap_or(git_dir);
+    let Ok(config) = std::fs::read_to_string(common.join("config")) else {
+        return Vec::new();
+    };
+    remote_sections(&config)
+}
+
+/// The names of the `[remote "NAME"]` (and old-style `[remote.NAME]`) sections of
+/// a git configuration file.
+pub(crate) fn remote_sections(config: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in config.lines() {
+        let line = line.trim_start();
+        let Some(rest) = line.strip_prefix('[') else {
+            continue;
+        };
+        let Some(head) = rest.get(..6).filter(|h| h.eq_ignore_ascii_case("remote")) else {
+            continue;
+        };
+        let rest = &rest[head.len()..];
+        let name = if let Some(q) = rest.trim_start().strip_prefix('"') {
+            // A quoted subsection name: `\"` and `\\` are escapes, it ends at `"]`.
+            let mut name = String::new();
+            let mut it = q.chars();
+            let mut closed = false;
+            while let Some(c) = it.next() {
+                match c {
+                    '\\' => name.extend(it.next()),
+                    '"' => {
+                        closed = it.next() == Some(']');
+                        break;
+                    }
+                    c => name.push(c),
+                }
+            }
+            if !closed {
+                continue;
+            }
+            name
+        } else if let Some(dotted) = rest.strip_prefix('.') {
+            match dotted.split_once(']') {
+                Some((n, _)) => n.to_ascii_lowercase(),
+                None => continue,
+            }
+        } else {
+            continue;
+        };
+        if !name.is_empty() && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}

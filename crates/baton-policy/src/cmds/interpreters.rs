@@ -1,5 +1,10 @@
-//! Validators of interpreters and shells: `bash`/`sh`, `python`, `node`, `perl`
-//! (inline code is refused; scripts in the project are allowed).
+//! Validators of interpreters and shells: `bash`/`sh`, `python`, `node`, `perl`,
+//! `ruby`. Scripts in the project are allowed. Inline code (`-c`, `-e`, a program
+//! read from standard input or a here-document) is allowed only inside baton's
+//! bubblewrap sandbox ([`crate::Policy::with_bubblewrap`]), which bounds it as it
+//! bounds a script file the agent writes and runs; without it, it is refused with a
+//! reason that says so. Shell code is not: `bash -c` code is checked like any
+//! command, and a shell reading its program from input is refused.
 
 use super::*;
 
@@ -111,9 +116,9 @@ impl Checker<'_> {
             for (k, f) in flags.iter().enumerate() {
                 match f {
                     'c' => {
-                        self.refuse(
-                            &c.part,
-                            format!("{} -c runs inline code, which baton cannot check", c.name),
+                        self.inline_code(
+                            c,
+                            "-c",
                             "write the code to a .py file in the project and run python file.py",
                         );
                         return;
@@ -145,11 +150,13 @@ impl Checker<'_> {
                                 | "runpy"
                                 | "asyncio"
                                 | "bdb"
-                        ) {
+                        ) && !self.policy.bubblewrap
+                        {
                             self.refuse(
                                 &c.part,
                                 format!(
-                                    "python -m {module} runs code given inline or on its input"
+                                    "python -m {module} runs code given inline or on its input, which baton cannot check; {}",
+                                    crate::BUBBLEWRAP_HINT
                                 ),
                                 "write the code to a file in the project and run it",
                             );
@@ -178,9 +185,8 @@ impl Checker<'_> {
                 }
             }
         }
-        self.refuse(
-            &c.part,
-            format!("{} without a script reads its program from standard input, which baton cannot check", c.name),
+        self.stdin_program(
+            c,
             "write the code to a .py file in the project and run python file.py",
         );
     }
@@ -221,9 +227,9 @@ impl Checker<'_> {
             let name = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
             match name {
                 "-e" | "--eval" | "-p" | "--print" | "-pe" | "-ep" => {
-                    self.refuse(
-                        &c.part,
-                        "node -e/-p runs inline code, which baton cannot check",
+                    self.inline_code(
+                        c,
+                        "-e/-p",
                         "write the code to a .js file in the project and run node file.js",
                     );
                     return;
@@ -238,9 +244,8 @@ impl Checker<'_> {
                 i += 1;
             }
         }
-        self.refuse(
-            &c.part,
-            format!("{} without a script reads its program from standard input, which baton cannot check", c.name),
+        self.stdin_program(
+            c,
             "write the code to a .js file in the project and run node file.js",
         );
     }
@@ -256,20 +261,49 @@ impl Checker<'_> {
             }
             let flags = &l[1..];
             if flags.contains('e') || flags.contains('E') {
-                self.refuse(&c.part, format!("{} -e runs inline code, which baton cannot check", c.name), format!("write the code to a file in the project and run {} file; for substitutions in files use sed -i", c.name));
+                let instead = format!(
+                    "write the code to a file in the project and run {} file; for substitutions in files use sed -i",
+                    c.name
+                );
+                self.inline_code(c, "-e", &instead);
                 return;
             }
             if flags == "v" || flags == "V" || flags == "h" || flags == "version" {
                 return;
             }
         }
-        self.refuse(
-            &c.part,
-            format!(
-                "{} without a script reads its program from standard input",
-                c.name
-            ),
-            "write the code to a file in the project and run it",
-        );
+        self.stdin_program(c, "write the code to a file in the project and run it");
+    }
+
+    /// `python -c`, `node -e`, `perl -e`, `ruby -e`: allowed inside the bubblewrap
+    /// sandbox, refused (saying so) outside it.
+    fn inline_code(&mut self, c: &Cmd, flag: &str, instead: &str) {
+        if !self.policy.bubblewrap {
+            self.refuse(
+                &c.part,
+                format!(
+                    "{} {flag} runs inline code, which baton cannot check; {}",
+                    c.name,
+                    crate::BUBBLEWRAP_HINT
+                ),
+                instead,
+            );
+        }
+    }
+
+    /// An interpreter without a script reads its program from standard input (a
+    /// pipe, `<`, a here-document): as [`Checker::inline_code`].
+    fn stdin_program(&mut self, c: &Cmd, instead: &str) {
+        if !self.policy.bubblewrap {
+            self.refuse(
+                &c.part,
+                format!(
+                    "{} without a script reads its program from standard input, which baton cannot check; {}",
+                    c.name,
+                    crate::BUBBLEWRAP_HINT
+                ),
+                instead,
+            );
+        }
     }
 }

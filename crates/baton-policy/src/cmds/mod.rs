@@ -33,6 +33,7 @@ mod tools;
 mod wrappers;
 
 pub(crate) use args::{Arg, parse_args};
+pub(crate) use git::configured_remotes;
 
 /// Standard places for installed programs: a path there is judged by its name.
 fn system_bin(path: &Path, home: Option<&Path>) -> bool {
@@ -88,13 +89,22 @@ const VALIDATORS: &[(&[&str], Validator)] = &[
     (&["popd"], |k, c| k.popd(c)),
     (&["source", "."], |k, c| k.source_file(c)),
     (&["read"], |k, c| k.read_vars(c)),
+    (&["wait"], |k, c| k.wait(c)),
     (&["mapfile", "readarray"], |k, c| k.mapfile(c)),
     (&["let"], |k, c| k.let_arith(c)),
     (
         &["local", "export", "declare", "typeset", "readonly"],
         |k, c| k.declare(c),
     ),
-    (&["unset"], |_, c| Flow::same(&c.cwd)),
+    (&["unset"], |k, c| {
+        let names: Vec<(String, Option<String>)> = c
+            .args
+            .iter()
+            .map(|w| (w.text.clone(), w.literal()))
+            .collect();
+        k.unset_names(&names, &c.part);
+        Flow::same(&c.cwd)
+    }),
     (&["trap"], |k, c| k.trap(c)),
     (&["hash"], |k, c| k.hash(c)),
     (&["command", "builtin"], |k, c| k.command_builtin(c)),
@@ -138,6 +148,8 @@ const VALIDATORS: &[(&[&str], Validator)] = &[
     (&["openssl"], keeps_cwd!(openssl)),
     (&["split"], keeps_cwd!(split)),
     (&["patch"], keeps_cwd!(patch)),
+    (&["sqlite3"], keeps_cwd!(sqlite)),
+    (&["fuser"], keeps_cwd!(fuser)),
     (&["printf"], keeps_cwd!(printf)),
     (&["test", "["], keeps_cwd!(test_builtin)),
     (&["compgen"], keeps_cwd!(compgen)),
@@ -163,6 +175,14 @@ impl Checker<'_> {
         let name = c.name.as_str();
         if name.contains('/') {
             return self.run_path(c);
+        }
+        if self.defining.iter().any(|d| d == name) {
+            self.refuse(
+                &c.part,
+                format!("the function {name} calls itself; a recursive function can start processes without end (a fork bomb), which reaches past the run's sandbox"),
+                "write the steps as a loop, or as a script file in the project",
+            );
+            return Flow::same(&c.cwd);
         }
         if let Some(&changes) = self.functions.get(name) {
             return if changes {

@@ -1,12 +1,16 @@
-//! The validators of process tools: `kill` (only processes this run started) and
-//! `ps` (never other processes' environments).
+//! The validators of process tools: `kill` (only processes this run started),
+//! `pkill`/`killall`/`fuser -k` (only inside the run's PID namespace, where every
+//! process is the run's own) and `ps` (never other processes' environments).
 
 use super::*;
 
 impl Checker<'_> {
-    /// `kill PID…` of processes this run started; `pkill`/`killall` are refused.
+    /// `kill PID…` of processes this run started; `pkill`/`killall` are refused,
+    /// except in the run's PID namespace, where any process but its first (`kill
+    /// 1`, `-1`, `0`) is one of the run's own.
     pub(super) fn kill(&mut self, c: &Cmd) {
         let name = c.name.as_str();
+        let namespace = self.policy.pid_namespace();
         if name == "kill" {
             // kill [-s SIG | -n NUM | -SIG] [--] TARGET...: only the first word may
             // be a signal; every later word is a target (`kill -9 -1` is all processes).
@@ -39,14 +43,43 @@ impl Checker<'_> {
             return;
         }
         // pkill and killall choose processes by name: any process whose command
-        // line matches, including ones this run did not start.
-        self.refuse(
-            &c.part,
-            format!(
-                "{name} picks processes by name, which can reach processes this run did not start"
-            ),
-            KILL_INSTEAD,
-        );
+        // line matches, including ones this run did not start (outside the run's
+        // PID namespace).
+        if !namespace {
+            self.refuse(
+                &c.part,
+                format!(
+                    "{name} picks processes by name, which can reach processes this run did not start; {}",
+                    crate::BUBBLEWRAP_HINT
+                ),
+                KILL_INSTEAD,
+            );
+        }
+    }
+
+    /// `fuser`: lists the processes using files or ports; `-k` kills them, which
+    /// only the run's PID namespace keeps to the run's own processes.
+    pub(super) fn fuser(&mut self, c: &Cmd) {
+        let kills = c.args.iter().any(|w| match w.literal() {
+            Some(l) => {
+                l == "--kill"
+                    || (l.starts_with('-')
+                        && !l.starts_with("--")
+                        && l[1..].chars().all(|ch| ch.is_ascii_alphabetic())
+                        && l.contains('k'))
+            }
+            None => w.may_start_with('-'),
+        });
+        if kills && !self.policy.pid_namespace() {
+            self.refuse(
+                &c.part,
+                format!(
+                    "fuser -k kills every process using the file or port, including ones this run did not start; {}",
+                    crate::BUBBLEWRAP_HINT
+                ),
+                KILL_INSTEAD,
+            );
+        }
     }
 
     pub(super) fn kill_target(&mut self, c: &Cmd, w: &Word) {
@@ -61,21 +94,29 @@ impl Checker<'_> {
             {
                 return;
             }
+            let namespace = self.policy.pid_namespace();
             match l.parse::<i64>() {
                 Ok(p) if p > 1 => {
-                    if !self.pid_ok(p as u32, false) {
+                    if !namespace && !self.pid_ok(p as u32, false) {
                         self.refuse(
                             &c.part,
-                            format!("process {p} was not started in this run"),
+                            format!(
+                                "process {p} was not started in this run; {}",
+                                crate::BUBBLEWRAP_HINT
+                            ),
                             instead,
                         );
                     }
                 }
                 Ok(p) if p < -1 => {
-                    if !self.pid_ok((-p) as u32, true) {
+                    if !namespace && !self.pid_ok((-p) as u32, true) {
                         self.refuse(
                             &c.part,
-                            format!("process group {} was not started in this run", -p),
+                            format!(
+                                "process group {} was not started in this run; {}",
+                                -p,
+                                crate::BUBBLEWRAP_HINT
+                            ),
                             instead,
                         );
                     }
@@ -83,7 +124,7 @@ impl Checker<'_> {
                 Ok(p) => {
                     self.refuse(
                         &c.part,
-                        format!("kill {p} signals every process, this shell's group, or init"),
+                        format!("kill {p} signals every process, this shell's group, or init (in the run's PID namespace: every process of the run, or the namespace itself)"),
                         instead,
                     );
                 }
@@ -96,9 +137,16 @@ impl Checker<'_> {
         match &w.only {
             Some(Dynamic::LastBackground) => {}
             Some(Dynamic::Substitution(inner)) if self.pid_source_ok(inner, &c.cwd) => {}
+            // `kill $(lsof -t -i:3000)`, `kill $(cat server.pid)`: in the run's PID
+            // namespace every pid names a process of the run.
+            _ if self.policy.pid_namespace() => {}
             _ => self.refuse(
                 &c.part,
-                format!("baton cannot tell which processes {} names", w.text),
+                format!(
+                    "baton cannot tell which processes {} names; {}",
+                    w.text,
+                    crate::BUBBLEWRAP_HINT
+                ),
                 instead,
             ),
         }

@@ -1,6 +1,7 @@
 //! Everyday tools with a validator each: `openssl` (random bytes, digests, keys and
-//! certificates for the project; never modules, engines or network) and `patch`
-//! (applies a diff inside the project).
+//! certificates for the project; never modules, engines or network), `patch`
+//! (applies a diff inside the project) and `sqlite3` (a database file of the
+//! project, inside baton's bubblewrap sandbox).
 
 use crate::check::{Checker, Cmd};
 use crate::places::{Cwd, Place};
@@ -163,6 +164,94 @@ impl Checker<'_> {
         }
         if let Some(prefix) = operands.get(1) {
             self.write_target(prefix, &c.cwd, &c.part, false);
+        }
+    }
+}
+
+/// `sqlite3` options that take the next word as their value.
+const SQLITE_VALUE_OPTS: &[&str] = &[
+    "-cmd",
+    "-init",
+    "-separator",
+    "-newline",
+    "-nullvalue",
+    "-vfs",
+    "-maxsize",
+    "-mmap",
+    "-pagecache",
+    "-lookaside",
+    "-heap",
+    "-escape",
+];
+
+impl Checker<'_> {
+    /// `sqlite3 [OPTIONS] [FILE] [SQL…]`. A database shell has its own commands to
+    /// run programs (`.shell`, `.system`), load code (`.load`) and write files
+    /// (`.output`, `.backup`); inside baton's bubblewrap sandbox those reach no
+    /// further than a script the agent writes, so the shell is allowed on a
+    /// database file of the project (or in memory). Outside it, refused as before;
+    /// `[policy] allow = ["sqlite3"]` allows it as it did.
+    pub(super) fn sqlite(&mut self, c: &Cmd) {
+        if self.policy.user_allow.contains(&c.name) {
+            return;
+        }
+        let instead = "query the database from the project's code or tests, or ask the user to add the client to [policy] allow";
+        if !self.policy.bubblewrap {
+            self.refuse(
+                &c.part,
+                format!(
+                    "{}: database shells have their own commands to run programs and write files; {}",
+                    c.name,
+                    crate::BUBBLEWRAP_HINT
+                ),
+                instead,
+            );
+            return;
+        }
+        let mut i = 0;
+        while let Some(w) = c.args.get(i) {
+            i += 1;
+            let Some(l) = w.literal() else {
+                if w.may_start_with('-') {
+                    self.unknown_option(c, w);
+                    return;
+                }
+                break;
+            };
+            if l == "--" {
+                break;
+            }
+            if !l.starts_with('-') {
+                i -= 1;
+                break;
+            }
+            let name = format!("-{}", l.trim_start_matches('-'));
+            if SQLITE_VALUE_OPTS.contains(&name.as_str()) {
+                i += 1;
+            }
+        }
+        let Some(file) = c.args.get(i) else {
+            return;
+        };
+        match file.literal() {
+            Some(f) if f.is_empty() || f == ":memory:" => {}
+            Some(_) => {
+                if let Some((reason, _)) = self.write_problem(file, &c.cwd, false, false) {
+                    self.refuse(
+                        &c.part,
+                        format!("{}: the database {reason}", c.name),
+                        "open a database file inside the project (sqlite3 data/app.db '…')",
+                    );
+                }
+            }
+            None => self.refuse(
+                &c.part,
+                format!(
+                    "{}: the database file {} is computed when the command runs",
+                    c.name, file.text
+                ),
+                "write the database file's path literally",
+            ),
         }
     }
 }

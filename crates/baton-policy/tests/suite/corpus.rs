@@ -1,88 +1,103 @@
-//! Every command of `tests/corpus.txt` gets the decision written next to it.
+//! Every command of `tests/corpus.txt` (the default: no bubblewrap) and of
+//! `tests/corpus-bubblewrap.txt` (judged as inside baton's bubblewrap sandbox) gets
+//! the decision written next to it.
 
-use super::project;
+use baton_policy::Policy;
 
-struct Case {
-    line: usize,
-    command: String,
-    /// `None`: must be allowed; `Some(s)`: must be refused with `s` in the message.
-    refused: Option<String>,
+use super::{project, project_with_bubblewrap};
+
+const CORPUS: &str = include_str!("../corpus.txt");
+const BUBBLEWRAP: &str = include_str!("../corpus-bubblewrap.txt");
+
+/// What a refusal says of a command bubblewrap would allow.
+const INSTALL_BUBBLEWRAP: &str = "apt-get install bubblewrap";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Expect {
+    /// `+ COMMAND`: allowed.
+    Allowed,
+    /// `+! COMMAND` (bubblewrap corpus): allowed with bubblewrap, refused without it
+    /// with a reason that names bubblewrap.
+    OnlyInBubblewrap,
+    /// `- SUBSTRING :: COMMAND`: refused, with SUBSTRING in the refusal.
+    Refused(String),
 }
 
-fn cases() -> Vec<Case> {
-    let text = include_str!("../corpus.txt");
+struct Case {
+    file: &'static str,
+    line: usize,
+    command: String,
+    expect: Expect,
+}
+
+fn cases(file: &'static str, text: &str) -> Vec<Case> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let unescape = |s: &str| s.replace('⏎', "\n");
-        if let Some(cmd) = line.strip_prefix("+ ") {
-            out.push(Case {
-                line: i + 1,
-                command: unescape(cmd),
-                refused: None,
-            });
+        let (command, expect) = if let Some(cmd) = line.strip_prefix("+! ") {
+            (unescape(cmd), Expect::OnlyInBubblewrap)
+        } else if let Some(cmd) = line.strip_prefix("+ ") {
+            (unescape(cmd), Expect::Allowed)
         } else if let Some(rest) = line.strip_prefix("- ") {
             let (why, cmd) = rest
                 .split_once(" :: ")
-                .unwrap_or_else(|| panic!("corpus.txt:{}: `- REASON :: COMMAND`", i + 1));
-            out.push(Case {
-                line: i + 1,
-                command: unescape(cmd),
-                refused: Some(why.to_string()),
-            });
+                .unwrap_or_else(|| panic!("{file}:{}: `- REASON :: COMMAND`", i + 1));
+            (unescape(cmd), Expect::Refused(why.to_string()))
         } else {
             assert!(
                 line.is_empty() || line.starts_with('#'),
-                "corpus.txt:{}: unknown line {line:?}",
+                "{file}:{}: unknown line {line:?}",
                 i + 1
             );
-        }
+            continue;
+        };
+        out.push(Case {
+            file,
+            line: i + 1,
+            command,
+            expect,
+        });
     }
     out
 }
 
-#[test]
-fn corpus_is_big_enough() {
-    let c = cases();
-    let allowed = c.iter().filter(|c| c.refused.is_none()).count();
-    let refused = c.len() - allowed;
-    assert!(c.len() >= 150, "{} cases", c.len());
-    assert!(
-        allowed >= 100 && refused >= 150,
-        "{allowed} allowed, {refused} refused"
-    );
-}
-
-#[test]
-fn corpus_decisions() {
-    let (_dir, policy) = project();
-    let mut failures = Vec::new();
-    for case in cases() {
+/// The failures of `policy` on `cases`, where `OnlyInBubblewrap` means allowed
+/// (`bubblewrap`) or refused with the bubblewrap hint (not).
+fn failures(policy: &Policy, cases: &[Case], bubblewrap: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for case in cases {
         let verdict = policy.check(&case.command);
         let msg = verdict.message();
-        match (&case.refused, verdict.is_allowed()) {
-            (None, true) => {}
-            (None, false) => failures.push(format!(
-                "corpus.txt:{}: everyday command refused: {}\n    {}",
-                case.line,
+        let at = format!("{}:{}", case.file, case.line);
+        let expect = match (&case.expect, bubblewrap) {
+            (Expect::OnlyInBubblewrap, true) => Expect::Allowed,
+            (Expect::OnlyInBubblewrap, false) => Expect::Refused(INSTALL_BUBBLEWRAP.into()),
+            (e, _) => e.clone(),
+        };
+        match (&expect, verdict.is_allowed()) {
+            (Expect::Allowed, true) => {}
+            (Expect::Allowed, false) => out.push(format!(
+                "{at}: everyday command refused: {}\n    {}",
                 case.command,
                 msg.replace('\n', "\n    ")
             )),
-            (Some(_), true) => failures.push(format!(
-                "corpus.txt:{}: ATTACK ALLOWED: {}",
-                case.line, case.command
-            )),
-            (Some(why), false) => {
+            (_, true) => out.push(format!("{at}: ATTACK ALLOWED: {}", case.command)),
+            (Expect::Refused(why), false) => {
                 if !msg.contains(why.as_str()) {
-                    failures.push(format!(
-                        "corpus.txt:{}: refused, but not for {why:?}: {}\n    {}",
-                        case.line,
+                    out.push(format!(
+                        "{at}: refused, but not for {why:?}: {}\n    {}",
                         case.command,
                         msg.replace('\n', "\n    ")
                     ));
                 }
             }
+            (Expect::OnlyInBubblewrap, false) => {}
         }
     }
+    out
+}
+
+fn assert_none(failures: Vec<String>) {
     assert!(
         failures.is_empty(),
         "{} corpus failures:\n{}",
@@ -92,17 +107,86 @@ fn corpus_decisions() {
 }
 
 #[test]
-fn every_refusal_says_part_reason_and_instead() {
+fn corpus_is_big_enough() {
+    let c = cases("corpus.txt", CORPUS);
+    let allowed = c.iter().filter(|c| c.expect == Expect::Allowed).count();
+    let refused = c.len() - allowed;
+    assert!(c.len() >= 150, "{} cases", c.len());
+    assert!(
+        allowed >= 100 && refused >= 150,
+        "{allowed} allowed, {refused} refused"
+    );
+    let b = cases("corpus-bubblewrap.txt", BUBBLEWRAP);
+    let only = b
+        .iter()
+        .filter(|c| c.expect == Expect::OnlyInBubblewrap)
+        .count();
+    assert!(only >= 25 && b.len() - only >= 40, "{only} of {}", b.len());
+}
+
+#[test]
+fn corpus_decisions() {
     let (_dir, policy) = project();
-    for case in cases().into_iter().filter(|c| c.refused.is_some()) {
-        for r in policy.check(&case.command).refusals() {
-            assert!(!r.part.is_empty(), "line {}: empty part", case.line);
-            assert!(r.reason.len() > 10, "line {}: thin reason {r:?}", case.line);
-            assert!(
-                r.instead.len() > 5,
-                "line {}: thin instead {r:?}",
-                case.line
-            );
+    assert_none(failures(&policy, &cases("corpus.txt", CORPUS), false));
+}
+
+/// Inside the bubblewrap sandbox: the bubblewrap corpus as written, and every
+/// everyday command of the main corpus still allowed.
+#[test]
+fn corpus_decisions_with_bubblewrap() {
+    let (_dir, policy) = project_with_bubblewrap();
+    assert!(policy.bubblewrap());
+    let mut f = failures(&policy, &cases("corpus-bubblewrap.txt", BUBBLEWRAP), true);
+    let everyday: Vec<Case> = cases("corpus.txt", CORPUS)
+        .into_iter()
+        .filter(|c| c.expect == Expect::Allowed)
+        .collect();
+    f.extend(failures(&policy, &everyday, true));
+    assert_none(f);
+}
+
+/// Without bubblewrap: what the bubblewrap corpus allows only inside it is refused
+/// with a reason that says to install bubblewrap, and what it refuses is refused.
+#[test]
+fn corpus_of_bubblewrap_without_it() {
+    let (_dir, policy) = project();
+    assert!(!policy.bubblewrap());
+    let strict: Vec<Case> = cases("corpus-bubblewrap.txt", BUBBLEWRAP)
+        .into_iter()
+        .filter(|c| c.expect != Expect::Allowed)
+        .map(|c| match c.expect {
+            Expect::Refused(_) => Case {
+                expect: Expect::Refused(String::new()),
+                ..c
+            },
+            _ => c,
+        })
+        .collect();
+    assert_none(failures(&policy, &strict, false));
+}
+
+#[test]
+fn every_refusal_says_part_reason_and_instead() {
+    for (policy, file, text) in [
+        (project(), "corpus.txt", CORPUS),
+        (project(), "corpus-bubblewrap.txt", BUBBLEWRAP),
+        (
+            project_with_bubblewrap(),
+            "corpus-bubblewrap.txt",
+            BUBBLEWRAP,
+        ),
+    ] {
+        let (_dir, policy) = policy;
+        for case in cases(file, text)
+            .into_iter()
+            .filter(|c| c.expect != Expect::Allowed)
+        {
+            for r in policy.check(&case.command).refusals() {
+                let at = format!("{file}:{}", case.line);
+                assert!(!r.part.is_empty(), "{at}: empty part");
+                assert!(r.reason.len() > 10, "{at}: thin reason {r:?}");
+                assert!(r.instead.len() > 5, "{at}: thin instead {r:?}");
+            }
         }
     }
 }

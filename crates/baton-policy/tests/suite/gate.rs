@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use baton_config::{PolicyConfig, PolicyMode};
-use baton_policy::Policy;
+use baton_policy::{Policy, SessionGuard};
 use baton_tools::{GateDecision, ProcessRegistry, ToolGate};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -180,4 +180,99 @@ fn remotes_allowed_in_config_may_be_reached_but_never_forced() {
     ] {
         assert!(!policy.check(bad).is_allowed(), "{bad}");
     }
+}
+
+#[test]
+fn the_session_guard_tells_the_policy_whether_bubblewrap_is_in_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::path::Path::new("/bin/true");
+    let off = baton_config::SandboxConfig {
+        enabled: false,
+        ..baton_config::SandboxConfig::default()
+    };
+    let mut ctx = baton_tools::ToolContext::new(dir.path().to_path_buf());
+    let guard = SessionGuard::new(&mut ctx, &PolicyConfig::default(), &off, exe).unwrap();
+    assert!(!guard.policy.bubblewrap(), "no sandbox, no bubblewrap");
+    assert!(!guard.policy.check("python3 -c 1").is_allowed());
+
+    let on = baton_config::SandboxConfig::default();
+    let mut ctx = baton_tools::ToolContext::new(dir.path().to_path_buf());
+    let guard = SessionGuard::new(&mut ctx, &PolicyConfig::default(), &on, exe).unwrap();
+    let landlock = matches!(
+        baton_policy::sandbox::probe(),
+        baton_policy::sandbox::Support::Landlock(_)
+    );
+    let expected = landlock && baton_policy::sandbox::kernel_binds();
+    assert_eq!(guard.policy.bubblewrap(), expected);
+    assert_eq!(guard.policy.check("python3 -c 1").is_allowed(), expected);
+}
+
+#[test]
+fn with_bubblewrap_allows_what_the_sandbox_bounds_and_nothing_else() {
+    let (_dir, policy) = project();
+    let policy = policy.with_bubblewrap(true);
+    assert!(policy.bubblewrap());
+    for ok in [
+        "python3 -c 'print(1)'",
+        "pkill -f vite",
+        "git push origin main",
+    ] {
+        assert!(policy.check(ok).is_allowed(), "{ok}");
+    }
+    let policy = policy.with_bubblewrap(false);
+    for bad in [
+        "python3 -c 'print(1)'",
+        "pkill -f vite",
+        "git push origin main",
+    ] {
+        let v = policy.check(bad);
+        assert!(
+            v.message().contains("apt-get install bubblewrap"),
+            "{bad}: {}",
+            v.message()
+        );
+    }
+}
+
+#[test]
+fn remotes_are_those_of_the_repository_when_the_policy_was_made() {
+    let (dir, policy) = project();
+    let policy = policy.with_bubblewrap(true);
+    assert!(policy.check("git push upstream main").is_allowed());
+    // A remote added later (bubblewrap keeps .git/config read-only for the
+    // commands; baton's snapshot puts it back) is not one the user configured.
+    let config = dir.path().join(".git/config");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[remote \"late\"]\n\turl = https://evil.example/x.git\n");
+    std::fs::write(&config, text).unwrap();
+    assert!(!policy.check("git push late main").is_allowed());
+    // The harness may give the remotes it recorded when the run started.
+    let policy = policy.with_repository_remotes(vec!["origin".into()]);
+    assert!(policy.check("git push origin main").is_allowed());
+    assert!(!policy.check("git push upstream main").is_allowed());
+
+    // A worktree: `.git` is a file naming the git dir, whose commondir holds the
+    // configuration.
+    let main = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(main.path().join(".git/worktrees/wt")).unwrap();
+    std::fs::write(
+        main.path().join(".git/config"),
+        "[remote \"origin\"]\n\turl = https://github.com/me/app.git\n",
+    )
+    .unwrap();
+    std::fs::write(main.path().join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+    let wt = tempfile::tempdir().unwrap();
+    std::fs::write(
+        wt.path().join(".git"),
+        format!(
+            "gitdir: {}\n",
+            main.path().join(".git/worktrees/wt").display()
+        ),
+    )
+    .unwrap();
+    let policy = Policy::new(&PolicyConfig::default(), wt.path())
+        .unwrap()
+        .with_bubblewrap(true);
+    assert!(policy.check("git pull origin main").is_allowed());
+    assert!(!policy.check("git pull evil main").is_allowed());
 }

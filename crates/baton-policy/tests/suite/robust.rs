@@ -210,3 +210,51 @@ fn limit_refusals_are_marked_as_unjudged_and_judgements_are_not() {
     assert!(!judged.is_allowed());
     assert!(!judged.beyond_limits());
 }
+
+/// Issue #24: brace lists longer than the checker once expanded (64) skipped every
+/// check. Whatever their length, the members that are paths are judged as if
+/// written alone, wherever they stand in the list.
+#[test]
+fn brace_lists_of_any_length_are_judged_by_their_members() {
+    let (_dir, policy) = project();
+    for n in [3, 63, 64, 65, 70, 255, 300, 5000, 99_999] {
+        for (cmd, what) in [
+            (format!("rm -rf {{.git/objects,x{{1..{n}}}}}"), ".git"),
+            (format!("rm -rf {{x{{1..{n}}},.git/objects}}"), ".git"),
+            (format!("rm -rf {{x{{1..{n}}},y}}{{/../.git,}}"), ".git"),
+            (format!("cat {{/proc/1/environ,x{{1..{n}}}}}"), "secret"),
+            (format!("cat {{x{{1..{n}}},~/.ssh/id_rsa}}"), "secret"),
+            (
+                format!("chmod +x {{~/.bashrc,x{{1..{n}}}}}"),
+                "outside the project",
+            ),
+            (
+                format!("touch -d 2020-01-01 {{x{{1..{n}}},~/.profile}}"),
+                "outside the project",
+            ),
+        ] {
+            let v = policy.check(&cmd);
+            assert!(!v.is_allowed(), "allowed: {cmd}");
+            assert!(v.message().contains(what), "{cmd}: {}", v.message());
+        }
+        let ok = format!("touch notes/{{1..{n}}}.md");
+        assert!(policy.check(&ok).is_allowed(), "{ok}");
+    }
+}
+
+#[test]
+fn brace_expansions_too_large_to_judge_are_refused_unjudged() {
+    let (_dir, policy) = project();
+    let paths = "{a/b,c/d,e/f,g/h}".repeat(5);
+    let v = policy.check(&format!("rm -rf {paths}"));
+    assert!(!v.is_allowed());
+    assert!(v.beyond_limits(), "{}", v.message());
+    assert!(v.message().contains("one by one"), "{}", v.message());
+    // Products of lists bash itself cannot hold in memory.
+    let bomb = "{a,b,c,d,e,f,g,h,i,j}".repeat(6);
+    refused_with(&format!("echo {bomb}"), "exhausts memory");
+    // Deeply nested braces.
+    let nested = format!("{}x{}", "{a,".repeat(100), "}".repeat(100));
+    refused_with(&format!("rm -rf {nested}"), "nest too deeply");
+    assert!(policy.check(&format!("rm -rf {nested}")).beyond_limits());
+}
