@@ -99,6 +99,9 @@ pub struct CliBackend {
     /// What must live as long as the backend (the sandbox's PID namespace, which the
     /// CLI's commands join).
     pub keep_alive: Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+    /// The CLI's shell commands run in baton's bubblewrap sandbox and the run's PID
+    /// namespace: its hook judges them as baton judges its own (`--bubblewrap`).
+    pub bubblewrap: bool,
 }
 
 impl CliBackend {
@@ -120,6 +123,11 @@ impl CliBackend {
         if let Some(c) = &self.hook_config {
             hook.push_str(" --config ");
             hook.push_str(&shell_quote(&c.display().to_string()));
+        }
+        // The verifier's read-only commands get a sandbox of their own, outside the
+        // run's PID namespace: judged without what that namespace bounds.
+        if self.bubblewrap && !hook_args.iter().any(|a| a == "--read-only") {
+            hook.push_str(" --bubblewrap");
         }
         for a in hook_args {
             hook.push(' ');

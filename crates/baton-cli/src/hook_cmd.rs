@@ -55,6 +55,11 @@ struct PreToolUseArgs {
     /// Refuse every edit (the independent verifier's sessions).
     #[arg(long)]
     read_only: bool,
+    /// The shell commands run in baton's bubblewrap sandbox and the run's PID
+    /// namespace (baton says so when it starts the CLI): judge them as baton judges
+    /// its own there, allowing what that sandbox bounds.
+    #[arg(long)]
+    bubblewrap: bool,
 }
 
 /// Run `baton hook …`.
@@ -111,7 +116,7 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
         }
         None => Config::load(&dir)?,
     };
-    let policy = Policy::new(&cfg.policy, &dir)?;
+    let policy = Policy::new(&cfg.policy, &dir)?.with_bubblewrap(a.bubblewrap);
     // A command beyond the checker's limits (or one it failed on) blocks with exit 2,
     // like every other failure of the judgement.
     if tool == "Bash"

@@ -206,10 +206,11 @@ fn cut_lines(text: &str, n: usize) -> String {
     if lines.len() <= n {
         return text.to_string();
     }
+    let more = lines.len() - n;
     format!(
-        "{}\n… ({} more)",
+        "{}\n… ({more} more {})",
         lines[..n].join("\n"),
-        baton_records::human::plural((lines.len() - n) as u64, "line")
+        if more == 1 { "line" } else { "lines" }
     )
 }
 

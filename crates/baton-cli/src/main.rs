@@ -118,7 +118,8 @@ enum Command {
     /// the session and commit that made them pass, gate findings, costs, budget left).
     Report(report_cmd::ReportArgs),
     /// The command policy: `baton policy check [--json] [--dir DIR] -- COMMAND`
-    /// judges a bash command as the agent's Bash tool would (exit 0 allowed, 1 refused).
+    /// judges a bash command as the agent's Bash tool would here (inside the bubblewrap
+    /// sandbox where it works and [sandbox] is on; exit 0 allowed, 1 refused).
     Policy(policy_cmd::PolicyArgs),
     /// Check the parts baton uses outside itself: git, bash, Node, @playwright/mcp (run
     /// as [browser] command would run it), Chromium, Landlock and the Claude Code CLI

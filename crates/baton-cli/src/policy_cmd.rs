@@ -56,13 +56,16 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<ExitCode> {
 
 fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     let (dir, cfg) = match &a.dir {
-        Some(d) => (d.clone(), Config::load(d)?.policy),
+        Some(d) => (d.clone(), Config::load(d)?),
         None => (
             std::env::current_dir().context("cannot read the current directory")?,
-            Default::default(),
+            Config::default(),
         ),
     };
-    let policy = Policy::new(&cfg, &dir)?;
+    // As a run here would judge it: inside the bubblewrap sandbox where it works
+    // and the sandbox is on.
+    let bubblewrap = cfg.sandbox.enabled && baton_policy::sandbox::kernel_binds();
+    let policy = Policy::new(&cfg.policy, &dir)?.with_bubblewrap(bubblewrap);
     let command = a.command.join(" ");
     let verdict = policy.check(&command);
     if a.json {

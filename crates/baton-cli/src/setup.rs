@@ -166,6 +166,7 @@ pub fn cli_backend(
     let join = launcher
         .as_ref()
         .and_then(baton_policy::sandbox::SandboxLauncher::join_target);
+    let bubblewrap = join.is_some();
     let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset, join));
     let hook_config = freeze_config(&project)?;
     Ok(Some(CliBackend {
@@ -181,6 +182,7 @@ pub fn cli_backend(
         hook_config: Some(hook_config),
         keep_alive: launcher
             .map(|l| std::sync::Arc::new(l) as std::sync::Arc<dyn std::any::Any + Send + Sync>),
+        bubblewrap,
     }))
 }
 

@@ -340,3 +340,23 @@ fn hook_refuses_huge_chains_and_deep_nesting_without_crashing() {
         assert!(err.contains("cannot be judged"), "{err}");
     }
 }
+
+/// The agent CLI's commands run in baton's bubblewrap sandbox and the run's PID
+/// namespace when baton says so (`--bubblewrap`): its hook then allows what that
+/// sandbox bounds, as baton's own loop does, and refuses it without.
+#[test]
+fn the_hook_judges_inline_code_by_whether_bubblewrap_is_in_force() {
+    let p = Project::new();
+    let input = call(
+        &p,
+        "Bash",
+        json!({"command": "python3 -c \"import json; print(len(json.load(open('feature_list.json'))))\""}),
+    );
+    let (code, v, err) = hook(&input, &["--bubblewrap"]);
+    assert_eq!(code, Some(0), "{v} {err}");
+    assert_eq!(decision(&v).0, "allow", "{v}");
+    let (_, v, _) = hook(&input, &[]);
+    let (d, why) = decision(&v);
+    assert_eq!(d, "deny", "{v}");
+    assert!(why.contains("bubblewrap"), "{why}");
+}
