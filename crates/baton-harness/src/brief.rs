@@ -207,6 +207,13 @@ pub fn brief_with(
                     cut(&one_line(why), 300)
                 );
             }
+            if let Some(r) = &g.rewound {
+                let _ = writeln!(
+                    b,
+                    "- VIOLATION, undone by baton: {}. Never rewrite or throw away history (no git reset to an earlier commit, rebase, amend): check that the work of the dropped commits is still in the tree.",
+                    cut(&one_line(r), 300)
+                );
+            }
             for n in &g.vacuous {
                 let _ = writeln!(
                     b,

@@ -372,6 +372,14 @@ impl<'a> Gates<'a> {
                 head.clone(),
             ))?;
         }
+        if let Some(v) = &r.rewound {
+            self.files.append_ledger(&entry(
+                LedgerKind::Violation,
+                None,
+                v.clone(),
+                head.clone(),
+            ))?;
+        }
         for v in &r.violations {
             self.files.append_ledger(&entry(
                 LedgerKind::Violation,

@@ -368,6 +368,50 @@ pub fn head(dir: &Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
+/// After a session that started at `before`: when the branch no longer holds
+/// `before` (the session ran `git reset`, a rebase or an amend, in a command or a
+/// script, which the policy cannot stop), join the dropped history back with a
+/// commit whose parents are `before` and the session's head and whose tree is the
+/// session's, so nothing earlier is lost. Returns what was done, for the record:
+/// `None` when the history was whole.
+pub fn rejoin(dir: &Path, before: &str, session: u32) -> Result<Option<String>, HarnessError> {
+    let Some(now) = head(dir) else {
+        return Ok(None);
+    };
+    if now == before
+        || git(dir, &["cat-file", "-e", &format!("{before}^{{commit}}")]).is_err()
+        || git(dir, &["merge-base", "--is-ancestor", before, &now]).is_ok()
+    {
+        return Ok(None);
+    }
+    let dropped = git(dir, &["rev-list", "--count", &format!("{now}..{before}")])?;
+    let dropped = dropped.trim();
+    let tree = rev(dir, &format!("{now}^{{tree}}"))?;
+    let short = &before[..before.len().min(9)];
+    let msg = format!(
+        "baton: rejoin the history session {session} rewound\n\nThe session moved the branch off {short} (git reset, rebase or amend): {dropped} commit(s) were no longer on it. baton joins them back so nothing earlier is lost; the tree is the session's."
+    );
+    let joined = git(
+        dir,
+        &["commit-tree", &tree, "-p", before, "-p", &now, "-m", &msg],
+    )?;
+    let joined = joined.trim();
+    git(
+        dir,
+        &[
+            "update-ref",
+            "-m",
+            "baton: rejoin rewound history",
+            "HEAD",
+            joined,
+        ],
+    )?;
+    Ok(Some(format!(
+        "the session rewrote history (the branch no longer held {short}: {dropped} commit(s) dropped by git reset, rebase or amend); baton joined them back in {}",
+        &joined[..joined.len().min(9)]
+    )))
+}
+
 /// Make commits possible without touching the user's global config: when git
 /// resolves no author name or email in this repository, set the configured identity
 /// in the repository's own config (so the agent's commits work too). Also make sure

@@ -750,8 +750,15 @@ impl Runner<'_> {
             SessionKind::Coding => accepted.clone(),
             SessionKind::Initializer | SessionKind::Planner => None,
         };
+        // History is never rewritten: what a session's reset, rebase or amend
+        // dropped from the branch is joined back before anything else.
+        let rewound = match (ip.kind, ip.head_before.as_deref()) {
+            (SessionKind::Coding, Some(before)) => git::rejoin(&self.files.dir, before, ip.number)?,
+            _ => None,
+        };
         let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
         g.report.boundary = undone;
+        g.report.rewound = rewound;
         let mut verifier_cost = 0.0;
         if ip.kind == SessionKind::Coding {
             verifier_cost = self.prove(&mut g, ip, base.as_ref(), deadline).await?;
@@ -867,6 +874,9 @@ impl Runner<'_> {
             self.reporter.line(&format!(
                 "  gate: #{n}'s verify command already passed before the session, so it proves nothing"
             ));
+        }
+        if let Some(r) = &g.rewound {
+            self.reporter.line(&format!("  gate: {r}"));
         }
         for (n, why) in &g.unproven {
             self.reporter.line(&format!(

@@ -342,6 +342,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
                 .violations
                 .iter()
                 .chain(&s.gates.boundary)
+                .chain(&s.gates.rewound)
                 .cloned()
                 .collect(),
             leftover_files: s.gates.leftover_files.len(),

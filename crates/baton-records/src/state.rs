@@ -128,6 +128,9 @@ pub struct GateReport {
     /// output, files over the size limit), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// History the session rewrote (a branch moved off its start), joined back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewound: Option<String>,
 }
 
 impl Default for GateReport {
@@ -151,6 +154,7 @@ impl Default for GateReport {
             unproven: Vec::new(),
             vacuous: Vec::new(),
             left_out: Vec::new(),
+            rewound: None,
         }
     }
 }
@@ -164,6 +168,7 @@ impl GateReport {
             || !self.verifier_rejected.is_empty()
             || !self.unproven.is_empty()
             || !self.vacuous.is_empty()
+            || self.rewound.is_some()
             || !self.leftover_files.is_empty()
             || !self.notes_updated
             || !self.unflipped.is_empty()

@@ -234,3 +234,33 @@ async fn a_session_left_by_a_killed_run_is_finished_by_the_next_one() {
             || git(&p.dir, &["log", "--all", "--stat"]).contains("src/half.txt")
     );
 }
+
+/// A session that rewinds history (`git reset --hard` to before the last
+/// session's commit, in a command the policy does not see as harmful, or a
+/// script) is met by a rule that holds: the dropped commits are joined back, the
+/// violation is recorded and briefed, and nothing earlier is lost.
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_that_rewinds_history_has_it_joined_back_and_recorded() {
+    let p = Project::new("");
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "git reset -q --hard HEAD~1 && echo 'Session: started over.' >> claude-progress.txt && git commit -qam 'Start over'"}),
+    )));
+    steps.push(Step::Reply(Reply::text("Started over.")));
+    steps.push(Step::Reply(Reply::text("Reading the brief.")));
+    let (_, said) = p.run(steps, 4).await;
+    assert!(said.contains("the session rewrote history"), "{said}");
+    // The first coding session's commit is in the branch again.
+    let log = git(&p.dir, &["log", "--format=%s"]);
+    assert!(log.contains("Implement feature 1"), "{log}");
+    assert!(
+        log.contains("baton: rejoin the history session 3 rewound"),
+        "{log}"
+    );
+    let kinds = p.kinds();
+    assert!(kinds.contains(&LedgerKind::Violation), "{kinds:?}");
+    let state = p.state();
+    assert!(state.sessions[2].gates.rewound.is_some());
+}
