@@ -21,6 +21,37 @@ pub fn usd(v: f64, places: usize) -> String {
     format!("${v:.places$}")
 }
 
+/// Dollars as precise as the amount needs: four decimals under a dollar (so
+/// small runs do not read `$0.01 + $0.03 = $0.03`), two above.
+pub fn money(v: f64) -> String {
+    if v.abs() < 1.0 && v != 0.0 {
+        usd(v, 4)
+    } else {
+        usd(v, 2)
+    }
+}
+
+/// The decimals an axis of dollars up to `max` in four steps needs for its five
+/// labels to differ (two at least, six at most).
+pub fn axis_places(max: f64) -> usize {
+    (2..=6)
+        .find(|&p| {
+            let labels: Vec<String> = (0..=4).map(|k| usd(max * f64::from(k) / 4.0, p)).collect();
+            labels.windows(2).all(|w| w[0] != w[1])
+        })
+        .unwrap_or(6)
+}
+
+/// A session's duration: tenths of a second under ten seconds (a scripted or
+/// failed session is not `0s`), else as [`duration`].
+pub fn seconds(secs: f64) -> String {
+    if secs < 10.0 {
+        format!("{:.1}s", secs.max(0.0))
+    } else {
+        duration(secs)
+    }
+}
+
 pub use baton_records::human::{count, duration};
 
 /// An axis tick: a count when whole, one decimal when not (`2.5`).

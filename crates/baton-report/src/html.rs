@@ -8,7 +8,7 @@ use base64::Engine as _;
 
 use crate::Options;
 use crate::analysis::{Analysis, FeatureFacts, Since, failed};
-use crate::fmt::{count, duration, escape, usd, utc};
+use crate::fmt::{count, duration, escape, money, seconds, usd, utc};
 use baton_records::{IntegrationOutcome, SessionOutcome};
 
 use crate::records::{FeatureRecord, Records, SessionKind, SessionRecord as Session, flip_backs};
@@ -296,7 +296,7 @@ fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     let per = if passing > 0 {
         format!(
             "{} per passing feature",
-            usd(a.total_cost / passing as f64, 2)
+            money(a.total_cost / passing as f64)
         )
     } else {
         "no feature passes yet".into()
@@ -314,7 +314,7 @@ fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     let _ = write!(
         o,
         r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{agents}</div></div>"#,
-        usd(a.total_cost, 2),
+        money(a.total_cost),
         count(a.total_tokens),
         r.sessions.len(),
         duration(a.session_secs)
@@ -436,14 +436,14 @@ fn charts(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     let kinds: Vec<String> = a
         .cost_by_kind
         .iter()
-        .map(|(k, n, c)| format!("{} in {n} {} session(s)", usd(*c, 2), escape(k)))
+        .map(|(k, n, c)| format!("{} in {n} {} session(s)", money(*c), escape(k)))
         .collect();
     let _ = write!(
         o,
         "Run total {} ({}). Each feature is charged the cost of the sessions that flipped it (a session's cost split evenly over its flips); {} went to sessions that flipped nothing.",
-        usd(a.total_cost, 2),
+        money(a.total_cost),
         kinds.join(", "),
-        usd(a.unattributed_cost, 2)
+        money(a.unattributed_cost)
     );
     o.push_str("</p>");
 
@@ -461,7 +461,7 @@ fn charts(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
                 s.kind,
                 s.outcome,
                 utc(s.started_ms),
-                duration(s.duration_secs()),
+                seconds(s.duration_secs()),
                 s.gates.flipped.len()
             ),
         })
@@ -747,7 +747,7 @@ fn sessions(o: &mut String, r: &Records) {
             r#"<tr id="s{n}"><td class="n">{n}</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="{}">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td><td>{fcell}</td></tr>"#,
             escape(s.kind.name()),
             utc(s.started_ms),
-            duration(s.duration_secs()),
+            seconds(s.duration_secs()),
             if failed(s) { "bad" } else { "" },
             escape(s.outcome.name()),
             s.turns,

@@ -12,6 +12,19 @@ const RIGHT: f64 = 56.0;
 const TOP: f64 = 12.0;
 const BOTTOM: f64 = 26.0;
 
+/// The top of an axis of counts at or above `v`: four steps of a whole 1, 2 or 5
+/// times a power of ten, so every label is a whole number (three features read
+/// 0, 1, 2, 3, 4, never 1.2, 2.5, 3.8).
+pub fn count_max(v: f64) -> f64 {
+    let step = (v.max(1.0) / 4.0).max(1.0);
+    let p = 10f64.powf(step.log10().floor());
+    let m = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .find(|m| m * p >= step * 0.999_999)
+        .unwrap_or(10.0);
+    4.0 * m * p
+}
+
 /// A round number at or above `v` (1, 2 or 5 times a power of ten).
 pub fn nice_max(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
@@ -120,7 +133,7 @@ pub fn passing(passing_after: &[usize], total: usize, numbers: &[u32]) -> String
         h: 240.0,
         n: passing_after.len().saturating_sub(1),
     };
-    let max = nice_max(total.max(1) as f64);
+    let max = count_max(total.max(1) as f64);
     open(
         &mut o,
         "chart-passing",
@@ -204,7 +217,7 @@ pub fn tokens(bars: &[SessionBar]) -> String {
         h: 220.0,
         n: bars.len(),
     };
-    let max = nice_max(
+    let max = count_max(
         bars.iter()
             .map(|b| b.tokens.iter().sum::<u64>())
             .max()
@@ -273,9 +286,14 @@ pub fn cost(bars: &[SessionBar], budget: Option<f64>) -> String {
         f.h,
         "Cost per session and running total",
     );
-    y_axis(&mut o, &f, max, false, |v| usd(v, 2));
-    let places = if cmax < 100.0 { 2 } else { 0 };
-    y_axis(&mut o, &f, cmax, true, |v| usd(v, places));
+    let places = crate::fmt::axis_places(max);
+    y_axis(&mut o, &f, max, false, |v| usd(v, places));
+    let cplaces = if cmax < 100.0 {
+        crate::fmt::axis_places(cmax)
+    } else {
+        0
+    };
+    y_axis(&mut o, &f, cmax, true, |v| usd(v, cplaces));
     axis_line(&mut o, &f);
     let bw = (f.slot_w() * 0.8).max(0.6);
     let _ = write!(o, r#"<g class="bars" data-points="{}">"#, bars.len());
@@ -373,8 +391,16 @@ pub fn timeline(spans: &[Span]) -> String {
     }
     o.push_str("</g>");
     if !spans.is_empty() {
+        // A run shorter than an hour: the start's time, then offsets from it (five
+        // labels of the same minute said nothing).
+        let short = t1.saturating_sub(t0) < 3_600_000;
         for k in 0..=4 {
             let t = t0 + ((t1 - t0) as f64 * f64::from(k) / 4.0) as u64;
+            let label = if short && k > 0 {
+                format!("+{}", crate::fmt::seconds((t - t0) as f64 / 1000.0))
+            } else {
+                crate::fmt::utc(t)
+            };
             let anchor = match k {
                 0 => "start",
                 4 => "end",
@@ -385,7 +411,7 @@ pub fn timeline(spans: &[Span]) -> String {
                 r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
                 x(t),
                 f.h - 8.0,
-                crate::fmt::utc(t)
+                escape(&label)
             );
         }
     }
@@ -406,6 +432,55 @@ mod tests {
         assert_eq!(nice_max(60.0), 60.0);
         assert_eq!(nice_max(0.0042), 0.005);
         assert_eq!(nice_max(180.0), 200.0);
+    }
+
+    /// The labels of `svg`'s ticks, in order.
+    fn ticks(svg: &str) -> Vec<String> {
+        svg.split(r#"<text class="tick""#)
+            .skip(1)
+            .filter_map(|t| t.split_once('>').and_then(|(_, r)| r.split_once("</text>")))
+            .map(|(label, _)| label.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn axes_read_right_on_small_runs() {
+        // Three features: whole numbers, never 1.2 / 2.5 / 3.8.
+        let svg = passing(&[0, 1, 2, 3], 3, &[1, 2, 3]);
+        let t = ticks(&svg);
+        assert_eq!(&t[..5], ["0", "1", "2", "3", "4"], "{t:?}");
+        // Cents: five different labels on each axis.
+        let bars: Vec<SessionBar> = [0.012, 0.008, 0.004]
+            .iter()
+            .enumerate()
+            .map(|(i, c)| SessionBar {
+                number: i as u32 + 1,
+                tokens: [100, 20, 0, 0],
+                cost_usd: *c,
+            })
+            .collect();
+        let t = ticks(&cost(&bars, None));
+        // The left axis's five labels, then the right one's.
+        let left: Vec<&String> = t.iter().take(5).collect();
+        let right: Vec<&String> = t.iter().skip(5).take(5).collect();
+        for axis in [&left, &right] {
+            let mut distinct = (*axis).clone();
+            distinct.dedup();
+            assert_eq!(distinct.len(), 5, "{axis:?}");
+        }
+        assert_eq!(left[1], "$0.003", "{left:?}");
+        assert_eq!(count_max(3.0), 4.0);
+        assert_eq!(count_max(7.0), 8.0);
+        assert_eq!(count_max(10.0), 20.0);
+        assert_eq!(count_max(200.0), 200.0);
+    }
+
+    #[test]
+    fn a_short_runs_timeline_counts_from_its_start() {
+        assert_eq!(crate::fmt::seconds(0.34), "0.3s");
+        assert_eq!(crate::fmt::seconds(75.0), "1m 15s");
+        assert_eq!(crate::fmt::money(0.0312), "$0.0312");
+        assert_eq!(crate::fmt::money(12.5), "$12.50");
     }
 
     #[test]
