@@ -54,6 +54,22 @@ pub fn one_line(s: &str, max: usize) -> String {
     }
 }
 
+/// `s` on one line in at most `max` characters, keeping both ends: an error's
+/// cause comes last ("… client error (Connect): dns error: failed to lookup
+/// address"), and cutting the end cut exactly that.
+fn both_ends(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let n = flat.chars().count();
+    if n <= max {
+        return flat;
+    }
+    let head = max / 3;
+    let tail = max - head - 1;
+    let start: String = flat.chars().take(head).collect();
+    let end: String = flat.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
 fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
 }
@@ -69,7 +85,7 @@ fn retry_line(turn: u32, n: &RetryNotice) -> String {
         n.attempt,
         n.max_attempts,
         secs(n.delay),
-        one_line(&n.error, 160)
+        both_ends(&n.error, 200)
     )
 }
 
@@ -84,7 +100,7 @@ fn wait_line(turn: u32, n: &RetryNotice) -> String {
         "  ⏸ turn {turn}: quota reached; waiting {} for the reset, until {}: {}",
         baton_records::human::wait(n.delay),
         clock_in(n.delay),
-        one_line(&n.error, 160)
+        both_ends(&n.error, 200)
     )
 }
 
@@ -770,6 +786,21 @@ mod tests {
                 (1, "#3 · turn 2 · 1.2k tokens · Bash".to_string()),
                 (2, "#4 · turn 3 · 5.1k tokens".to_string())
             ]
+        );
+    }
+
+    #[test]
+    fn a_long_errors_cause_survives_the_cut() {
+        let e = format!(
+            "anthropic: error sending request for url (https://api.anthropic.com/v1/messages): {} client error (Connect): dns error: failed to lookup address information: Temporary failure in name resolution",
+            "x".repeat(200)
+        );
+        let line = both_ends(&e, 200);
+        assert!(line.chars().count() <= 200, "{line}");
+        assert!(line.starts_with("anthropic: error sending"), "{line}");
+        assert!(
+            line.ends_with("Temporary failure in name resolution"),
+            "{line}"
         );
     }
 
