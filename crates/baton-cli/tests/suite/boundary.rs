@@ -288,15 +288,6 @@ fn run_with_home(
     (out, server)
 }
 
-/// A home for baton outside the temp dirs (which the sandbox lets commands write,
-/// as it does the home's caches): where nothing of the agent's may land.
-fn fake_home() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("home-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-}
-
 /// Everything under `home` but the fake key and baton's own state (where the
 /// agent's commands have their home): what something planted wrote there.
 fn written_in(home: &std::path::Path) -> Vec<String> {

@@ -291,3 +291,28 @@ pub fn running_with_command(cmdline: &[u8]) -> Vec<(u32, String)> {
         })
         .collect()
 }
+
+/// A home for baton that the sandbox does not let commands write: outside every
+/// temp dir (which the sandbox opens), in the real home of the test's user (which
+/// the sandbox neither reads nor writes once baton's `HOME` is elsewhere), else
+/// beside the test binaries.
+pub fn fake_home() -> tempfile::TempDir {
+    let temp = |p: &Path| {
+        p.starts_with("/tmp")
+            || p.starts_with("/var/tmp")
+            || std::env::var_os("TMPDIR").is_some_and(|t| p.starts_with(t))
+    };
+    let base = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_absolute() && h.is_dir() && !temp(h))
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
+    assert!(
+        !temp(&base),
+        "no place outside the temp dirs for a fake home: {}",
+        base.display()
+    );
+    tempfile::Builder::new()
+        .prefix(".baton-test-home-")
+        .tempdir_in(base)
+        .unwrap()
+}

@@ -380,7 +380,7 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
         return;
     }
     // Outside the temp dirs, which the sandbox lets commands write.
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = super::fake_home();
     let h = home.path();
     std::fs::create_dir_all(h.join(".ssh")).unwrap();
     std::fs::write(h.join(".ssh/id_ed25519"), "secret-ssh-4b1e\n").unwrap();
