@@ -377,7 +377,7 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
              - Output longer than 30000 bytes keeps its beginning and end; the whole output is saved under .baton/outputs/ \
              (the marker names the file: search it with Grep or Read parts of it rather than running the command again).\n\
              - Servers and other long-running processes: run_in_background=true returns at once with the pid and a log file. \
-             The process keeps running after this call (in baton run, across sessions, until the run ends); poll it until it answers before using it, and stop it with kill PID.\n\
+             The process keeps running after this call, until your session ends (baton then stops every process the session started; ./init.sh starts the servers again); poll it until it answers before using it, and stop it with kill PID.\n\
              - Commands pass baton's policy and run in a sandbox (no writes outside the project, no secrets). A refused command returns the reason and what to do instead.",
             json!({
                 "type": "object",
