@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use baton_testkit::scenario::parallel::{initializer, is_for, list, session};
-use baton_testkit::{ScriptedServer, Wire};
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
 use serde_json::Value;
 
 use super::run::git;
@@ -147,4 +147,125 @@ fn two_worker_processes_share_a_bare_remote_and_finish_the_project() {
         .filter(|o| stderr(o).contains("initializer · completed"))
         .count();
     assert_eq!(inits, 1, "{}\n---\n{}", stderr(&outs[0]), stderr(&outs[1]));
+}
+
+/// How long a run that ends by itself may take here before the test calls it a
+/// spin: far more than it needs, so this is no timing assertion.
+const ENDS_BY_ITSELF: Duration = Duration::from_secs(120);
+
+/// `baton run DIR --agents 2 EXTRA…` against `server`; its exit code and
+/// stderr, or a panic if it is still running after [`ENDS_BY_ITSELF`] (then
+/// killed).
+fn run_bounded(server: &ScriptedServer, p: &Project, extra: &[&str]) -> (Option<i32>, String) {
+    let log = p.path().join("..").join(format!(
+        "{}-stderr.log",
+        p.path().file_name().unwrap().to_string_lossy()
+    ));
+    let mut child = baton(server, Wire::Anthropic)
+        .args(["run", "--agents", "2"])
+        .arg(p.path())
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > ENDS_BY_ITSELF {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: String = err.lines().rev().take(40).collect::<Vec<_>>().join("\n");
+            panic!(
+                "still running after {ENDS_BY_ITSELF:?}; its last lines (newest first):\n{tail}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    (status.code(), err)
+}
+
+/// A project of `features` features for two agents with a stall limit, as
+/// `baton new` writes it (`stall_sessions = 3`).
+fn stalling(features: usize) -> Project {
+    let p = Project::with_toml(&format!(
+        "[project]\nfeatures = {features}\nmin_features = {features}\n[run]\npause_secs = 0\nstall_sessions = 3\n"
+    ));
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git(&p, &["init", "-q"]);
+    p
+}
+
+/// Issue #25: `baton run DIR --agents 2` without `--max-sessions`, a stall
+/// limit, and a model that makes no progress. The run stops by itself with exit
+/// 3 (stalled), every hand-out having run its session; three runs, since how the
+/// agents' sessions interleave varies.
+#[test]
+fn two_agents_making_no_progress_exit_stalled_through_the_binary() {
+    for round in 1..=3 {
+        let p = stalling(4);
+        let server = ScriptedServer::builder(Wire::Anthropic)
+            .think_time(Duration::from_millis(20))
+            .respond(|r| {
+                (1..=4)
+                    .any(|n| is_for(r, n))
+                    .then(|| Step::Reply(Reply::text("I could not get it to work.")))
+            })
+            .start(initializer(&list(4, 0)));
+        let (code, err) = run_bounded(&server, &p, &[]);
+        assert_eq!(code, Some(3), "run {round}:\n{err}");
+        let state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
+        let stalled = state["stalled"].as_u64().unwrap();
+        // stall_sessions × agents, and at most one session per agent past it.
+        assert!((6..=8).contains(&stalled), "run {round}: {stalled}\n{err}");
+        let ran = state["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["agent"].as_u64().is_some())
+            .count();
+        let handed = err.matches(" takes feature #").count();
+        assert_eq!(
+            handed, ran,
+            "run {round}: hand-outs that ran no session\n{err}"
+        );
+        // The limit, once more after a feature's first deferral restarted the
+        // count (before it reached the limit, as in a run of one), and the
+        // sessions under way when it was reached.
+        assert!(ran <= 5 + 1 + 6 + 2, "run {round}: {ran}\n{err}");
+    }
+}
+
+/// A hand-out that starts no session stops the run with exit 1 and its cause:
+/// here agent 1's working copy holds a stale `index.lock`, so putting it on the
+/// main branch (`git checkout`) fails, and the message says so.
+#[test]
+fn a_working_copy_that_cannot_be_prepared_stops_the_run_with_its_cause() {
+    let p = stalling(4);
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(50));
+    for n in 1..=4 {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let server = b.start(initializer(&list(4, 0)));
+    // The initializer alone: the working copies are made.
+    let (code, err) = run_bounded(&server, &p, &["--max-sessions", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    let lock = p.path().join(".baton/agents/a1/.git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let (code, err) = run_bounded(&server, &p, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("agent 1 could not start session")
+            && err.contains("git checkout")
+            && err.contains("index.lock"),
+        "{err}"
+    );
+    assert_eq!(err.matches("agent 1 takes feature #").count(), 1, "{err}");
+    assert_eq!(git(&p, &["for-each-ref", "refs/baton/claims/"]).trim(), "");
 }

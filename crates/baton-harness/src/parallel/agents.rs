@@ -49,8 +49,15 @@ impl Parallel<'_> {
         };
         let (tx, rx) = std::sync::mpsc::channel::<Job>();
         let base = self.opts.clone();
-        let (client, prices, cfg) = (self.client.cloned(), self.prices.clone(), self.cfg.clone());
-        let (dir, id, stop) = (agent.dir.clone(), agent.id, self.stop.clone());
+        let (client, prices) = (self.client.cloned(), self.prices.clone());
+        // The run's stop conditions are judged by the coordinator, on the
+        // project's record, before it hands a session out: the copy's runner,
+        // which starts from that record, runs the one session it is handed. (With
+        // the stall count's limit of its own, it would refuse a session the run's
+        // rule still allows, and nothing would ever count that refusal.)
+        let mut cfg = self.cfg.clone();
+        cfg.run.stall_sessions = 0;
+        let (dir, id, stop) = (agent.dir.clone(), agent.id, reports.stop.clone());
         let main = self.files.dir.clone();
         let (done, lines) = (reports.done.clone(), reports.lines.clone());
         std::thread::Builder::new()
@@ -137,6 +144,9 @@ impl Parallel<'_> {
         copy.in_progress = None;
         copy.waiting_until_ms = None;
         copy.claim = Some(n);
+        // Its session is its feature's, never a list-append one: those run in the
+        // project before any feature is handed out (`continue_list`).
+        copy.list_covered = true;
         Start {
             tip: tip.to_string(),
             list: list.clone(),

@@ -179,10 +179,14 @@ struct Job {
     copy: agents::Start,
 }
 
-/// Where agents' threads report: sessions that ended, and lines.
+/// Where agents' threads report: sessions that ended, and lines; and what stops
+/// their sessions.
 struct Reports {
     done: tokio::sync::mpsc::UnboundedSender<Done>,
     lines: tokio::sync::mpsc::UnboundedSender<Note>,
+    /// Cancelled on Ctrl-C (a child of the run's `stop`), or when a hand-out
+    /// started no session and the run stops with its error.
+    stop: CancellationToken,
 }
 
 /// An agent's lines, prefixed with it.
@@ -273,6 +277,10 @@ struct Ended {
     feature_record: Option<baton_records::FeatureRecord>,
     /// The tip of the agent's branch, in the project.
     theirs: String,
+    /// Other features the session declared blocked (`BlockFeature`), with the
+    /// copy's record of each.
+    #[serde(default)]
+    blocked: Vec<(usize, baton_records::FeatureRecord)>,
 }
 
 impl Ended {
@@ -394,6 +402,13 @@ impl Parallel<'_> {
                 problem: "no feature list was accepted".into(),
             });
         };
+        // With a remote, the machine that ran the initializer continued its list
+        // before pushing it.
+        if remote.is_none()
+            && let Some(end) = self.continue_list(&mut handed).await?
+        {
+            return Ok(end);
+        }
         if let Some(r) = &remote {
             // Claims whose machine stopped renewing them long ago are released.
             for name in r.expire()? {
@@ -471,7 +486,24 @@ impl Parallel<'_> {
         }
         let copies = copies(&agents);
 
-        let limits = RunLimits::new(&self.opts, &self.cfg);
+        let mut limits = RunLimits::new(&self.opts, &self.cfg);
+        // The budget as a run of one judges it, so that a copy's runner, which
+        // starts from the project's record, never stops before its session: a
+        // budget given on the command line is the project's from now on, and the
+        // project's is the one to go by when none is given.
+        let mut state = State::load(&main)?;
+        match self.opts.budget_usd {
+            Some(b) if state.budget_usd != Some(b) => {
+                state.budget_usd = Some(b);
+                state.save(&main)?;
+            }
+            Some(_) => {}
+            None => {
+                if let Some(b) = state.budget_usd {
+                    limits.budget = b;
+                }
+            }
+        }
         let max_sessions = limits.max_sessions;
         let mut next_number = self.next_number()?;
         let mut claims: BTreeMap<usize, usize> = BTreeMap::new();
@@ -492,10 +524,18 @@ impl Parallel<'_> {
         let mut merging_own: Vec<(usize, String, Vec<usize>)> = Vec::new();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
         let (line_tx, mut line_rx) = tokio::sync::mpsc::unbounded_channel::<Note>();
+        // What stops the agents' sessions: Ctrl-C, or an error that stops the run.
+        let halt = self.stop.child_token();
         let reports = Reports {
             done: done_tx,
             lines: line_tx,
+            stop: halt.clone(),
         };
+        // Why the run stops with an error once what is under way has been
+        // settled: a hand-out that started no session (its copy could not be
+        // prepared, its runner stopped before the session). Never retried: the
+        // same hand-out would fail again, at once, forever.
+        let mut failed: Option<HarnessError> = None;
         let renew_every = remote.as_ref().map(Remote::renew_every);
         let mut next_renewal = renew_every.map(|d| tokio::time::Instant::now() + d);
         loop {
@@ -524,7 +564,9 @@ impl Parallel<'_> {
             // merged.
             let busy = running + settling.len() + merging.len();
             let reason = self.stop_condition(&list, &state, &limits, handed, busy == 0);
-            if reason.is_none() {
+            // A claim that failed in this hand-out (not one another machine won).
+            let mut unclaimed: Option<HarnessError> = None;
+            if reason.is_none() && failed.is_none() {
                 let queue: Vec<usize> = queue::order(&list, &state)
                     .into_iter()
                     .filter(|n| !claims.contains_key(n) && !elsewhere.contains_key(n))
@@ -550,6 +592,7 @@ impl Parallel<'_> {
                             self.reporter
                                 .line(&format!("feature #{n} could not be claimed: {e}"));
                             idle.push(a);
+                            unclaimed.get_or_insert(e);
                             continue;
                         }
                     }
@@ -609,6 +652,10 @@ impl Parallel<'_> {
                 )));
             }
             if running == 0 && integrating.is_none() {
+                // Everything under way has been settled.
+                if let Some(e) = failed {
+                    return Err(e);
+                }
                 if reason.is_none() && stale {
                     continue;
                 }
@@ -618,6 +665,13 @@ impl Parallel<'_> {
                         () = tokio::time::sleep(WAIT_FOR_OTHERS) => continue,
                         () = self.stop.cancelled() => return Ok(RunEnd::Interrupted),
                     }
+                }
+                // Nothing runs and nothing could be handed out: a claim that
+                // failed is why, not a project complete but for blocked features.
+                if reason.is_none()
+                    && let Some(e) = unclaimed
+                {
+                    return Err(e);
                 }
                 return Ok(reason.unwrap_or_else(|| {
                     RunEnd::CompleteExceptBlocked(queue::blocked(&list, &state))
@@ -693,12 +747,74 @@ impl Parallel<'_> {
                 }
                 let a = d.agent;
                 settling.push(d.feature);
-                if let Some(e) = self.gather(&agents, d)? {
-                    pending.push(e);
+                match self.gather(&agents, d) {
+                    Ok(Some(e)) => pending.push(e),
+                    Ok(None) => {}
+                    // No more work is handed out; the sessions under way are
+                    // stopped and settled, then the run ends with this error.
+                    Err(e) => {
+                        self.reporter.line(&format!("stopping the run: {e}"));
+                        halt.cancel();
+                        failed.get_or_insert(e);
+                    }
                 }
                 idle.push(a);
             }
         }
+    }
+
+    /// The initializer's list is shorter than `[project] features` asked: the
+    /// list-append sessions a run of one runs before its first coding session,
+    /// run in the project, one at a time, before any agent is handed a feature
+    /// (a working copy never runs one: its session is its feature's). Counted in
+    /// `handed`; `Some` when the run ends here (Ctrl-C).
+    async fn continue_list(&self, handed: &mut u32) -> Result<Option<RunEnd>, HarnessError> {
+        let max_sessions = RunLimits::new(&self.opts, &self.cfg).max_sessions;
+        while self.wants_rest()? {
+            if max_sessions > 0 && *handed >= max_sessions {
+                break;
+            }
+            let before = State::load(&self.files.dir)?.sessions.len();
+            let opts = RunOptions {
+                max_sessions: Some(1),
+                ..self.opts.clone()
+            };
+            let runner = self.runner(
+                &self.files.dir,
+                self.main,
+                self.reporter,
+                opts,
+                self.stop.clone(),
+            )?;
+            let end = runner.run().await?;
+            if let RunEnd::Interrupted = end {
+                return Ok(Some(end));
+            }
+            // A runner that stopped before its session (the budget): the run's
+            // own stop conditions say so next.
+            if State::load(&self.files.dir)?.sessions.len() == before {
+                break;
+            }
+            *handed += 1;
+        }
+        Ok(None)
+    }
+
+    /// Whether the project's list wants list-append sessions, as a run of one
+    /// judges it: baton's own initializer wrote it, no coding session has run, no
+    /// list-append session said it covers the spec or failed too often, and it is
+    /// shorter than asked.
+    fn wants_rest(&self) -> Result<bool, HarnessError> {
+        let Some(list) = self.files.load_accepted()? else {
+            return Ok(false);
+        };
+        let state = State::load(&self.files.dir)?;
+        let ran = |kind: SessionKind| state.sessions.iter().any(|s| s.kind == kind);
+        Ok(ran(SessionKind::Initializer)
+            && !ran(SessionKind::Coding)
+            && !state.list_covered
+            && state.append_failures < baton_records::state::APPEND_ATTEMPTS
+            && list.features.len() < self.files.names.features as usize)
     }
 
     fn note(&self, note: Note) {
@@ -729,28 +845,64 @@ impl Parallel<'_> {
         if let Some(l) = limits.reached(handed, state.total_cost()) {
             return Some(RunEnd::Limit(l));
         }
-        // Sessions in a row without a merged flip, across the agents: the limit of
-        // a run of one for each agent working at once.
-        let stall = self.cfg.run.stall_sessions * self.agents.max(1);
+        let stall = self.stall_limit();
         (stall > 0 && state.stalled >= stall).then_some(RunEnd::Stalled(state.stalled))
+    }
+
+    /// The stall rule's limit (0: none): coding sessions in a row, in the order
+    /// they are settled and across the agents, without a newly passing feature (a
+    /// merged flip), counted as a run of one counts them (`queue::count_stall`):
+    /// `stall_sessions` for each agent working at once, so a run of one's
+    /// `stall_sessions` when N is 1 (docs/parallel.md, "One record").
+    fn stall_limit(&self) -> u32 {
+        self.cfg
+            .run
+            .stall_sessions
+            .saturating_mul(self.agents.max(1))
     }
 
     /// What a session that ended left in its copy: its record, the copy's state
     /// and its branch's tip (fetched into the project). Taken before the agent's
     /// next session starts, which writes the copy's state afresh. `None` when the
-    /// runner stopped before a session (a stop condition in the copy).
+    /// run was stopped (Ctrl-C, or an error elsewhere) before the session began.
+    ///
+    /// A hand-out that began no session otherwise is an error, with its cause:
+    /// the copy could not be prepared (git's command and message), or its runner
+    /// stopped before the session. Handing the work out again would only fail the
+    /// same way, at once.
     fn gather(&self, agents: &[Agent], d: Done) -> Result<Option<Ended>, HarnessError> {
         let agent = &agents[d.agent];
+        let copy = State::load(&agent.dir)?;
+        let Some(mut record) = copy.sessions.iter().find(|s| s.number == d.number).cloned() else {
+            let why = match d.end {
+                Ok(RunEnd::Interrupted) => return Ok(None),
+                Err(e) => e.to_string(),
+                Ok(end) => format!(
+                    "its working copy's runner stopped before the session ({end:?}) where the run's own stop conditions did not (a bug in baton)"
+                ),
+            };
+            // Begun but not recorded: the next run finishes it from the copy.
+            if copy
+                .in_progress
+                .as_ref()
+                .is_some_and(|ip| ip.number == d.number)
+            {
+                return Err(HarnessError::Input(format!(
+                    "agent {}'s session {:04} on feature #{} was not recorded (the next run settles it): {why}",
+                    agent.id, d.number, d.feature
+                )));
+            }
+            return Err(HarnessError::Input(format!(
+                "agent {} could not start session {:04} on feature #{}: {why}",
+                agent.id, d.number, d.feature
+            )));
+        };
         if let Err(e) = &d.end {
             self.reporter.line(&format!(
                 "agent {}: session {:04} failed: {e}",
                 agent.id, d.number
             ));
         }
-        let copy = State::load(&agent.dir)?;
-        let Some(mut record) = copy.sessions.iter().find(|s| s.number == d.number).cloned() else {
-            return Ok(None);
-        };
         record.agent = Some(agent.id);
         let theirs = match d.theirs {
             Some(t) => t?,
@@ -763,6 +915,12 @@ impl Parallel<'_> {
             record,
             feature_record: copy.features.get(&d.feature).cloned(),
             theirs,
+            blocked: copy
+                .features
+                .iter()
+                .filter(|(n, r)| **n != d.feature && r.blocked_in == Some(d.number))
+                .map(|(n, r)| (*n, r.clone()))
+                .collect(),
         };
         let text = serde_json::to_string_pretty(&ended)
             .map_err(|e| HarnessError::Input(format!("session {:04}: {e}", d.number)))?;
@@ -880,6 +1038,7 @@ impl Parallel<'_> {
             number,
             mut record,
             feature_record,
+            blocked,
             ..
         } = ended;
         let flipped = record.gates.flipped.contains(&feature);
@@ -899,6 +1058,18 @@ impl Parallel<'_> {
         }
         let merged = integration.outcome == IntegrationOutcome::Merged;
         let mut list = self.files.load_accepted()?.unwrap_or_default();
+        // Other features the session declared blocked, unless they pass by now.
+        for (n, r) in blocked {
+            if list
+                .features
+                .get(n.wrapping_sub(1))
+                .is_some_and(|f| !f.passes)
+            {
+                let mine = state.features.entry(n).or_default();
+                mine.blocked = r.blocked;
+                mine.blocked_in = r.blocked_in;
+            }
+        }
         if merged {
             for &f in &record.gates.flipped {
                 if let Some(feat) = list.features.get_mut(f - 1) {
@@ -907,8 +1078,13 @@ impl Parallel<'_> {
                 state.features.remove(&f);
             }
             self.files.save_accepted(&list)?;
-            state.stalled = 0;
+            if record.kind == SessionKind::Coding {
+                queue::count_stall(&mut state, !record.gates.flipped.is_empty(), true, false);
+            }
         } else {
+            // The feature's first deferral (by the copy's gates, or here) restarts
+            // the stall count once, as in a run of one.
+            let mut first_deferral = false;
             if flipped {
                 let detail = format!(
                     "not merged into the main branch ({:?}): {}; kept as {}",
@@ -920,14 +1096,58 @@ impl Parallel<'_> {
                     feature: Some(feature),
                     ..LedgerEntry::new(number, LedgerKind::Requeued, detail.clone())
                 })?;
-                let r = state.features.entry(feature).or_default();
-                r.attempts += 1;
-                r.last_reason = Some(detail);
-            } else if let Some(r) = feature_record {
+                let limit = self.cfg.run.feature_attempts;
+                if let Some(d) =
+                    queue::count_attempt(&mut state, feature, number, detail.clone(), limit)
+                {
+                    first_deferral = d.first;
+                    let desc = list
+                        .features
+                        .get(feature.wrapping_sub(1))
+                        .map(|f| f.description.clone())
+                        .unwrap_or_default();
+                    self.files.append_ledger(&LedgerEntry {
+                        feature: Some(feature),
+                        ..LedgerEntry::new(
+                            number,
+                            LedgerKind::Deferred,
+                            format!(
+                                "{desc}: deferred after {} failed attempt(s); last: {detail}",
+                                d.attempts
+                            ),
+                        )
+                    })?;
+                }
+            } else if let Some(mut r) = feature_record {
+                let before = state.features.get(&feature);
+                first_deferral =
+                    r.deferred.is_some() && before.is_none_or(|b| b.deferred.is_none());
+                // A block another agent's session declared meanwhile stays.
+                if r.blocked.is_none()
+                    && let Some(b) = before.filter(|b| b.blocked.is_some())
+                {
+                    r.blocked.clone_from(&b.blocked);
+                    r.blocked_in = b.blocked_in;
+                }
                 state.features.insert(feature, r);
             }
             if record.kind == SessionKind::Coding {
-                state.stalled += 1;
+                // As a run of one counts it: a session that had its feature to
+                // work on (not one it declared blocked, not one stopped by the
+                // provider's usage limit) and made nothing newly pass.
+                let declared_blocked = state
+                    .features
+                    .get(&feature)
+                    .is_some_and(|r| r.blocked.is_some() && r.blocked_in == Some(number));
+                let worked = record.target.is_some()
+                    && !declared_blocked
+                    && record.outcome != baton_records::SessionOutcome::UsageLimit;
+                // A run of one stops as soon as the count reaches the limit, so no
+                // deferral restarts it from there: neither does one of a session
+                // that was under way when it did.
+                let limit = self.stall_limit();
+                let first_deferral = first_deferral && (limit == 0 || state.stalled < limit);
+                queue::count_stall(&mut state, false, worked, first_deferral);
             }
         }
         self.reporter.line(&format!(

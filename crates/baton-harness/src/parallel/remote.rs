@@ -325,6 +325,14 @@ impl Parallel<'_> {
                 return Ok(None);
             }
             if r.claim("init")? {
+                // A claim of `init` is released only after its initializer's list
+                // was pushed: what was pushed before this claim was won is seen
+                // now, or a second initializer would run.
+                r.sync()?;
+                if self.files.load_accepted()?.is_some() || self.files.feature_list().is_file() {
+                    r.release("init");
+                    continue;
+                }
                 let opts = RunOptions {
                     max_sessions: Some(1),
                     ..self.opts.clone()
@@ -343,6 +351,15 @@ impl Parallel<'_> {
                     if let RunEnd::Interrupted = runner.run().await? {
                         r.release("init");
                         return Ok(Some(RunEnd::Interrupted));
+                    }
+                }
+                // The rest of a short list, before the others adopt it.
+                if self.files.load_accepted()?.is_some() {
+                    // The initializer counts towards `--max-sessions`.
+                    let mut ran = 1;
+                    if let Some(end) = self.continue_list(&mut ran).await? {
+                        r.release("init");
+                        return Ok(Some(end));
                     }
                 }
                 let head = git::own_head(main)?;

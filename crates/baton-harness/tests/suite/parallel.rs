@@ -1096,3 +1096,308 @@ async fn the_next_session_on_a_feature_starts_from_the_work_a_handed_off_one_lef
     let log = git(&dir, &["log", "--format=%s"]);
     assert!(log.contains(&format!("Half of {t}, handed off")), "{log}");
 }
+
+/// A project whose run stalls the way a real one does (`stall_sessions = 3`,
+/// `feature_attempts` as `baton new` writes it), with flips on the agent's word.
+fn stalling_project(features: usize) -> (tempfile::TempDir, PathBuf) {
+    let (t, dir) = project(features);
+    let toml = baton_testkit::trusting(&format!(
+        "[project]\nfeatures = {features}\nmin_features = {features}\n[run]\npause_secs = 0\nstall_sessions = 3\n"
+    ));
+    std::fs::write(dir.join("baton.toml"), toml).unwrap();
+    (t, dir)
+}
+
+/// A model that writes the feature list, then makes no progress: every coding
+/// session's request on features `1..=features` gets `answer`.
+fn fruitless(features: usize, answer: Step) -> ScriptedServer {
+    ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(20))
+        .respond(move |r| (1..=features).any(|n| is_for(r, n)).then(|| answer.clone()))
+        .start(initializer(&list(features, 0)))
+}
+
+/// How long a run that ends by itself may take here before the test calls it a
+/// spin: far more than it needs, so this is no timing assertion.
+const ENDS_BY_ITSELF: Duration = Duration::from_secs(120);
+
+/// A run (no `--max-sessions`) that must end by itself; `None` if it did not
+/// within [`ENDS_BY_ITSELF`].
+async fn bounded(p: &Parallel<'_>) -> Option<Result<RunEnd, baton_harness::HarnessError>> {
+    tokio::time::timeout(ENDS_BY_ITSELF, p.run()).await.ok()
+}
+
+/// Every hand-out started a session: as many "takes feature" lines as coding
+/// sessions on the record, each of them with its agent.
+fn every_hand_out_ran(dir: &Path, said: &str) -> usize {
+    let handed = said.matches(" takes feature #").count();
+    let state = State::load(dir).unwrap();
+    let ran = state.sessions.iter().filter(|s| s.agent.is_some()).count();
+    assert_eq!(handed, ran, "hand-outs that started no session\n{said}");
+    ran
+}
+
+/// Issue #25: two agents whose sessions make no progress, with a stall limit and
+/// no `--max-sessions`. The run stops by itself, stalled (exit 3), after the stall
+/// rule's sessions plus at most the one session per agent already under way; it
+/// never hands out work that starts no session. Sessions that end with a text
+/// reply, and sessions that fail (the model refuses every request). Five runs of
+/// each, since how the agents' sessions interleave varies.
+#[tokio::test(flavor = "current_thread")]
+async fn two_agents_making_no_progress_stall_by_themselves() {
+    let refused = Step::Status {
+        status: 400,
+        headers: Vec::new(),
+        body: r#"{"type":"error","error":{"type":"invalid_request_error","message":"no"}}"#.into(),
+    };
+    for (what, answer) in [
+        (
+            "a text reply",
+            Step::Reply(Reply::text("I could not get it to work.")),
+        ),
+        ("a failing model", refused),
+    ] {
+        for round in 1..=5 {
+            let (_t, dir) = stalling_project(4);
+            let server = fruitless(4, answer.clone());
+            let kit = Kit::new(&dir, &server);
+            let lines = Lines::default();
+            let p = kit.parallel(2, &lines, None);
+            let end = bounded(&p).await;
+            let said = lines.said();
+            let Some(end) = end else {
+                panic!("{what}, run {round}: still running after {ENDS_BY_ITSELF:?}\n{said}");
+            };
+            let end = end.unwrap_or_else(|e| panic!("{what}, run {round}: {e}\n{said}"));
+            let state = State::load(&dir).unwrap();
+            // The stall rule: stall_sessions × agents sessions in a row.
+            assert_eq!(
+                end,
+                RunEnd::Stalled(state.stalled),
+                "{what}, run {round}\n{said}"
+            );
+            assert!(
+                state.stalled >= 6,
+                "{what}, run {round}: {}\n{said}",
+                state.stalled
+            );
+            let ran = every_hand_out_ran(&dir, &said);
+            // The limit, once more after a feature's first deferral restarted the
+            // count (only before it reached the limit, as in a run of one), and
+            // at most one session per agent under way when it was reached.
+            assert!(
+                ran <= 5 + 1 + 6 + 2,
+                "{what}, run {round}: {ran} sessions\n{said}"
+            );
+            assert_eq!(
+                git(&dir, &["for-each-ref", "refs/baton/claims/"]).trim(),
+                "",
+                "{what}, run {round}"
+            );
+        }
+    }
+}
+
+/// A hand-out that starts no session (here agent 1's working copy cannot be put
+/// on the main branch: a stale `index.lock` in its `.git` makes `git checkout`
+/// fail) stops the run with that cause, git's command and message, instead of
+/// handing the work out again and again. The other agent's session, under way, is
+/// stopped and settled first; no claim is left.
+#[tokio::test(flavor = "current_thread")]
+async fn a_hand_out_that_starts_no_session_stops_the_run_with_its_cause() {
+    let (_t, dir) = stalling_project(4);
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(50));
+    for n in 1..=4 {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let server = b.start(initializer(&list(4, 0)));
+    let kit = Kit::new(&dir, &server);
+    // The initializer alone: the working copies are made, no session handed out.
+    let lines = Lines::default();
+    let end = kit.parallel(2, &lines, Some(1)).run().await.unwrap();
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{}", lines.said());
+    let git_dir = dir.join(".baton/agents/a1/.git");
+    assert!(git_dir.is_dir(), "{}", lines.said());
+    std::fs::write(git_dir.join("index.lock"), "").unwrap();
+
+    let lines = Lines::default();
+    let p = kit.parallel(2, &lines, None);
+    let end = bounded(&p).await;
+    let said = lines.said();
+    let Some(end) = end else {
+        panic!("still running after {ENDS_BY_ITSELF:?}\n{said}");
+    };
+    let err = match end {
+        Ok(end) => panic!("ended {end:?} instead of failing\n{said}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("agent 1 could not start session")
+            && err.contains("checkout")
+            && err.contains("index.lock"),
+        "{err}\n{said}"
+    );
+    // Agent 1 was handed work once, and nothing was handed out after it failed;
+    // agent 2's session, stopped before or during its work, is on the record if
+    // it began.
+    let to_1 = said.matches("agent 1 takes feature #").count();
+    assert_eq!(to_1, 1, "{said}");
+    let stopping = said.find("stopping the run: ").unwrap();
+    assert!(!said[stopping..].contains(" takes feature #"), "{said}");
+    let state = State::load(&dir).unwrap();
+    assert!(state.sessions.iter().all(|s| s.agent != Some(1)), "{said}");
+    for k in 1..=2 {
+        let copy = State::load(&dir.join(format!(".baton/agents/a{k}"))).unwrap();
+        assert!(copy.in_progress.is_none(), "agent {k}\n{said}");
+    }
+    assert_eq!(
+        git(&dir, &["for-each-ref", "refs/baton/claims/"]).trim(),
+        "",
+        "{said}"
+    );
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+}
+
+/// "Complete but for blocked features" (exit 4) with many agents: the agent of #3
+/// declares it blocked (`BlockFeature`); the agent of #1 finishes #1 and declares
+/// #4, which waits on #1, blocked too; #2 passes. The run ends by itself once
+/// nothing else can be handed out, naming both, each on the project's record with
+/// the session that declared it; neither declaration counts towards a stall.
+#[tokio::test(flavor = "current_thread")]
+async fn agents_declaring_features_blocked_end_the_run_complete_but_for_them() {
+    let (_t, dir) = stalling_project(4);
+    let mut features: Vec<serde_json::Value> = serde_json::from_str(&list(4, 0)).unwrap();
+    features[3]["depends_on"] = serde_json::json!([1]);
+    let text = serde_json::to_string_pretty(&features).unwrap() + "\n";
+    let block = |n: usize, why: &str| {
+        (
+            "BlockFeature",
+            serde_json::json!({"feature": n, "reason": why}),
+        )
+    };
+    // #1's session: its work, flip and commit, and in the same turn the block
+    // of #4.
+    let first = session(1, false);
+    let Step::Reply(mut work) = first[0].clone() else {
+        panic!("a session starts with its work")
+    };
+    let (name, input) = block(
+        4,
+        "needs a payment provider account; a person must add its API key",
+    );
+    work.blocks.push(baton_testkit::RBlock::ToolUse {
+        id: String::new(),
+        name: name.into(),
+        input_json: input.to_string(),
+    });
+    let mut b = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(20))
+        .when(|r| is_for(r, 1), vec![Step::Reply(work), first[1].clone()])
+        .when(|r| is_for(r, 2), session(2, false))
+        .when(
+            |r| is_for(r, 3),
+            vec![
+                Step::Reply(Reply::tools(&[block(
+                    3,
+                    "needs a hardware token this machine does not have",
+                )])),
+                Step::Reply(Reply::text("#3 cannot pass here; I declared it blocked.")),
+            ],
+        );
+    for n in 1..=4 {
+        // Whatever else is asked: no progress, and no second session on #4.
+        b = b.when(
+            move |r| is_for(r, n),
+            vec![Step::Reply(Reply::text("Nothing more."))],
+        );
+    }
+    let server = b.start(initializer(&text));
+    let kit = Kit::new(&dir, &server);
+    let lines = Lines::default();
+    let p = kit.parallel(2, &lines, None);
+    let end = bounded(&p).await;
+    let said = lines.said();
+    let Some(end) = end else {
+        panic!("still running after {ENDS_BY_ITSELF:?}\n{said}");
+    };
+    let end = end.unwrap_or_else(|e| panic!("{e}\n{said}"));
+    assert_eq!(end, RunEnd::CompleteExceptBlocked(vec![3, 4]), "{said}");
+    assert_eq!(end.exit_code(), 4);
+    let text = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    let on_main = baton_records::FeatureList::parse(&text, "feature_list.json").unwrap();
+    let passes: Vec<bool> = on_main.features.iter().map(|f| f.passes).collect();
+    assert_eq!(passes, [true, true, false, false], "{said}");
+    let state = State::load(&dir).unwrap();
+    let by = |n: usize| {
+        state
+            .sessions
+            .iter()
+            .find(|s| s.target == Some(n))
+            .map(|s| s.number)
+            .unwrap_or_else(|| panic!("no session on #{n}\n{said}"))
+    };
+    for (n, by) in [(3, by(3)), (4, by(1))] {
+        let r = &state.features[&n];
+        assert!(r.blocked.is_some(), "#{n}: {r:?}");
+        assert_eq!(r.blocked_in, Some(by), "#{n}: {r:?}");
+    }
+    // #4 was never handed out; #3's session declared, it did not stall.
+    assert!(state.sessions.iter().all(|s| s.target != Some(4)), "{said}");
+    assert_eq!(state.stalled, 0, "{said}");
+    every_hand_out_ran(&dir, &said);
+    let blocked: Vec<Option<usize>> =
+        baton_records::ledger::read(&dir.join(baton_records::layout::LEDGER))
+            .unwrap()
+            .entries
+            .iter()
+            .filter(|e| e.kind == LedgerKind::Blocked)
+            .map(|e| e.feature)
+            .collect();
+    assert_eq!(blocked.len(), 2, "{blocked:?}");
+    assert!(
+        blocked.contains(&Some(3)) && blocked.contains(&Some(4)),
+        "{blocked:?}"
+    );
+}
+
+/// An initializer's list shorter than `[project] features` asked is continued
+/// in the project by list-append sessions before any agent is handed a feature,
+/// as a run of one continues it before its first coding session: here the
+/// planner says the list covers the spec, and the agents finish the three.
+#[tokio::test(flavor = "current_thread")]
+async fn a_short_list_is_continued_in_the_project_before_the_agents_start() {
+    let (_t, dir) = stalling_project(3);
+    let toml = baton_testkit::trusting(
+        "[project]\nfeatures = 6\nmin_features = 3\n[run]\npause_secs = 0\nstall_sessions = 3\n",
+    );
+    std::fs::write(dir.join("baton.toml"), toml).unwrap();
+    let mut steps = initializer(&list(3, 0));
+    steps.push(Step::Reply(Reply::text(
+        "Every part of the spec has an entry.\nSPEC COVERED",
+    )));
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(20));
+    for n in 1..=3 {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let server = b.start(steps);
+    let kit = Kit::new(&dir, &server);
+    let lines = Lines::default();
+    let p = kit.parallel(2, &lines, None);
+    let end = bounded(&p).await;
+    let said = lines.said();
+    let Some(end) = end else {
+        panic!("still running after {ENDS_BY_ITSELF:?}\n{said}");
+    };
+    let end = end.unwrap_or_else(|e| panic!("{e}\n{said}"));
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    let state = State::load(&dir).unwrap();
+    assert!(state.list_covered, "{said}");
+    let kinds: Vec<&str> = state.sessions.iter().map(|s| s.kind.name()).collect();
+    assert_eq!(
+        kinds,
+        ["initializer", "planner", "coding", "coding", "coding"],
+        "{said}"
+    );
+    assert!(state.sessions[1].agent.is_none(), "{said}");
+    every_hand_out_ran(&dir, &said);
+}
