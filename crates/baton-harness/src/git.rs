@@ -252,6 +252,22 @@ fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError>
     finish(dir, args, out)
 }
 
+/// [`git`] with `input` on its standard input.
+fn git_with_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String, HarnessError> {
+    use std::io::Write as _;
+    let mut cmd = command(dir, args, false);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = cmd.spawn().and_then(|mut child| {
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input)?;
+        }
+        child.wait_with_output()
+    });
+    finish(dir, args, out)
+}
+
 /// [`git`] without blocking the thread: for work that runs while the same task
 /// does other things (a parallel run's integration, while agents are handed
 /// work).
@@ -490,15 +506,21 @@ pub fn commit(
     paths: &[&str],
     exclude: &[&str],
 ) -> Result<Option<String>, HarnessError> {
-    let mut add: Vec<String> = vec!["add".into(), "-A".into(), "--".into()];
-    if paths.is_empty() {
-        add.push(".".into());
+    // The pathspecs go through standard input: a session can leave more files
+    // than a command line holds.
+    let mut specs: Vec<String> = if paths.is_empty() {
+        vec![".".into()]
     } else {
-        add.extend(paths.iter().map(|p| p.to_string()));
-    }
-    add.extend(exclude.iter().map(|e| format!(":(exclude){e}")));
-    let add_refs: Vec<&str> = add.iter().map(String::as_str).collect();
-    git(dir, &add_refs)?;
+        paths.iter().map(|p| p.to_string()).collect()
+    };
+    specs.extend(exclude.iter().map(|e| format!(":(exclude){e}")));
+    let mut input = specs.join("\0").into_bytes();
+    input.push(0);
+    git_with_input(
+        dir,
+        &["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
+        &input,
+    )?;
     if git(
         dir,
         &[
@@ -539,6 +561,28 @@ pub fn commits_since(dir: &Path, from: Option<&str>) -> usize {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    /// More paths than a command line holds (over 2 MB of them) are committed:
+    /// the leftover commit names every file it keeps.
+    #[test]
+    fn a_commit_of_more_paths_than_a_command_line_holds() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        git(dir, &["init", "-q"]).unwrap();
+        prepare(dir, "t", "t@localhost").unwrap();
+        let deep = dir.join("d".repeat(150)).join("e".repeat(50));
+        std::fs::create_dir_all(&deep).unwrap();
+        let rel = deep.strip_prefix(dir).unwrap().display().to_string();
+        let mut paths = Vec::new();
+        for i in 0..11_000 {
+            std::fs::write(deep.join(format!("{i:05}")), "").unwrap();
+            paths.push(format!(":(literal){rel}/{i:05}"));
+        }
+        assert!(paths.iter().map(String::len).sum::<usize>() > 2 * 1024 * 1024);
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        assert!(commit(dir, "many", &refs, &[]).unwrap().is_some());
+        assert!(dirty_paths(dir).unwrap().is_empty());
+    }
 
     #[test]
     fn a_directory_inside_a_repository_is_not_its_top() {
