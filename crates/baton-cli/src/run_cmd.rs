@@ -544,10 +544,9 @@ baton: showing the status with the default settings; fix baton.toml before `bato
         Config::default()
     });
     require_project(&dir, &cfg)?;
-    let budget = baton_records::State::load(&dir)?
-        .budget_usd
-        .unwrap_or(cfg.run.budget_usd);
-    let s = baton_harness::status::status(&Files::new(dir, cfg.project))?.with_budget(budget);
+    // The state is read once, by `status`.
+    let s = baton_harness::status::status(&Files::new(dir, cfg.project))?
+        .with_project_budget(cfg.run.budget_usd);
     if json {
         println!(
             "{}",

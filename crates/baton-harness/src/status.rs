@@ -46,6 +46,10 @@ pub struct Status {
     pub cost_per_passing_usd: f64,
     /// The project's budget in USD, or null when none is set.
     pub budget_usd: Option<f64>,
+    /// The budget the last `baton run --budget-usd` was given, which comes before
+    /// `[run] budget_usd` (not printed: it is `budget_usd` once applied).
+    #[serde(skip)]
+    pub run_budget_usd: Option<f64>,
     /// What is left of it (never below 0), or null when none is set.
     pub budget_left_usd: Option<f64>,
     /// While the run waits for the provider's quota to reset: until when (Unix ms).
@@ -104,6 +108,13 @@ pub fn proofs(files: &Files, list: &FeatureList) -> Vec<FeatureProof> {
 }
 
 impl Status {
+    /// The same status with the project's budget: the last run's
+    /// (`--budget-usd`), else `configured` (`[run] budget_usd`).
+    pub fn with_project_budget(self, configured: f64) -> Self {
+        let budget = self.run_budget_usd.unwrap_or(configured);
+        self.with_budget(budget)
+    }
+
     /// The same status with `budget` (USD; 0 or less means none) and what is left of it.
     pub fn with_budget(mut self, budget: f64) -> Self {
         if budget > 0.0 {
@@ -421,6 +432,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         },
         budget_usd: None,
         budget_left_usd: None,
+        run_budget_usd: state.budget_usd,
         waiting_until_ms: waiting_until(files, &state),
         parallel: baton_records::state::parallelism(&state.sessions),
         proofs: proofs(files, &list),
