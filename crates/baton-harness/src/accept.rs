@@ -19,12 +19,17 @@ impl Runner<'_> {
         if let Some(a) = self.files.load_accepted()? {
             return Ok(Some(a));
         }
-        // A list baton's own initializer wrote and baton rejected is never adopted:
-        // the initializer runs again (told what was wrong).
+        // A list baton's own initializer wrote is never adopted: rejected, the
+        // initializer runs again (told what was wrong); written by one a killed
+        // run left unfinished, that session's gates judge it when it is resumed.
         if state
             .sessions
             .iter()
             .any(|s| s.kind == SessionKind::Initializer)
+            || state
+                .in_progress
+                .as_ref()
+                .is_some_and(|ip| ip.kind == SessionKind::Initializer)
         {
             return Ok(None);
         }

@@ -264,3 +264,41 @@ async fn a_session_that_rewinds_history_has_it_joined_back_and_recorded() {
     let state = p.state();
     assert!(state.sessions[2].gates.rewound.is_some());
 }
+
+/// `kill -9` during the initializer, after it wrote its list: the next run does not
+/// adopt that list as someone else's; it runs the killed initializer's gates, which
+/// accept it (or refuse it and run the initializer again), saying which, once.
+#[tokio::test(flavor = "current_thread")]
+async fn a_list_a_killed_initializer_wrote_is_judged_by_its_gates_not_adopted() {
+    let p = Project::new("");
+    let list = features(&[false, false, false]);
+    std::fs::write(p.dir.join("feature_list.json"), &list).unwrap();
+    std::fs::write(p.dir.join("init.sh"), "#!/bin/sh\necho started\n").unwrap();
+    let mut state = p.state();
+    state.in_progress = Some(InProgress {
+        number: 1,
+        kind: SessionKind::Initializer,
+        started_ms: 1,
+        head_before: None,
+        notes_before: String::new(),
+        sweep: None,
+        target: None,
+        base_check: None,
+    });
+    state.save(&p.dir).unwrap();
+    let transcript = p.dir.join(baton_records::layout::transcript(1));
+    std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+    std::fs::write(transcript, "").unwrap();
+
+    let (end, said) = p.run(honest(1, &[true, false, false]), 1).await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
+    assert!(!said.contains("adopted"), "{said}");
+    assert!(!said.contains("not accepted"), "{said}");
+    assert!(said.contains("resuming: session 0001 (initializer)"), "{said}");
+    let state = p.state();
+    assert_eq!(state.sessions[0].kind, SessionKind::Initializer);
+    assert_eq!(state.sessions[0].outcome, SessionOutcome::Killed);
+    assert_eq!(state.sessions[1].gates.flipped, [1]);
+    let kinds = p.kinds();
+    assert!(kinds.contains(&LedgerKind::Accepted), "{kinds:?}");
+}
