@@ -640,7 +640,7 @@ pub fn render(s: &Status) -> String {
     if !s.sessions.is_empty() {
         let _ = writeln!(
             o,
-            "\n   #  kind         outcome       time  turns tokens     cost  flipped     findings"
+            "\n   #  kind         outcome         time  turns tokens     cost  flipped     findings"
         );
         let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
         if skip > 0 {
@@ -650,25 +650,7 @@ pub fn render(s: &Status) -> String {
             );
         }
         for x in &s.sessions[skip..] {
-            let flipped = x
-                .flipped
-                .iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join(",");
-            let line = format!(
-                "{:>4}  {:<11}  {:<10} {:>7} {:>5} {:>6} {:>8}  {:<10}  {}",
-                x.number,
-                x.kind,
-                cut(x.outcome.name(), 10),
-                duration(x.duration_secs),
-                x.turns,
-                count(x.tokens),
-                format!("${:.4}", x.cost_usd),
-                cut(&flipped, 10),
-                findings(x)
-            );
-            let _ = writeln!(o, "{}", cut(line.trim_end(), 100));
+            let _ = writeln!(o, "{}", session_row(x));
         }
     }
     if !s.next.is_empty() {
@@ -779,6 +761,30 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// One session's row of the table: every outcome's name whole ("interrupted",
+/// "context_full"), the findings cut to the line's width.
+fn session_row(x: &SessionStatus) -> String {
+    let flipped = x
+        .flipped
+        .iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let line = format!(
+        "{:>4}  {:<11}  {:<12} {:>7} {:>5} {:>6} {:>8}  {:<10}  {}",
+        x.number,
+        x.kind,
+        x.outcome.name(),
+        duration(x.duration_secs),
+        x.turns,
+        count(x.tokens),
+        format!("${:.4}", x.cost_usd),
+        cut(&flipped, 10),
+        findings(x)
+    );
+    cut(line.trim_end(), 102)
+}
+
 #[cfg(test)]
 mod render_tests {
     use super::*;
@@ -787,5 +793,39 @@ mod render_tests {
     fn helpers() {
         assert_eq!(bar(1, 3), "██████░░░░░░░░░░░░░░");
         assert_eq!(cut_left("/a/very/long/path", 8), "…ng/path");
+    }
+
+    #[test]
+    fn a_session_row_names_every_outcome_whole() {
+        for outcome in [
+            SessionOutcome::Interrupted,
+            SessionOutcome::ContextFull,
+            SessionOutcome::TokenLimit,
+        ] {
+            let row = session_row(&SessionStatus {
+                number: 12,
+                kind: "coding".into(),
+                outcome,
+                duration_secs: 61.0,
+                turns: 1,
+                tokens: 1200,
+                cost_usd: 0.5,
+                verifier_cost_usd: 0.0,
+                reverted: Vec::new(),
+                regressions: Vec::new(),
+                flipped: vec![3],
+                unflipped: Vec::new(),
+                violations: Vec::new(),
+                leftover_files: 0,
+                notes_updated: true,
+                refusals: 0,
+                commits: 1,
+                waited_secs: 0.0,
+                agent: None,
+                integration: None,
+            });
+            assert!(row.contains(&format!("{} ", outcome.name())), "{row}");
+            assert!(!row.contains('…'), "{row}");
+        }
     }
 }
