@@ -53,6 +53,23 @@ pub fn trusting(toml: &str) -> String {
     }
 }
 
+/// Whether this is CI (`CI=true` or `CI=1`), where a missing part fails a test.
+pub fn on_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A test that cannot run here says so: on CI it fails (`.ci/run` installs every
+/// part), elsewhere it prints one `SKIPPED <test>: <why>` line (seen with
+/// `-- --nocapture`, and counted by `grep -c SKIPPED`). The caller returns.
+pub fn skip(test: &str, why: &str) {
+    let msg = format!("{test}: {why}");
+    assert!(
+        !on_ci(),
+        "{msg} (with CI=true every part must be here; .ci/run installs them)"
+    );
+    eprintln!("SKIPPED {msg}");
+}
+
 /// A fresh temporary directory for a test project, removed when dropped.
 pub fn temp_project() -> std::io::Result<tempfile::TempDir> {
     tempfile::Builder::new().prefix("baton-test-").tempdir()

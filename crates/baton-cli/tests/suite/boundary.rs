@@ -168,22 +168,9 @@ fn a_planner_that_plants_hooks_and_edits_baton_toml_is_undone_before_baton_commi
     assert!(!marker.exists());
 }
 
-/// Whether bubblewrap works here; on CI (`CI=true`) it must.
-fn bwrap_or_skip(test: &str) -> bool {
-    if baton_policy::sandbox::kernel_binds() {
-        return true;
-    }
-    let msg = format!(
-        "{test}: skipped: bubblewrap (bwrap) is not available here; install it (apt-get install bubblewrap)"
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-    eprintln!("{msg}");
-    false
-}
-
 #[test]
 fn batons_records_and_gits_programs_are_read_only_inside_the_sandbox() {
-    if !bwrap_or_skip("batons_records_and_gits_programs_are_read_only_inside_the_sandbox") {
+    if !super::bwrap("batons_records_and_gits_programs_are_read_only_inside_the_sandbox") {
         return;
     }
     let p = project("");
@@ -315,7 +302,7 @@ fn written_in(home: &std::path::Path) -> Vec<String> {
 /// wrote into the home).
 #[test]
 fn a_nested_repositorys_filter_never_runs_outside_the_sandbox() {
-    if !bwrap_or_skip("a_nested_repositorys_filter_never_runs_outside_the_sandbox") {
+    if !super::bwrap("a_nested_repositorys_filter_never_runs_outside_the_sandbox") {
         return;
     }
     let p = project("");
@@ -359,7 +346,7 @@ fn a_nested_repositorys_filter_never_runs_outside_the_sandbox() {
 /// and ran the filter with the user's rights.
 #[test]
 fn a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox() {
-    if !bwrap_or_skip("a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox") {
+    if !super::bwrap("a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox") {
         return;
     }
     let p = project("");
@@ -399,8 +386,7 @@ fn a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox() {
 /// home of their own; the user's stays untouched, and caches still work.
 #[test]
 fn the_agents_commands_have_a_home_of_their_own_and_the_users_stays_untouched() {
-    if !bwrap_or_skip("the_agents_commands_have_a_home_of_their_own_and_the_users_stays_untouched")
-    {
+    if !super::bwrap("the_agents_commands_have_a_home_of_their_own_and_the_users_stays_untouched") {
         return;
     }
     let p = project("");

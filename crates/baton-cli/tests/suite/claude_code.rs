@@ -14,7 +14,7 @@ use serde_json::json;
 use super::*;
 
 /// The Claude Code CLI, or `None` (after a note) where it is not installed.
-fn claude() -> Option<PathBuf> {
+fn claude(test: &str) -> Option<PathBuf> {
     let path = std::env::var_os("BATON_TEST_CLAUDE")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -31,12 +31,13 @@ fn claude() -> Option<PathBuf> {
     }) {
         return Some(found);
     }
-    let msg = format!(
-        "Claude Code CLI not found at {} (install it with .ci/run or set BATON_TEST_CLAUDE)",
-        path.display()
+    baton_testkit::skip(
+        test,
+        &format!(
+            "missing the Claude Code CLI at {} or on PATH (npm install -g @anthropic-ai/claude-code, or set BATON_TEST_CLAUDE)",
+            path.display()
+        ),
     );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-    eprintln!("skipped: {msg}");
     None
 }
 
@@ -74,7 +75,9 @@ fn baton_cc_env(
 
 #[test]
 fn claude_code_exec_completes_through_the_cli() {
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_exec_completes_through_the_cli") else {
+        return;
+    };
     let p = Project::new();
     let home = tempfile::tempdir().unwrap();
     let server = ScriptedServer::start(
@@ -146,7 +149,9 @@ fn claude_code_exec_completes_through_the_cli() {
 
 #[test]
 fn claude_code_refused_command_is_refused_by_batons_hook() {
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_refused_command_is_refused_by_batons_hook") else {
+        return;
+    };
     let p = Project::new();
     std::fs::create_dir(p.path().join(".git")).unwrap();
     let home = tempfile::tempdir().unwrap();
@@ -202,7 +207,9 @@ fn feature_list(n: usize) -> String {
 
 #[test]
 fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_whole_run_initializer_and_coding_sessions_complete") else {
+        return;
+    };
     let p = Project::with_toml(
         "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 3\n",
     );
@@ -303,7 +310,9 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
 
 #[test]
 fn claude_code_usage_limit_pauses_the_run_until_the_reset() {
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_usage_limit_pauses_the_run_until_the_reset") else {
+        return;
+    };
     let p = Project::with_toml(
         "[project]\nfeatures = 1\nmin_features = 1\n[run]\npause_secs = 0\nstall_sessions = 2\n",
     );
@@ -410,7 +419,9 @@ fn doctor_finds_the_claude_cli_and_requires_it_for_its_provider() {
     let (_, text) = doctor(&other, std::path::Path::new("/nonexistent/claude"));
     assert!(text.contains("  absent   claude "), "{text}");
 
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("doctor_finds_the_claude_cli_and_requires_it_for_its_provider") else {
+        return;
+    };
     let (code, text) = doctor(&p, &cli);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("(Claude Code)"), "{text}");
@@ -419,7 +430,9 @@ fn doctor_finds_the_claude_cli_and_requires_it_for_its_provider() {
 
 #[test]
 fn claude_code_time_limit_stops_the_cli_and_its_commands() {
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_time_limit_stops_the_cli_and_its_commands") else {
+        return;
+    };
     let p = Project::with_toml("[agent]\nmax_session_minutes = 0.1\n");
     let home = tempfile::tempdir().unwrap();
     let marker = format!("baton-cc-limit-{}", std::process::id());
@@ -458,7 +471,9 @@ fn claude_code_time_limit_stops_the_cli_and_its_commands() {
 
 #[test]
 fn claude_code_errors_are_surfaced_with_what_the_cli_said() {
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_errors_are_surfaced_with_what_the_cli_said") else {
+        return;
+    };
     let p = Project::new();
     let home = tempfile::tempdir().unwrap();
     let server = ScriptedServer::start(
@@ -485,8 +500,10 @@ fn claude_code_errors_are_surfaced_with_what_the_cli_said() {
 
 #[test]
 fn claude_code_commands_run_without_the_secret_variables() {
-    let Some(cli) = claude() else { return };
-    if !landlock() {
+    let Some(cli) = claude("claude_code_commands_run_without_the_secret_variables") else {
+        return;
+    };
+    if !landlock("claude_code_commands_run_without_the_secret_variables") {
         return;
     }
     let p = Project::with_toml("[policy]\nsecret_env = [\"MY_DB_PASSWORD\"]\n");
@@ -539,9 +556,12 @@ fn claude_code_commands_run_without_the_secret_variables() {
 /// process of the user's (the commands join one PID namespace for the run).
 #[test]
 fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
-    let Some(cli) = claude() else { return };
-    if !landlock() || !baton_policy::sandbox::kernel_binds() {
-        eprintln!("NOTE: no Landlock or no bubblewrap here; the CLI key test is skipped");
+    let Some(cli) = claude("claude_code_cli_key_is_out_of_reach_of_project_scripts") else {
+        return;
+    };
+    if !landlock("claude_code_cli_key_is_out_of_reach_of_project_scripts")
+        || !super::bwrap("claude_code_cli_key_is_out_of_reach_of_project_scripts")
+    {
         return;
     }
     let p = Project::new();
@@ -603,8 +623,10 @@ fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
 
 #[test]
 fn claude_code_sandbox_stops_a_project_script_writing_outside() {
-    let Some(cli) = claude() else { return };
-    if !landlock() {
+    let Some(cli) = claude("claude_code_sandbox_stops_a_project_script_writing_outside") else {
+        return;
+    };
+    if !landlock("claude_code_sandbox_stops_a_project_script_writing_outside") {
         return;
     }
     // Outside the project and outside the temp dirs (the CLI's HOME here is a temp dir).
@@ -664,8 +686,11 @@ fn claude_code_sandbox_stops_a_project_script_writing_outside() {
 
 #[test]
 fn claude_code_ignores_project_settings_that_would_undo_the_sandbox() {
-    let Some(cli) = claude() else { return };
-    if !landlock() {
+    let Some(cli) = claude("claude_code_ignores_project_settings_that_would_undo_the_sandbox")
+    else {
+        return;
+    };
+    if !landlock("claude_code_ignores_project_settings_that_would_undo_the_sandbox") {
         return;
     }
     let p = Project::new();
@@ -716,7 +741,9 @@ fn claude_code_ignores_project_settings_that_would_undo_the_sandbox() {
 #[test]
 fn claude_code_agents_in_working_copies_finish_a_project() {
     use baton_testkit::scenario::parallel::{initializer, is_for, list, session};
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_agents_in_working_copies_finish_a_project") else {
+        return;
+    };
     let p = Project::with_toml(
         "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 0\n",
     );
@@ -787,7 +814,9 @@ fn claude_code_agents_in_working_copies_finish_a_project() {
 /// and the run really finishes.
 #[test]
 fn claude_code_a_false_flip_under_baton_new_defaults_is_caught() {
-    let Some(cli) = claude() else { return };
+    let Some(cli) = claude("claude_code_a_false_flip_under_baton_new_defaults_is_caught") else {
+        return;
+    };
     let (_t, dir) = super::proof::new_project("cli");
     let flip = |ns: &[usize]| {
         ns.iter()

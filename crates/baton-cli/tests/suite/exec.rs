@@ -320,8 +320,7 @@ fn a_background_server_is_stopped_by_the_pid_the_agent_was_told() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    if !baton_policy::sandbox::kernel_binds() {
-        eprintln!("NOTE: no bubblewrap here; the namespace's pids are not tested");
+    if !super::bwrap("a_background_server_is_stopped_by_the_pid_the_agent_was_told") {
         return;
     }
     let reqs = server.requests();

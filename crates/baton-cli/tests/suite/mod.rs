@@ -263,13 +263,28 @@ pub fn prompt_of(server: &ScriptedServer, i: usize) -> String {
 
 /// Whether this kernel enforces Landlock (a note is printed when it does not, and
 /// the calling test skips its kernel part).
-pub fn landlock() -> bool {
+pub fn landlock(test: &str) -> bool {
     let ok = matches!(
         baton_policy::sandbox::probe(),
         baton_policy::sandbox::Support::Landlock(_)
     );
     if !ok {
-        eprintln!("NOTE: this kernel has no Landlock; the sandbox test is skipped");
+        baton_testkit::skip(
+            test,
+            "this kernel has no Landlock (Linux 5.13 or later with it enabled)",
+        );
+    }
+    ok
+}
+
+/// Whether bubblewrap works here (the run's namespace); a skip line where not.
+pub fn bwrap(test: &str) -> bool {
+    let ok = baton_policy::sandbox::kernel_binds();
+    if !ok {
+        baton_testkit::skip(
+            test,
+            "bubblewrap (bwrap) does not work here (apt-get install bubblewrap; unprivileged user namespaces)",
+        );
     }
     ok
 }

@@ -294,7 +294,10 @@ async fn a_list_a_killed_initializer_wrote_is_judged_by_its_gates_not_adopted() 
     assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
     assert!(!said.contains("adopted"), "{said}");
     assert!(!said.contains("not accepted"), "{said}");
-    assert!(said.contains("resuming: session 0001 (initializer)"), "{said}");
+    assert!(
+        said.contains("resuming: session 0001 (initializer)"),
+        "{said}"
+    );
     let state = p.state();
     assert_eq!(state.sessions[0].kind, SessionKind::Initializer);
     assert_eq!(state.sessions[0].outcome, SessionOutcome::Killed);
