@@ -596,7 +596,17 @@ impl Session<'_> {
                     });
                 }
                 let results = self
-                    .run_tools(transcript, st, turn, &calls, &invalid, &stopped)
+                    .run_tools(
+                        transcript,
+                        st,
+                        turn,
+                        &calls,
+                        &invalid,
+                        Bounds {
+                            stopped: &stopped,
+                            deadline,
+                        },
+                    )
                     .await?;
                 self.push(
                     st,
@@ -816,20 +826,34 @@ impl Session<'_> {
         turn: u32,
         calls: &[(String, String, Value)],
         invalid: &[(String, String)],
-        stopped: &(dyn Fn() -> bool + Sync),
+        bounds: Bounds<'_>,
     ) -> Result<Vec<Block>, AgentError> {
+        let Bounds { stopped, deadline } = bounds;
         let mut results = Vec::with_capacity(calls.len());
+        let past = || deadline.is_some_and(|d| tokio::time::Instant::now() >= d);
         for (id, name, input) in calls {
             let t0 = Instant::now();
             self.observer.tool_start(name, input);
             let mut refused = false;
             let mut out = if stopped() {
                 ToolOutput::error("Not run: the session was interrupted.")
+            } else if past() {
+                ToolOutput::error("Not run: the session's time limit was reached.")
             } else if let Some((_, why)) = invalid.iter().find(|(i, _)| i == id) {
                 ToolOutput::error(format!("Invalid input for {name}: {why}"))
             } else {
                 match self.gate.check(name, input) {
-                    GateDecision::Allow => self.tools.call(name, input).await,
+                    // The session's time limit bounds a call too: a command still
+                    // running then is stopped (its process group killed).
+                    GateDecision::Allow => match deadline {
+                        Some(d) => tokio::select! {
+                            out = self.tools.call(name, input) => out,
+                            () = tokio::time::sleep_until(d) => ToolOutput::error(
+                                "Stopped: the session's time limit was reached while this call ran.",
+                            ),
+                        },
+                        None => self.tools.call(name, input).await,
+                    },
                     GateDecision::Refuse(reason) => {
                         refused = true;
                         ToolOutput::error(format!("Refused by baton's policy: {reason}"))
@@ -881,6 +905,12 @@ impl Session<'_> {
         }
         Ok(results)
     }
+}
+
+/// What ends a batch of tool calls early: a stop, and the session's time limit.
+struct Bounds<'a> {
+    stopped: &'a (dyn Fn() -> bool + Sync),
+    deadline: Option<tokio::time::Instant>,
 }
 
 struct State {

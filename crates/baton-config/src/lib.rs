@@ -201,7 +201,8 @@ pub struct AgentConfig {
     pub max_turns: u32,
     /// Total tokens (input + output + cache) per session before it is stopped; 0 = no limit.
     pub max_session_tokens: u64,
-    /// Wall-clock minutes per session before it is stopped (fractions allowed); 0 = no limit.
+    /// Wall-clock minutes per session before it is stopped (fractions allowed), a
+    /// command still running then included; 0 = no limit.
     pub max_session_minutes: f64,
     /// Anthropic extended-thinking budget in tokens; 0 = thinking off.
     pub thinking_budget: u32,

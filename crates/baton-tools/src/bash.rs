@@ -223,6 +223,9 @@ async fn run_foreground(
     if let Some(pid) = child.id() {
         ctx.processes.adopt(pid);
     }
+    // Dropped before the command ended (the session's time limit raced it): its
+    // whole process group goes with it.
+    let mut group = KillOnDrop(Some(pgid));
 
     let mut out = CappedOutput::spilling_to(ctx.project_dir.join(OUTPUTS));
     let mut buf = vec![0u8; 16 * 1024];
@@ -257,6 +260,7 @@ async fn run_foreground(
             let _ = child.wait().await;
         }
     }
+    group.0 = None;
     let mut text = out.render();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -282,6 +286,19 @@ async fn run_foreground(
         }
     };
     Ok(result)
+}
+
+/// Kills a foreground command's process group when dropped while armed.
+struct KillOnDrop(Option<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take()
+            && pgid > 0
+        {
+            signal_group(pgid, Signal::KILL);
+        }
+    }
 }
 
 enum End {

@@ -260,10 +260,11 @@ fn session_token_limit_stops_with_exit_2() {
 
 #[test]
 fn session_time_limit_stops_with_exit_2() {
-    // 0.005 minutes = 300 ms; the first tool call alone takes longer.
-    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.005\n");
+    // 0.02 minutes = 1.2 s: the first model turn comes well within it, and its
+    // tool call (30 s) is cut by it, so exactly one request is made.
+    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.02\n");
     let steps = (0..5)
-        .map(|_| Step::Reply(Reply::tool("Bash", json!({"command": "sleep 1"}))))
+        .map(|_| Step::Reply(Reply::tool("Bash", json!({"command": "sleep 30"}))))
         .collect();
     let (out, server) = exec(&p, Wire::Anthropic, steps, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -271,6 +272,18 @@ fn session_time_limit_stops_with_exit_2() {
     let t = p.transcript(1);
     assert_consistent(&t);
     assert_eq!(end_of(&t).0, "time_limit");
+    // The limit stopped the command; it did not wait for it to end.
+    let result = t
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::ToolResult { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        result.contains("the session's time limit was reached while this call ran"),
+        "{result}"
+    );
 }
 
 #[test]

@@ -363,6 +363,37 @@ async fn cancellation_interrupts_a_running_command() {
     );
 }
 
+/// A call dropped before its command ended (the session's time limit races it)
+/// takes the command's whole process group with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_kills_its_command() {
+    let p = Project::new();
+    let pid_file = p.root.join("pid");
+    let input = json!({"command": "sleep 30 & echo $! > pid; wait"});
+    let call = p.tools.call("Bash", &input);
+    let cut = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::select! {
+            _ = call => panic!("the command ended by itself"),
+            () = async {
+                while !std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n')) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            } => {}
+        }
+    })
+    .await;
+    assert!(cut.is_ok(), "the command never wrote its pid");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || process_gone(pid)).await,
+        "the command's child {pid} outlived the dropped call"
+    );
+}
+
 #[tokio::test]
 async fn already_cancelled_context_interrupts_at_once() {
     let p = Project::new();
