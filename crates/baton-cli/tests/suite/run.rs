@@ -565,18 +565,20 @@ fn new_creates_a_project_and_refuses_to_overwrite_one() {
 fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
     let p = new_project();
     let mut steps = initializer(&features(&[false, false, false]));
+    // The call in flight waits until the test has seen baton take the Ctrl-C
+    // (bounded: 60 s), so no sleep has to be long enough.
     steps.push(Step::Reply(Reply::tools(&[
         (
             "Bash",
-            json!({"command": "touch started; sleep 1; echo finished > done.txt"}),
+            json!({"command": "touch started; for _ in $(seq 1200); do [ -e go ] && break; sleep 0.05; done; echo finished > done.txt"}),
         ),
         ("Bash", json!({"command": "echo never > never.txt"})),
     ])));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let child = baton(&server, Wire::Anthropic)
+    let mut child = baton(&server, Wire::Anthropic)
         .arg("run")
         .arg(p.path())
-        .stdout(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -586,6 +588,20 @@ fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert!(started.exists());
+    // baton's stderr, line by line, to see it take the Ctrl-C.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr_pipe).lines() {
+            let line = line.unwrap_or_default();
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
     let pid = child.id();
     assert!(
         Command::new("bash")
@@ -594,8 +610,18 @@ fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
             .unwrap()
             .success()
     );
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("baton did not say it was stopping");
+        if line.contains("stopping after the current tool call") {
+            break;
+        }
+    }
+    std::fs::write(p.path().join("go"), "").unwrap();
+    let status = child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
     // The call in flight finished; the next one never ran; gates ran; nothing pending.
     assert_eq!(p.file("done.txt"), "finished\n");
     assert!(!p.path().join("never.txt").exists());
@@ -604,9 +630,8 @@ fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
     assert_eq!(s["sessions"][1]["outcome"], "interrupted");
     assert_eq!(git(&p, &["status", "--porcelain"]), "");
     assert!(
-        stderr(&out).contains("interrupted; `baton run` again resumes"),
-        "{}",
-        stderr(&out)
+        err.contains("interrupted; `baton run` again resumes"),
+        "{err}"
     );
 }
 
