@@ -384,7 +384,7 @@ fn a_quota_wall_is_waited_out_and_the_run_completes() {
         let mut rest = vec![Step::quota_wall(Duration::from_secs(reset))];
         rest.extend(three_honest());
         let server = ScriptedServer::start(wire, the_whole_run(rest));
-        let child = baton(&server, wire)
+        let mut child = baton(&server, wire)
             .arg("run")
             .arg(p.path())
             .arg("--json")
@@ -392,10 +392,12 @@ fn a_quota_wall_is_waited_out_and_the_run_completes() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // While the run waits, `baton status` says until when.
+        // While the run waits, `baton status` says until when (looked at until the
+        // run ends, at most a minute: the wait is the run's, not a guess of ours).
         let mut seen_waiting = false;
-        for _ in 0..40 {
-            std::thread::sleep(Duration::from_millis(250));
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_secs(60) && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(50));
             if !p.path().join(".baton/state.json").exists() {
                 continue;
             }

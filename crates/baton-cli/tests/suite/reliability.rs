@@ -158,11 +158,15 @@ fn leftovers_are_stopped(sandbox: bool) {
     });
     first.kill().unwrap();
     first.wait().unwrap();
-    // Under bubblewrap (--die-with-parent) the sandboxed server dies with the run;
-    // without it, it outlives the run and the next run must stop it.
-    std::thread::sleep(Duration::from_millis(500));
+    // Under bubblewrap (--die-with-parent) the sandboxed server dies with the run
+    // (waited for, not slept on); without it, it outlives the run and the next run
+    // must stop it.
+    let dies_with_run = sandbox && baton_policy::sandbox::kernel_binds();
+    if dies_with_run {
+        wait_for("the sandboxed server to die with the run", || !running(pid));
+    }
     let survived = running(pid);
-    assert!(survived || sandbox, "the server outlived the killed run");
+    assert!(survived != dies_with_run, "pid {pid}: survived {survived}");
     // The next run stops it before anything else, and says so.
     let server2 = ScriptedServer::start(Wire::Anthropic, honest(1, &[true, false, false]));
     let out = run_on(&server2, Wire::Anthropic, &p, &["--max-sessions", "1"]);
