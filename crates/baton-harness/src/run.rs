@@ -377,6 +377,11 @@ impl Runner<'_> {
                 }
                 Some(e) => return Err(e.into()),
             }
+            // Stopped by the user: not a failed initializer (which would be
+            // retried, or end the run as an error at the second).
+            if outcome == SessionOutcome::Interrupted {
+                return Ok(RunEnd::Interrupted);
+            }
             if kind == SessionKind::Initializer && accepted.is_none() {
                 init_failures += 1;
                 let p = self.initial_problem();
@@ -390,9 +395,6 @@ impl Runner<'_> {
                     "initializer did not produce a usable feature list ({p}); trying once more"
                 ));
                 problem = Some(p);
-            }
-            if outcome == SessionOutcome::Interrupted {
-                return Ok(RunEnd::Interrupted);
             }
         }
     }
@@ -843,8 +845,13 @@ impl Runner<'_> {
         let passing = accepted.as_ref().map_or(0, FeatureList::passing);
         let total = accepted.as_ref().map_or(0, |l| l.features.len());
         self.reporter.session_end(&record, passing, total);
+        let standing = if accepted.is_some() {
+            format!("passing {passing}/{total}")
+        } else {
+            "no feature list yet".to_string()
+        };
         let mut line = format!(
-            "session {:04} {} · {} · {} · {} tokens · ${:.4} · passing {passing}/{total}",
+            "session {:04} {} · {} · {} · {} tokens · ${:.4} · {standing}",
             record.number,
             record.kind.name(),
             record.outcome,

@@ -635,6 +635,56 @@ fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
     );
 }
 
+/// Ctrl-C while the initializer waits for the model: the run ends interrupted
+/// (exit 130) and says so; the stopped initializer is not a failed one ("trying
+/// once more"), and a line about it says there is no list yet, not "passing 0/0".
+#[test]
+fn ctrl_c_during_the_initializer_is_an_interruption_not_a_failure() {
+    let p = new_project();
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![Step::Stall {
+            reply: Reply::text("Reading the spec."),
+            events: 1,
+        }],
+    );
+    let mut child = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while server.requests().is_empty() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(server.requests().len(), 1);
+    let pid = child.id();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let stderr_pipe = child.stderr.take().unwrap();
+    let err = std::io::read_to_string(stderr_pipe).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(!err.contains("trying once more"), "{err}");
+    assert!(!err.contains("passing 0/0"), "{err}");
+    assert!(
+        err.contains("session 0001 initializer · interrupted")
+            && err.contains("no feature list yet"),
+        "{err}"
+    );
+    assert!(
+        err.contains("interrupted; `baton run` again resumes"),
+        "{err}"
+    );
+}
+
 /// No process of a session lives into the gates (it could change what baton's
 /// git reads between the boundary's restore and its next command): a server the
 /// session left running is stopped when the session ends, the next session finds
