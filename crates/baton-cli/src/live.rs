@@ -231,6 +231,8 @@ pub struct RunView {
     sink: Mutex<Sink>,
     /// Bumped whenever the tool line changes, which ends a running countdown.
     countdown: std::sync::Arc<AtomicU64>,
+    /// Ctrl-C was pressed: no session follows the one running.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 /// Where the run stands when the view starts.
@@ -299,6 +301,7 @@ impl RunView {
             bars,
             sink: Mutex::new(sink),
             countdown: std::sync::Arc::default(),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         };
         view.refresh();
         view.event(RunEvent::RunStart {
@@ -339,6 +342,17 @@ impl RunView {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = writeln!(sink, "{text}");
         let _ = sink.flush();
+    }
+
+    /// Ctrl-C was pressed: say so, and say no session follows.
+    pub fn stopping(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.println("\nbaton: stopping after the current tool call (Ctrl-C again to stop now)");
+        if let Some(b) = &self.bars {
+            b.tool
+                .set_message("stopping: the current tool call ends, then the gates run");
+        }
     }
 
     /// A line for people (above the bars, or on stderr); nothing in JSON mode.
@@ -515,11 +529,15 @@ impl Reporter for RunView {
         }
         if let Some(b) = &self.bars {
             let parallel = b.agents.lock().is_ok_and(|a| !a.is_empty());
-            b.tool.set_message(if parallel {
-                "a session ended: its gates and merge run while the others work"
-            } else {
-                "gates done · the next session follows the pause"
-            });
+            b.tool.set_message(
+                if self.stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                    "gates done · stopping (Ctrl-C)"
+                } else if parallel {
+                    "a session ended: its gates and merge run while the others work"
+                } else {
+                    "gates done · the next session follows the pause"
+                },
+            );
             b.tool.reset_elapsed();
         }
         self.refresh();
@@ -873,6 +891,33 @@ mod tests {
             "retrying turn 2 in 0.0s (attempt 1/8 failed)"
         );
         v.finish(Ok(&RunEnd::Complete));
+    }
+
+    /// After Ctrl-C the tool line says the run is stopping, not that another
+    /// session follows the pause.
+    #[test]
+    fn after_ctrl_c_no_session_is_promised() {
+        let v = RunView::new(
+            Mode::Bars,
+            &start(),
+            ProgressDrawTarget::hidden(),
+            Box::new(std::io::sink()),
+        );
+        drive(&v);
+        v.stopping();
+        let b = v.bars.as_ref().unwrap();
+        assert!(
+            b.tool.message().starts_with("stopping"),
+            "{}",
+            b.tool.message()
+        );
+        let r: SessionRecord = serde_json::from_value(serde_json::json!({
+            "number": 3, "kind": "coding", "outcome": "interrupted"
+        }))
+        .unwrap();
+        v.session_end(&r, 1, 3);
+        assert_eq!(b.tool.message(), "gates done · stopping (Ctrl-C)");
+        v.finish(Ok(&RunEnd::Interrupted));
     }
 
     #[test]

@@ -253,9 +253,7 @@ fn run_locked(
         let signal_view = Arc::clone(&view);
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                signal_view.println(
-                    "\nbaton: stopping after the current tool call (Ctrl-C again to stop now)",
-                );
+                signal_view.stopping();
                 signal_stop.cancel();
                 if tokio::signal::ctrl_c().await.is_ok() {
                     signal_view.println("\nbaton: stopping now");
