@@ -563,12 +563,12 @@ pub fn render(s: &Status) -> String {
     }
     let _ = writeln!(
         o,
-        "sessions  {} · {} tokens · ${:.4} · {} violations undone · {} refusals",
+        "sessions  {} · {} tokens · ${:.4} · {} undone · {}",
         s.totals.sessions,
         s.totals.tokens,
         s.totals.cost_usd,
-        s.totals.violations,
-        s.totals.refusals
+        baton_records::human::plural(s.totals.violations as u64, "violation"),
+        baton_records::human::plural(u64::from(s.totals.refusals), "refusal")
     );
     if s.totals.verifier_cost_usd > 0.0 || s.totals.reverted > 0 || s.totals.regressions > 0 {
         let _ = writeln!(
@@ -638,11 +638,19 @@ pub fn render(s: &Status) -> String {
         );
     }
     if !s.sessions.is_empty() {
+        // The outcome column is as wide as its longest name shown ("context_full").
+        let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
+        let width = s.sessions[skip..]
+            .iter()
+            .map(|x| x.outcome.name().len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
         let _ = writeln!(
             o,
-            "\n   #  kind         outcome         time  turns tokens     cost  flipped     findings"
+            "\n   #  kind         {:<width$} {:>7}  turns tokens     cost  flipped     findings",
+            "outcome", "time"
         );
-        let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
         if skip > 0 {
             let _ = writeln!(
                 o,
@@ -650,7 +658,7 @@ pub fn render(s: &Status) -> String {
             );
         }
         for x in &s.sessions[skip..] {
-            let _ = writeln!(o, "{}", session_row(x));
+            let _ = writeln!(o, "{}", session_row(x, width));
         }
     }
     if !s.next.is_empty() {
@@ -761,9 +769,10 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// One session's row of the table: every outcome's name whole ("interrupted",
-/// "context_full"), the findings cut to the line's width.
-fn session_row(x: &SessionStatus) -> String {
+/// One session's row of the table, its outcome in a column `width` wide (every
+/// name whole: "interrupted", "context_full"), the findings cut to the line's
+/// width.
+fn session_row(x: &SessionStatus, width: usize) -> String {
     let flipped = x
         .flipped
         .iter()
@@ -771,7 +780,7 @@ fn session_row(x: &SessionStatus) -> String {
         .collect::<Vec<_>>()
         .join(",");
     let line = format!(
-        "{:>4}  {:<11}  {:<12} {:>7} {:>5} {:>6} {:>8}  {:<10}  {}",
+        "{:>4}  {:<11}  {:<width$} {:>7} {:>5} {:>6} {:>8}  {:<10}  {}",
         x.number,
         x.kind,
         x.outcome.name(),
@@ -782,7 +791,7 @@ fn session_row(x: &SessionStatus) -> String {
         cut(&flipped, 10),
         findings(x)
     );
-    cut(line.trim_end(), 102)
+    cut(line.trim_end(), 100)
 }
 
 #[cfg(test)]
@@ -802,28 +811,31 @@ mod render_tests {
             SessionOutcome::ContextFull,
             SessionOutcome::TokenLimit,
         ] {
-            let row = session_row(&SessionStatus {
-                number: 12,
-                kind: "coding".into(),
-                outcome,
-                duration_secs: 61.0,
-                turns: 1,
-                tokens: 1200,
-                cost_usd: 0.5,
-                verifier_cost_usd: 0.0,
-                reverted: Vec::new(),
-                regressions: Vec::new(),
-                flipped: vec![3],
-                unflipped: Vec::new(),
-                violations: Vec::new(),
-                leftover_files: 0,
-                notes_updated: true,
-                refusals: 0,
-                commits: 1,
-                waited_secs: 0.0,
-                agent: None,
-                integration: None,
-            });
+            let row = session_row(
+                &SessionStatus {
+                    number: 12,
+                    kind: "coding".into(),
+                    outcome,
+                    duration_secs: 61.0,
+                    turns: 1,
+                    tokens: 1200,
+                    cost_usd: 0.5,
+                    verifier_cost_usd: 0.0,
+                    reverted: Vec::new(),
+                    regressions: Vec::new(),
+                    flipped: vec![3],
+                    unflipped: Vec::new(),
+                    violations: Vec::new(),
+                    leftover_files: 0,
+                    notes_updated: true,
+                    refusals: 0,
+                    commits: 1,
+                    waited_secs: 0.0,
+                    agent: None,
+                    integration: None,
+                },
+                12,
+            );
             assert!(row.contains(&format!("{} ", outcome.name())), "{row}");
             assert!(!row.contains('…'), "{row}");
         }
