@@ -127,7 +127,7 @@ impl KindGuess {
 
 /// What a spec (or an idea, or a goal) builds, by its words:
 ///
-/// - each kind has a short list of telling words ([`Kind::words`]: "web app",
+/// - each kind has a short list of telling words (`Kind::words`: "web app",
 ///   "browser", "page", "HTML", "React" for web; "command-line", "CLI", "terminal",
 ///   "flag" for cli; "library", "crate", "package", "public API", "module" for
 ///   library; "REST API", "HTTP service", "endpoint", "daemon", "server" for

@@ -3,6 +3,21 @@
 //! (feature-list ledger, clean tree, progress notes), stop conditions and exit codes,
 //! resume after a crash, and the record in `.baton/`.
 //!
+//! Where a change goes:
+//! - **A run of one** — [`run`] (the `Runner`, its session loop and stop
+//!   conditions), [`brief`] and [`prompts`] (what a session is told), [`queue`]
+//!   (which feature next, attempts, stalls), `accept` (the list baton goes by).
+//! - **The gates after a session** — [`gates`] (ledger, tree, notes, proof),
+//!   `proof` (a flip's proof), [`checks`] (verify commands and the sweep),
+//!   [`verifier`] (the independent verifier), [`leftovers`], [`boundary`] and
+//!   [`guard`] (what the agent may not change), [`block`] (`BlockFeature`).
+//! - **The planner** — [`plan`] (`baton plan`, `baton accept`, list-append
+//!   sessions), [`new`] (`baton new`), [`kind`] (the kind of project).
+//! - **Many agents** — [`parallel`]: the coordinator (hand-out, claims,
+//!   settling), working copies, merging, and a shared remote for many machines.
+//! - **Records and views** — [`files`] (the project's files), [`status`],
+//!   [`summary`], [`git`] (baton's own git, jailed), [`lock`], [`running`].
+//!
 //! ```no_run
 //! # async fn demo(runner: baton_harness::run::Runner<'_>) -> Result<(), baton_harness::HarnessError> {
 //! let end = runner.run().await?;

@@ -2,7 +2,80 @@
 //! (one session at a time from a queue, with its own runtime), the state its copy
 //! starts from, and the fetch of its branch into the project.
 
-use super::*;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use baton_records::{FeatureList, State, layout};
+
+use super::relay::{Note, Relay, Watch};
+use super::{AgentParts, Parallel, agent_env, merge};
+use crate::error::HarnessError;
+use crate::files::Files;
+use crate::git::{self, git};
+use crate::run::{RunEnd, RunOptions, Runner};
+
+/// An agent of the run.
+pub(super) struct Agent {
+    pub id: u32,
+    pub dir: PathBuf,
+    /// Here until the agent's thread starts, then the thread's for the run.
+    pub parts: Option<AgentParts>,
+    /// The agent's thread, once started: it takes one session at a time.
+    pub jobs: Option<std::sync::mpsc::Sender<Job>>,
+}
+
+/// An agent's working copy, where its sessions' records are read when they are
+/// settled.
+#[derive(Clone)]
+pub(super) struct CopyDir {
+    pub id: u32,
+    pub dir: PathBuf,
+}
+
+impl CopyDir {
+    /// Where each agent's working copy is.
+    pub(super) fn of(agents: &[Agent]) -> Vec<CopyDir> {
+        agents
+            .iter()
+            .map(|a| CopyDir {
+                id: a.id,
+                dir: a.dir.clone(),
+            })
+            .collect()
+    }
+}
+
+/// One session for an agent's thread.
+pub(super) struct Job {
+    agent: usize,
+    feature: usize,
+    number: u32,
+    /// What the copy starts from.
+    copy: Start,
+}
+
+/// Where agents' threads report: sessions that ended, and lines; and what stops
+/// their sessions.
+pub(super) struct Reports {
+    pub done: tokio::sync::mpsc::UnboundedSender<Done>,
+    pub lines: tokio::sync::mpsc::UnboundedSender<Note>,
+    /// Cancelled on Ctrl-C (a child of the run's `stop`), or when a hand-out
+    /// started no session and the run stops with its error.
+    pub stop: tokio_util::sync::CancellationToken,
+}
+
+/// What one agent's session came back with.
+pub(super) struct Done {
+    pub agent: usize,
+    pub feature: usize,
+    pub number: u32,
+    pub end: Result<RunEnd, HarnessError>,
+    /// The agent's parts, back from its thread.
+    pub parts: Option<AgentParts>,
+    /// The tip of the agent's branch, fetched into the project by its thread;
+    /// `None` to fetch it now.
+    pub theirs: Option<Result<String, HarnessError>>,
+}
 
 impl Parallel<'_> {
     /// Hand agent `a` its session on feature `n`, numbered `number`. Each agent

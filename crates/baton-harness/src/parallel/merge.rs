@@ -6,14 +6,22 @@
 //! is merged and swept alone, so the blame lands on the branch that broke a check.
 //! A branch that is not merged is kept under `refs/baton/unintegrated/`.
 //!
-//! All of it runs while the run's task hands out work (see [`Parallel::run`]):
+//! All of it runs while the run's task hands out work (see `coordinator.rs`):
 //! git in the integration worktree does not block the thread, and the main
 //! branch and the accepted list move together ([`Parallel::advance`], with no
 //! await between), so an agent handed work at any moment starts from a tip and a
 //! list that match.
 
-use super::*;
-use crate::git::git_async;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use baton_records::{FeatureList, Integration, IntegrationOutcome, layout};
+
+use super::remote::Remote;
+use super::{AgentParts, PUSH_ATTEMPTS, Parallel};
+use crate::checks::{Checker, passing_checks};
+use crate::error::HarnessError;
+use crate::git::{self, git, git_async};
 
 /// One agent's branch to integrate.
 pub(super) struct Branch<'b> {
@@ -33,6 +41,32 @@ pub(super) struct Branch<'b> {
 /// (its number and integration), before the rest of its batch is merged and
 /// swept: its feature can go back to the queue without waiting for them.
 pub(super) type Early<'e> = dyn FnMut(u32, Integration) -> Result<(), HarnessError> + 'e;
+
+/// How one branch of [`Parallel::integrate_all`] came out.
+pub(super) enum Settled {
+    /// Merged, kept or requeued now: its integration.
+    Now(Integration),
+    /// It conflicted with the main branch itself and went to `early` already.
+    Early,
+}
+
+/// How the merge of one branch onto the integration worktree came out.
+enum Merged {
+    /// Committed: the merge commit.
+    Commit(String),
+    /// Files other than the list and the notes conflicted (the worktree back
+    /// where it was): which.
+    Conflicts(String),
+}
+
+/// How a batch came out.
+enum Batched {
+    /// Every branch settled (merged, or not merged and why), in order.
+    Done(Vec<Settled>),
+    /// The sweep failed or the remote's main branch moved: nothing moved, and the
+    /// branches go one at a time.
+    OneByOne,
+}
 
 impl Parallel<'_> {
     /// Keep an agent's branch that is not merged under a name of its own, if it
@@ -62,19 +96,19 @@ impl Parallel<'_> {
 
     /// Integrate `branches` (sessions that ended together), in order: as one batch
     /// with one sweep when there are several, else (or when the batch's sweep or
-    /// push fails) one at a time. One integration per branch, in order; `None`
-    /// for a branch that conflicted with the main branch itself, handed to
-    /// `early` as soon as that was known.
+    /// push fails) one at a time. One result per branch, in order; a branch that
+    /// conflicted with the main branch itself is handed to `early` as soon as that
+    /// is known.
     pub(super) async fn integrate_all(
         &self,
         parts: &AgentParts,
         remote: Option<&Remote>,
         branches: &[Branch<'_>],
         early: &mut Early<'_>,
-    ) -> Result<Vec<Option<Integration>>, HarnessError> {
+    ) -> Result<Vec<Settled>, HarnessError> {
         let mut settled = Vec::new();
         if branches.len() > 1
-            && let Some(done) = self
+            && let Batched::Done(done) = self
                 .integrate_batch(parts, remote, branches, early, &mut settled)
                 .await?
         {
@@ -83,16 +117,16 @@ impl Parallel<'_> {
         let mut out = Vec::new();
         for b in branches {
             if settled.contains(&b.number) {
-                out.push(None);
+                out.push(Settled::Early);
                 continue;
             }
             // The flips merged before are in the accepted list by now.
             let i = self.integrate(parts, remote, b).await?;
             if i.outcome == IntegrationOutcome::Conflict {
                 early(b.number, i)?;
-                out.push(None);
+                out.push(Settled::Early);
             } else {
-                out.push(Some(i));
+                out.push(Settled::Now(i));
             }
         }
         Ok(out)
@@ -100,8 +134,8 @@ impl Parallel<'_> {
 
     /// Merge every branch onto the main branch one after another (a merge commit
     /// each; a branch whose files conflict is kept and left out), sweep the result
-    /// once, and move the main branch to it. `None` when the sweep failed or the
-    /// remote's main branch moved: nothing moved, and the caller goes one by one.
+    /// once, and move the main branch to it; [`Batched::OneByOne`] when the sweep
+    /// failed or the remote's main branch moved: nothing moved.
     /// A branch that conflicts before anything is merged conflicts with the main
     /// branch itself: it goes to `early` at once (and its number to `settled`).
     /// One that conflicts with a session merged before it in the batch waits for
@@ -113,7 +147,7 @@ impl Parallel<'_> {
         branches: &[Branch<'_>],
         early: &mut Early<'_>,
         settled: &mut Vec<u32>,
-    ) -> Result<Option<Vec<Option<Integration>>>, HarnessError> {
+    ) -> Result<Batched, HarnessError> {
         if let Some(r) = remote {
             self.sync(r)?;
         }
@@ -122,44 +156,39 @@ impl Parallel<'_> {
         let mut tip = ours.clone();
         for b in branches {
             out.push(match self.merge_one(&tree, &mut list, b, &tip).await? {
-                Ok(commit) => {
+                Merged::Commit(commit) => {
                     tip.clone_from(&commit);
-                    Some(Integration {
-                        outcome: IntegrationOutcome::Merged,
-                        commit: Some(commit),
-                        kept: None,
-                        detail: String::new(),
-                    })
+                    Settled::Now(merged(commit))
                 }
-                Err(conflicts) => {
+                Merged::Conflicts(conflicts) => {
                     let i = self
                         .not_merged(b, IntegrationOutcome::Conflict, conflicts)
                         .await?;
                     if tip == ours {
                         early(b.number, i)?;
                         settled.push(b.number);
-                        None
+                        Settled::Early
                     } else {
-                        Some(i)
+                        Settled::Now(i)
                     }
                 }
             });
         }
         if tip == ours {
-            return Ok(Some(out));
+            return Ok(Batched::Done(out));
         }
         if self.sweep_tree(parts, &tree, &list).await.is_some() {
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
-            return Ok(None);
+            return Ok(Batched::OneByOne);
         }
         if let Some(r) = remote
             && !r.push(&tip)?
         {
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
-            return Ok(None);
+            return Ok(Batched::OneByOne);
         }
         self.advance(&tip, &list)?;
-        Ok(Some(out))
+        Ok(Batched::Done(out))
     }
 
     /// Merge one agent's branch into the main branch in the integration worktree,
@@ -196,9 +225,9 @@ impl Parallel<'_> {
         b: &Branch<'_>,
     ) -> Result<Option<Integration>, HarnessError> {
         let (tree, ours, mut list) = self.fresh_tree().await?;
-        let merged = match self.merge_one(&tree, &mut list, b, &ours).await? {
-            Ok(commit) => commit,
-            Err(conflicts) => {
+        let commit = match self.merge_one(&tree, &mut list, b, &ours).await? {
+            Merged::Commit(commit) => commit,
+            Merged::Conflicts(conflicts) => {
                 return self
                     .not_merged(b, IntegrationOutcome::Conflict, conflicts)
                     .await
@@ -213,32 +242,26 @@ impl Parallel<'_> {
                 .map(Some);
         }
         if let Some(r) = remote
-            && !r.push(&merged)?
+            && !r.push(&commit)?
         {
             // Another machine moved the main branch first: merge again onto its.
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(None);
         }
-        self.advance(&merged, &list)?;
-        Ok(Some(Integration {
-            outcome: IntegrationOutcome::Merged,
-            commit: Some(merged),
-            kept: None,
-            detail: String::new(),
-        }))
+        self.advance(&commit, &list)?;
+        Ok(Some(merged(commit)))
     }
 
     /// Merge `b` onto the integration worktree's `HEAD` (commit `before`) and
     /// commit: the feature list is `list` plus `b`'s flips (and becomes that), the
-    /// notes a union. `Err` with the conflicting files (the worktree back where it
-    /// was) when any other file conflicts.
+    /// notes a union; the conflicting files when any other file conflicts.
     async fn merge_one(
         &self,
         tree: &Path,
         list: &mut FeatureList,
         b: &Branch<'_>,
         before: &str,
-    ) -> Result<Result<String, String>, HarnessError> {
+    ) -> Result<Merged, HarnessError> {
         let names = &self.cfg.project;
         // The notes merge as a union in git itself where the attributes say so
         // (baton's file, below anything the repository sets); the rest by hand.
@@ -268,7 +291,7 @@ impl Parallel<'_> {
         if !conflicts.is_empty() {
             let _ = git_async(tree, &["merge", "--abort"]).await;
             git_async(tree, &["reset", "-q", "--hard", before]).await?;
-            return Ok(Err(conflicts.join(", ")));
+            return Ok(Merged::Conflicts(conflicts.join(", ")));
         }
         // The feature list by meaning: the main branch's (the accepted list), plus
         // the flips the agent's gates accepted — never a textual merge.
@@ -286,7 +309,7 @@ impl Parallel<'_> {
             b.agent, b.number, b.feature
         );
         git_async(tree, &["commit", "-q", "--no-verify", "-m", &msg]).await?;
-        Ok(Ok(git::own_head(tree)?))
+        Ok(Merged::Commit(git::own_head(tree)?))
     }
 
     /// Every passing feature's check on the integration worktree; what failed, if
@@ -433,6 +456,16 @@ fn merge_attributes(progress: &str) -> String {
         format!("/{progress} merge=union\n")
     } else {
         String::new()
+    }
+}
+
+/// A branch merged as `commit`.
+fn merged(commit: String) -> Integration {
+    Integration {
+        outcome: IntegrationOutcome::Merged,
+        commit: Some(commit),
+        kept: None,
+        detail: String::new(),
     }
 }
 

@@ -1,0 +1,115 @@
+//! Claims: a feature is worked on by one agent of one machine at a time. In a run
+//! on one machine a claim is a ref in the project that only one can create
+//! (`refs/baton/claims/<n>`); with `--remote` it is a claim commit pushed to the
+//! shared remote only if none is there, renewed while its session runs and
+//! expired when its machine stops renewing it ([`Remote`]). The coordinator goes
+//! through [`Claims`] alone and does not know which it has.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::remote::{CLAIMS, Remote};
+use crate::error::HarnessError;
+use crate::git::git;
+use crate::run::Reporter;
+
+/// Where a run's claims live.
+pub(super) trait Claims {
+    /// Claim feature `n` for a session that starts from the main branch's `tip`;
+    /// false when someone else holds it.
+    fn claim(&self, n: usize, tip: &str) -> Result<bool, HarnessError>;
+    /// Give feature `n` back (best effort: a claim left behind expires or is
+    /// dropped by the next run).
+    fn release(&self, n: usize);
+    /// The features claimed now, by anyone.
+    fn claimed(&self) -> Result<BTreeSet<usize>, HarnessError>;
+    /// At the start of a run: drop the claims nobody holds any more.
+    fn drop_stale(&self, reporter: &dyn Reporter) -> Result<(), HarnessError>;
+    /// How often the claims held must be renewed; `None`: never.
+    fn renew_every(&self) -> Option<Duration>;
+    /// Renew the claims held, saying which were lost meanwhile.
+    fn renew(&self, reporter: &dyn Reporter) -> Result<(), HarnessError>;
+}
+
+/// The claims of a run on one machine: refs in the project, which the run's lock
+/// keeps to one run at a time.
+pub(super) struct Local {
+    /// The project.
+    pub dir: PathBuf,
+}
+
+impl Claims for Local {
+    fn claim(&self, n: usize, tip: &str) -> Result<bool, HarnessError> {
+        // The empty old value: the ref must not exist yet.
+        git(&self.dir, &["update-ref", &format!("{CLAIMS}{n}"), tip, ""])?;
+        Ok(true)
+    }
+
+    fn release(&self, n: usize) {
+        let _ = git(&self.dir, &["update-ref", "-d", &format!("{CLAIMS}{n}")]);
+    }
+
+    /// Nobody else claims in this project while the run holds its lock; the
+    /// coordinator knows its own.
+    fn claimed(&self) -> Result<BTreeSet<usize>, HarnessError> {
+        Ok(BTreeSet::new())
+    }
+
+    /// Claims of a run that was killed are stale: this run holds the project.
+    fn drop_stale(&self, _reporter: &dyn Reporter) -> Result<(), HarnessError> {
+        for r in git(&self.dir, &["for-each-ref", "--format=%(refname)", CLAIMS])?
+            .lines()
+            .filter(|l| !l.is_empty())
+        {
+            git(&self.dir, &["update-ref", "-d", r])?;
+        }
+        Ok(())
+    }
+
+    fn renew_every(&self) -> Option<Duration> {
+        None
+    }
+
+    fn renew(&self, _reporter: &dyn Reporter) -> Result<(), HarnessError> {
+        Ok(())
+    }
+}
+
+impl Claims for Remote {
+    fn claim(&self, n: usize, _tip: &str) -> Result<bool, HarnessError> {
+        Remote::claim(self, &n.to_string())
+    }
+
+    fn release(&self, n: usize) {
+        Remote::release(self, &n.to_string());
+    }
+
+    fn claimed(&self) -> Result<BTreeSet<usize>, HarnessError> {
+        Ok(Remote::claimed(self)?
+            .iter()
+            .filter_map(|name| name.parse().ok())
+            .collect())
+    }
+
+    /// Claims whose machine stopped renewing them long ago are released.
+    fn drop_stale(&self, reporter: &dyn Reporter) -> Result<(), HarnessError> {
+        for name in self.expire()? {
+            reporter.line(&format!("claim of {name} expired on the remote; released"));
+        }
+        Ok(())
+    }
+
+    fn renew_every(&self) -> Option<Duration> {
+        Some(Remote::renew_every(self))
+    }
+
+    fn renew(&self, reporter: &dyn Reporter) -> Result<(), HarnessError> {
+        for name in Remote::renew(self)? {
+            reporter.line(&format!(
+                "the claim of {name} expired on the remote before its session ended; another machine may take it"
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,87 @@
+//! What the agents' threads tell the run's reporter: their lines, prefixed with
+//! the agent, and what each agent's session is doing now, for the live view.
+
+use crate::run::Reporter;
+
+/// An agent's lines, prefixed with it, straight to the run's reporter (from the
+/// coordinator's own task).
+pub(super) struct Prefixed<'a> {
+    pub agent: u32,
+    pub inner: &'a dyn Reporter,
+}
+
+impl Reporter for Prefixed<'_> {
+    fn line(&self, text: &str) {
+        self.inner.line(&format!("[agent {}] {text}", self.agent));
+    }
+}
+
+/// What an agent's thread tells the run's reporter.
+pub(super) enum Note {
+    /// A line, prefixed with the agent.
+    Line(String),
+    /// What the agent is doing now.
+    Status(u32, String),
+}
+
+impl Note {
+    /// Pass it on to `reporter`.
+    pub(super) fn tell(self, reporter: &dyn Reporter) {
+        match self {
+            Note::Line(l) => reporter.line(&l),
+            Note::Status(a, s) => reporter.agent_status(a, &s),
+        }
+    }
+}
+
+/// An agent's lines, sent to the run's reporter from the agent's thread.
+pub(super) struct Relay {
+    pub agent: u32,
+    pub notes: tokio::sync::mpsc::UnboundedSender<Note>,
+}
+
+impl Reporter for Relay {
+    fn line(&self, text: &str) {
+        let _ = self
+            .notes
+            .send(Note::Line(format!("[agent {}] {text}", self.agent)));
+    }
+}
+
+/// An agent's session as it goes, for the live view: turn, tokens, tool.
+pub(super) struct Watch {
+    pub agent: u32,
+    pub feature: usize,
+    pub notes: tokio::sync::mpsc::UnboundedSender<Note>,
+    /// Turns and tokens so far.
+    pub so_far: std::sync::Mutex<(u32, u64)>,
+}
+
+impl Watch {
+    pub(super) fn say(&self, tool: Option<&str>) {
+        let (turn, tokens) = self.so_far.lock().map(|g| *g).unwrap_or_default();
+        let tool = tool.map(|t| format!(" · {t}")).unwrap_or_default();
+        let _ = self.notes.send(Note::Status(
+            self.agent,
+            format!(
+                "#{} · turn {} · {} tokens{tool}",
+                self.feature,
+                turn + 1,
+                baton_records::human::count(tokens)
+            ),
+        ));
+    }
+}
+
+impl baton_agent::session::Observer for Watch {
+    fn tool_start(&self, name: &str, _input: &serde_json::Value) {
+        self.say(Some(name));
+    }
+
+    fn turn_end(&self, turn: u32, usage: &baton_records::Usage, _cost_usd: f64) {
+        if let Ok(mut g) = self.so_far.lock() {
+            *g = (turn, g.1 + usage.total());
+        }
+        self.say(None);
+    }
+}
