@@ -12,7 +12,7 @@ use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
 use baton_harness::parallel::{AgentParts, Parallel, Workspace};
-use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
+use baton_harness::run::{Backend, RunEnd, RunOptions, Runner, RunnerParts};
 use indicatif::ProgressDrawTarget;
 use tokio_util::sync::CancellationToken;
 
@@ -134,12 +134,110 @@ pub fn run_what(
     result
 }
 
+/// What `baton run` works with once the project and the model are checked.
+struct Prepared<'s> {
+    dir: PathBuf,
+    cfg: Config,
+    files: Files,
+    secrets: &'s crate::secrets::Secrets,
+    /// The agent CLI, when the provider is one.
+    cli: Option<baton_agent::cli_session::CliBackend>,
+    /// baton's own loop's model client, otherwise.
+    client: Option<ModelClient>,
+    prices: PriceTable,
+    budget: Option<f64>,
+    agents: u32,
+    view: Arc<RunView>,
+}
+
 fn run_locked(
     args: RunArgs,
     secrets: &crate::secrets::Secrets,
     dir: PathBuf,
     what: What,
 ) -> anyhow::Result<ExitCode> {
+    let p = prepare(&args, secrets, dir)?;
+    let runtime = crate::setup::runtime()?;
+    runtime.block_on(async {
+        stop_leftovers(&p.dir, &p.view).await;
+        let run_id = format!(
+            "{}-{}",
+            std::process::id(),
+            baton_agent::transcript::now_ms()
+        );
+        let processes = Arc::new(baton_tools::ProcessRegistry::recording(
+            p.dir.join(PROCESSES_FILE),
+            run_id.clone(),
+        ));
+        // The command policy and OS sandbox, as for `baton exec`, for the whole run.
+        let (tools, guard) =
+            crate::setup::guarded_tools(&p.dir, &p.cfg, Some(Arc::clone(&processes)))?;
+        if let Some(w) = &guard.warning {
+            p.view.println(&format!("baton: warning: {w}"));
+        }
+        if p.cfg.sandbox.enabled && !baton_policy::sandbox::kernel_binds() {
+            p.view.println(&format!(
+                "baton: warning: {}",
+                crate::doctor_cmd::BWRAP_MISSING
+            ));
+        }
+        let stop = CancellationToken::new();
+        on_ctrl_c(&p.view, stop.clone(), tools.context().cancel.clone());
+        if (p.agents > 1 || args.remote.is_some()) && matches!(what, What::Run) {
+            let main = AgentParts {
+                tools: tools.clone(),
+                policy: Box::new(guard.policy),
+                cli: p.cli.clone(),
+            };
+            return run_parallel(&p, &args, &run_id, &main, stop).await;
+        }
+        let runner = Runner::new(RunnerParts {
+            files: p.files.clone(),
+            cfg: p.cfg.clone(),
+            backend: Backend::choose(p.cli.clone(), p.client.as_ref())?,
+            prices: &p.prices,
+            policy: &guard.policy,
+            tools: tools.clone(),
+            reporter: &*p.view,
+        })
+        .with_observer(&*p.view)
+        .with_stop(stop)
+        .with_opts(run_options(&args));
+        enum Ended<'p> {
+            Run(Result<RunEnd, baton_harness::HarnessError>),
+            Plan(
+                &'p baton_harness::plan::Plan,
+                Result<baton_harness::plan::Planned, baton_harness::HarnessError>,
+            ),
+        }
+        let ended = match &what {
+            What::Run => Ended::Run(runner.run().await),
+            What::Plan(plan) => Ended::Plan(plan, runner.plan(plan).await),
+        };
+        let stopped = tools
+            .context()
+            .processes
+            .shutdown(Duration::from_secs(3))
+            .await;
+        if stopped > 0 {
+            p.view.println(&format!(
+                "baton: stopped {stopped} process group(s) started during the run"
+            ));
+        }
+        match ended {
+            Ended::Run(result) => finish(&p.view, &p.files, p.budget, result),
+            Ended::Plan(plan, planned) => planned_end(&p.view, &p.files, plan, planned),
+        }
+    })
+}
+
+/// The project, the flags and the model checked, and the live view made: what
+/// every `baton run` needs before its runtime starts.
+fn prepare<'s>(
+    args: &RunArgs,
+    secrets: &'s crate::secrets::Secrets,
+    dir: PathBuf,
+) -> anyhow::Result<Prepared<'s>> {
     let cfg = Config::load(&dir)?;
     if args.pause.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
         bail!("--pause must be a non-negative number of seconds");
@@ -177,26 +275,58 @@ fn run_locked(
     let prices = PriceTable::new(&cfg.prices);
     let budget = args.budget_usd.unwrap_or(cfg.run.budget_usd).max(0.0);
     let budget = (budget > 0.0).then_some(budget);
-    // A budget baton cannot count would never stop the run: refuse it up front.
     if let (Some(b), Some(client)) = (budget, &client) {
-        let model = &client.config().model;
-        let verifier = cfg
-            .verify
-            .agent
-            .then_some(cfg.verify.model.as_deref())
-            .flatten();
-        for m in std::iter::once(model.as_str()).chain(verifier) {
-            if prices.lookup(m).is_none() {
-                bail!(
-                    "a budget of ${b:.2} cannot be counted: model {m:?} has no price, so every session would cost $0 in baton's records. \
-                     Add its prices (USD per million tokens) to baton.toml:\n\n[prices.\"{m}\"]\ninput = 3.0\noutput = 15.0\n\n\
-                     or run without --budget-usd / [run] budget_usd"
-                );
-            }
-        }
+        refuse_unpriced_budget(b, &client.config().model, &cfg, &prices)?;
     }
     let files = Files::new(dir.clone(), cfg.project.clone());
-    let before = baton_harness::status::status(&files)?;
+    let view = live_view(args, &dir, &files, budget)?;
+    Ok(Prepared {
+        dir,
+        cfg,
+        files,
+        secrets,
+        cli,
+        client,
+        prices,
+        budget,
+        agents,
+        view,
+    })
+}
+
+/// A budget baton cannot count would never stop the run: refuse it up front.
+fn refuse_unpriced_budget(
+    b: f64,
+    model: &str,
+    cfg: &Config,
+    prices: &PriceTable,
+) -> anyhow::Result<()> {
+    let verifier = cfg
+        .verify
+        .agent
+        .then_some(cfg.verify.model.as_deref())
+        .flatten();
+    for m in std::iter::once(model).chain(verifier) {
+        if prices.lookup(m).is_none() {
+            bail!(
+                "a budget of ${b:.2} cannot be counted: model {m:?} has no price, so every session would cost $0 in baton's records. \
+                 Add its prices (USD per million tokens) to baton.toml:\n\n[prices.\"{m}\"]\ninput = 3.0\noutput = 15.0\n\n\
+                 or run without --budget-usd / [run] budget_usd"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The run's view: bars on a terminal, plain lines otherwise (or with
+/// `--quiet`), JSON events with `--json`; it starts from the project's standing.
+fn live_view(
+    args: &RunArgs,
+    dir: &Path,
+    files: &Files,
+    budget: Option<f64>,
+) -> anyhow::Result<Arc<RunView>> {
+    let before = baton_harness::status::status(files)?;
     let mode = if args.json {
         Mode::Json
     } else if args.quiet || !std::io::stderr().is_terminal() {
@@ -204,7 +334,7 @@ fn run_locked(
     } else {
         Mode::Bars
     };
-    let view = Arc::new(RunView::new(
+    Ok(Arc::new(RunView::new(
         mode,
         &Start {
             project: dir.display().to_string(),
@@ -216,140 +346,88 @@ fn run_locked(
         },
         ProgressDrawTarget::stderr(),
         Box::new(std::io::stdout()),
-    ));
-    let runtime = crate::setup::runtime()?;
-    runtime.block_on(async {
-        // Processes a crashed or killed run left behind (dev servers, long commands)
-        // are stopped before this run starts its own.
-        let record = dir.join(PROCESSES_FILE);
-        let mut left = 0;
-        for r in process_records(&dir) {
-            left += baton_tools::process::stop_leftovers(&r, Duration::from_secs(3)).await;
-        }
-        if left > 0 {
-            view.println(&format!(
-                "baton: stopped {left} process group(s) left running by an earlier run that did not end cleanly"
-            ));
-        }
-        let run_id = format!("{}-{}", std::process::id(), baton_agent::transcript::now_ms());
-        let processes = Arc::new(baton_tools::ProcessRegistry::recording(
-            record,
-            run_id.clone(),
+    )))
+}
+
+/// Processes a crashed or killed run left behind (dev servers, long commands)
+/// are stopped before this run starts its own.
+async fn stop_leftovers(dir: &Path, view: &RunView) {
+    let mut left = 0;
+    for r in process_records(dir) {
+        left += baton_tools::process::stop_leftovers(&r, Duration::from_secs(3)).await;
+    }
+    if left > 0 {
+        view.println(&format!(
+            "baton: stopped {left} process group(s) left running by an earlier run that did not end cleanly"
         ));
-        // The command policy and OS sandbox, as for `baton exec`, for the whole run.
-        let (tools, guard) = crate::setup::guarded_tools(&dir, &cfg, Some(Arc::clone(&processes)))?;
-        if let Some(w) = &guard.warning {
-            view.println(&format!("baton: warning: {w}"));
-        }
-        if cfg.sandbox.enabled && !baton_policy::sandbox::kernel_binds() {
-            view.println(&format!(
-                "baton: warning: {}",
-                crate::doctor_cmd::BWRAP_MISSING
-            ));
-        }
-        let hard = tools.context().cancel.clone();
-        let stop = CancellationToken::new();
-        let signal_stop = stop.clone();
-        let signal_view = Arc::clone(&view);
-        tokio::spawn(async move {
+    }
+}
+
+/// The first Ctrl-C cancels `stop` (the current tool call ends, then the run);
+/// a second cancels `hard` (running commands are killed).
+fn on_ctrl_c(view: &Arc<RunView>, stop: CancellationToken, hard: CancellationToken) {
+    let view = Arc::clone(view);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            view.stopping();
+            stop.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
-                signal_view.stopping();
-                signal_stop.cancel();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    signal_view.println("\nbaton: stopping now");
-                    hard.cancel();
-                }
+                view.println("\nbaton: stopping now");
+                hard.cancel();
             }
-        });
-        let policy = &guard.policy;
-        if (agents > 1 || args.remote.is_some()) && matches!(what, What::Run) {
-            let workspace = Copies {
-                cfg: &cfg,
-                main: &dir,
-                run_id: &run_id,
-                registries: std::sync::Mutex::default(),
-                cli: cli.is_some().then_some((
-                    secrets,
-                    args.provider.as_deref(),
-                    args.model.as_deref(),
-                )),
-            };
-            let main = AgentParts {
-                tools: tools.clone(),
-                policy: Box::new(guard.policy),
-                cli: cli.clone(),
-            };
-            let parallel = Parallel {
-                files: files.clone(),
-                cfg: cfg.clone(),
-                agents,
-                client: client.as_ref(),
-                prices: &prices,
-                workspace: &workspace,
-                main: &main,
-                reporter: &*view,
-                stop,
-                opts: run_options(&args),
-                remote: args.remote.clone(),
-            };
-            view.println(&format!(
-                "baton: {agents} agents, each in a working copy under {}",
-                dir.join(baton_records::layout::AGENTS).display()
-            ));
-            if let Some(w) = memory_warning(agents, cfg.browser.enabled, mem_available()) {
-                view.println(&format!("baton: warning: {w}"));
-            }
-            let result = parallel.run().await;
-            let stopped = workspace.shutdown().await;
-            if stopped > 0 {
-                view.println(&format!(
-                    "baton: stopped {stopped} process group(s) started during the run"
-                ));
-            }
-            return finish(&view, &files, budget, result);
         }
-        let runner = Runner {
-            files,
-            cfg,
-            backend: match (cli, &client) {
-                (Some(cli), _) => Backend::Cli(cli),
-                (None, Some(client)) => Backend::Loop(client),
-                (None, None) => bail!("no model client"),
-            },
-            prices: &prices,
-            policy,
-            observer: &*view,
-            reporter: &*view,
-            tools: tools.clone(),
-            stop,
-            opts: run_options(&args),
-        };
-        enum Ended<'p> {
-            Run(Result<RunEnd, baton_harness::HarnessError>),
-            Plan(
-                &'p baton_harness::plan::Plan,
-                Result<baton_harness::plan::Planned, baton_harness::HarnessError>,
-            ),
-        }
-        let ended = match &what {
-            What::Run => Ended::Run(runner.run().await),
-            What::Plan(plan) => Ended::Plan(plan, runner.plan(plan).await),
-        };
-        let stopped = tools
-            .context()
-            .processes
-            .shutdown(Duration::from_secs(3))
-            .await;
-        if stopped > 0 {
-            view.println(&format!(
-                "baton: stopped {stopped} process group(s) started during the run"
-            ));
-        }
-        match ended {
-            Ended::Run(result) => finish(&view, &runner.files, budget, result),
-            Ended::Plan(plan, planned) => planned_end(&view, &runner.files, plan, planned),
-        }
-    })
+    });
+}
+
+/// `baton run --agents N` (or `--remote`): the agents in working copies of
+/// their own, `main` the project's own parts (its initializer's session).
+async fn run_parallel(
+    p: &Prepared<'_>,
+    args: &RunArgs,
+    run_id: &str,
+    main: &AgentParts,
+    stop: CancellationToken,
+) -> anyhow::Result<ExitCode> {
+    let workspace = Copies {
+        cfg: &p.cfg,
+        main: &p.dir,
+        run_id,
+        registries: std::sync::Mutex::default(),
+        cli: p.cli.is_some().then_some((
+            p.secrets,
+            args.provider.as_deref(),
+            args.model.as_deref(),
+        )),
+    };
+    let parallel = Parallel {
+        files: p.files.clone(),
+        cfg: p.cfg.clone(),
+        agents: p.agents,
+        client: p.client.as_ref(),
+        prices: &p.prices,
+        workspace: &workspace,
+        main,
+        reporter: &*p.view,
+        stop,
+        opts: run_options(args),
+        remote: args.remote.clone(),
+    };
+    p.view.println(&format!(
+        "baton: {} agents, each in a working copy under {}",
+        p.agents,
+        p.dir.join(baton_records::layout::AGENTS).display()
+    ));
+    if let Some(w) = memory_warning(p.agents, p.cfg.browser.enabled, mem_available()) {
+        p.view.println(&format!("baton: warning: {w}"));
+    }
+    let result = parallel.run().await;
+    let stopped = workspace.shutdown().await;
+    if stopped > 0 {
+        p.view.println(&format!(
+            "baton: stopped {stopped} process group(s) started during the run"
+        ));
+    }
+    finish(&p.view, &p.files, p.budget, result)
 }
 
 /// Say what a planner session did, and give the exit code.

@@ -62,6 +62,9 @@ pub(crate) struct RunLimits {
     pub(crate) max_hours: f64,
     /// When the run started.
     pub(crate) started: Instant,
+    /// The stall rule's limit: coding sessions in a row without a newly passing
+    /// feature (0: none). `stall_sessions` for each agent working at once.
+    pub(crate) stall: u32,
 }
 
 impl RunLimits {
@@ -71,7 +74,40 @@ impl RunLimits {
             budget: opts.budget_usd.unwrap_or(cfg.run.budget_usd),
             max_hours: opts.max_hours.unwrap_or(cfg.run.max_hours),
             started: Instant::now(),
+            stall: cfg.run.stall_sessions,
         }
+    }
+
+    /// The run's stop rule, one for one agent and for N, judged before a session
+    /// is handed out: every feature passes; Ctrl-C; nothing left to hand out but
+    /// blocked features (once no session is under way: `idle`); a limit reached
+    /// after `sessions` sessions of the run; the stall count at its limit. `list`
+    /// is `None` before the initializer's list is accepted.
+    pub(crate) fn stop_rule(
+        &self,
+        list: Option<&FeatureList>,
+        state: &State,
+        sessions: u32,
+        idle: bool,
+        cancelled: bool,
+    ) -> Option<RunEnd> {
+        if list.is_some_and(FeatureList::all_pass) {
+            return Some(RunEnd::Complete);
+        }
+        if cancelled {
+            return Some(RunEnd::Interrupted);
+        }
+        if let Some(list) = list
+            && idle
+            && queue::order(list, state).is_empty()
+        {
+            return Some(RunEnd::CompleteExceptBlocked(queue::blocked(list, state)));
+        }
+        if let Some(l) = self.reached(sessions, state.total_cost()) {
+            return Some(RunEnd::Limit(l));
+        }
+        (list.is_some() && self.stall > 0 && state.stalled >= self.stall)
+            .then_some(RunEnd::Stalled(state.stalled))
     }
 
     /// The limit reached, in words, after `sessions` sessions of the run with
@@ -144,6 +180,23 @@ pub enum Backend<'a> {
     Cli(CliBackend),
 }
 
+impl<'a> Backend<'a> {
+    /// The one place the backend is chosen: the agent CLI when the provider is
+    /// one (`cli`), else baton's own loop with `client`.
+    pub fn choose(
+        cli: Option<CliBackend>,
+        client: Option<&'a ModelClient>,
+    ) -> Result<Self, HarnessError> {
+        match (cli, client) {
+            (Some(cli), _) => Ok(Backend::Cli(cli)),
+            (None, Some(c)) => Ok(Backend::Loop(c)),
+            (None, None) => Err(HarnessError::Input(
+                "neither a model client nor an agent CLI to run sessions with".into(),
+            )),
+        }
+    }
+}
+
 /// One `baton run` over a project.
 pub struct Runner<'a> {
     /// Project files.
@@ -173,6 +226,64 @@ struct Finished {
     error: Option<AgentError>,
     /// Features the session declared blocked, with the reasons.
     blocks: Vec<(usize, String)>,
+}
+
+/// What every runner needs; the rest has defaults ([`Runner::new`]).
+pub struct RunnerParts<'a> {
+    /// Project files.
+    pub files: Files,
+    /// Settings.
+    pub cfg: Config,
+    /// What runs the sessions ([`Backend::choose`]).
+    pub backend: Backend<'a>,
+    /// Prices.
+    pub prices: &'a PriceTable,
+    /// The command policy.
+    pub policy: &'a dyn ToolGate,
+    /// The tools.
+    pub tools: Toolbox,
+    /// Run-level lines.
+    pub reporter: &'a dyn Reporter,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner of `parts`, observed by nobody, stopped by nothing, with the
+    /// limits of `baton.toml`; the `with_` methods change those.
+    pub fn new(parts: RunnerParts<'a>) -> Self {
+        Self {
+            files: parts.files,
+            cfg: parts.cfg,
+            backend: parts.backend,
+            prices: parts.prices,
+            policy: parts.policy,
+            observer: &baton_agent::session::Quiet,
+            reporter: parts.reporter,
+            tools: parts.tools,
+            stop: CancellationToken::new(),
+            opts: RunOptions::default(),
+        }
+    }
+
+    /// Sessions shown to `observer` as they go.
+    #[must_use]
+    pub fn with_observer(mut self, observer: &'a dyn Observer) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// Stopped (after the current tool call) when `stop` is cancelled.
+    #[must_use]
+    pub fn with_stop(mut self, stop: CancellationToken) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// The command line's limits and options.
+    #[must_use]
+    pub fn with_opts(mut self, opts: RunOptions) -> Self {
+        self.opts = opts;
+        self
+    }
 }
 
 impl Runner<'_> {
@@ -282,23 +393,14 @@ impl Runner<'_> {
             ));
         }
         loop {
-            if let Some(list) = &accepted {
-                if list.all_pass() {
-                    return Ok(RunEnd::Complete);
-                }
-                if queue::order(list, &state).is_empty() {
-                    return Ok(RunEnd::CompleteExceptBlocked(queue::blocked(list, &state)));
-                }
-            }
-            if self.stop.is_cancelled() {
-                return Ok(RunEnd::Interrupted);
-            }
-            if let Some(l) = limits.reached(this_run, state.total_cost()) {
-                return Ok(RunEnd::Limit(l));
-            }
-            let stall_limit = self.cfg.run.stall_sessions;
-            if accepted.is_some() && stall_limit > 0 && state.stalled >= stall_limit {
-                return Ok(RunEnd::Stalled(state.stalled));
+            if let Some(end) = limits.stop_rule(
+                accepted.as_ref(),
+                &state,
+                this_run,
+                true,
+                self.stop.is_cancelled(),
+            ) {
+                return Ok(end);
             }
             if this_run > 0 && !pause.is_zero() {
                 tokio::select! {

@@ -10,9 +10,8 @@ use baton_records::{FeatureList, State, layout};
 use super::relay::{Note, Relay, Watch};
 use super::{AgentParts, Parallel, agent_env, merge};
 use crate::error::HarnessError;
-use crate::files::Files;
 use crate::git::{self, git};
-use crate::run::{RunEnd, RunOptions, Runner};
+use crate::run::{RunEnd, RunOptions};
 
 /// An agent of the run.
 pub(super) struct Agent {
@@ -164,22 +163,12 @@ impl Parallel<'_> {
                             skip_sweep: true,
                             ..base.clone()
                         };
-                        let backend = parts.backend(client.as_ref())?;
-                        rt.block_on(
-                            Runner {
-                                files: Files::new(dir.clone(), cfg.project.clone()),
-                                cfg: cfg.clone(),
-                                backend,
-                                prices: &prices,
-                                policy: &*parts.policy,
-                                observer: &watch,
-                                reporter: &relay,
-                                tools: parts.tools.clone(),
-                                stop: stop.clone(),
-                                opts,
-                            }
-                            .run(),
-                        )
+                        let runner = parts
+                            .runner(&cfg, &dir, client.as_ref(), &prices, &relay)?
+                            .with_observer(&watch)
+                            .with_stop(stop.clone())
+                            .with_opts(opts);
+                        rt.block_on(runner.run())
                     };
                     let end = session();
                     // The branch goes into the project from here, not from the

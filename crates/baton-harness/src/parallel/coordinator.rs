@@ -194,12 +194,12 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             let busy = self.running
                 + self.ended_features.len()
                 + self.batch.as_ref().map_or(0, |b| b.features.len());
-            let reason = self.run.stop_condition(
-                &look.list,
+            let reason = self.limits.stop_rule(
+                Some(&look.list),
                 &look.state,
-                &self.limits,
                 self.handed,
                 busy == 0,
+                self.run.stop.is_cancelled(),
             );
             if reason.is_none() && self.failed.is_none() {
                 self.hand_out(&mut look)?;

@@ -26,8 +26,8 @@
 //!
 //! Where things are:
 //! - `coordinator.rs`: the run's state machine: hand-outs, sessions ending,
-//!   batches settling, claims renewed; the stop conditions are judged here
-//!   (`Parallel::stop_condition`) for one agent and for N alike.
+//!   batches settling, claims renewed; the stop rule is a run of one's
+//!   (`RunLimits::stop_rule`), with the stall limit scaled by the agents.
 //! - `claims.rs`: claims behind one trait, in the project or on a remote.
 //! - `agents.rs`: each agent's working copy and thread, and what its copy starts from.
 //! - `merge.rs`: integrating branches into the main branch (merge, sweep, advance).
@@ -40,16 +40,14 @@ use std::time::Duration;
 
 use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
-use baton_agent::session::Quiet;
 use baton_config::Config;
-use baton_records::{FeatureList, SessionKind, State};
+use baton_records::{SessionKind, State};
 use baton_tools::{ToolGate, Toolbox};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::HarnessError;
 use crate::files::Files;
-use crate::queue;
-use crate::run::{Backend, Reporter, RunEnd, RunLimits, RunOptions, Runner};
+use crate::run::{Backend, Reporter, RunEnd, RunLimits, RunOptions, Runner, RunnerParts};
 
 mod agents;
 mod claims;
@@ -91,13 +89,27 @@ impl AgentParts {
     /// The backend sessions in this copy run on: its agent CLI, else baton's own
     /// loop with `client`.
     fn backend<'c>(&self, client: Option<&'c ModelClient>) -> Result<Backend<'c>, HarnessError> {
-        match (&self.cli, client) {
-            (Some(cli), _) => Ok(Backend::Cli(cli.clone())),
-            (None, Some(c)) => Ok(Backend::Loop(c)),
-            (None, None) => Err(HarnessError::Input(
-                "neither a model client nor an agent CLI to run sessions with".into(),
-            )),
-        }
+        Backend::choose(self.cli.clone(), client)
+    }
+
+    /// A runner in the working copy `dir` with these parts.
+    fn runner<'b>(
+        &'b self,
+        cfg: &Config,
+        dir: &Path,
+        client: Option<&'b ModelClient>,
+        prices: &'b PriceTable,
+        reporter: &'b dyn Reporter,
+    ) -> Result<Runner<'b>, HarnessError> {
+        Ok(Runner::new(RunnerParts {
+            files: Files::new(dir.to_path_buf(), cfg.project.clone()),
+            cfg: cfg.clone(),
+            backend: self.backend(client)?,
+            prices,
+            policy: &*self.policy,
+            tools: self.tools.clone(),
+            reporter,
+        }))
     }
 }
 
@@ -169,18 +181,10 @@ impl Parallel<'_> {
         opts: RunOptions,
         stop: CancellationToken,
     ) -> Result<Runner<'b>, HarnessError> {
-        Ok(Runner {
-            files: Files::new(dir.to_path_buf(), self.cfg.project.clone()),
-            cfg: self.cfg.clone(),
-            backend: parts.backend(self.client)?,
-            prices: self.prices,
-            policy: &*parts.policy,
-            observer: &Quiet,
-            reporter,
-            tools: parts.tools.clone(),
-            stop,
-            opts,
-        })
+        Ok(parts
+            .runner(&self.cfg, dir, self.client, self.prices, reporter)?
+            .with_opts(opts)
+            .with_stop(stop))
     }
 
     /// Run the agents until every feature passes or a stop condition holds: the
@@ -279,6 +283,7 @@ impl Parallel<'_> {
     fn limits(&self) -> Result<RunLimits, HarnessError> {
         let main = &self.files.dir;
         let mut limits = RunLimits::new(&self.opts, &self.cfg);
+        limits.stall = self.stall_limit();
         let mut state = State::load(main)?;
         match self.opts.budget_usd {
             Some(b) if state.budget_usd != Some(b) => {
@@ -347,31 +352,6 @@ impl Parallel<'_> {
             && !state.list_covered
             && state.append_failures < baton_records::state::APPEND_ATTEMPTS
             && list.features.len() < self.files.names.features as usize)
-    }
-
-    /// The run's stop conditions, checked before work is handed out.
-    fn stop_condition(
-        &self,
-        list: &FeatureList,
-        state: &State,
-        limits: &RunLimits,
-        handed: u32,
-        idle: bool,
-    ) -> Option<RunEnd> {
-        if list.all_pass() {
-            return Some(RunEnd::Complete);
-        }
-        if self.stop.is_cancelled() {
-            return Some(RunEnd::Interrupted);
-        }
-        if idle && queue::order(list, state).is_empty() {
-            return Some(RunEnd::CompleteExceptBlocked(queue::blocked(list, state)));
-        }
-        if let Some(l) = limits.reached(handed, state.total_cost()) {
-            return Some(RunEnd::Limit(l));
-        }
-        let stall = self.stall_limit();
-        (stall > 0 && state.stalled >= stall).then_some(RunEnd::Stalled(state.stalled))
     }
 
     /// The stall rule's limit (0: none): coding sessions in a row, in the order
