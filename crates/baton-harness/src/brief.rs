@@ -58,7 +58,7 @@ const REFUSALS_SHOWN: usize = 3;
 /// Bytes of the notes' "Project facts" section shown at most.
 const FACTS_BYTES: usize = 1_500;
 
-/// The brief for session `number`, with `extras`.
+/// The brief for session `number`, with `extras`: one section after another.
 pub fn brief_with(
     files: &Files,
     list: &FeatureList,
@@ -68,6 +68,21 @@ pub fn brief_with(
     extras: &Extras,
 ) -> String {
     let mut b = String::new();
+    header(&mut b, files, list, number, extras);
+    running_now(&mut b, &extras.running);
+    last_session(&mut b, files, state);
+    if let Some(run) = sweep {
+        sweep_found(&mut b, files, run);
+    }
+    next_features(&mut b, list, state);
+    set_aside(&mut b, list, state);
+    recent_commits(&mut b, files);
+    progress_notes(&mut b, files);
+    b
+}
+
+/// Where the project stands: passing features, categories, file names, turns.
+fn header(b: &mut String, files: &Files, list: &FeatureList, number: u32, extras: &Extras) {
     let total = list.features.len();
     let _ = writeln!(b, "# Brief from baton (session {number})\n");
     let _ = writeln!(b, "Project directory: {}", files.dir.display());
@@ -90,12 +105,16 @@ pub fn brief_with(
             extras.max_turns
         );
     }
-    if !extras.running.is_empty() {
+}
+
+/// Processes the run started that still run (dev servers), with their ports.
+fn running_now(b: &mut String, running: &[Running]) {
+    if !running.is_empty() {
         let _ = writeln!(
             b,
             "\n## Running now (started by earlier sessions of this run)"
         );
-        for r in extras.running.iter().take(RUNNING_SHOWN) {
+        for r in running.iter().take(RUNNING_SHOWN) {
             let ports = if r.ports.is_empty() {
                 String::new()
             } else {
@@ -120,226 +139,237 @@ pub fn brief_with(
                 cut(&one_line(&r.command), 100)
             );
         }
-        if extras.running.len() > RUNNING_SHOWN {
-            let _ = writeln!(b, "- … and {} more", extras.running.len() - RUNNING_SHOWN);
+        if running.len() > RUNNING_SHOWN {
+            let _ = writeln!(b, "- … and {} more", running.len() - RUNNING_SHOWN);
         }
     }
+}
 
+/// What baton found after the last session: how it ended, what its gates did.
+fn last_session(b: &mut String, files: &Files, state: &State) {
     let _ = writeln!(b, "\n## After the last session, baton found");
-    match state.sessions.last() {
-        None => {
+    let Some(last) = state.sessions.last() else {
+        let _ = writeln!(
+            b,
+            "- Nothing yet: this is the first session of this record."
+        );
+        return;
+    };
+    let _ = writeln!(
+        b,
+        "- Session {} ({}) ended: {}.",
+        last.number,
+        last.kind.name(),
+        last.outcome
+    );
+    match last.outcome {
+        SessionOutcome::ContextFull => {
             let _ = writeln!(
                 b,
-                "- Nothing yet: this is the first session of this record."
+                "- It filled its context window and was told to wrap up: read the end of its notes and its last commit, and finish anything it left half-done first."
             );
         }
-        Some(last) => {
-            let g = &last.gates;
+        SessionOutcome::UsageLimit => {
             let _ = writeln!(
                 b,
-                "- Session {} ({}) ended: {}.",
-                last.number,
-                last.kind.name(),
-                last.outcome
+                "- The provider's usage limit stopped it; baton waited for the reset. Carry on where it left off."
             );
-            match last.outcome {
-                SessionOutcome::ContextFull => {
-                    let _ = writeln!(
-                        b,
-                        "- It filled its context window and was told to wrap up: read the end of its notes and its last commit, and finish anything it left half-done first."
-                    );
-                }
-                SessionOutcome::UsageLimit => {
-                    let _ = writeln!(
-                        b,
-                        "- The provider's usage limit stopped it; baton waited for the reset. Carry on where it left off."
-                    );
-                }
-                o if o.cut_off() => {
-                    let _ = writeln!(
-                        b,
-                        "- It was cut off before it finished: check for half-done work first."
-                    );
-                }
-                _ => {}
-            }
-            if g.flipped.is_empty() {
-                let _ = writeln!(b, "- No feature newly passing.");
+        }
+        o if o.cut_off() => {
+            let _ = writeln!(
+                b,
+                "- It was cut off before it finished: check for half-done work first."
+            );
+        }
+        _ => {}
+    }
+    gate_findings(b, files, &last.gates);
+    let said = crate::summary::summarize(&files.dir, last.number);
+    refusals(b, last.gates.refusals, &said.refused);
+    if !said.final_text.trim().is_empty() {
+        let _ = writeln!(
+            b,
+            "- Its last words: \"{}\"",
+            cut(&one_line(&said.final_text), 300)
+        );
+    }
+}
+
+/// The last session's gates: flips, set-backs, violations undone, proof,
+/// leftovers, notes.
+fn gate_findings(b: &mut String, files: &Files, g: &baton_records::GateReport) {
+    if g.flipped.is_empty() {
+        let _ = writeln!(b, "- No feature newly passing.");
+    } else {
+        let _ = writeln!(b, "- Newly passing: {}.", nums(&g.flipped));
+    }
+    if !g.unflipped.is_empty() {
+        let _ = writeln!(b, "- Set back to failing: {}.", nums(&g.unflipped));
+    }
+    for v in &g.violations {
+        let _ = writeln!(
+            b,
+            "- VIOLATION, undone by baton: {v}. Only \"passes\" may change in {}.",
+            files.names.feature_list
+        );
+    }
+    for v in &g.boundary {
+        let _ = writeln!(
+            b,
+            "- VIOLATION, undone by baton: {v}. git's config, hooks and info files and baton.toml are baton's; nothing in a session may change them."
+        );
+    }
+    for f in &g.verify_failed {
+        let _ = writeln!(
+            b,
+            "- The flip of #{} was REVERTED: its verify command `{}` failed: {}",
+            f.feature,
+            cut(&f.command, 100),
+            cut(&one_line(&f.reason), 300)
+        );
+    }
+    if !g.verified.is_empty() {
+        let _ = writeln!(
+            b,
+            "- Confirmed by their verify commands: {}.",
+            nums(&g.verified)
+        );
+    }
+    for (n, why) in &g.verifier_rejected {
+        let _ = writeln!(
+            b,
+            "- The independent verifier REJECTED #{n} and its flip was reverted: {}",
+            cut(&one_line(why), 300)
+        );
+    }
+    if let Some(r) = &g.rewound {
+        let _ = writeln!(
+            b,
+            "- VIOLATION, undone by baton: {}. Never rewrite or throw away history (no git reset to an earlier commit, rebase, amend): check that the work of the dropped commits is still in the tree.",
+            cut(&one_line(r), 300)
+        );
+    }
+    for n in &g.vacuous {
+        let _ = writeln!(
+            b,
+            "- #{n}'s verify command already passed before the last session's work, so it proves nothing about that work."
+        );
+    }
+    for (n, why) in &g.unproven {
+        let _ = writeln!(
+            b,
+            "- The flip of #{n} was REVERTED because nothing proved it: {}.",
+            cut(&one_line(why), 300)
+        );
+    }
+    if !g.left_out.is_empty() {
+        let _ = writeln!(
+            b,
+            "- baton did not commit these leftovers (dependencies, logs, data, build output, big files; add them to .gitignore): {}",
+            cut(&g.left_out.join(", "), 300)
+        );
+    }
+    if !g.leftover_files.is_empty() {
+        let shown: Vec<&str> = g
+            .leftover_files
+            .iter()
+            .take(8)
+            .map(String::as_str)
+            .collect();
+        let _ = writeln!(
+            b,
+            "- The session left uncommitted work; baton committed it as {}: {}{}. Check it is complete and working.",
+            g.leftover_commit
+                .as_deref()
+                .map_or("a labelled commit", |c| &c[..c.len().min(9)]),
+            shown.join(", "),
+            if g.leftover_files.len() > shown.len() {
+                ", …"
             } else {
-                let _ = writeln!(b, "- Newly passing: {}.", nums(&g.flipped));
+                ""
             }
-            if !g.unflipped.is_empty() {
-                let _ = writeln!(b, "- Set back to failing: {}.", nums(&g.unflipped));
-            }
-            for v in &g.violations {
-                let _ = writeln!(
-                    b,
-                    "- VIOLATION, undone by baton: {v}. Only \"passes\" may change in {}.",
-                    files.names.feature_list
-                );
-            }
-            for v in &g.boundary {
-                let _ = writeln!(
-                    b,
-                    "- VIOLATION, undone by baton: {v}. git's config, hooks and info files and baton.toml are baton's; nothing in a session may change them."
-                );
-            }
-            for f in &g.verify_failed {
-                let _ = writeln!(
-                    b,
-                    "- The flip of #{} was REVERTED: its verify command `{}` failed: {}",
-                    f.feature,
-                    cut(&f.command, 100),
-                    cut(&one_line(&f.reason), 300)
-                );
-            }
-            if !g.verified.is_empty() {
-                let _ = writeln!(
-                    b,
-                    "- Confirmed by their verify commands: {}.",
-                    nums(&g.verified)
-                );
-            }
-            for (n, why) in &g.verifier_rejected {
-                let _ = writeln!(
-                    b,
-                    "- The independent verifier REJECTED #{n} and its flip was reverted: {}",
-                    cut(&one_line(why), 300)
-                );
-            }
-            if let Some(r) = &g.rewound {
-                let _ = writeln!(
-                    b,
-                    "- VIOLATION, undone by baton: {}. Never rewrite or throw away history (no git reset to an earlier commit, rebase, amend): check that the work of the dropped commits is still in the tree.",
-                    cut(&one_line(r), 300)
-                );
-            }
-            for n in &g.vacuous {
-                let _ = writeln!(
-                    b,
-                    "- #{n}'s verify command already passed before the last session's work, so it proves nothing about that work."
-                );
-            }
-            for (n, why) in &g.unproven {
-                let _ = writeln!(
-                    b,
-                    "- The flip of #{n} was REVERTED because nothing proved it: {}.",
-                    cut(&one_line(why), 300)
-                );
-            }
-            if !g.left_out.is_empty() {
-                let _ = writeln!(
-                    b,
-                    "- baton did not commit these leftovers (dependencies, logs, data, build output, big files; add them to .gitignore): {}",
-                    cut(&g.left_out.join(", "), 300)
-                );
-            }
-            if !g.leftover_files.is_empty() {
-                let shown: Vec<&str> = g
-                    .leftover_files
-                    .iter()
-                    .take(8)
-                    .map(String::as_str)
-                    .collect();
-                let _ = writeln!(
-                    b,
-                    "- The session left uncommitted work; baton committed it as {}: {}{}. Check it is complete and working.",
-                    g.leftover_commit
-                        .as_deref()
-                        .map_or("a labelled commit", |c| &c[..c.len().min(9)]),
-                    shown.join(", "),
-                    if g.leftover_files.len() > shown.len() {
-                        ", …"
-                    } else {
-                        ""
-                    }
-                );
-            }
-            if !g.notes_updated {
-                let _ = writeln!(
-                    b,
-                    "- The progress notes were not updated. Write them this time."
-                );
-            }
-            let last_session = crate::summary::summarize(&files.dir, last.number);
-            if g.refusals > 0 {
-                let _ = writeln!(
-                    b,
-                    "- {} tool call(s) were refused by baton's policy{}",
-                    g.refusals,
-                    if last_session.refused.is_empty() {
-                        "."
-                    } else {
-                        ":"
-                    }
-                );
-                for (what, why) in last_session.refused.iter().take(REFUSALS_SHOWN) {
-                    // The policy's reasons name the refused part first (`part`: why).
-                    if why.starts_with('`') {
-                        let _ = writeln!(b, "  - {}", cut(&one_line(why), 240));
-                    } else {
-                        let _ = writeln!(
-                            b,
-                            "  - `{}`: {}",
-                            cut(&one_line(what), 80),
-                            cut(&one_line(why), 200)
-                        );
-                    }
-                }
-            }
-            if !last_session.final_text.trim().is_empty() {
-                let _ = writeln!(
-                    b,
-                    "- Its last words: \"{}\"",
-                    cut(&one_line(&last_session.final_text), 300)
-                );
-            }
-        }
+        );
     }
+    if !g.notes_updated {
+        let _ = writeln!(
+            b,
+            "- The progress notes were not updated. Write them this time."
+        );
+    }
+}
 
-    if let Some(run) = sweep {
-        let _ = writeln!(b, "\n## Regression sweep baton ran just now");
-        if let Some(e) = &run.init_error {
+/// The last session's calls the policy refused (up to [`REFUSALS_SHOWN`]).
+fn refusals(b: &mut String, count: u32, refused: &[(String, String)]) {
+    if count == 0 {
+        return;
+    }
+    let _ = writeln!(
+        b,
+        "- {count} tool call(s) were refused by baton's policy{}",
+        if refused.is_empty() { "." } else { ":" }
+    );
+    for (what, why) in refused.iter().take(REFUSALS_SHOWN) {
+        // The policy's reasons name the refused part first (`part`: why).
+        if why.starts_with('`') {
+            let _ = writeln!(b, "  - {}", cut(&one_line(why), 240));
+        } else {
             let _ = writeln!(
                 b,
-                "- ./{} failed: {}",
-                files.names.init_script,
-                cut(&one_line(e), 300)
-            );
-        }
-        if let Some(said) = &run.init_output {
-            let _ = writeln!(
-                b,
-                "- ./{} ran first and ended with: {}",
-                files.names.init_script,
-                cut(&one_line(said), 300)
-            );
-        }
-        if run.failed.is_empty() {
-            let _ = writeln!(
-                b,
-                "- {} passing feature(s) re-checked with their verify commands: all still pass.",
-                run.passed.len()
-            );
-        }
-        for f in &run.failed {
-            let _ = writeln!(
-                b,
-                "- #{} BROKE and was set back to failing: `{}` failed: {}. Fix it first.",
-                f.feature,
-                cut(&f.command, 100),
-                cut(&one_line(&f.reason), 300)
-            );
-        }
-        if !run.skipped.is_empty() {
-            let _ = writeln!(
-                b,
-                "- {} check(s) not run: the sweep's time box ran out.",
-                run.skipped.len()
+                "  - `{}`: {}",
+                cut(&one_line(what), 80),
+                cut(&one_line(why), 200)
             );
         }
     }
+}
 
+/// The regression sweep baton ran before this session.
+fn sweep_found(b: &mut String, files: &Files, run: &CheckRun) {
+    let _ = writeln!(b, "\n## Regression sweep baton ran just now");
+    if let Some(e) = &run.init_error {
+        let _ = writeln!(
+            b,
+            "- ./{} failed: {}",
+            files.names.init_script,
+            cut(&one_line(e), 300)
+        );
+    }
+    if let Some(said) = &run.init_output {
+        let _ = writeln!(
+            b,
+            "- ./{} ran first and ended with: {}",
+            files.names.init_script,
+            cut(&one_line(said), 300)
+        );
+    }
+    if run.failed.is_empty() {
+        let _ = writeln!(
+            b,
+            "- {} passing feature(s) re-checked with their verify commands: all still pass.",
+            run.passed.len()
+        );
+    }
+    for f in &run.failed {
+        let _ = writeln!(
+            b,
+            "- #{} BROKE and was set back to failing: `{}` failed: {}. Fix it first.",
+            f.feature,
+            cut(&f.command, 100),
+            cut(&one_line(&f.reason), 300)
+        );
+    }
+    if !run.skipped.is_empty() {
+        let _ = writeln!(
+            b,
+            "- {} check(s) not run: the sweep's time box ran out.",
+            run.skipped.len()
+        );
+    }
+}
+
+/// The feature to take (the claimed one in a parallel run), with its steps,
+/// verify command and earlier attempts, and the next few after it.
+fn next_features(b: &mut String, list: &FeatureList, state: &State) {
     if state.claim.is_some() {
         let _ = writeln!(
             b,
@@ -412,8 +442,10 @@ pub fn brief_with(
             );
         }
     }
-    set_aside(&mut b, list, state);
+}
 
+/// The last 20 commits.
+fn recent_commits(b: &mut String, files: &Files) {
     let _ = writeln!(b, "\n## Recent commits (git log --oneline -20)");
     let log = git::log_oneline(&files.dir, 20);
     b.push_str(if log.trim().is_empty() {
@@ -421,7 +453,10 @@ pub fn brief_with(
     } else {
         &log
     });
+}
 
+/// The notes' "Project facts" section, and the end of the progress notes.
+fn progress_notes(b: &mut String, files: &Files) {
     let mut notes = files.read_notes();
     if let Some((facts, rest)) = project_facts(&notes) {
         let _ = writeln!(b, "\n## Project facts (from {})", files.names.progress);
@@ -443,7 +478,6 @@ pub fn brief_with(
         }
         let _ = writeln!(b, "{tail}");
     }
-    b
 }
 
 /// The notes' "Project facts" section (a heading containing "project facts", up to
