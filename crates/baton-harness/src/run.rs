@@ -221,6 +221,15 @@ pub struct Runner<'a> {
     pub opts: RunOptions,
 }
 
+/// The waits of a run for an agent CLI's usage limit to reset.
+#[derive(Default)]
+struct Waits {
+    /// Waited in all.
+    waited: Duration,
+    /// Waits of a limit that named no reset (their delays double).
+    probes: u32,
+}
+
 struct Finished {
     record: SessionRecord,
     error: Option<AgentError>,
@@ -326,18 +335,19 @@ impl Runner<'_> {
         end
     }
 
-    async fn run_sessions(&self, block: &BlockTool) -> Result<RunEnd, HarnessError> {
+    /// The project as a run finds it: its own repository (even inside another
+    /// one, whose history the sessions' commits must never reach), baton's
+    /// snapshot of what the agent may not change, the record (with a budget given
+    /// on the command line, which is the project's from now on), the list baton
+    /// goes by, and a session a killed run left unfinished finished.
+    async fn open_project(&self) -> Result<(Snapshot, State, Option<FeatureList>), HarnessError> {
         let dir = &self.files.dir;
-        // The project is a repository of its own, even inside another one (whose
-        // history the sessions' commits must never reach); `is_top` asks git only
-        // when there is no `.git`.
+        // `is_top` asks git only when there is no `.git`.
         if !git::is_top(dir) {
             git::git(dir, &["init", "-q"])?;
         }
         let snap = self.guard_start()?;
         let mut state = State::load(dir)?;
-        // A budget given on the command line is the project's from now on, for
-        // `baton status` and the report too.
         if let Some(b) = self.opts.budget_usd
             && state.budget_usd != Some(b)
         {
@@ -362,6 +372,49 @@ impl Runner<'_> {
         if let Some(list) = &accepted {
             self.refuse_unaccepted_edit(list)?;
         }
+        Ok((snap, state, accepted))
+    }
+
+    /// An agent CLI's usage limit: wait for its reset between sessions, unless
+    /// that is beyond `[run] max_wait_hours` (all waits of the run together) or
+    /// `--max-hours` (`deadline`), which end the run as a limit; Ctrl-C while
+    /// waiting ends it interrupted. `None`: waited, go on.
+    async fn wait_out_usage_limit(
+        &self,
+        state: &mut State,
+        message: &str,
+        reset_in: Option<Duration>,
+        waits: &mut Waits,
+        deadline: Option<Instant>,
+    ) -> Result<Option<RunEnd>, HarnessError> {
+        let max_wait = Duration::from_secs_f64(self.cfg.run.max_wait_hours * 3600.0);
+        let wait = reset_in
+            .filter(|d| !d.is_zero())
+            .unwrap_or_else(|| baton_agent::retry::probe_delay(&self.cfg.retry, waits.probes));
+        waits.probes += u32::from(reset_in.is_none());
+        if waits.waited + wait > max_wait {
+            return Ok(Some(RunEnd::Limit(format!(
+                "the agent CLI's usage limit ({message}) resets in {}, beyond the longest wait allowed ({}; raise [run] max_wait_hours in baton.toml)",
+                baton_records::human::wait(wait),
+                baton_records::human::wait(max_wait)
+            ))));
+        }
+        if deadline.is_some_and(|d| Instant::now() + wait > d) {
+            let max_hours = RunLimits::new(&self.opts, &self.cfg).max_hours;
+            return Ok(Some(RunEnd::Limit(format!(
+                "--max-hours {max_hours} would pass while waiting {} for the agent CLI's usage limit to reset",
+                baton_records::human::wait(wait)
+            ))));
+        }
+        if !self.wait_for_reset(state, message, wait).await? {
+            return Ok(Some(RunEnd::Interrupted));
+        }
+        waits.waited += wait;
+        Ok(None)
+    }
+
+    async fn run_sessions(&self, block: &BlockTool) -> Result<RunEnd, HarnessError> {
+        let (snap, mut state, mut accepted) = self.open_project().await?;
         let mut limits = RunLimits::new(&self.opts, &self.cfg);
         if self.opts.budget_usd.is_none()
             && let Some(b) = state.budget_usd
@@ -375,9 +428,7 @@ impl Runner<'_> {
             .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
         let deadline =
             (max_hours > 0.0).then(|| limits.started + Duration::from_secs_f64(max_hours * 3600.0));
-        let max_wait = Duration::from_secs_f64(self.cfg.run.max_wait_hours * 3600.0);
-        let mut waited = Duration::ZERO;
-        let mut probes = 0u32;
+        let mut waits = Waits::default();
         let mut this_run = 0u32;
         let mut init_failures = 0u32;
         // An earlier initializer's list was rejected: the next one is told why.
@@ -455,27 +506,12 @@ impl Runner<'_> {
                 Some(AgentError::UsageLimit {
                     message, reset_in, ..
                 }) => {
-                    let wait = reset_in.filter(|d| !d.is_zero()).unwrap_or_else(|| {
-                        baton_agent::retry::probe_delay(&self.cfg.retry, probes)
-                    });
-                    probes += u32::from(reset_in.is_none());
-                    if waited + wait > max_wait {
-                        return Ok(RunEnd::Limit(format!(
-                            "the agent CLI's usage limit ({message}) resets in {}, beyond the longest wait allowed ({}; raise [run] max_wait_hours in baton.toml)",
-                            baton_records::human::wait(wait),
-                            baton_records::human::wait(max_wait)
-                        )));
+                    if let Some(end) = self
+                        .wait_out_usage_limit(&mut state, &message, reset_in, &mut waits, deadline)
+                        .await?
+                    {
+                        return Ok(end);
                     }
-                    if deadline.is_some_and(|d| Instant::now() + wait > d) {
-                        return Ok(RunEnd::Limit(format!(
-                            "--max-hours {max_hours} would pass while waiting {} for the agent CLI's usage limit to reset",
-                            baton_records::human::wait(wait)
-                        )));
-                    }
-                    if !self.wait_for_reset(&mut state, &message, wait).await? {
-                        return Ok(RunEnd::Interrupted);
-                    }
-                    waited += wait;
                 }
                 Some(e) => return Err(e.into()),
             }
