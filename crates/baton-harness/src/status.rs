@@ -536,6 +536,16 @@ fn findings(x: &SessionStatus) -> String {
 /// The status as text that fits 100 columns.
 pub fn render(s: &Status) -> String {
     let mut o = String::new();
+    standing(&mut o, s);
+    session_table(&mut o, s);
+    next_and_waiting(&mut o, s);
+    needs_a_person(&mut o, &s.needs_person);
+    o
+}
+
+/// Where the project stands: features, sessions, checks, proof, cost, tree,
+/// limits, agents, a wait or an unfinished session.
+fn standing(o: &mut String, s: &Status) {
     let pct = (s.passing * 100).checked_div(s.total).unwrap_or(0);
     let _ = writeln!(o, "{}", cut_left(&s.project, 100));
     let asked = match s.asked {
@@ -637,30 +647,39 @@ pub fn render(s: &Status) -> String {
             "unfinished session {n:04}: `baton run` resumes it (gates run first)"
         );
     }
-    if !s.sessions.is_empty() {
-        // The outcome column is as wide as its longest name shown ("context_full").
-        let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
-        let width = s.sessions[skip..]
-            .iter()
-            .map(|x| x.outcome.name().len())
-            .max()
-            .unwrap_or(0)
-            .max(10);
+}
+
+/// The last sessions, one row each.
+fn session_table(o: &mut String, s: &Status) {
+    if s.sessions.is_empty() {
+        return;
+    }
+    // The outcome column is as wide as its longest name shown ("context_full").
+    let skip = s.sessions.len().saturating_sub(TABLE_SESSIONS);
+    let width = s.sessions[skip..]
+        .iter()
+        .map(|x| x.outcome.name().len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    let _ = writeln!(
+        o,
+        "\n   #  kind         {:<width$} {:>7}  turns tokens     cost  flipped     findings",
+        "outcome", "time"
+    );
+    if skip > 0 {
         let _ = writeln!(
             o,
-            "\n   #  kind         {:<width$} {:>7}  turns tokens     cost  flipped     findings",
-            "outcome", "time"
+            "      … {skip} earlier session(s); `baton status --json` lists them all"
         );
-        if skip > 0 {
-            let _ = writeln!(
-                o,
-                "      … {skip} earlier session(s); `baton status --json` lists them all"
-            );
-        }
-        for x in &s.sessions[skip..] {
-            let _ = writeln!(o, "{}", session_row(x, width));
-        }
     }
+    for x in &s.sessions[skip..] {
+        let _ = writeln!(o, "{}", session_row(x, width));
+    }
+}
+
+/// The next features handed out, and those waiting for others to pass.
+fn next_and_waiting(o: &mut String, s: &Status) {
     if !s.next.is_empty() {
         let _ = writeln!(o, "\nnext");
         for n in &s.next {
@@ -696,50 +715,53 @@ waiting: {}{more}",
             shown.join("; ")
         );
     }
-    let p = &s.needs_person;
-    if !p.blocked.is_empty() || !p.deferred.is_empty() {
-        let _ = writeln!(o, "\nneeds a person");
-        for b in &p.blocked {
-            let by = b
-                .session
-                .map(|n| format!(" by session {n}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                o,
-                "  #{:<4} blocked{by}: {}",
-                b.number,
-                cut(&b.description, 60)
-            );
+}
+
+/// Features set aside for a person: blocked (with the reason) and deferred.
+fn needs_a_person(o: &mut String, p: &NeedsPerson) {
+    if p.blocked.is_empty() && p.deferred.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nneeds a person");
+    for b in &p.blocked {
+        let by = b
+            .session
+            .map(|n| format!(" by session {n}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  #{:<4} blocked{by}: {}",
+            b.number,
+            cut(&b.description, 60)
+        );
+        let _ = writeln!(
+            o,
+            "{}",
+            cut(&format!("        reason: {}", one_line(&b.reason)), 100)
+        );
+    }
+    for d in &p.deferred {
+        let _ = writeln!(
+            o,
+            "  #{:<4} deferred after {} failed attempts: {}",
+            d.number,
+            d.attempts,
+            cut(&d.description, 55)
+        );
+        if let Some(why) = &d.last_reason {
             let _ = writeln!(
                 o,
                 "{}",
-                cut(&format!("        reason: {}", one_line(&b.reason)), 100)
-            );
-        }
-        for d in &p.deferred {
-            let _ = writeln!(
-                o,
-                "  #{:<4} deferred after {} failed attempts: {}",
-                d.number,
-                d.attempts,
-                cut(&d.description, 55)
-            );
-            if let Some(why) = &d.last_reason {
-                let _ = writeln!(
-                    o,
-                    "{}",
-                    cut(&format!("        last: {}", one_line(why)), 100)
-                );
-            }
-        }
-        if !p.blocked.is_empty() {
-            let _ = writeln!(
-                o,
-                "  act on the reason, then `baton unblock DIR N` hands a blocked feature out again"
+                cut(&format!("        last: {}", one_line(why)), 100)
             );
         }
     }
-    o
+    if !p.blocked.is_empty() {
+        let _ = writeln!(
+            o,
+            "  act on the reason, then `baton unblock DIR N` hands a blocked feature out again"
+        );
+    }
 }
 
 /// How the passing features were proven, by kind, each with its features:
