@@ -64,29 +64,52 @@ impl Runner<'_> {
     }
 
     /// [`Runner::plan`] within a run or a plan that guards the boundary with `snap`.
-    pub(crate) async fn plan_with(
+    /// The planner session on the record, and said: its commits, outcome and
+    /// the violations its checks found.
+    fn record_planner(
+        &self,
+        state: &mut State,
+        mut record: SessionRecord,
+        head_before: Option<&str>,
+    ) -> Result<(), HarnessError> {
+        let dir = &self.files.dir;
+        let number = record.number;
+        record.commits = git::commits_since(dir, head_before);
+        state.in_progress = None;
+        state.sessions.push(record.clone());
+        state.save(dir)?;
+        let list = self.files.load_accepted()?;
+        let (passing, total) = list
+            .as_ref()
+            .map_or((0, 0), |l| (l.passing(), l.features.len()));
+        self.reporter.session_end(&record, passing, total);
+        self.reporter.line(&format!(
+            "session {number:04} planner · {} · {} · {} tokens · ${:.4}",
+            record.outcome,
+            baton_records::human::plural(u64::from(record.turns), "turn"),
+            record.usage.total(),
+            record.cost_usd
+        ));
+        for v in &record.gates.violations {
+            self.reporter.line(&format!("  gate: {v}"));
+        }
+        Ok(())
+    }
+
+    /// What the planner is asked for `plan`, checked against the project: `None`
+    /// for a spec from an idea (no list may exist yet); the rest of the spec; or
+    /// a person's request, written into the spec in baton's words so that it is
+    /// on record whatever the session does (committed only with the features it
+    /// produces).
+    fn request(
         &self,
         plan: &Plan,
-        snap: &crate::boundary::Snapshot,
-    ) -> Result<Planned, HarnessError> {
+        accepted: Option<&FeatureList>,
+    ) -> Result<Option<String>, HarnessError> {
         let dir = &self.files.dir;
         let names = &self.files.names;
-        let mut state = State::load(dir)?;
-        if let Some(ip) = state.in_progress.clone() {
-            if ip.kind != SessionKind::Planner {
-                return Err(HarnessError::Input(format!(
-                    "session {:04} ({}) did not finish; `baton run` first, which runs its gates",
-                    ip.number,
-                    ip.kind.name()
-                )));
-            }
-            self.settle_stopped_planner(&mut state, &ip)?;
-        }
         let spec_path = dir.join(&names.spec);
-        let accepted = self.files.load_accepted()?;
-        let accepted_before = accepted.clone();
-        let request_before = std::fs::read_to_string(&spec_path).unwrap_or_default();
-        let request = match plan {
+        Ok(match plan {
             Plan::Spec => {
                 if accepted.is_some() || self.files.feature_list().exists() {
                     return Err(HarnessError::Input(format!(
@@ -97,7 +120,7 @@ impl Runner<'_> {
                 None
             }
             Plan::Rest => {
-                let Some(list) = &accepted else {
+                let Some(list) = accepted else {
                     return Err(HarnessError::Input(format!(
                         "{} has no accepted feature list to continue",
                         dir.display()
@@ -111,7 +134,7 @@ impl Runner<'_> {
                 ))
             }
             Plan::More(request) => {
-                let Some(list) = &accepted else {
+                let Some(list) = accepted else {
                     return Err(HarnessError::Input(format!(
                         "{} has no accepted feature list yet: `baton run` first (its initializer writes the list from {}), or edit {} before that",
                         dir.display(),
@@ -147,7 +170,32 @@ impl Runner<'_> {
                 std::fs::write(&spec_path, spec).map_err(io(&spec_path))?;
                 Some(request.trim().to_string())
             }
-        };
+        })
+    }
+
+    pub(crate) async fn plan_with(
+        &self,
+        plan: &Plan,
+        snap: &crate::boundary::Snapshot,
+    ) -> Result<Planned, HarnessError> {
+        let dir = &self.files.dir;
+        let names = &self.files.names;
+        let mut state = State::load(dir)?;
+        if let Some(ip) = state.in_progress.clone() {
+            if ip.kind != SessionKind::Planner {
+                return Err(HarnessError::Input(format!(
+                    "session {:04} ({}) did not finish; `baton run` first, which runs its gates",
+                    ip.number,
+                    ip.kind.name()
+                )));
+            }
+            self.settle_stopped_planner(&mut state, &ip)?;
+        }
+        let spec_path = dir.join(&names.spec);
+        let accepted = self.files.load_accepted()?;
+        let accepted_before = accepted.clone();
+        let request_before = std::fs::read_to_string(&spec_path).unwrap_or_default();
+        let request = self.request(plan, accepted.as_ref())?;
         let head_before = git::head(dir);
         let spec_before = std::fs::read_to_string(&spec_path).unwrap_or_default();
         let mut transcript = Transcript::create_next_from(dir, 1)?;
@@ -252,25 +300,7 @@ impl Runner<'_> {
             },
             ok => ok,
         };
-        record.commits = git::commits_since(dir, head_before.as_deref());
-        state.in_progress = None;
-        state.sessions.push(record.clone());
-        state.save(dir)?;
-        let list = self.files.load_accepted()?;
-        let (passing, total) = list
-            .as_ref()
-            .map_or((0, 0), |l| (l.passing(), l.features.len()));
-        self.reporter.session_end(&record, passing, total);
-        self.reporter.line(&format!(
-            "session {number:04} planner · {} · {} · {} tokens · ${:.4}",
-            record.outcome,
-            baton_records::human::plural(u64::from(record.turns), "turn"),
-            record.usage.total(),
-            record.cost_usd
-        ));
-        for v in &record.gates.violations {
-            self.reporter.line(&format!("  gate: {v}"));
-        }
+        self.record_planner(&mut state, record, head_before.as_deref())?;
         match (checked, error) {
             (Ok(p), _) => Ok(p),
             (Err(e), Some(agent)) => {
