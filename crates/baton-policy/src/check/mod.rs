@@ -331,318 +331,374 @@ impl<'p> Checker<'p> {
         flow
     }
 
+    /// One statement: handed by its kind to the function that checks it; the
+    /// directories it may leave behind.
     fn stmt(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
         if !self.tick(1) {
             return Flow::same(cwd);
         }
-        let text = &src[n.byte_range()];
         match n.kind() {
             "command" => self.command(n, src, cwd),
-            "list" => {
-                let mut cur = n.walk();
-                let kids: Vec<Node> = n.children(&mut cur).collect();
-                let named: Vec<Node> = kids.iter().copied().filter(|k| k.is_named()).collect();
-                let op = kids
-                    .iter()
-                    .find(|k| !k.is_named())
-                    .map(|k| k.kind())
-                    .unwrap_or("&&");
-                let (Some(a), Some(b)) = (named.first(), named.get(1)) else {
-                    return self.seq(n, src, cwd);
-                };
-                if named.len() != 2 {
-                    return self.unsupported(text, "list", cwd);
-                }
-                let fa = self.stmt(*a, src, cwd);
-                match op {
-                    "&&" => {
-                        let fb = self.stmt(*b, src, &fa.ok);
-                        Flow {
-                            ok: fb.ok,
-                            fail: fa.fail.union(&fb.fail),
-                        }
-                    }
-                    "||" => {
-                        let fb = self.stmt(*b, src, &fa.fail);
-                        Flow {
-                            ok: fa.ok.union(&fb.ok),
-                            fail: fb.fail,
-                        }
-                    }
-                    // `a; b` and `a & b` inside a list: both run.
-                    _ => {
-                        let start = fa.any();
-                        self.stmt(*b, src, &start)
-                    }
-                }
-            }
-            "pipeline" => {
-                let mut cur = n.walk();
-                for child in n.named_children(&mut cur) {
-                    self.stmt(child, src, cwd);
-                }
-                Flow::same(cwd)
-            }
+            "list" => self.list(n, src, cwd),
+            "pipeline" => self.pipeline(n, src, cwd),
             "subshell" => {
                 self.scoped(|c| c.seq(n, src, cwd));
                 Flow::same(cwd)
             }
-            "compound_statement" => {
-                let arithmetic = n.child(0).is_some_and(|c| c.kind() == "((");
-                if arithmetic {
-                    self.scan(n, src, cwd, true);
-                    Flow::same(cwd)
-                } else {
-                    self.seq(n, src, cwd)
-                }
-            }
-            "redirected_statement" => {
-                let mut cur = n.walk();
-                let redirects: Vec<Node> = n.children_by_field_name("redirect", &mut cur).collect();
-                // tree-sitter-bash attaches a trailing redirection to a whole list
-                // (`cd /etc && echo x > hosts`) where bash binds it to the last
-                // command: judge it in every directory before and after the body.
-                let flow = match n.child_by_field_name("body") {
-                    Some(body) => self.stmt(body, src, cwd),
-                    None => Flow::same(cwd),
-                };
-                let dirs = cwd.union(&flow.any());
-                for r in redirects {
-                    self.redirect(r, src, &dirs);
-                }
-                flow
-            }
-            "negated_command" => {
-                let mut flow = Flow::same(cwd);
-                let mut cur = n.walk();
-                for child in n.named_children(&mut cur) {
-                    flow = self.stmt(child, src, cwd);
-                }
-                Flow {
-                    ok: flow.fail,
-                    fail: flow.ok,
-                }
-            }
+            "compound_statement" => self.compound(n, src, cwd),
+            "redirected_statement" => self.redirected(n, src, cwd),
+            "negated_command" => self.negated(n, src, cwd),
             "if_statement" => self.if_statement(n, src, cwd),
-            "while_statement" => {
-                let cond: Vec<Node> = {
-                    let mut cur = n.walk();
-                    n.children_by_field_name("condition", &mut cur)
-                        .filter(|k| k.is_named())
-                        .collect()
-                };
-                let body = n.child_by_field_name("body");
-                self.looped(cwd, |c, s| {
-                    let mut f = Flow::same(s);
-                    for k in &cond {
-                        f = c.stmt(*k, src, &f.any());
-                    }
-                    let b = match body {
-                        Some(b) => c.seq(b, src, &f.ok),
-                        None => Flow::same(&f.ok),
-                    };
-                    b.any().union(&f.fail)
-                })
-            }
-            "for_statement" => {
-                let values: Vec<Node> = {
-                    let mut cur = n.walk();
-                    n.children_by_field_name("value", &mut cur).collect()
-                };
-                let mut plain = true;
-                for v in values {
-                    let w = self.word(v, src, cwd, false);
-                    // Plain words, or `$(seq N [M [K]])` with numbers only (seq -f
-                    // could print anything).
-                    let seq_numbers = matches!(&w.only, Some(crate::word::Dynamic::Substitution(inner))
-                        if inner.split_whitespace().next() == Some("seq")
-                            && inner.split_whitespace().skip(1).all(|a| a.parse::<f64>().is_ok()));
-                    let plain_word = |l: &str| {
-                        l.chars().all(|c| {
-                            c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+')
-                        })
-                    };
-                    // `{1..100}`, `{a,b}`: every word brace expansion makes (the
-                    // patterns of words judged one by one hold no glob character).
-                    plain &= seq_numbers
-                        || w.literal().is_some_and(|l| plain_word(&l))
-                        || w.patterns(self.policy.places.home.as_deref())
-                            .is_some_and(|ps| ps.iter().all(|p| plain_word(p)));
-                }
-                if let Some(v) = n.child_by_field_name("variable") {
-                    let name = src[v.byte_range()].to_string();
-                    self.assigned_var(&name, None, text);
-                    if plain {
-                        self.arith_safe.insert(name);
-                    }
-                }
-                let body = n.child_by_field_name("body");
-                self.looped(cwd, |c, s| match body {
-                    Some(b) => c.seq(b, src, s).any(),
-                    None => s.clone(),
-                })
-            }
-            "c_style_for_statement" => {
-                let mut cur = n.walk();
-                let kids: Vec<Node> = n.named_children(&mut cur).collect();
-                let body = kids
-                    .iter()
-                    .copied()
-                    .find(|k| k.kind() == "do_group" || k.kind() == "compound_statement");
-                for k in &kids {
-                    if Some(*k) != body {
-                        self.scan(*k, src, cwd, true);
-                    }
-                }
-                self.looped(cwd, |c, s| match body {
-                    Some(b) => c.seq(b, src, s).any(),
-                    None => s.clone(),
-                })
-            }
-            "case_statement" => {
-                if let Some(v) = n.child_by_field_name("value") {
-                    self.word(v, src, cwd, false);
-                }
-                let mut out = cwd.clone();
-                let mut cur = n.walk();
-                for item in n.named_children(&mut cur) {
-                    if item.kind() != "case_item" {
-                        continue;
-                    }
-                    let mut f = Flow::same(cwd);
-                    let mut c2 = item.walk();
-                    for k in item.named_children(&mut c2) {
-                        if item
-                            .child_by_field_name("value")
-                            .is_some_and(|v| v.byte_range() == k.byte_range())
-                            || is_pattern_of(item, k)
-                        {
-                            self.scan(k, src, cwd, false);
-                        } else if k.kind() != "comment" {
-                            f = self.stmt(k, src, &f.any());
-                        }
-                    }
-                    out = out.union(&f.any());
-                }
-                Flow::same(&out)
-            }
-            "function_definition" => {
-                let name = n
-                    .child_by_field_name("name")
-                    .map(|x| src[x.byte_range()].to_string())
-                    .unwrap_or_default();
-                if !name.chars().all(|c| {
-                    c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == ':'
-                }) || name.is_empty()
-                {
-                    self.refuse(
-                        text,
-                        "function names must be plain words",
-                        "name the function with letters, digits and _",
-                    );
-                }
-                // A function that calls itself, or one redefined so that functions
-                // call each other in a loop, can start processes without end (`:(){
-                // :|:& };:`): a fork bomb reaches past the run's sandbox (the
-                // user's process limit is shared).
-                let at = n.start_byte();
-                if self
-                    .defined_at
-                    .insert(name.clone(), at)
-                    .is_some_and(|was| was != at)
-                {
-                    self.refuse(
-                        text,
-                        format!("the function {name} is defined twice; a redefined function can make functions call each other without end (a fork bomb)"),
-                        "define each function once, under its own name, and do not call a function from its own body",
-                    );
-                }
-                let before = self.cd_count;
-                self.functions.insert(name.clone(), true);
-                self.defining.push(name.clone());
-                let mut cur = n.walk();
-                for child in n.named_children(&mut cur) {
-                    match child.kind() {
-                        "word" => {}
-                        "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
-                            self.redirect(child, src, &Cwd::Unknown);
-                        }
-                        _ => {
-                            self.scoped(|c| c.later(|c| c.stmt(child, src, &Cwd::Unknown)));
-                        }
-                    }
-                }
-                self.defining.pop();
-                let changes = self.cd_count != before;
-                self.functions.insert(name, changes);
-                Flow::same(cwd)
-            }
+            "while_statement" => self.while_loop(n, src, cwd),
+            "for_statement" => self.for_loop(n, src, cwd),
+            "c_style_for_statement" => self.c_style_for(n, src, cwd),
+            "case_statement" => self.case_statement(n, src, cwd),
+            "function_definition" => self.function_definition(n, src, cwd),
             "variable_assignment" => {
                 self.assignment(n, src, cwd, true);
                 Flow::same(cwd)
             }
-            "variable_assignments" => {
-                let mut cur = n.walk();
-                for child in n.named_children(&mut cur) {
-                    if child.kind() == "variable_assignment" {
-                        self.assignment(child, src, cwd, true);
-                    } else {
-                        self.stmt(child, src, cwd);
-                    }
-                }
-                Flow::same(cwd)
-            }
+            "variable_assignments" => self.assignments(n, src, cwd),
             "declaration_command" => {
                 self.declaration(n, src, cwd);
                 Flow::same(cwd)
             }
-            "unset_command" => {
-                // Words are the named parts next to each other (`a[v]` is a
-                // variable_name and a concatenation).
-                let mut cur = n.walk();
-                let parts: Vec<Node> = n.named_children(&mut cur).collect();
-                let mut names: Vec<(String, Option<String>)> = Vec::new();
-                let mut end = None;
-                for k in parts {
-                    if k.kind() == "comment" {
-                        continue;
-                    }
-                    let piece = if k.kind() == "variable_name" {
-                        Some(src[k.byte_range()].to_string())
-                    } else {
-                        // `a[0]` is also a glob, which can only match a name of
-                        // the same form; `*` and `?` could match any file name.
-                        let w = self.word(k, src, cwd, false);
-                        let wild = w.chars.iter().any(|c| matches!(c, Ch::Bare('*' | '?')));
-                        w.static_text().filter(|_| !wild)
-                    };
-                    let text = &src[k.byte_range()];
-                    match names.last_mut() {
-                        Some((t, lit)) if end == Some(k.start_byte()) => {
-                            t.push_str(text);
-                            *lit = lit.take().zip(piece).map(|(a, b)| a + &b);
-                        }
-                        _ => names.push((text.to_string(), piece)),
-                    }
-                    end = Some(k.end_byte());
-                }
-                self.unset_names(&names, text);
-                Flow::same(cwd)
-            }
-            "test_command" => {
-                self.scan(n, src, cwd, false);
-                // `[[ … ]]` evaluates arithmetic comparisons and `-v` subscripts;
-                // `[ … ]` is the test builtin (judged as a command elsewhere).
-                if n.child(0).is_some_and(|c| c.kind() == "[[") {
-                    self.test_operands(n, src);
-                } else {
-                    self.test_single_bracket(n, src);
-                }
-                Flow::same(cwd)
-            }
+            "unset_command" => self.unset_command(n, src, cwd),
+            "test_command" => self.test_command(n, src, cwd),
             "comment" => Flow::same(cwd),
-            other => self.unsupported(text, other, cwd),
+            other => self.unsupported(&src[n.byte_range()], other, cwd),
         }
+    }
+
+    /// `a && b`, `a || b`, `a; b` or `a & b` as one list: the second runs in the
+    /// directories the first leaves when it succeeded, failed, or either.
+    fn list(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let mut cur = n.walk();
+        let kids: Vec<Node> = n.children(&mut cur).collect();
+        let named: Vec<Node> = kids.iter().copied().filter(|k| k.is_named()).collect();
+        let op = kids
+            .iter()
+            .find(|k| !k.is_named())
+            .map(|k| k.kind())
+            .unwrap_or("&&");
+        let (Some(a), Some(b)) = (named.first(), named.get(1)) else {
+            return self.seq(n, src, cwd);
+        };
+        if named.len() != 2 {
+            return self.unsupported(&src[n.byte_range()], "list", cwd);
+        }
+        let fa = self.stmt(*a, src, cwd);
+        match op {
+            "&&" => {
+                let fb = self.stmt(*b, src, &fa.ok);
+                Flow {
+                    ok: fb.ok,
+                    fail: fa.fail.union(&fb.fail),
+                }
+            }
+            "||" => {
+                let fb = self.stmt(*b, src, &fa.fail);
+                Flow {
+                    ok: fa.ok.union(&fb.ok),
+                    fail: fb.fail,
+                }
+            }
+            // `a; b` and `a & b` inside a list: both run.
+            _ => {
+                let start = fa.any();
+                self.stmt(*b, src, &start)
+            }
+        }
+    }
+
+    /// `a | b`: every command runs in a subshell of its own, so none changes the
+    /// directory.
+    fn pipeline(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let mut cur = n.walk();
+        for child in n.named_children(&mut cur) {
+            self.stmt(child, src, cwd);
+        }
+        Flow::same(cwd)
+    }
+
+    /// `{ …; }` as a group of statements, or `(( … ))` as arithmetic.
+    fn compound(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let arithmetic = n.child(0).is_some_and(|c| c.kind() == "((");
+        if arithmetic {
+            self.scan(n, src, cwd, true);
+            Flow::same(cwd)
+        } else {
+            self.seq(n, src, cwd)
+        }
+    }
+
+    /// A statement with redirections after it (`… > file`, `… <<EOF`).
+    fn redirected(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let mut cur = n.walk();
+        let redirects: Vec<Node> = n.children_by_field_name("redirect", &mut cur).collect();
+        // tree-sitter-bash attaches a trailing redirection to a whole list
+        // (`cd /etc && echo x > hosts`) where bash binds it to the last
+        // command: judge it in every directory before and after the body.
+        let flow = match n.child_by_field_name("body") {
+            Some(body) => self.stmt(body, src, cwd),
+            None => Flow::same(cwd),
+        };
+        let dirs = cwd.union(&flow.any());
+        for r in redirects {
+            self.redirect(r, src, &dirs);
+        }
+        flow
+    }
+
+    /// `! cmd`: success and failure swap.
+    fn negated(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let mut flow = Flow::same(cwd);
+        let mut cur = n.walk();
+        for child in n.named_children(&mut cur) {
+            flow = self.stmt(child, src, cwd);
+        }
+        Flow {
+            ok: flow.fail,
+            fail: flow.ok,
+        }
+    }
+
+    /// `while cond; do body; done` (and `until`): the condition and the body,
+    /// rounds until the directories stop growing.
+    fn while_loop(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let cond: Vec<Node> = {
+            let mut cur = n.walk();
+            n.children_by_field_name("condition", &mut cur)
+                .filter(|k| k.is_named())
+                .collect()
+        };
+        let body = n.child_by_field_name("body");
+        self.looped(cwd, |c, s| {
+            let mut f = Flow::same(s);
+            for k in &cond {
+                f = c.stmt(*k, src, &f.any());
+            }
+            let b = match body {
+                Some(b) => c.seq(b, src, &f.ok),
+                None => Flow::same(&f.ok),
+            };
+            b.any().union(&f.fail)
+        })
+    }
+
+    /// `for v in words; do body; done`: the words, the loop variable (safe in
+    /// arithmetic when every word is plain) and the body.
+    fn for_loop(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let values: Vec<Node> = {
+            let mut cur = n.walk();
+            n.children_by_field_name("value", &mut cur).collect()
+        };
+        let mut plain = true;
+        for v in values {
+            let w = self.word(v, src, cwd, false);
+            plain &= self.plain_loop_value(&w);
+        }
+        if let Some(v) = n.child_by_field_name("variable") {
+            let name = src[v.byte_range()].to_string();
+            self.assigned_var(&name, None, &src[n.byte_range()]);
+            if plain {
+                self.arith_safe.insert(name);
+            }
+        }
+        let body = n.child_by_field_name("body");
+        self.looped(cwd, |c, s| match body {
+            Some(b) => c.seq(b, src, s).any(),
+            None => s.clone(),
+        })
+    }
+
+    /// Whether a `for` word gives only plain values (letters, digits, `_.-+`), so
+    /// the loop variable is safe in arithmetic.
+    fn plain_loop_value(&self, w: &Word) -> bool {
+        // Plain words, or `$(seq N [M [K]])` with numbers only (seq -f
+        // could print anything).
+        let seq_numbers = matches!(&w.only, Some(crate::word::Dynamic::Substitution(inner))
+            if inner.split_whitespace().next() == Some("seq")
+                && inner.split_whitespace().skip(1).all(|a| a.parse::<f64>().is_ok()));
+        let plain_word = |l: &str| {
+            l.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '+'))
+        };
+        // `{1..100}`, `{a,b}`: every word brace expansion makes (the
+        // patterns of words judged one by one hold no glob character).
+        seq_numbers
+            || w.literal().is_some_and(|l| plain_word(&l))
+            || w.patterns(self.policy.places.home.as_deref())
+                .is_some_and(|ps| ps.iter().all(|p| plain_word(p)))
+    }
+
+    /// `for ((init; cond; step)); do body; done`: the three expressions as
+    /// arithmetic, then the body.
+    fn c_style_for(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let mut cur = n.walk();
+        let kids: Vec<Node> = n.named_children(&mut cur).collect();
+        let body = kids
+            .iter()
+            .copied()
+            .find(|k| k.kind() == "do_group" || k.kind() == "compound_statement");
+        for k in &kids {
+            if Some(*k) != body {
+                self.scan(*k, src, cwd, true);
+            }
+        }
+        self.looped(cwd, |c, s| match body {
+            Some(b) => c.seq(b, src, s).any(),
+            None => s.clone(),
+        })
+    }
+
+    /// `case word in pattern) …;; esac`: the word, every pattern, and every
+    /// branch from the directories before.
+    fn case_statement(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        if let Some(v) = n.child_by_field_name("value") {
+            self.word(v, src, cwd, false);
+        }
+        let mut out = cwd.clone();
+        let mut cur = n.walk();
+        for item in n.named_children(&mut cur) {
+            if item.kind() != "case_item" {
+                continue;
+            }
+            let mut f = Flow::same(cwd);
+            let mut c2 = item.walk();
+            for k in item.named_children(&mut c2) {
+                if item
+                    .child_by_field_name("value")
+                    .is_some_and(|v| v.byte_range() == k.byte_range())
+                    || is_pattern_of(item, k)
+                {
+                    self.scan(k, src, cwd, false);
+                } else if k.kind() != "comment" {
+                    f = self.stmt(k, src, &f.any());
+                }
+            }
+            out = out.union(&f.any());
+        }
+        Flow::same(&out)
+    }
+
+    /// `name() { body; }`: the name must be plain and defined once (no fork
+    /// bombs); the body is code that runs later, from any directory. Records
+    /// whether calling the function may change directory.
+    fn function_definition(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let text = &src[n.byte_range()];
+        let name = n
+            .child_by_field_name("name")
+            .map(|x| src[x.byte_range()].to_string())
+            .unwrap_or_default();
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == ':')
+            || name.is_empty()
+        {
+            self.refuse(
+                text,
+                "function names must be plain words",
+                "name the function with letters, digits and _",
+            );
+        }
+        // A function that calls itself, or one redefined so that functions
+        // call each other in a loop, can start processes without end (`:(){
+        // :|:& };:`): a fork bomb reaches past the run's sandbox (the
+        // user's process limit is shared).
+        let at = n.start_byte();
+        if self
+            .defined_at
+            .insert(name.clone(), at)
+            .is_some_and(|was| was != at)
+        {
+            self.refuse(
+                text,
+                format!("the function {name} is defined twice; a redefined function can make functions call each other without end (a fork bomb)"),
+                "define each function once, under its own name, and do not call a function from its own body",
+            );
+        }
+        let before = self.cd_count;
+        self.functions.insert(name.clone(), true);
+        self.defining.push(name.clone());
+        let mut cur = n.walk();
+        for child in n.named_children(&mut cur) {
+            match child.kind() {
+                "word" => {}
+                "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                    self.redirect(child, src, &Cwd::Unknown);
+                }
+                _ => {
+                    self.scoped(|c| c.later(|c| c.stmt(child, src, &Cwd::Unknown)));
+                }
+            }
+        }
+        self.defining.pop();
+        let changes = self.cd_count != before;
+        self.functions.insert(name, changes);
+        Flow::same(cwd)
+    }
+
+    /// Several assignments as one statement (`A=1 B=2`), and whatever else the
+    /// parser put among them.
+    fn assignments(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let mut cur = n.walk();
+        for child in n.named_children(&mut cur) {
+            if child.kind() == "variable_assignment" {
+                self.assignment(child, src, cwd, true);
+            } else {
+                self.stmt(child, src, cwd);
+            }
+        }
+        Flow::same(cwd)
+    }
+
+    /// `unset a b[i]`: the names unset, pieced together from the parser's parts.
+    fn unset_command(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        // Words are the named parts next to each other (`a[v]` is a
+        // variable_name and a concatenation).
+        let mut cur = n.walk();
+        let parts: Vec<Node> = n.named_children(&mut cur).collect();
+        let mut names: Vec<(String, Option<String>)> = Vec::new();
+        let mut end = None;
+        for k in parts {
+            if k.kind() == "comment" {
+                continue;
+            }
+            let piece = if k.kind() == "variable_name" {
+                Some(src[k.byte_range()].to_string())
+            } else {
+                // `a[0]` is also a glob, which can only match a name of
+                // the same form; `*` and `?` could match any file name.
+                let w = self.word(k, src, cwd, false);
+                let wild = w.chars.iter().any(|c| matches!(c, Ch::Bare('*' | '?')));
+                w.static_text().filter(|_| !wild)
+            };
+            let text = &src[k.byte_range()];
+            match names.last_mut() {
+                Some((t, lit)) if end == Some(k.start_byte()) => {
+                    t.push_str(text);
+                    *lit = lit.take().zip(piece).map(|(a, b)| a + &b);
+                }
+                _ => names.push((text.to_string(), piece)),
+            }
+            end = Some(k.end_byte());
+        }
+        self.unset_names(&names, &src[n.byte_range()]);
+        Flow::same(cwd)
+    }
+
+    /// `[[ … ]]` or `[ … ]` as a statement: its words, and what it evaluates.
+    fn test_command(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        self.scan(n, src, cwd, false);
+        // `[[ … ]]` evaluates arithmetic comparisons and `-v` subscripts;
+        // `[ … ]` is the test builtin (judged as a command elsewhere).
+        if n.child(0).is_some_and(|c| c.kind() == "[[") {
+            self.test_operands(n, src);
+        } else {
+            self.test_single_bracket(n, src);
+        }
+        Flow::same(cwd)
     }
 
     fn unsupported(&mut self, text: &str, kind: &str, cwd: &Cwd) -> Flow {
