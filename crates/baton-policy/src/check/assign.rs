@@ -114,6 +114,55 @@ impl Checker<'_> {
         }
     }
 
+    /// Several assignments as one statement (`A=1 B=2`), and whatever else the
+    /// parser put among them.
+    pub(super) fn assignments(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        let mut cur = n.walk();
+        for child in n.named_children(&mut cur) {
+            if child.kind() == "variable_assignment" {
+                self.assignment(child, src, cwd, true);
+            } else {
+                self.stmt(child, src, cwd);
+            }
+        }
+        Flow::same(cwd)
+    }
+
+    /// `unset a b[i]`: the names unset, pieced together from the parser's parts.
+    pub(super) fn unset_command(&mut self, n: Node, src: &str, cwd: &Cwd) -> Flow {
+        // Words are the named parts next to each other (`a[v]` is a
+        // variable_name and a concatenation).
+        let mut cur = n.walk();
+        let parts: Vec<Node> = n.named_children(&mut cur).collect();
+        let mut names: Vec<(String, Option<String>)> = Vec::new();
+        let mut end = None;
+        for k in parts {
+            if k.kind() == "comment" {
+                continue;
+            }
+            let piece = if k.kind() == "variable_name" {
+                Some(src[k.byte_range()].to_string())
+            } else {
+                // `a[0]` is also a glob, which can only match a name of
+                // the same form; `*` and `?` could match any file name.
+                let w = self.word(k, src, cwd, false);
+                let wild = w.chars.iter().any(|c| matches!(c, Ch::Bare('*' | '?')));
+                w.static_text().filter(|_| !wild)
+            };
+            let text = &src[k.byte_range()];
+            match names.last_mut() {
+                Some((t, lit)) if end == Some(k.start_byte()) => {
+                    t.push_str(text);
+                    *lit = lit.take().zip(piece).map(|(a, b)| a + &b);
+                }
+                _ => names.push((text.to_string(), piece)),
+            }
+            end = Some(k.end_byte());
+        }
+        self.unset_names(&names, &src[n.byte_range()]);
+        Flow::same(cwd)
+    }
+
     /// `unset NAME…` (the words, as written and evaluated): a subscript in a name
     /// is evaluated as arithmetic (`unset 'a[$(cmd)]'` runs cmd). Functions
     /// (`unset -f`) have no subscripts.
@@ -209,6 +258,8 @@ impl Checker<'_> {
         })
     }
 
+    /// `declare`, `export`, `local`, `readonly` … as a statement: each assignment
+    /// or name it declares.
     pub(super) fn declaration(&mut self, n: Node, src: &str, cwd: &Cwd) {
         let text = &src[n.byte_range()];
         let mut cur = n.walk();
