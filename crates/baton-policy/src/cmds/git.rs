@@ -226,39 +226,82 @@ const GIT_VALUE_OPTS: &[&str] = &[
     "-e",
 ];
 
-/// `git SUB ARGS`: the subcommand's own escape hatches.
+/// `git SUB ARGS`: the subcommand's own escape hatches. The checks common to
+/// every subcommand (a known subcommand, computed words that could be options,
+/// transports that run commands), then those of the subcommand's family.
 pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
     if !GIT_SUBCOMMANDS.contains(&sub) {
-        let (reason, instead) = match sub {
-            "filter-branch" | "filter-repo" => (
-                "git filter-branch runs shell filters over history",
-                "change files and commit",
-            ),
-            "daemon" | "instaweb" | "http-backend" | "upload-pack" | "receive-pack" | "shell"
-            | "upload-archive" => (
-                "this git subcommand serves the repository or runs a server",
-                "use local git commands",
-            ),
-            "credential" | "credential-store" | "credential-cache" => (
-                "git credential reads stored credentials",
-                "credentials are never available to the agent",
-            ),
-            "send-email" | "request-pull" | "imap-send" => {
-                ("this git subcommand sends mail", "commit locally")
-            }
-            "difftool" | "mergetool" | "web--browse" | "help" | "gui" | "gitk" => (
-                "this git subcommand starts other programs (tools, browsers, pagers)",
-                "use git diff and git merge",
-            ),
-            _ => (
-                "not a git subcommand baton knows; git aliases are refused because an alias can run shell commands",
-                "use git's own subcommand (status, add, commit, log, diff, branch, checkout, …)",
-            ),
-        };
-        c.refuse(&cmd.part, format!("git {sub}: {reason}"), instead);
+        refuse_unknown_sub(c, cmd, sub);
         return;
     }
-    // Computed arguments that could be options.
+    computed_options(c, cmd, sub);
+    let lits = LiteralArgs::of(cmd);
+    command_transports(c, cmd, &lits);
+    match sub {
+        "config" => git_config(c, cmd, &lits.words),
+        "push" => push(c, cmd, &lits),
+        "fetch" | "pull" | "ls-remote" | "clone" => {
+            remote_args(c, cmd, sub, false);
+            program_options(c, cmd, sub, &lits);
+        }
+        "remote" => {
+            remote_sub(c, cmd);
+            program_options(c, cmd, sub, &lits);
+        }
+        "submodule" => submodule(c, cmd, &lits),
+        "archive" => {
+            program_options(c, cmd, sub, &lits);
+            output_opts(c, cmd);
+        }
+        "init" => init(c, cmd, &lits),
+        "clean" => clean(c, cmd, &lits),
+        "grep" => grep(c, cmd, &lits),
+        "rebase" => rebase(c, cmd),
+        "bisect" => bisect(c, cmd),
+        "log" | "diff" | "show" | "format-patch" | "whatchanged" | "range-diff" | "shortlog" => {
+            output_opts(c, cmd);
+        }
+        "worktree" => worktree(c, cmd, &lits),
+        _ => {}
+    }
+}
+
+/// Refuse a git subcommand not in [`GIT_SUBCOMMANDS`], saying what it does when
+/// it is a known escape (filters, servers, credentials, mail, external tools).
+fn refuse_unknown_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
+    let (reason, instead) = match sub {
+        "filter-branch" | "filter-repo" => (
+            "git filter-branch runs shell filters over history",
+            "change files and commit",
+        ),
+        "daemon" | "instaweb" | "http-backend" | "upload-pack" | "receive-pack" | "shell"
+        | "upload-archive" => (
+            "this git subcommand serves the repository or runs a server",
+            "use local git commands",
+        ),
+        "credential" | "credential-store" | "credential-cache" => (
+            "git credential reads stored credentials",
+            "credentials are never available to the agent",
+        ),
+        "send-email" | "request-pull" | "imap-send" => {
+            ("this git subcommand sends mail", "commit locally")
+        }
+        "difftool" | "mergetool" | "web--browse" | "help" | "gui" | "gitk" => (
+            "this git subcommand starts other programs (tools, browsers, pagers)",
+            "use git diff and git merge",
+        ),
+        _ => (
+            "not a git subcommand baton knows; git aliases are refused because an alias can run shell commands",
+            "use git's own subcommand (status, add, commit, log, diff, branch, checkout, …)",
+        ),
+    };
+    c.refuse(&cmd.part, format!("git {sub}: {reason}"), instead);
+}
+
+/// Refuse computed arguments that could be options (some git options run
+/// programs): allowed after `--`, as the value of an option in
+/// [`GIT_VALUE_OPTS`], or when they cannot start with `-`.
+fn computed_options(c: &mut Checker, cmd: &Cmd, sub: &str) {
     let mut prev: Option<String> = None;
     let mut dashdash = false;
     for w in &cmd.args {
@@ -296,18 +339,41 @@ pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
             }
         }
     }
-    let lits: Vec<String> = cmd.args.iter().filter_map(|w| w.literal()).collect();
-    let has = |names: &[&str]| {
-        lits.iter().any(|l| {
+}
+
+/// The literal arguments of a git subcommand, asked which options they hold.
+struct LiteralArgs {
+    words: Vec<String>,
+}
+
+impl LiteralArgs {
+    /// The literal words among `cmd`'s arguments, in order.
+    fn of(cmd: &Cmd) -> LiteralArgs {
+        LiteralArgs {
+            words: cmd.args.iter().filter_map(|w| w.literal()).collect(),
+        }
+    }
+
+    /// Whether one argument is one of `names` (alone or as `NAME=value`).
+    fn has(&self, names: &[&str]) -> bool {
+        self.words.iter().any(|l| {
             let n = l.split_once('=').map_or(l.as_str(), |(n, _)| n);
             names.contains(&n)
         })
-    };
-    let short_has = |flag: char| {
-        lits.iter()
+    }
+
+    /// Whether a cluster of short options (`-fd`) holds `flag`.
+    fn short_has(&self, flag: char) -> bool {
+        self.words
+            .iter()
             .any(|l| l.starts_with('-') && !l.starts_with("--") && l[1..].contains(flag))
-    };
-    for l in &lits {
+    }
+}
+
+/// Refuse the `ext::` and `fd::` transports, which run commands, in any
+/// subcommand.
+fn command_transports(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
+    for l in &lits.words {
         if l.starts_with("ext::") || l.starts_with("fd::") {
             c.refuse(
                 &cmd.part,
@@ -316,243 +382,252 @@ pub(crate) fn git_sub(c: &mut Checker, cmd: &Cmd, sub: &str) {
             );
         }
     }
-    match sub {
-        "config" => git_config(c, cmd, &lits),
-        "push" | "fetch" | "pull" | "ls-remote" | "clone" => {
-            // A push refused below for what it does is not one bubblewrap allows.
-            let forced = sub == "push"
-                && (cmd.args.iter().any(|w| w.literal().is_none())
-                    || pushes_force(&lits, &has, &short_has));
-            remote_args(c, cmd, sub, forced);
-        }
-        _ => {}
+}
+
+/// `git push`: the remote it reaches, then no computed refspec, no force, mirror
+/// or delete, and no program run on the remote side.
+fn push(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
+    let computed = cmd.args.iter().any(|w| w.literal().is_none());
+    // A push refused below for what it does is not one bubblewrap allows.
+    let forced = computed || pushes_force(lits);
+    remote_args(c, cmd, "push", forced);
+    if computed {
+        c.refuse(
+            &cmd.part,
+            "git push with a computed argument: a refspec computed as +ref or :ref would force or delete remote history",
+            "write the remote and branch literally: git push origin main",
+        );
     }
-    match sub {
-        "config" => {}
-        "remote" => {
-            let words: Vec<Option<String>> = cmd.args.iter().map(|w| w.literal()).collect();
-            let pos: Vec<&Option<String>> = words
-                .iter()
-                .filter(|w| !w.as_deref().is_some_and(|l| l.starts_with('-')))
-                .collect();
-            match pos.first().and_then(|w| w.as_deref()) {
-                Some("add") | Some("set-url") => {
-                    // git remote add NAME URL / set-url NAME URL [OLD]
-                    match pos.get(2).and_then(|w| w.as_deref()) {
-                        Some(url) if c.remote_allowed(url) => {}
-                        Some(url) => c.refuse(
-                            &cmd.part,
-                            format!("git remote: {url} is not a remote this project may reach"),
-                            REMOTE_INSTEAD,
-                        ),
-                        None => {
-                            c.refuse(&cmd.part, "git remote with a computed URL", REMOTE_INSTEAD)
-                        }
-                    }
-                }
-                Some("show") | Some("prune") | Some("update") => {
-                    let names: Vec<&str> = pos[1..].iter().filter_map(|w| w.as_deref()).collect();
-                    let all_ok = if names.is_empty() {
-                        c.remote_allowed("*")
-                    } else {
-                        names.iter().all(|n| c.remote_allowed(n))
-                    };
-                    // The repository's own remotes: allowed inside the bubblewrap
-                    // sandbox, as for fetch.
-                    let own = names
-                        .iter()
-                        .all(|n| c.policy.configured_remotes.iter().any(|r| r == n));
-                    let reachable = all_ok || (own && c.policy.bubblewrap);
-                    if !reachable {
-                        let hint = if own {
-                            format!("; {}", crate::BUBBLEWRAP_HINT)
-                        } else {
-                            String::new()
-                        };
-                        c.refuse(
-                            &cmd.part,
-                            format!("git remote show/prune/update contacts remotes this project may not reach{hint}"),
-                            REMOTE_INSTEAD,
-                        );
-                    }
-                }
-                _ => {}
-            }
-        }
-        "submodule" => {
-            let words: Vec<String> = cmd.args.iter().filter_map(|w| w.literal()).collect();
-            if words
-                .iter()
-                .any(|w| matches!(w.as_str(), "add" | "update" | "sync"))
-                && !c.remote_allowed("*")
-            {
-                c.refuse(
-                    &cmd.part,
-                    "git submodule add/update/sync fetches from the submodules' remotes",
-                    "ask the user to add \"*\" to [policy] remotes, or vendor the code",
-                );
-            }
-        }
-        _ => {}
+    if pushes_force(lits) {
+        c.refuse(
+            &cmd.part,
+            "git push may not force, mirror or delete remote history",
+            "push new commits without --force (integrate with git pull --rebase first)",
+        );
     }
-    match sub {
-        "push" => {
-            if cmd.args.iter().any(|w| w.literal().is_none()) {
-                c.refuse(
-                    &cmd.part,
-                    "git push with a computed argument: a refspec computed as +ref or :ref would force or delete remote history",
-                    "write the remote and branch literally: git push origin main",
-                );
-            }
-            if pushes_force(&lits, &has, &short_has) {
-                c.refuse(
-                    &cmd.part,
-                    "git push may not force, mirror or delete remote history",
-                    "push new commits without --force (integrate with git pull --rebase first)",
-                );
-            }
-            if has(&["--receive-pack", "--exec"]) {
-                c.refuse(
-                    &cmd.part,
-                    "git push --receive-pack/--exec runs a program",
-                    "push without it",
-                );
-            }
-        }
-        "clone" | "fetch" | "pull" | "ls-remote" | "archive" | "remote" | "submodule" => {
-            if has(&[
-                "--upload-pack",
-                "--receive-pack",
-                "--exec",
-                "--config",
-                "--template",
-                "--remote",
-            ]) || (matches!(sub, "clone" | "fetch" | "pull" | "ls-remote")
-                && (short_has('u') || short_has('c')))
-            {
-                c.refuse(&cmd.part, format!("git {sub} with --upload-pack/--exec/-c/--template runs programs or sets configuration"), format!("run git {sub} with a plain URL"));
-            }
-            if sub == "submodule" && lits.iter().any(|l| l == "foreach") {
-                c.refuse(
-                    &cmd.part,
-                    "git submodule foreach runs a shell command in each submodule",
-                    "run the command in each submodule directory yourself",
-                );
-            }
-            if sub == "archive" {
-                output_opts(c, cmd);
-            }
-        }
-        "init" if has(&["--template", "--separate-git-dir"]) => {
-            c.refuse(
-                &cmd.part,
-                "git init --template installs hooks from another directory",
-                "run git init without --template",
-            );
-        }
-        "clean" => {
-            let x = short_has('x') || short_has('X');
-            let keeps = cmd.args.windows(2).any(|p| {
-                p[0].literal().as_deref() == Some("-e")
-                    && p[1]
-                        .literal()
-                        .is_some_and(|v| v.trim_matches('/') == ".baton")
-            }) || lits.iter().any(|l| {
-                matches!(
-                    l.as_str(),
-                    "--exclude=.baton" | "--exclude=.baton/" | "-e.baton" | "-e.baton/"
-                )
-            });
-            if x && !keeps {
-                c.refuse(
-                    &cmd.part,
-                    "git clean -x also deletes ignored files, including baton's .baton/ records",
-                    "use git clean -fd (without -x), or add -e .baton",
-                );
-            }
-        }
-        "grep" if has(&["--open-files-in-pager"]) || lits.iter().any(|l| l.starts_with("-O")) => {
-            c.refuse(
-                &cmd.part,
-                "git grep -O opens a pager program",
-                "use git grep without -O",
-            );
-        }
-        "rebase" => {
-            let parsed = parse_args(
-                &cmd.args,
-                "xsX",
-                &["exec", "strategy", "strategy-option", "onto"],
-                false,
-            );
-            for a in parsed {
-                if let Arg::Opt {
-                    name,
-                    value: Some(v),
-                } = a
-                    && (name == "-x" || name == "--exec")
-                {
-                    c.inline(&v.word(), &cmd.cwd, &cmd.part, "git rebase --exec");
-                }
-            }
-        }
-        "bisect" => {
-            if let Some(pos) = cmd
-                .args
-                .iter()
-                .position(|w| w.literal().as_deref() == Some("run"))
-            {
-                let rest = &cmd.args[pos + 1..];
-                if let Some(name) = rest.first().and_then(|w| w.literal()) {
-                    let inner = Cmd {
-                        name,
-                        args: rest[1..].to_vec(),
-                        cwd: cmd.cwd.clone(),
-                        part: cmd.part.clone(),
-                    };
-                    c.run(&inner);
-                } else if !rest.is_empty() {
-                    c.refuse(
-                        &cmd.part,
-                        "git bisect run with a computed command",
-                        "write the command literally",
-                    );
-                }
-            }
-        }
-        "log" | "diff" | "show" | "format-patch" | "whatchanged" | "range-diff" | "shortlog" => {
-            output_opts(c, cmd);
-        }
-        "worktree" => {
-            if lits.first().map(String::as_str) == Some("add")
-                && let Some(path) = cmd.args.iter().skip(1).find(|w| !w.may_start_with('-'))
-            {
-                c.write_target(path, &cmd.cwd, &cmd.part, false);
-            }
-        }
-        _ => {}
+    if lits.has(&["--receive-pack", "--exec"]) {
+        c.refuse(
+            &cmd.part,
+            "git push --receive-pack/--exec runs a program",
+            "push without it",
+        );
     }
 }
 
 /// Whether `git push` with these literal arguments forces, mirrors or deletes
 /// remote history.
-fn pushes_force(
-    lits: &[String],
-    has: &dyn Fn(&[&str]) -> bool,
-    short_has: &dyn Fn(char) -> bool,
-) -> bool {
-    has(&[
+fn pushes_force(lits: &LiteralArgs) -> bool {
+    lits.has(&[
         "--force",
         "--force-with-lease",
         "--force-if-includes",
         "--mirror",
         "--delete",
         "--prune",
-    ]) || short_has('f')
-        || short_has('d')
+    ]) || lits.short_has('f')
+        || lits.short_has('d')
         || lits
+            .words
             .iter()
             .any(|l| !l.starts_with('-') && (l.starts_with('+') || l.starts_with(':')))
+}
+
+/// Options of the subcommands that reach remotes (`clone`, `fetch`, `pull`,
+/// `ls-remote`, `archive`, `remote`, `submodule`) that run programs or set
+/// configuration: `--upload-pack`, `--exec`, `-c`, `--template`, …
+fn program_options(c: &mut Checker, cmd: &Cmd, sub: &str, lits: &LiteralArgs) {
+    if lits.has(&[
+        "--upload-pack",
+        "--receive-pack",
+        "--exec",
+        "--config",
+        "--template",
+        "--remote",
+    ]) || (matches!(sub, "clone" | "fetch" | "pull" | "ls-remote")
+        && (lits.short_has('u') || lits.short_has('c')))
+    {
+        c.refuse(&cmd.part, format!("git {sub} with --upload-pack/--exec/-c/--template runs programs or sets configuration"), format!("run git {sub} with a plain URL"));
+    }
+}
+
+/// `git remote`: `add`/`set-url` only with a URL the project may reach;
+/// `show`/`prune`/`update` only for remotes it may reach (or, inside bubblewrap,
+/// the repository's own).
+fn remote_sub(c: &mut Checker, cmd: &Cmd) {
+    let words: Vec<Option<String>> = cmd.args.iter().map(|w| w.literal()).collect();
+    let pos: Vec<&Option<String>> = words
+        .iter()
+        .filter(|w| !w.as_deref().is_some_and(|l| l.starts_with('-')))
+        .collect();
+    match pos.first().and_then(|w| w.as_deref()) {
+        Some("add") | Some("set-url") => {
+            // git remote add NAME URL / set-url NAME URL [OLD]
+            match pos.get(2).and_then(|w| w.as_deref()) {
+                Some(url) if c.remote_allowed(url) => {}
+                Some(url) => c.refuse(
+                    &cmd.part,
+                    format!("git remote: {url} is not a remote this project may reach"),
+                    REMOTE_INSTEAD,
+                ),
+                None => c.refuse(&cmd.part, "git remote with a computed URL", REMOTE_INSTEAD),
+            }
+        }
+        Some("show") | Some("prune") | Some("update") => {
+            let names: Vec<&str> = pos[1..].iter().filter_map(|w| w.as_deref()).collect();
+            let all_ok = if names.is_empty() {
+                c.remote_allowed("*")
+            } else {
+                names.iter().all(|n| c.remote_allowed(n))
+            };
+            // The repository's own remotes: allowed inside the bubblewrap
+            // sandbox, as for fetch.
+            let own = names
+                .iter()
+                .all(|n| c.policy.configured_remotes.iter().any(|r| r == n));
+            let reachable = all_ok || (own && c.policy.bubblewrap);
+            if !reachable {
+                let hint = if own {
+                    format!("; {}", crate::BUBBLEWRAP_HINT)
+                } else {
+                    String::new()
+                };
+                c.refuse(
+                    &cmd.part,
+                    format!("git remote show/prune/update contacts remotes this project may not reach{hint}"),
+                    REMOTE_INSTEAD,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `git submodule`: `add`/`update`/`sync` fetch from the submodules' remotes (only
+/// when every remote is allowed); `foreach` runs a shell command.
+fn submodule(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
+    if lits
+        .words
+        .iter()
+        .any(|w| matches!(w.as_str(), "add" | "update" | "sync"))
+        && !c.remote_allowed("*")
+    {
+        c.refuse(
+            &cmd.part,
+            "git submodule add/update/sync fetches from the submodules' remotes",
+            "ask the user to add \"*\" to [policy] remotes, or vendor the code",
+        );
+    }
+    program_options(c, cmd, "submodule", lits);
+    if lits.words.iter().any(|l| l == "foreach") {
+        c.refuse(
+            &cmd.part,
+            "git submodule foreach runs a shell command in each submodule",
+            "run the command in each submodule directory yourself",
+        );
+    }
+}
+
+/// `git init`: no `--template` (or `--separate-git-dir`), which installs hooks
+/// from elsewhere.
+fn init(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
+    if lits.has(&["--template", "--separate-git-dir"]) {
+        c.refuse(
+            &cmd.part,
+            "git init --template installs hooks from another directory",
+            "run git init without --template",
+        );
+    }
+}
+
+/// `git clean`: `-x`/`-X` only when `.baton/` is excluded (it is ignored, and
+/// holds baton's records).
+fn clean(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
+    let x = lits.short_has('x') || lits.short_has('X');
+    let keeps = cmd.args.windows(2).any(|p| {
+        p[0].literal().as_deref() == Some("-e")
+            && p[1]
+                .literal()
+                .is_some_and(|v| v.trim_matches('/') == ".baton")
+    }) || lits.words.iter().any(|l| {
+        matches!(
+            l.as_str(),
+            "--exclude=.baton" | "--exclude=.baton/" | "-e.baton" | "-e.baton/"
+        )
+    });
+    if x && !keeps {
+        c.refuse(
+            &cmd.part,
+            "git clean -x also deletes ignored files, including baton's .baton/ records",
+            "use git clean -fd (without -x), or add -e .baton",
+        );
+    }
+}
+
+/// `git grep`: no `-O`, which opens the matches in a pager program.
+fn grep(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
+    if lits.has(&["--open-files-in-pager"]) || lits.words.iter().any(|l| l.starts_with("-O")) {
+        c.refuse(
+            &cmd.part,
+            "git grep -O opens a pager program",
+            "use git grep without -O",
+        );
+    }
+}
+
+/// `git rebase`: the shell code of `--exec` / `-x` is checked as inline code.
+fn rebase(c: &mut Checker, cmd: &Cmd) {
+    let parsed = parse_args(
+        &cmd.args,
+        "xsX",
+        &["exec", "strategy", "strategy-option", "onto"],
+        false,
+    );
+    for a in parsed {
+        if let Arg::Opt {
+            name,
+            value: Some(v),
+        } = a
+            && (name == "-x" || name == "--exec")
+        {
+            c.inline(&v.word(), &cmd.cwd, &cmd.part, "git rebase --exec");
+        }
+    }
+}
+
+/// `git bisect run CMD ARGS`: the command is checked as if run directly.
+fn bisect(c: &mut Checker, cmd: &Cmd) {
+    if let Some(pos) = cmd
+        .args
+        .iter()
+        .position(|w| w.literal().as_deref() == Some("run"))
+    {
+        let rest = &cmd.args[pos + 1..];
+        if let Some(name) = rest.first().and_then(|w| w.literal()) {
+            let inner = Cmd {
+                name,
+                args: rest[1..].to_vec(),
+                cwd: cmd.cwd.clone(),
+                part: cmd.part.clone(),
+            };
+            c.run(&inner);
+        } else if !rest.is_empty() {
+            c.refuse(
+                &cmd.part,
+                "git bisect run with a computed command",
+                "write the command literally",
+            );
+        }
+    }
+}
+
+/// `git worktree add PATH`: the new worktree's directory is written like any
+/// other target.
+fn worktree(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
+    if lits.words.first().map(String::as_str) == Some("add")
+        && let Some(path) = cmd.args.iter().skip(1).find(|w| !w.may_start_with('-'))
+    {
+        c.write_target(path, &cmd.cwd, &cmd.part, false);
+    }
 }
 
 /// `--output=FILE` / `-o DIR` write files.
