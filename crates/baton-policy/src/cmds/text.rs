@@ -158,179 +158,221 @@ impl Checker<'_> {
 
 /// Parse a sed script; the files it reads (`r`, `R`) and writes (`w`, `W`, `s///w`).
 fn sed_script(s: &str) -> Result<Vec<(char, String)>, String> {
-    let ch: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    let mut files = Vec::new();
-    let skip_ws = |i: &mut usize| {
-        while *i < ch.len() && (ch[*i] == ' ' || ch[*i] == '\t') {
-            *i += 1;
-        }
+    let mut script = SedScript {
+        ch: s.chars().collect(),
+        i: 0,
+        files: Vec::new(),
     };
-    let to_eol = |i: &mut usize| -> String {
-        let start = *i;
-        while *i < ch.len() && ch[*i] != '\n' {
-            *i += 1;
+    loop {
+        // Separators.
+        while script.i < script.ch.len()
+            && (script.ch[script.i].is_whitespace() || script.ch[script.i] == ';')
+        {
+            script.i += 1;
         }
-        ch[start..*i].iter().collect::<String>()
-    };
-    // Read a delimited part (regex or replacement), handling escapes.
-    let delimited = |i: &mut usize, d: char| -> Result<(), String> {
-        while *i < ch.len() {
-            let x = ch[*i];
+        if script.i >= script.ch.len() {
+            break;
+        }
+        script.addresses()?;
+        script.command()?;
+    }
+    Ok(script.files)
+}
+
+/// A sed script being read: its characters, where the reading is, and the files
+/// found so far (`'r'` read, `'w'` written).
+struct SedScript {
+    ch: Vec<char>,
+    i: usize,
+    files: Vec<(char, String)>,
+}
+
+impl SedScript {
+    /// Skip blanks (not newlines, which end commands).
+    fn skip_ws(&mut self) {
+        while self.i < self.ch.len() && (self.ch[self.i] == ' ' || self.ch[self.i] == '\t') {
+            self.i += 1;
+        }
+    }
+
+    /// The rest of the line (without its newline).
+    fn rest_of_line(&mut self) -> String {
+        let start = self.i;
+        while self.i < self.ch.len() && self.ch[self.i] != '\n' {
+            self.i += 1;
+        }
+        self.ch[start..self.i].iter().collect::<String>()
+    }
+
+    /// Read a delimited part (regex or replacement), handling escapes.
+    fn delimited(&mut self, d: char) -> Result<(), String> {
+        let ch = &self.ch;
+        while self.i < ch.len() {
+            let x = ch[self.i];
             if x == '\\' {
-                *i += 2;
+                self.i += 2;
                 continue;
             }
             if x == '\n' && d != '\n' {
                 return Err("a newline inside a regular expression".into());
             }
-            *i += 1;
+            self.i += 1;
             if x == d {
                 return Ok(());
             }
         }
         Err("an unterminated regular expression".into())
-    };
-    loop {
-        // Separators.
-        while i < ch.len() && (ch[i].is_whitespace() || ch[i] == ';') {
-            i += 1;
-        }
-        if i >= ch.len() {
-            break;
-        }
-        // Addresses: number, $, /re/, \cREc, first~step, +N, ~N, and a second one.
+    }
+
+    /// The addresses before a command: number, $, /re/, \cREc, first~step, +N, ~N,
+    /// and a second one after a comma; then any `!`. An error when no command
+    /// follows.
+    fn addresses(&mut self) -> Result<(), String> {
         for n in 0..2 {
-            if i >= ch.len() {
+            if self.i >= self.ch.len() {
                 break;
             }
-            let start = i;
-            match ch[i] {
+            let start = self.i;
+            match self.ch[self.i] {
                 '0'..='9' => {
-                    while i < ch.len() && (ch[i].is_ascii_digit() || ch[i] == '~') {
-                        i += 1;
+                    while self.i < self.ch.len()
+                        && (self.ch[self.i].is_ascii_digit() || self.ch[self.i] == '~')
+                    {
+                        self.i += 1;
                     }
                 }
-                '$' => i += 1,
+                '$' => self.i += 1,
                 '/' => {
-                    i += 1;
-                    delimited(&mut i, '/')?;
+                    self.i += 1;
+                    self.delimited('/')?;
                 }
-                '\\' if i + 1 < ch.len() => {
-                    let d = ch[i + 1];
-                    i += 2;
-                    delimited(&mut i, d)?;
+                '\\' if self.i + 1 < self.ch.len() => {
+                    let d = self.ch[self.i + 1];
+                    self.i += 2;
+                    self.delimited(d)?;
                 }
                 '+' | '~' if n == 1 => {
-                    i += 1;
-                    while i < ch.len() && ch[i].is_ascii_digit() {
-                        i += 1;
+                    self.i += 1;
+                    while self.i < self.ch.len() && self.ch[self.i].is_ascii_digit() {
+                        self.i += 1;
                     }
                 }
                 _ => {}
             }
-            if i > start {
-                while i < ch.len() && (ch[i] == 'I' || ch[i] == 'M') {
-                    i += 1;
+            if self.i > start {
+                while self.i < self.ch.len() && (self.ch[self.i] == 'I' || self.ch[self.i] == 'M') {
+                    self.i += 1;
                 }
             }
-            skip_ws(&mut i);
-            if n == 0 && i < ch.len() && ch[i] == ',' {
-                i += 1;
-                skip_ws(&mut i);
+            self.skip_ws();
+            if n == 0 && self.i < self.ch.len() && self.ch[self.i] == ',' {
+                self.i += 1;
+                self.skip_ws();
                 continue;
             }
             break;
         }
-        skip_ws(&mut i);
-        while i < ch.len() && ch[i] == '!' {
-            i += 1;
-            skip_ws(&mut i);
+        self.skip_ws();
+        while self.i < self.ch.len() && self.ch[self.i] == '!' {
+            self.i += 1;
+            self.skip_ws();
         }
-        if i >= ch.len() {
+        if self.i >= self.ch.len() {
             return Err("an address without a command".into());
         }
-        let cmd = ch[i];
-        i += 1;
+        Ok(())
+    }
+
+    /// One command and its arguments: an error for those that run shell commands
+    /// (`e`) and for what cannot be read; files read and written are recorded.
+    fn command(&mut self) -> Result<(), String> {
+        let cmd = self.ch[self.i];
+        self.i += 1;
         match cmd {
             '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x'
             | 'z' | 'F' => {}
             '#' | ':' | 'b' | 't' | 'T' => {
                 // Labels and comments run to the end of the line (or ; for branches).
-                while i < ch.len() && ch[i] != '\n' && !(cmd != '#' && cmd != ':' && ch[i] == ';') {
-                    i += 1;
+                while self.i < self.ch.len()
+                    && self.ch[self.i] != '\n'
+                    && !(cmd != '#' && cmd != ':' && self.ch[self.i] == ';')
+                {
+                    self.i += 1;
                 }
             }
             'q' | 'Q' | 'l' | 'L' => {
-                skip_ws(&mut i);
-                while i < ch.len() && ch[i].is_ascii_digit() {
-                    i += 1;
+                self.skip_ws();
+                while self.i < self.ch.len() && self.ch[self.i].is_ascii_digit() {
+                    self.i += 1;
                 }
             }
             'a' | 'i' | 'c' => {
                 // Text to the end of the line; a trailing backslash continues it.
                 loop {
-                    let line = to_eol(&mut i);
-                    if line.ends_with('\\') && i < ch.len() {
-                        i += 1;
+                    let line = self.rest_of_line();
+                    if line.ends_with('\\') && self.i < self.ch.len() {
+                        self.i += 1;
                         continue;
                     }
                     break;
                 }
             }
             'r' | 'R' | 'w' | 'W' => {
-                skip_ws(&mut i);
-                let f = to_eol(&mut i);
+                self.skip_ws();
+                let f = self.rest_of_line();
                 if f.is_empty() {
                     return Err(format!("`{cmd}` without a file"));
                 }
                 let kind = if cmd == 'w' || cmd == 'W' { 'w' } else { 'r' };
-                if f == "/dev/stdout" || f == "/dev/stderr" {
-                    continue;
+                if f != "/dev/stdout" && f != "/dev/stderr" {
+                    self.files.push((kind, f));
                 }
-                files.push((kind, f));
             }
             'e' => return Err("the `e` command runs a shell command".into()),
             'v' => {
-                to_eol(&mut i);
+                self.rest_of_line();
             }
-            's' | 'y' => {
-                let Some(&d) = ch.get(i) else {
-                    return Err(format!("`{cmd}` without a delimiter"));
-                };
-                if d == '\n' || d == '\\' {
-                    return Err("an unusual delimiter".into());
-                }
-                i += 1;
-                delimited(&mut i, d)?;
-                delimited(&mut i, d)?;
-                if cmd == 's' {
-                    while i < ch.len() {
-                        match ch[i] {
-                            'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => i += 1,
-                            'e' => {
-                                return Err(
-                                    "the `e` flag of s/// runs the result as a shell command"
-                                        .into(),
-                                );
-                            }
-                            'w' => {
-                                i += 1;
-                                skip_ws(&mut i);
-                                let f = to_eol(&mut i);
-                                if f != "/dev/stdout" && f != "/dev/stderr" {
-                                    files.push(('w', f));
-                                }
-                            }
-                            _ => break,
-                        }
-                    }
-                }
-            }
+            's' | 'y' => self.substitute(cmd)?,
             other => return Err(format!("unknown command `{other}`")),
         }
+        Ok(())
     }
-    Ok(files)
+
+    /// The arguments of `s` or `y`: delimiter, two delimited parts, and for `s`
+    /// its flags (`e` runs the result; `w FILE` writes).
+    fn substitute(&mut self, cmd: char) -> Result<(), String> {
+        let Some(&d) = self.ch.get(self.i) else {
+            return Err(format!("`{cmd}` without a delimiter"));
+        };
+        if d == '\n' || d == '\\' {
+            return Err("an unusual delimiter".into());
+        }
+        self.i += 1;
+        self.delimited(d)?;
+        self.delimited(d)?;
+        if cmd == 's' {
+            while self.i < self.ch.len() {
+                match self.ch[self.i] {
+                    'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => self.i += 1,
+                    'e' => {
+                        return Err(
+                            "the `e` flag of s/// runs the result as a shell command".into()
+                        );
+                    }
+                    'w' => {
+                        self.i += 1;
+                        self.skip_ws();
+                        let f = self.rest_of_line();
+                        if f != "/dev/stdout" && f != "/dev/stderr" {
+                            self.files.push(('w', f));
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Check an awk program: no `system(`, no pipes to or from commands, no output
