@@ -46,6 +46,7 @@ mod proof;
 pub mod queue;
 pub mod run;
 pub mod running;
+mod session;
 pub mod status;
 pub mod summary;
 pub mod verifier;

@@ -13,7 +13,8 @@ use crate::error::{HarnessError, io};
 use crate::git;
 use crate::guard::GateStack;
 use crate::prompts;
-use crate::run::{Agent, Runner};
+use crate::run::Runner;
+use crate::session::Agent;
 use crate::summary::{Summary, summarize};
 
 /// What to plan.
@@ -524,7 +525,7 @@ impl Runner<'_> {
         if !changed.is_empty() {
             let what = format!(
                 "the planner changed existing feature(s) {}; restored (a plan only appends)",
-                crate::run::list(&changed)
+                crate::session::list(&changed)
             );
             record.gates.violations.push(what.clone());
             entries.push(LedgerEntry::new(number, LedgerKind::Violation, what));
@@ -569,7 +570,7 @@ impl Runner<'_> {
             &format!(
                 "baton plan: {} feature(s) added ({}) for: {}",
                 added.len(),
-                crate::run::list(&added),
+                crate::session::list(&added),
                 first_line(request)
             ),
             &[],

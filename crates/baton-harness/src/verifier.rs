@@ -15,7 +15,8 @@ use crate::error::HarnessError;
 use crate::gates::Gates;
 use crate::guard::GateStack;
 use crate::prompts;
-use crate::run::{Agent, Backend, list};
+use crate::run::Backend;
+use crate::session::{Agent, list};
 
 /// Refuses every edit; defers to the policy for the rest.
 pub struct ReadOnly<'a> {

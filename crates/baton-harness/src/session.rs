@@ -1,0 +1,539 @@
+//! One session of a run: started (the brief, the prompt, the session on the
+//! record while it runs), run on the backend (baton's own loop or an agent CLI,
+//! within the session's limits), finished (the gates), and put on the record
+//! with what it did to the features (passes forgotten, blocks, attempts, the
+//! stall count). The loop around it is in [`crate::run`].
+
+use std::time::{Duration, Instant};
+
+use baton_agent::client::ModelClient;
+use baton_agent::session::{AgentError, Limits, Session, SessionResult};
+use baton_agent::transcript::{Transcript, now_ms};
+use baton_records::FeatureList;
+use baton_records::{InProgress, SessionKind, SessionOutcome, SessionRecord, State};
+use baton_records::{LedgerEntry, LedgerKind};
+use baton_tools::Toolbox;
+
+use crate::block::BlockTool;
+use crate::boundary::Snapshot;
+use crate::error::HarnessError;
+use crate::gates::Gates;
+use crate::guard::GateStack;
+use crate::run::{Backend, Runner};
+use crate::summary::{Summary, summarize};
+use crate::{block, brief, git, prompts, queue};
+
+/// A session that ended, gates run.
+pub(crate) struct Finished {
+    pub(crate) record: SessionRecord,
+    pub(crate) error: Option<AgentError>,
+    /// Features the session declared blocked, with the reasons.
+    pub(crate) blocks: Vec<(usize, String)>,
+}
+
+impl Runner<'_> {
+    /// The session limits of `[agent]`, within what is left of the run's hours,
+    /// with the note a session of kind `handoff` gets when its context fills.
+    pub(crate) fn limits(
+        &self,
+        max_turns: u32,
+        deadline: Option<Instant>,
+        handoff: prompts::Handoff,
+    ) -> Limits {
+        let mut limits = Limits::from_config(&self.cfg.agent, max_turns);
+        limits.context.handoff_note = Some(prompts::handoff_note(&self.files.names, handoff));
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            limits.max_duration = Some(limits.max_duration.map_or(left, |m| m.min(left)));
+        }
+        limits
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the session's inputs, each used once"
+    )]
+    pub(crate) async fn session(
+        &self,
+        kind: SessionKind,
+        state: &State,
+        problem: Option<&str>,
+        accepted: &mut Option<FeatureList>,
+        block: &BlockTool,
+        deadline: Option<Instant>,
+        snap: &Snapshot,
+    ) -> Result<Finished, HarnessError> {
+        let dir = &self.files.dir;
+        let mut transcript =
+            Transcript::create_next_from(dir, self.opts.first_number.unwrap_or(1))?;
+        let number = transcript.number();
+        // A process left running by an earlier session may have changed them since.
+        self.guard_boundary(snap, number)?;
+        if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
+            self.restore_before(number, list)?;
+        }
+        let sweep = match kind {
+            SessionKind::Coding if self.opts.skip_sweep => None,
+            SessionKind::Coding => self.sweep(number, accepted).await?,
+            SessionKind::Initializer | SessionKind::Planner => None,
+        };
+        // The target is the first of the brief's list: computed after the sweep, from
+        // the same list and state as the brief.
+        let target = match (kind, accepted.as_ref()) {
+            (SessionKind::Coding, Some(list)) => queue::order(list, state).first().copied(),
+            _ => None,
+        };
+        // The target's check on the base commit, before the work: one that passes
+        // already proves nothing when the target is flipped.
+        let base_check = match (target, accepted.as_ref()) {
+            (Some(t), Some(list)) => {
+                let init_ran = sweep.as_ref().is_some_and(|s| s.init_ran);
+                self.base_check(list, t, init_ran).await
+            }
+            _ => None,
+        };
+        let ip = InProgress {
+            number,
+            kind,
+            started_ms: now_ms(),
+            head_before: git::head(dir),
+            notes_before: self.files.read_notes(),
+            sweep: sweep.clone(),
+            target,
+            base_check,
+        };
+        let mut saved = state.clone();
+        saved.in_progress = Some(ip.clone());
+        saved.save(dir)?;
+        let prompt = match (kind, accepted.as_ref()) {
+            (SessionKind::Coding, Some(list)) => prompts::coding(
+                &self.files.names,
+                &brief::brief_with(
+                    &self.files,
+                    list,
+                    state,
+                    number,
+                    sweep.as_ref(),
+                    &brief::Extras {
+                        running: crate::running::describe(
+                            &self.tools.context().processes.alive(),
+                            dir,
+                        ),
+                        max_turns: self.cfg.agent.max_turns,
+                    },
+                ),
+                self.cfg.browser.enabled,
+                matches!(self.backend, Backend::Loop(_)),
+                prompts::ProofRules::of(&self.cfg),
+            ),
+            _ => prompts::initializer(&self.files.names, problem),
+        };
+        self.reporter
+            .line(&format!("── session {number:04} · {} ──", kind.name()));
+        self.reporter.session_start(number, kind);
+        let stack = GateStack {
+            policy: self.policy,
+            allow_file_urls: self.cfg.policy.allow_file_urls,
+            feature_list: (kind == SessionKind::Coding)
+                .then_some((dir.as_path(), self.files.names.feature_list.as_str())),
+            read_only: false,
+        };
+        let handoff = match kind {
+            SessionKind::Initializer => prompts::Handoff::Initializer,
+            _ => prompts::Handoff::Coding,
+        };
+        let limits = self.limits(self.cfg.agent.max_turns, deadline, handoff);
+        let system = prompts::system(dir);
+        // BlockFeature is offered while a coding session of baton's own loop runs.
+        if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
+            block.open(list);
+        }
+        let result = self
+            .run_agent(
+                Agent {
+                    tools: &self.tools,
+                    gate: stack,
+                    client: None,
+                    model: None,
+                    limits,
+                },
+                &mut transcript,
+                &system,
+                &prompt,
+            )
+            .await;
+        block.close();
+        let error = result.err();
+        self.finish(&ip, error, accepted, deadline, snap).await
+    }
+
+    /// Run one agent on the run's backend: baton's own loop (with `a.tools` behind
+    /// `a.gate`), or the agent CLI, whose hook applies the same gates and whose shell
+    /// commands see the project read-only where the gates say so.
+    pub(crate) async fn run_agent(
+        &self,
+        a: Agent<'_>,
+        transcript: &mut Transcript,
+        system: &str,
+        prompt: &str,
+    ) -> Result<SessionResult, AgentError> {
+        match &self.backend {
+            Backend::Loop(client) => {
+                Session {
+                    client: a.client.unwrap_or(client),
+                    tools: a.tools,
+                    gate: &a.gate,
+                    observer: self.observer,
+                    prices: self.prices,
+                    limits: a.limits,
+                }
+                .run_until(transcript, system, prompt, &self.stop)
+                .await
+            }
+            Backend::Cli(cli) => {
+                let mut cli = cli.clone();
+                if let Some(m) = a.model {
+                    cli.model = m.to_string();
+                }
+                if a.gate.read_only {
+                    cli.command_sandbox = cli.command_sandbox.as_deref().map(read_only_spec);
+                }
+                cli.session(
+                    &self.files.dir,
+                    &a.gate.hook_args(),
+                    a.limits,
+                    self.observer,
+                    self.prices,
+                )
+                .run_until(transcript, system, prompt, &self.stop)
+                .await
+            }
+        }
+    }
+
+    /// Restore the guarded files before session `number` starts; what had changed
+    /// (since the last gates) goes to the ledger.
+    pub(crate) fn guard_boundary(&self, snap: &Snapshot, number: u32) -> Result<(), HarnessError> {
+        for u in snap.restore()? {
+            self.reporter
+                .line(&format!("boundary: {u} between sessions; restored"));
+            self.files.append_ledger(&LedgerEntry {
+                t_ms: now_ms(),
+                session: number,
+                kind: LedgerKind::BoundaryViolation,
+                feature: None,
+                detail: format!("{u} between sessions; restored from baton's snapshot"),
+                commit: None,
+                evidence: Vec::new(),
+                proof: None,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Gates and the session's record, from its transcript (also for a killed session).
+    pub(crate) async fn finish(
+        &self,
+        ip: &InProgress,
+        error: Option<AgentError>,
+        accepted: &mut Option<FeatureList>,
+        deadline: Option<Instant>,
+        snap: &Snapshot,
+    ) -> Result<Finished, HarnessError> {
+        // No process of the session lives into the gates: one left running could
+        // change what baton's git reads between the restore below and its next
+        // command. The start script brings servers up again for the checks and
+        // the next session.
+        self.stop_processes().await;
+        // Before any git command (and any check) of the gates: put back what the
+        // session changed of git's config, hooks and info, and of baton.toml.
+        let undone = snap.restore()?;
+        for u in &undone {
+            self.reporter
+                .line(&format!("  boundary: {u}; restored from baton's snapshot"));
+        }
+        let base = match ip.kind {
+            SessionKind::Coding => accepted.clone(),
+            SessionKind::Initializer | SessionKind::Planner => None,
+        };
+        // History is never rewritten: what a session's reset, rebase or amend
+        // dropped from the branch is joined back before anything else.
+        let rewound = match (ip.kind, ip.head_before.as_deref()) {
+            (SessionKind::Coding, Some(before)) => git::rejoin(&self.files.dir, before, ip.number)?,
+            _ => None,
+        };
+        let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
+        g.report.boundary = undone;
+        g.report.rewound = rewound;
+        let mut verifier_cost = 0.0;
+        if ip.kind == SessionKind::Coding {
+            verifier_cost = self.prove(&mut g, ip, base.as_ref(), deadline).await?;
+        }
+        let summary = summarize(&self.files.dir, ip.number);
+        let outcome = summary.outcome_after(error.as_ref());
+        let blocks = match ip.kind {
+            SessionKind::Coding => block::declared(&self.files.dir, ip.number),
+            SessionKind::Initializer | SessionKind::Planner => Vec::new(),
+        };
+        g.report.refusals = summary.refusals;
+        g.report.evidence = summary.evidence;
+        let (mut gates, new_accepted) = g.finish(&ip.notes_before)?;
+        // A session that made no model turn (a refused key, no network) had no
+        // chance to write notes: nothing to report about them.
+        if summary.turns == 0 {
+            gates.notes_updated = true;
+        }
+        if ip.kind == SessionKind::Coding {
+            *accepted = new_accepted;
+        } else {
+            *accepted = self.accept_initial(ip.number, &mut gates)?;
+        }
+        let Summary {
+            turns,
+            usage,
+            cost,
+            waited_ms,
+            ..
+        } = summary;
+        let record = SessionRecord {
+            number: ip.number,
+            kind: ip.kind,
+            started_ms: ip.started_ms,
+            ended_ms: now_ms(),
+            outcome,
+            turns,
+            usage,
+            cost_usd: cost,
+            commits: git::commits_since(&self.files.dir, ip.head_before.as_deref()),
+            gates,
+            sweep: ip.sweep.clone(),
+            verifier_cost_usd: verifier_cost,
+            waited_ms,
+            target: ip.target,
+            agent: self.opts.agent,
+            integration: None,
+        };
+        Ok(Finished {
+            record,
+            error,
+            blocks,
+        })
+    }
+
+    /// Stop every process the run's commands started (the session's, or the
+    /// start script's run by baton's checks), before baton's git works on what
+    /// they could write.
+    pub(crate) async fn stop_processes(&self) {
+        let _ = self
+            .tools
+            .context()
+            .processes
+            .shutdown(Duration::from_secs(2))
+            .await;
+    }
+
+    pub(crate) fn record(
+        &self,
+        state: &mut State,
+        record: SessionRecord,
+        blocks: &[(usize, String)],
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<(), HarnessError> {
+        let mut notes = Vec::new();
+        if record.kind == SessionKind::Coding
+            && let Some(list) = accepted.as_ref()
+        {
+            notes = self.features_after(state, &record, blocks, list)?;
+        }
+        let g = &record.gates;
+        let passing = accepted.as_ref().map_or(0, FeatureList::passing);
+        let total = accepted.as_ref().map_or(0, |l| l.features.len());
+        self.reporter.session_end(&record, passing, total);
+        let standing = if accepted.is_some() {
+            format!("passing {passing}/{total}")
+        } else {
+            "no feature list yet".to_string()
+        };
+        let mut line = format!(
+            "session {:04} {} · {} · {} · {} tokens · ${:.4} · {standing}",
+            record.number,
+            record.kind.name(),
+            record.outcome,
+            baton_records::human::plural(u64::from(record.turns), "turn"),
+            record.usage.total(),
+            record.cost_usd
+        );
+        if !g.flipped.is_empty() {
+            line.push_str(&format!(" · flipped {}", list(&g.flipped)));
+        }
+        self.reporter.line(&line);
+        for n in &notes {
+            self.reporter.line(n);
+        }
+        for v in &g.violations {
+            self.reporter
+                .line(&format!("  gate: restored the feature list: {v}"));
+        }
+        for f in &g.verify_failed {
+            self.reporter.line(&format!(
+                "  gate: reverted the flip of #{}: its verify command `{}` failed",
+                f.feature,
+                f.command.chars().take(80).collect::<String>()
+            ));
+        }
+        for n in &g.vacuous {
+            self.reporter.line(&format!(
+                "  gate: #{n}'s verify command already passed before the session, so it proves nothing"
+            ));
+        }
+        if let Some(r) = &g.rewound {
+            self.reporter.line(&format!("  gate: {r}"));
+        }
+        for (n, why) in &g.unproven {
+            self.reporter.line(&format!(
+                "  gate: reverted the flip of #{n}: nothing proved it ({})",
+                queue::cut(why, 200)
+            ));
+        }
+        if !g.leftover_files.is_empty() {
+            self.reporter.line(&format!(
+                "  gate: committed {} file(s) the session left uncommitted",
+                g.leftover_files.len()
+            ));
+        }
+        if !g.left_out.is_empty() {
+            self.reporter.line(&format!(
+                "  gate: left out of baton's commit (untracked): {}",
+                queue::cut(&g.left_out.join(", "), 200)
+            ));
+        }
+        if !g.notes_updated {
+            self.reporter
+                .line("  gate: progress notes were not updated");
+        }
+        state.sessions.push(record);
+        state.in_progress = None;
+        Ok(state.save(&self.files.dir)?)
+    }
+
+    /// After a coding session: forget features that pass, record the blocks it
+    /// declared, count a failed attempt at its target (deferring it at the limit), and
+    /// count the stall. Returns run lines for people.
+    pub(crate) fn features_after(
+        &self,
+        state: &mut State,
+        record: &SessionRecord,
+        blocks: &[(usize, String)],
+        list: &FeatureList,
+    ) -> Result<Vec<String>, HarnessError> {
+        let mut notes = Vec::new();
+        let passes = |n: usize| list.features.get(n - 1).is_some_and(|f| f.passes);
+        let desc = |n: usize| {
+            list.features
+                .get(n - 1)
+                .map(|f| f.description.clone())
+                .unwrap_or_default()
+        };
+        let entry = |kind: LedgerKind, n: usize, detail: String| LedgerEntry {
+            t_ms: now_ms(),
+            session: record.number,
+            kind,
+            feature: Some(n),
+            detail,
+            commit: None,
+            evidence: Vec::new(),
+            proof: None,
+        };
+        queue::forget_passing(state, list);
+        for (n, reason) in blocks {
+            let n = *n;
+            if n == 0 || n > list.features.len() || passes(n) {
+                continue;
+            }
+            let r = state.features.entry(n).or_default();
+            r.blocked = Some(reason.clone());
+            r.blocked_in = Some(record.number);
+            self.files.append_ledger(&entry(
+                LedgerKind::Blocked,
+                n,
+                format!("{}: {reason}", desc(n)),
+            ))?;
+            notes.push(format!(
+                "  blocked #{n} (the agent says: {}); `baton unblock` hands it out again",
+                queue::cut(reason, 200)
+            ));
+        }
+        let target = record.target.filter(|&t| !passes(t));
+        let target_blocked = target.is_some_and(|t| blocks.iter().any(|(n, _)| *n == t));
+        let mut first_deferral = false;
+        if let Some(t) = target
+            && !target_blocked
+            && queue::counts_as_attempt(record.outcome)
+        {
+            let reason = queue::failure_reason(record, t);
+            let limit = self.cfg.run.feature_attempts;
+            if let Some(d) = queue::count_attempt(state, t, record.number, reason.clone(), limit) {
+                first_deferral = d.first;
+                self.files.append_ledger(&entry(
+                    LedgerKind::Deferred,
+                    t,
+                    format!(
+                        "{}: deferred after {} failed attempt(s); last: {reason}",
+                        desc(t),
+                        d.attempts
+                    ),
+                ))?;
+                let next = queue::order(list, state)
+                    .first()
+                    .map_or("nothing else".to_string(), |n| format!("#{n}"));
+                notes.push(format!(
+                    "  deferred #{t} after {} failed attempt(s) ({}); next: {next}",
+                    d.attempts,
+                    queue::cut(&reason, 200)
+                ));
+            }
+        }
+        // A session stopped by the provider's usage limit had no fair chance either.
+        queue::count_stall(
+            state,
+            !record.gates.flipped.is_empty(),
+            record.target.is_some()
+                && !target_blocked
+                && record.outcome != SessionOutcome::UsageLimit,
+            first_deferral,
+        );
+        Ok(notes)
+    }
+}
+
+/// One agent session's means, for [`Runner::run_agent`].
+pub(crate) struct Agent<'a> {
+    /// The tools of baton's own loop.
+    pub tools: &'a Toolbox,
+    /// The gates of every tool call (also the CLI hook's arguments).
+    pub gate: GateStack<'a>,
+    /// Another client than the run's, for baton's own loop (another model).
+    pub client: Option<&'a ModelClient>,
+    /// Another model than the run's, for an agent CLI.
+    pub model: Option<&'a str>,
+    /// Turn, token and time limits.
+    pub limits: Limits,
+}
+
+/// A `BATON_SANDBOX` spec with the project read-only.
+fn read_only_spec(spec: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(spec) {
+        Ok(mut v) => {
+            v["read_only"] = serde_json::Value::Bool(true);
+            v.to_string()
+        }
+        Err(_) => spec.to_string(),
+    }
+}
+
+pub(crate) fn list(v: &[usize]) -> String {
+    v.iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
