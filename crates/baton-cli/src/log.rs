@@ -335,127 +335,159 @@ pub fn render(records: &[Record], filter: &Filter, paint: Paint) -> String {
                 s.push_str(&indent(summary, "   "));
                 writeln!(s)
             }
-            Event::Assistant {
-                turn,
-                content,
-                stop_reason,
-                usage,
-                cost_usd,
-            } => {
-                let _ = writeln!(
-                    s,
-                    "{}{}",
-                    paint.blue(&format!("── assistant · turn {turn}")),
-                    paint.dim(&format!(
-                        " · {} in / {} out / {} cache read / {} cache write · ${cost_usd:.4}{}",
-                        usage.input_tokens,
-                        usage.output_tokens,
-                        usage.cache_read_tokens,
-                        usage.cache_write_tokens,
-                        match stop_reason {
-                            baton_agent::model::StopReason::MaxTokens => " · cut by max_tokens",
-                            _ => "",
-                        }
-                    ))
-                );
-                for b in content {
-                    match b {
-                        Block::Text { text } => s.push_str(&indent(text, "   ")),
-                        Block::Thinking { thinking, .. } => s.push_str(
-                            &paint.dim(&indent(&one_line(thinking, 200), "   (thinking) ")),
-                        ),
-                        Block::RedactedThinking { .. } => {
-                            s.push_str(&paint.dim("   (redacted thinking)\n"))
-                        }
-                        Block::ToolUse { name, input, .. } => {
-                            let _ = writeln!(
-                                s,
-                                "   → {} {}",
-                                paint.bold(name),
-                                key_argument(name, input)
-                            );
-                        }
-                        Block::ToolResult { .. } => {}
-                    }
-                }
+            Event::Assistant { .. } => {
+                assistant(&mut s, &r.event, paint);
                 Ok(())
             }
-            Event::ToolResult {
-                turn,
-                tool_use_id,
-                name,
-                content,
-                is_error,
-                refused,
-                duration_ms,
-                ..
-            } => {
+            Event::ToolResult { .. } => {
                 shown += 1;
-                if filter.active() {
-                    let arg = calls
-                        .get(tool_use_id.as_str())
-                        .map(|(n, i)| key_argument(n, i))
-                        .unwrap_or_default();
-                    let _ = writeln!(
-                        s,
-                        "{} {}",
-                        paint.blue(&format!("── turn {turn} →")),
-                        format!("{} {arg}", paint.bold(name)).trim_end()
-                    );
-                }
-                let mark = if *refused {
-                    paint.refused("⛔ REFUSED")
-                } else if *is_error {
-                    paint.red("✗ ERROR")
-                } else {
-                    paint.green("✓")
-                };
-                let _ = writeln!(s, "   ← {name} {mark} ({duration_ms} ms)");
-                let gutter = if *refused || *is_error {
-                    paint.red("│")
-                } else {
-                    paint.dim("│")
-                };
-                s.push_str(&indent(
-                    &cut_lines(content, RESULT_LINES),
-                    &format!("     {gutter} "),
-                ));
+                tool_result(&mut s, &r.event, paint, filter.active().then_some(&calls));
                 Ok(())
             }
-            Event::SessionEnd {
-                outcome,
-                turns,
-                usage,
-                cost_usd,
-                error,
-                ..
-            } => {
-                if filter.active() && shown == 0 {
-                    let _ = writeln!(s, "{}", paint.dim("   (nothing matches the filter)"));
-                }
-                let o = if outcome == "completed" {
-                    paint.green(outcome)
-                } else {
-                    paint.red(outcome)
-                };
-                let _ = writeln!(
-                    s,
-                    "\n{} {o}{}",
-                    paint.bold("── end:"),
-                    paint.bold(&format!(
-                        " · {} · {} tokens · ${cost_usd:.4}",
-                        baton_records::human::plural(u64::from(*turns), "turn"),
-                        usage.total()
-                    ))
-                );
-                match error {
-                    Some(e) => writeln!(s, "   {}", paint.red(&format!("error: {e}"))),
-                    None => Ok(()),
-                }
+            Event::SessionEnd { .. } => {
+                session_end(&mut s, &r.event, paint, filter.active() && shown == 0)
             }
         };
     }
     s
+}
+
+/// An assistant turn: its usage and cost, its text, thinking and tool calls.
+fn assistant(s: &mut String, event: &Event, paint: Paint) {
+    let Event::Assistant {
+        turn,
+        content,
+        stop_reason,
+        usage,
+        cost_usd,
+    } = event
+    else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "{}{}",
+        paint.blue(&format!("── assistant · turn {turn}")),
+        paint.dim(&format!(
+            " · {} in / {} out / {} cache read / {} cache write · ${cost_usd:.4}{}",
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            match stop_reason {
+                baton_agent::model::StopReason::MaxTokens => " · cut by max_tokens",
+                _ => "",
+            }
+        ))
+    );
+    for b in content {
+        match b {
+            Block::Text { text } => s.push_str(&indent(text, "   ")),
+            Block::Thinking { thinking, .. } => {
+                s.push_str(&paint.dim(&indent(&one_line(thinking, 200), "   (thinking) ")))
+            }
+            Block::RedactedThinking { .. } => s.push_str(&paint.dim("   (redacted thinking)\n")),
+            Block::ToolUse { name, input, .. } => {
+                let _ = writeln!(s, "   → {} {}", paint.bold(name), key_argument(name, input));
+            }
+            Block::ToolResult { .. } => {}
+        }
+    }
+}
+
+/// A tool's result: a mark (refused, error, ok), its time and its output (cut);
+/// headed by its call when `calls` is given (a filtered view).
+fn tool_result(
+    s: &mut String,
+    event: &Event,
+    paint: Paint,
+    calls: Option<&HashMap<&str, (&str, &Value)>>,
+) {
+    let Event::ToolResult {
+        turn,
+        tool_use_id,
+        name,
+        content,
+        is_error,
+        refused,
+        duration_ms,
+        ..
+    } = event
+    else {
+        return;
+    };
+    if let Some(calls) = calls {
+        let arg = calls
+            .get(tool_use_id.as_str())
+            .map(|(n, i)| key_argument(n, i))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{} {}",
+            paint.blue(&format!("── turn {turn} →")),
+            format!("{} {arg}", paint.bold(name)).trim_end()
+        );
+    }
+    let mark = if *refused {
+        paint.refused("⛔ REFUSED")
+    } else if *is_error {
+        paint.red("✗ ERROR")
+    } else {
+        paint.green("✓")
+    };
+    let _ = writeln!(s, "   ← {name} {mark} ({duration_ms} ms)");
+    let gutter = if *refused || *is_error {
+        paint.red("│")
+    } else {
+        paint.dim("│")
+    };
+    s.push_str(&indent(
+        &cut_lines(content, RESULT_LINES),
+        &format!("     {gutter} "),
+    ));
+}
+
+/// The session's end: its outcome, turns, tokens, cost and error;
+/// `nothing_shown` when a filter matched nothing.
+fn session_end(
+    s: &mut String,
+    event: &Event,
+    paint: Paint,
+    nothing_shown: bool,
+) -> std::fmt::Result {
+    let Event::SessionEnd {
+        outcome,
+        turns,
+        usage,
+        cost_usd,
+        error,
+        ..
+    } = event
+    else {
+        return Ok(());
+    };
+    if nothing_shown {
+        let _ = writeln!(s, "{}", paint.dim("   (nothing matches the filter)"));
+    }
+    let o = if outcome == "completed" {
+        paint.green(outcome)
+    } else {
+        paint.red(outcome)
+    };
+    let _ = writeln!(
+        s,
+        "\n{} {o}{}",
+        paint.bold("── end:"),
+        paint.bold(&format!(
+            " · {} · {} tokens · ${cost_usd:.4}",
+            baton_records::human::plural(u64::from(*turns), "turn"),
+            usage.total()
+        ))
+    );
+    match error {
+        Some(e) => writeln!(s, "   {}", paint.red(&format!("error: {e}"))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
