@@ -11,34 +11,7 @@ use baton_harness::files::Files;
 use baton_harness::new::{Browser, Kind};
 use baton_harness::plan::Plan;
 
-use crate::run_cmd::{RunArgs, What};
-
-/// The model a planner session (and the run after it) uses, and how it shows.
-#[derive(Debug, Clone, clap::Args)]
-struct ModelArgs {
-    /// Model provider (as for `baton run`).
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model name (as for `baton run`).
-    #[arg(long)]
-    model: Option<String>,
-    /// Plain lines on stderr (as for `baton run`).
-    #[arg(long, conflicts_with = "json")]
-    quiet: bool,
-    /// One JSON event per line on stdout (as for `baton run`; the planner's
-    /// `run_end` has `outcome: planned`).
-    #[arg(long)]
-    json: bool,
-}
-
-impl ModelArgs {
-    /// `baton run`'s arguments for `dir` with this model.
-    fn run(&self, dir: PathBuf) -> RunArgs {
-        RunArgs::for_dir(dir)
-            .with(self.provider.clone(), self.model.clone(), self.quiet)
-            .with_json(self.json)
-    }
-}
+use crate::run_cmd::{ModelFlags, RunArgs, What};
 
 /// Arguments of `baton new`.
 #[derive(Debug, clap::Args)]
@@ -79,7 +52,7 @@ pub struct NewArgs {
     #[arg(long, conflicts_with = "adopt")]
     force: bool,
     #[command(flatten)]
-    model: ModelArgs,
+    model: ModelFlags,
 }
 
 /// Run `baton new`.
@@ -125,7 +98,7 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
                 "baton: created {}; a planner session now expands the idea into app_spec.txt",
                 dir.display()
             );
-            let run = || args.model.run(dir.clone());
+            let run = || RunArgs::for_dir(dir.clone()).with(args.model.clone());
             let planned = crate::run_cmd::run_what(run(), secrets, What::Plan(Plan::Spec));
             let code = match planned {
                 Ok(code) => code,
@@ -219,7 +192,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "TEXT")]
     idea: Option<String>,
     #[command(flatten)]
-    model: ModelArgs,
+    model: ModelFlags,
 }
 
 /// Run `baton plan`.
@@ -237,7 +210,7 @@ pub fn plan(args: PlanArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result
         }
         _ => bail!("say what to add: --spec FILE or --idea TEXT"),
     };
-    let run = args.model.run(dir);
+    let run = RunArgs::for_dir(dir).with(args.model.clone());
     crate::run_cmd::run_what(run, secrets, What::Plan(plan))
 }
 

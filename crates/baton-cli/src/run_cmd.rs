@@ -22,6 +22,26 @@ use crate::setup::client_config;
 /// Where a run records the process groups its tools start, relative to the project.
 const PROCESSES_FILE: &str = baton_records::layout::PROCESSES;
 
+/// The model sessions use and how a run shows: `baton run`'s flags, shared with
+/// `baton plan` and `baton new --idea`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ModelFlags {
+    /// Model provider: anthropic, openai or claude-code (an installed Claude Code CLI).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Plain lines on stderr for sessions, gates and retries only (no progress bars,
+    /// no tool calls).
+    #[arg(long, conflicts_with = "json")]
+    pub quiet: bool,
+    /// One JSON event per line on stdout, for programs (schema: docs/report.md; a
+    /// planner's `run_end` has `outcome: planned`).
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Arguments of `baton run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -40,19 +60,9 @@ pub struct RunArgs {
     /// Seconds between sessions (default: baton.toml [run] pause_secs, 3).
     #[arg(long)]
     pause: Option<f64>,
-    /// Model provider: anthropic, openai or claude-code (an installed Claude Code CLI).
-    #[arg(long)]
-    provider: Option<String>,
-    /// Model name.
-    #[arg(long)]
-    model: Option<String>,
-    /// Plain lines on stderr for sessions, gates and retries only (no progress bars,
-    /// no tool calls).
-    #[arg(long, conflicts_with = "json")]
-    quiet: bool,
-    /// One JSON event per line on stdout, for programs (schema: docs/report.md).
-    #[arg(long)]
-    json: bool,
+    /// The model and how the run shows.
+    #[command(flatten)]
+    flags: ModelFlags,
     /// Coding agents at once, each in a working copy of its own, merged into the
     /// main branch after the gates and a sweep (default: baton.toml [run] agents, 1).
     /// See docs/parallel.md.
@@ -74,26 +84,15 @@ impl RunArgs {
             budget_usd: None,
             max_hours: None,
             pause: None,
-            provider: None,
-            model: None,
-            quiet: false,
-            json: false,
+            flags: ModelFlags::default(),
             agents: None,
             remote: None,
         }
     }
 
-    /// With this provider, model and output mode.
-    pub fn with(mut self, provider: Option<String>, model: Option<String>, quiet: bool) -> Self {
-        self.provider = provider;
-        self.model = model;
-        self.quiet = quiet;
-        self
-    }
-
-    /// With JSON events on stdout (`--json`) or not.
-    pub fn with_json(mut self, json: bool) -> Self {
-        self.json = json;
+    /// With this model and output mode.
+    pub fn with(mut self, flags: ModelFlags) -> Self {
+        self.flags = flags;
         self
     }
 }
@@ -256,8 +255,8 @@ fn prepare<'s>(
         &cfg,
         &dir,
         secrets,
-        args.provider.as_deref(),
-        args.model.as_deref(),
+        args.flags.provider.as_deref(),
+        args.flags.model.as_deref(),
     )?;
     let agents = args.agents.unwrap_or(cfg.run.agents);
     if agents == 0 {
@@ -268,8 +267,8 @@ fn prepare<'s>(
         None => Some(ModelClient::new(client_config(
             &cfg,
             secrets,
-            args.provider.as_deref(),
-            args.model.as_deref(),
+            args.flags.provider.as_deref(),
+            args.flags.model.as_deref(),
         )?)?),
     };
     let prices = PriceTable::new(&cfg.prices);
@@ -327,10 +326,12 @@ fn live_view(
     budget: Option<f64>,
 ) -> anyhow::Result<Arc<RunView>> {
     let before = baton_harness::status::status(files)?;
-    let mode = if args.json {
+    let mode = if args.flags.json {
         Mode::Json
-    } else if args.quiet || !std::io::stderr().is_terminal() {
-        Mode::Lines { quiet: args.quiet }
+    } else if args.flags.quiet || !std::io::stderr().is_terminal() {
+        Mode::Lines {
+            quiet: args.flags.quiet,
+        }
     } else {
         Mode::Bars
     };
@@ -395,8 +396,8 @@ async fn run_parallel(
         registries: std::sync::Mutex::default(),
         cli: p.cli.is_some().then_some((
             p.secrets,
-            args.provider.as_deref(),
-            args.model.as_deref(),
+            args.flags.provider.as_deref(),
+            args.flags.model.as_deref(),
         )),
     };
     let parallel = Parallel {

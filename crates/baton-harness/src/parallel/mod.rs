@@ -226,6 +226,24 @@ impl Parallel<'_> {
         Coordinator::new(self, setup).drive().await
     }
 
+    /// One session of a run of one in the project itself (the initializer, a
+    /// list-append session), with the run's other options.
+    async fn one_session_in_the_project(&self) -> Result<RunEnd, HarnessError> {
+        let opts = RunOptions {
+            max_sessions: Some(1),
+            ..self.opts.clone()
+        };
+        self.runner(
+            &self.files.dir,
+            self.main,
+            self.reporter,
+            opts,
+            self.stop.clone(),
+        )?
+        .run()
+        .await
+    }
+
     /// The feature list to go by: taken from the remote, or made by the
     /// initializer (one session in the project, counted in `handed` as
     /// `--max-sessions` counts it in a run of one; tried twice) and continued by
@@ -245,18 +263,7 @@ impl Parallel<'_> {
             if self.files.load_accepted()?.is_some() {
                 break;
             }
-            let opts = RunOptions {
-                max_sessions: Some(1),
-                ..self.opts.clone()
-            };
-            let runner = self.runner(
-                &self.files.dir,
-                self.main,
-                self.reporter,
-                opts,
-                self.stop.clone(),
-            )?;
-            let end = runner.run().await?;
+            let end = self.one_session_in_the_project().await?;
             *handed += 1;
             if let RunEnd::Interrupted = end {
                 return Ok(Some(RunEnd::Interrupted));
@@ -312,18 +319,7 @@ impl Parallel<'_> {
                 break;
             }
             let before = State::load(&self.files.dir)?.sessions.len();
-            let opts = RunOptions {
-                max_sessions: Some(1),
-                ..self.opts.clone()
-            };
-            let runner = self.runner(
-                &self.files.dir,
-                self.main,
-                self.reporter,
-                opts,
-                self.stop.clone(),
-            )?;
-            let end = runner.run().await?;
+            let end = self.one_session_in_the_project().await?;
             if let RunEnd::Interrupted = end {
                 return Ok(Some(end));
             }
