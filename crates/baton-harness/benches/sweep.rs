@@ -1,6 +1,7 @@
 //! `cargo bench -p baton-harness --bench sweep`: the regression sweep over 200
 //! features whose verify command is `true` (target < 3 s), against spawning the
-//! same 200 `bash -c true` directly in the same run.
+//! same 200 `bash -c true` directly in the same run; then the sweep's cost per
+//! check at 200, 1,000 and 5,000 checks, as ratios against 200 (linear: ~1x).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::process::Command;
@@ -80,4 +81,36 @@ fn main() {
         "  ratio: {:.2}x",
         sweep.as_secs_f64() / direct.as_secs_f64().max(1e-9)
     );
+    scaling(&rt, &checker);
+}
+
+/// The sweep's cost per check as the project grows: no cliff where one shell's
+/// reports outgrow what the Bash tool keeps.
+fn scaling(rt: &tokio::runtime::Runtime, checker: &Checker<'_>) {
+    println!("sweep cost per check as checks grow (median of 3)");
+    let mut base = None;
+    for n in [200usize, 1_000, 5_000] {
+        let list: Vec<_> = (0..n)
+            .map(|i| json!({"category": "functional", "description": format!("f{i}"), "steps": [], "verify": "true", "passes": true}))
+            .collect();
+        let list = FeatureList::parse(&serde_json::to_string(&list).unwrap(), "f.json").unwrap();
+        let all: Vec<usize> = (0..n).collect();
+        let took = median(
+            (0..3)
+                .map(|_| {
+                    let t0 = Instant::now();
+                    let run = rt.block_on(checker.run(&list, &all, None));
+                    assert_eq!(run.passed.len(), n);
+                    t0.elapsed()
+                })
+                .collect(),
+        );
+        let per = took.as_secs_f64() * 1e3 / n as f64;
+        let base = *base.get_or_insert(per);
+        println!(
+            "  {n:>5} checks: {:8.1} ms   {per:.3} ms a check   {:.2}x the cost a check at 200",
+            took.as_secs_f64() * 1e3,
+            per / base
+        );
+    }
 }
