@@ -94,21 +94,33 @@ fn images_as_content(messages: &mut Value) {
     }
 }
 
+/// A content block as far as the stream has carried it.
 enum Partial {
+    /// Text.
     Text(String),
+    /// Extended thinking and its signature.
     Thinking {
+        /// The thinking so far.
         thinking: String,
+        /// Its signature so far.
         signature: String,
     },
+    /// Redacted thinking: its opaque data.
     Redacted(String),
+    /// A tool call.
     Tool {
+        /// The call's id.
         id: String,
+        /// The tool's name.
         name: String,
+        /// Its input as streamed JSON so far.
         json: String,
+        /// The input the start of the block carried.
         start_input: Value,
     },
 }
 
+/// Take the token counts a `usage` object carries into `u`, leaving the others.
 fn usage_from(v: &Value, u: &mut Usage) {
     let get = |k: &str| v.get(k).and_then(Value::as_u64);
     if let Some(n) = get("input_tokens") {
@@ -163,63 +175,10 @@ pub(crate) async fn read_stream(r: &mut SseReader) -> Result<ModelResponse, Mode
                 usage_from(&data["message"]["usage"], &mut usage);
             }
             "content_block_start" => {
-                let index = index_of(r, &data)?;
-                let cb = &data["content_block"];
-                let p = match cb["type"].as_str() {
-                    Some("text") => {
-                        Partial::Text(cb["text"].as_str().unwrap_or_default().to_string())
-                    }
-                    Some("thinking") => Partial::Thinking {
-                        thinking: cb["thinking"].as_str().unwrap_or_default().to_string(),
-                        signature: cb["signature"].as_str().unwrap_or_default().to_string(),
-                    },
-                    Some("redacted_thinking") => {
-                        Partial::Redacted(cb["data"].as_str().unwrap_or_default().to_string())
-                    }
-                    Some("tool_use") => Partial::Tool {
-                        id: cb["id"].as_str().unwrap_or_default().to_string(),
-                        name: cb["name"].as_str().unwrap_or_default().to_string(),
-                        json: String::new(),
-                        start_input: cb.get("input").cloned().unwrap_or_else(|| json!({})),
-                    },
-                    other => {
-                        return Err(r.protocol(format!(
-                            "content_block_start with unsupported block type {other:?}"
-                        )));
-                    }
-                };
+                let (index, p) = block_start(r, &data)?;
                 blocks.insert(index, p);
             }
-            "content_block_delta" => {
-                let index = index_of(r, &data)?;
-                let d = &data["delta"];
-                let dtype = d["type"].as_str().unwrap_or_default();
-                let block = blocks.get_mut(&index).ok_or_else(|| {
-                    r.protocol(format!(
-                        "content_block_delta for block {index}, which was never started"
-                    ))
-                })?;
-                match (dtype, block) {
-                    ("text_delta", Partial::Text(t)) => {
-                        t.push_str(d["text"].as_str().unwrap_or_default())
-                    }
-                    ("thinking_delta", Partial::Thinking { thinking, .. }) => {
-                        thinking.push_str(d["thinking"].as_str().unwrap_or_default())
-                    }
-                    ("signature_delta", Partial::Thinking { signature, .. }) => {
-                        signature.push_str(d["signature"].as_str().unwrap_or_default())
-                    }
-                    ("input_json_delta", Partial::Tool { json, .. }) => {
-                        json.push_str(d["partial_json"].as_str().unwrap_or_default())
-                    }
-                    ("citations_delta", _) => {}
-                    (other, _) => {
-                        return Err(
-                            r.protocol(format!("delta type {other:?} does not fit block {index}"))
-                        );
-                    }
-                }
-            }
+            "content_block_delta" => block_delta(r, &data, &mut blocks)?,
             "content_block_stop" => {}
             "message_delta" => {
                 if let Some(s) = data["delta"]["stop_reason"].as_str() {
@@ -228,24 +187,102 @@ pub(crate) async fn read_stream(r: &mut SseReader) -> Result<ModelResponse, Mode
                 usage_from(&data["usage"], &mut usage);
             }
             "message_stop" => break,
-            "error" => {
-                return Err(ModelError::StreamError {
-                    provider: r.provider,
-                    kind: data["error"]["type"]
-                        .as_str()
-                        .unwrap_or("error")
-                        .to_string(),
-                    message: data["error"]["message"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                });
-            }
+            "error" => return Err(stream_error(r, &data)),
             _ => {} // Unknown event types are ignored, as the API's versioning policy asks.
         }
     }
     let stop_reason =
         stop_reason.ok_or_else(|| r.protocol("message_stop without a stop_reason".into()))?;
+    Ok(assemble(blocks, stop_reason, usage))
+}
+
+/// A `content_block_start` event: the block's index and the block begun, with what
+/// the event already carries of it. Errors on a block type this client does not know.
+fn block_start(r: &SseReader, data: &Value) -> Result<(u64, Partial), ModelError> {
+    let index = index_of(r, data)?;
+    let cb = &data["content_block"];
+    let p = match cb["type"].as_str() {
+        Some("text") => Partial::Text(cb["text"].as_str().unwrap_or_default().to_string()),
+        Some("thinking") => Partial::Thinking {
+            thinking: cb["thinking"].as_str().unwrap_or_default().to_string(),
+            signature: cb["signature"].as_str().unwrap_or_default().to_string(),
+        },
+        Some("redacted_thinking") => {
+            Partial::Redacted(cb["data"].as_str().unwrap_or_default().to_string())
+        }
+        Some("tool_use") => Partial::Tool {
+            id: cb["id"].as_str().unwrap_or_default().to_string(),
+            name: cb["name"].as_str().unwrap_or_default().to_string(),
+            json: String::new(),
+            start_input: cb.get("input").cloned().unwrap_or_else(|| json!({})),
+        },
+        other => {
+            return Err(r.protocol(format!(
+                "content_block_start with unsupported block type {other:?}"
+            )));
+        }
+    };
+    Ok((index, p))
+}
+
+/// A `content_block_delta` event: its text, thinking, signature or tool input added
+/// to the block it names. Errors when that block was never started or the delta does
+/// not fit it; citations are ignored.
+fn block_delta(
+    r: &SseReader,
+    data: &Value,
+    blocks: &mut BTreeMap<u64, Partial>,
+) -> Result<(), ModelError> {
+    let index = index_of(r, data)?;
+    let d = &data["delta"];
+    let dtype = d["type"].as_str().unwrap_or_default();
+    let block = blocks.get_mut(&index).ok_or_else(|| {
+        r.protocol(format!(
+            "content_block_delta for block {index}, which was never started"
+        ))
+    })?;
+    match (dtype, block) {
+        ("text_delta", Partial::Text(t)) => t.push_str(d["text"].as_str().unwrap_or_default()),
+        ("thinking_delta", Partial::Thinking { thinking, .. }) => {
+            thinking.push_str(d["thinking"].as_str().unwrap_or_default())
+        }
+        ("signature_delta", Partial::Thinking { signature, .. }) => {
+            signature.push_str(d["signature"].as_str().unwrap_or_default())
+        }
+        ("input_json_delta", Partial::Tool { json, .. }) => {
+            json.push_str(d["partial_json"].as_str().unwrap_or_default())
+        }
+        ("citations_delta", _) => {}
+        (other, _) => {
+            return Err(r.protocol(format!("delta type {other:?} does not fit block {index}")));
+        }
+    }
+    Ok(())
+}
+
+/// The error an `error` event reports: its type and message.
+fn stream_error(r: &SseReader, data: &Value) -> ModelError {
+    ModelError::StreamError {
+        provider: r.provider,
+        kind: data["error"]["type"]
+            .as_str()
+            .unwrap_or("error")
+            .to_string(),
+        message: data["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+/// The response the finished blocks make, in index order. A tool call's input is
+/// parsed from its streamed JSON (or taken from its start when none was streamed);
+/// input that does not parse becomes `{}`, its call listed in `invalid_inputs`.
+fn assemble(
+    blocks: BTreeMap<u64, Partial>,
+    stop_reason: StopReason,
+    usage: Usage,
+) -> ModelResponse {
     let mut content = Vec::with_capacity(blocks.len());
     let mut invalid_inputs = Vec::new();
     for p in blocks.into_values() {
@@ -280,14 +317,15 @@ pub(crate) async fn read_stream(r: &mut SseReader) -> Result<ModelResponse, Mode
             }
         });
     }
-    Ok(ModelResponse {
+    ModelResponse {
         content,
         stop_reason,
         usage,
         invalid_inputs,
-    })
+    }
 }
 
+/// The `index` of a content block event; an error when it has none.
 fn index_of(r: &SseReader, data: &Value) -> Result<u64, ModelError> {
     data["index"]
         .as_u64()
