@@ -39,9 +39,11 @@ impl Default for Sample {
     }
 }
 
+/// The sample's deterministic random numbers (xorshift64*), from a non-zero seed.
 struct Rng(u64);
 
 impl Rng {
+    /// The next 64 random bits.
     fn next(&mut self) -> u64 {
         // xorshift64*
         let mut x = self.0;
@@ -51,9 +53,11 @@ impl Rng {
         self.0 = x;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
+    /// A number from 0 up to `n` (exclusive; 0 when `n` is 0).
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
+    /// A made-up 40-digit commit hash.
     fn hex(&mut self) -> String {
         format!(
             "{:016x}{:016x}{:08x}",
@@ -64,6 +68,7 @@ impl Rng {
     }
 }
 
+/// The categories features are spread over, in list order.
 const CATEGORIES: [&str; 5] = [
     "functional",
     "style",
@@ -71,6 +76,7 @@ const CATEGORIES: [&str; 5] = [
     "performance",
     "security",
 ];
+/// What a feature lets a user do, taken in turn.
 const ACTIONS: [&str; 8] = [
     "add a todo from the input box",
     "mark a todo done and see it struck through",
@@ -88,18 +94,7 @@ pub fn write(dir: &Path, s: &Sample) -> std::io::Result<()> {
     std::fs::create_dir_all(&baton)?;
     let mut rng = Rng(s.seed.max(1));
     let n = s.features;
-    let features: Vec<(String, String)> = (0..n)
-        .map(|i| {
-            (
-                CATEGORIES[i * 7 / n.max(1) % CATEGORIES.len()].to_string(),
-                format!(
-                    "Feature {}: a user can {}",
-                    i + 1,
-                    ACTIONS[i % ACTIONS.len()]
-                ),
-            )
-        })
-        .collect();
+    let features = feature_texts(n);
     let coding = s.sessions.saturating_sub(1).max(1) as usize;
     let per = (s.passing * 5 / 4).div_ceil(coding).max(1);
     let target = s.passing.min(n);
@@ -120,131 +115,246 @@ pub fn write(dir: &Path, s: &Sample) -> std::io::Result<()> {
             } else {
                 3_000
             };
-        let commit = rng.hex();
-        let mut flipped = Vec::new();
-        let mut unflipped = Vec::new();
-        let mut violations = Vec::new();
-        let mut leftover = Vec::new();
-        let mut outcome = "completed";
-        if init {
+        let slot = Slot {
+            number,
+            start,
+            end,
+            commit: rng.hex(),
+        };
+        let gates = if init {
             let _ = writeln!(
                 ledger,
                 "{}",
                 json!({"t_ms": end, "session": 1, "kind": "accepted",
-                       "detail": format!("initial feature list ({n} features)"), "commit": commit})
+                       "detail": format!("initial feature list ({n} features)"), "commit": slot.commit})
             );
+            Gates::default()
         } else {
-            let quiet = number % 9 == 0 || number % 14 == 0;
-            if number % 17 == 0 {
-                outcome = "error";
-            } else if number % 19 == 0 {
-                outcome = "max_turns";
-            }
-            if !quiet && outcome == "completed" {
-                let k = per + rng.below(2) as usize;
-                let have = passes.iter().filter(|p| **p).count();
-                for (i, p) in passes.iter().enumerate() {
-                    if flipped.len() >= k || have + flipped.len() >= target {
-                        break;
-                    }
-                    if !p {
-                        flipped.push(i + 1);
-                    }
-                }
-            }
-            if number % 11 == 0
-                && let Some(f) = (0..n).rev().find(|&i| passes[i])
-            {
-                unflipped.push(f + 1);
-            }
-            if number % 13 == 0 {
-                violations.push(format!(
-                    "feature {}: \"description\", \"steps\" was changed",
-                    1 + rng.below(n as u64)
-                ));
-            }
-            if number % 5 == 0 {
-                leftover = vec!["src/app.js".to_string(), "src/styles.css".to_string()];
-            }
-        }
-        for &f in &flipped {
+            coding_gates(&mut rng, number, &passes, per, target)
+        };
+        for &f in &gates.flipped {
             passes[f - 1] = true;
         }
-        for &f in &unflipped {
+        for &f in &gates.unflipped {
             passes[f - 1] = false;
         }
-        for &f in &flipped {
-            let evidence: Vec<String> = if s.evidence_every > 0 && number % s.evidence_every == 0 {
-                vec![format!(".baton/evidence/{number:04}/feature-{f}.png")]
+        record_gates(&mut ledger, dir, s, &slot, &features, &gates)?;
+        if !init {
+            stalled = if gates.flipped.is_empty() {
+                stalled + 1
             } else {
-                Vec::new()
+                0
             };
-            let _ = writeln!(
-                ledger,
-                "{}",
-                json!({"t_ms": end, "session": number, "kind": "flip", "feature": f,
-                       "detail": features[f - 1].1, "commit": commit, "evidence": evidence})
-            );
-            if let Some(p) = evidence.first() {
-                let path = dir.join(p);
-                if let Some(d) = path.parent() {
-                    std::fs::create_dir_all(d)?;
-                }
-                std::fs::write(&path, png(120, 75, f as u32))?;
+        }
+        sessions.push(session_json(&mut rng, &slot, &gates));
+    }
+    write_records(dir, &features, &passes, ledger, &sessions, stalled)
+}
+
+/// When one session ran and the commit it ended on.
+struct Slot {
+    /// The session's number, 1 for the initializer.
+    number: u32,
+    /// Start, Unix ms.
+    start: u64,
+    /// End, Unix ms.
+    end: u64,
+    /// The commit the session ended on.
+    commit: String,
+}
+
+/// What a session did to the list and what the gates found after it.
+struct Gates {
+    /// Features (1-based) the session made pass.
+    flipped: Vec<usize>,
+    /// Features (1-based) set back to failing.
+    unflipped: Vec<usize>,
+    /// Edits of the feature list that were restored.
+    violations: Vec<String>,
+    /// Files the session left uncommitted.
+    leftover: Vec<String>,
+    /// How the session ended.
+    outcome: &'static str,
+}
+
+impl Default for Gates {
+    /// A completed session that changed nothing.
+    fn default() -> Self {
+        Self {
+            flipped: Vec::new(),
+            unflipped: Vec::new(),
+            violations: Vec::new(),
+            leftover: Vec::new(),
+            outcome: "completed",
+        }
+    }
+}
+
+/// The `n` features' categories and descriptions, in list order.
+fn feature_texts(n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| {
+            (
+                CATEGORIES[i * 7 / n.max(1) % CATEGORIES.len()].to_string(),
+                format!(
+                    "Feature {}: a user can {}",
+                    i + 1,
+                    ACTIONS[i % ACTIONS.len()]
+                ),
+            )
+        })
+        .collect()
+}
+
+/// What coding session `number` does, given what passes before it: it flips
+/// about `per` failing features (never past `target` passing) unless it is a
+/// quiet or failed session, and every so often it sets a feature back, edits
+/// the list beyond `passes` or leaves files uncommitted.
+fn coding_gates(rng: &mut Rng, number: u32, passes: &[bool], per: usize, target: usize) -> Gates {
+    let n = passes.len();
+    let mut g = Gates::default();
+    let quiet = number.is_multiple_of(9) || number.is_multiple_of(14);
+    if number.is_multiple_of(17) {
+        g.outcome = "error";
+    } else if number.is_multiple_of(19) {
+        g.outcome = "max_turns";
+    }
+    if !quiet && g.outcome == "completed" {
+        let k = per + rng.below(2) as usize;
+        let have = passes.iter().filter(|p| **p).count();
+        for (i, p) in passes.iter().enumerate() {
+            if g.flipped.len() >= k || have + g.flipped.len() >= target {
+                break;
+            }
+            if !p {
+                g.flipped.push(i + 1);
             }
         }
-        for &f in &unflipped {
-            let _ = writeln!(
-                ledger,
-                "{}",
-                json!({"t_ms": end, "session": number, "kind": "unflip", "feature": f,
-                       "detail": features[f - 1].1, "commit": commit})
-            );
-        }
-        for v in &violations {
-            let _ = writeln!(
-                ledger,
-                "{}",
-                json!({"t_ms": end, "session": number, "kind": "violation", "detail": v, "commit": commit})
-            );
-        }
-        if !init {
-            stalled = if flipped.is_empty() { stalled + 1 } else { 0 };
-        }
-        let turns = if init { 14 } else { 8 + rng.below(40) };
-        let input = turns * (1_800 + rng.below(900));
-        let output = turns * (350 + rng.below(400));
-        let cache_read = turns * turns * (900 + rng.below(300));
-        let cache_write = turns * (1_200 + rng.below(600));
-        let cost = (input as f64 * 3.0
-            + output as f64 * 15.0
-            + cache_read as f64 * 0.3
-            + cache_write as f64 * 3.75)
-            / 1e6;
-        sessions.push(json!({
-            "number": number,
-            "kind": if init { "initializer" } else { "coding" },
-            "started_ms": start,
-            "ended_ms": end,
-            "outcome": outcome,
-            "turns": turns,
-            "usage": {"input_tokens": input, "output_tokens": output,
-                      "cache_read_tokens": cache_read, "cache_write_tokens": cache_write},
-            "cost_usd": cost,
-            "gates": {
-                "flipped": flipped, "unflipped": unflipped, "violations": violations,
-                "restore_commit": if violations.is_empty() { Value::Null } else { json!(rng.hex()) },
-                "leftover_files": leftover,
-                "leftover_commit": if leftover.is_empty() { Value::Null } else { json!(rng.hex()) },
-                "notes_updated": number % 8 != 0,
-                "refusals": u32::from(number % 7 == 0) + u32::from(number % 21 == 0),
-            },
-            "commits": 1 + rng.below(3),
-        }));
     }
+    if number.is_multiple_of(11)
+        && let Some(f) = (0..n).rev().find(|&i| passes[i])
+    {
+        g.unflipped.push(f + 1);
+    }
+    if number.is_multiple_of(13) {
+        g.violations.push(format!(
+            "feature {}: \"description\", \"steps\" was changed",
+            1 + rng.below(n as u64)
+        ));
+    }
+    if number.is_multiple_of(5) {
+        g.leftover = vec!["src/app.js".to_string(), "src/styles.css".to_string()];
+    }
+    g
+}
+
+/// The ledger lines of one session's flips (writing their evidence images
+/// into `dir` every `s.evidence_every`-th session), flip-backs and restores.
+fn record_gates(
+    ledger: &mut String,
+    dir: &Path,
+    s: &Sample,
+    slot: &Slot,
+    features: &[(String, String)],
+    gates: &Gates,
+) -> std::io::Result<()> {
+    let (number, end, commit) = (slot.number, slot.end, &slot.commit);
+    for &f in &gates.flipped {
+        let evidence: Vec<String> = if s.evidence_every > 0 && number % s.evidence_every == 0 {
+            vec![format!(".baton/evidence/{number:04}/feature-{f}.png")]
+        } else {
+            Vec::new()
+        };
+        let _ = writeln!(
+            ledger,
+            "{}",
+            json!({"t_ms": end, "session": number, "kind": "flip", "feature": f,
+                   "detail": features[f - 1].1, "commit": commit, "evidence": evidence})
+        );
+        if let Some(p) = evidence.first() {
+            let path = dir.join(p);
+            if let Some(d) = path.parent() {
+                std::fs::create_dir_all(d)?;
+            }
+            std::fs::write(&path, png(120, 75, f as u32))?;
+        }
+    }
+    for &f in &gates.unflipped {
+        let _ = writeln!(
+            ledger,
+            "{}",
+            json!({"t_ms": end, "session": number, "kind": "unflip", "feature": f,
+                   "detail": features[f - 1].1, "commit": commit})
+        );
+    }
+    for v in &gates.violations {
+        let _ = writeln!(
+            ledger,
+            "{}",
+            json!({"t_ms": end, "session": number, "kind": "violation", "detail": v, "commit": commit})
+        );
+    }
+    Ok(())
+}
+
+/// One session's entry in the state file: its turns, token usage and cost
+/// (made up from `rng`) and its gates.
+fn session_json(rng: &mut Rng, slot: &Slot, gates: &Gates) -> Value {
+    let init = slot.number == 1;
+    let (number, start, end) = (slot.number, slot.start, slot.end);
+    let Gates {
+        flipped,
+        unflipped,
+        violations,
+        leftover,
+        outcome,
+    } = gates;
+    let turns = if init { 14 } else { 8 + rng.below(40) };
+    let input = turns * (1_800 + rng.below(900));
+    let output = turns * (350 + rng.below(400));
+    let cache_read = turns * turns * (900 + rng.below(300));
+    let cache_write = turns * (1_200 + rng.below(600));
+    let cost = (input as f64 * 3.0
+        + output as f64 * 15.0
+        + cache_read as f64 * 0.3
+        + cache_write as f64 * 3.75)
+        / 1e6;
+    json!({
+        "number": number,
+        "kind": if init { "initializer" } else { "coding" },
+        "started_ms": start,
+        "ended_ms": end,
+        "outcome": outcome,
+        "turns": turns,
+        "usage": {"input_tokens": input, "output_tokens": output,
+                  "cache_read_tokens": cache_read, "cache_write_tokens": cache_write},
+        "cost_usd": cost,
+        "gates": {
+            "flipped": flipped, "unflipped": unflipped, "violations": violations,
+            "restore_commit": if violations.is_empty() { Value::Null } else { json!(rng.hex()) },
+            "leftover_files": leftover,
+            "leftover_commit": if leftover.is_empty() { Value::Null } else { json!(rng.hex()) },
+            "notes_updated": number % 8 != 0,
+            "refusals": u32::from(number % 7 == 0) + u32::from(number % 21 == 0),
+        },
+        "commits": 1 + rng.below(3),
+    })
+}
+
+/// Write the feature list (as the project's and as baton's accepted copy),
+/// the ledger and the state file.
+fn write_records(
+    dir: &Path,
+    features: &[(String, String)],
+    passes: &[bool],
+    ledger: String,
+    sessions: &[Value],
+    stalled: u32,
+) -> std::io::Result<()> {
+    let baton = dir.join(".baton");
     let list: Vec<Value> = features
         .iter()
-        .zip(&passes)
+        .zip(passes)
         .map(|((c, d), p)| {
             json!({"category": c, "description": d,
                    "steps": ["open the app", "do it", "see the result"], "passes": p})
@@ -262,6 +372,7 @@ pub fn write(dir: &Path, s: &Sample) -> std::io::Result<()> {
     )
 }
 
+/// The CRC-32 of `bytes`, as PNG chunks carry it.
 fn crc32(bytes: &[u8]) -> u32 {
     let mut c = 0xFFFF_FFFFu32;
     for &b in bytes {
@@ -277,6 +388,7 @@ fn crc32(bytes: &[u8]) -> u32 {
     !c
 }
 
+/// Append a PNG chunk of `kind` holding `data` (length, kind, data, CRC) to `out`.
 fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
     out.extend_from_slice(&(data.len() as u32).to_be_bytes());
     let mut body = kind.to_vec();
