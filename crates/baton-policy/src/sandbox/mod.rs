@@ -23,11 +23,18 @@
 //! namespace of its own ([`bwrap_args`]) with its ancestors hidden
 //! ([`hidden_procs`]). Without bubblewrap, Landlock alone applies and baton's gates
 //! undo changes to these files after the fact ([`kernel_binds`] says which).
+//!
+//! This file holds the spec, the agent's home and the Landlock rules; the
+//! bubblewrap command line and the launcher are in `sandbox/bubblewrap.rs`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use baton_config::SandboxNetwork;
+
+mod bubblewrap;
+
+pub use bubblewrap::{Hidden, SandboxLauncher, bwrap, bwrap_args, hidden_procs, kernel_binds};
 
 /// Paths of the project (relative) that sandboxed processes may read but not
 /// write, where bubblewrap is available: what git runs programs from, and baton's
@@ -51,318 +58,6 @@ pub fn protected_paths(project: &Path) -> Vec<PathBuf> {
         .map(|p| project.join(p))
         .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() || m.is_file()))
         .collect()
-}
-
-/// The `bwrap` program, when one on `PATH` works here (it can make a mount
-/// namespace).
-pub fn bwrap() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    let exe = std::env::split_paths(&path)
-        .map(|d| d.join("bwrap"))
-        .find(|p| p.is_file())?;
-    let ok = std::process::Command::new(&exe)
-        .args(["--dev-bind", "/", "/", "--", "true"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(exe)
-}
-
-/// `bwrap` and its arguments, up to and including `--`, for one command confined to
-/// `spec`: the whole file system as it is, except [`PROTECTED`] (and, for the
-/// verifier, the whole project) bound read-only, baton's state dir read-only, and the
-/// `/proc` entries `hide` covered (see [`Hidden`]). The command after
-/// `--` is baton's launcher, which applies Landlock inside (see [`NAMESPACE_VAR`]).
-pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsString> {
-    let mut v: Vec<OsString> = vec![
-        bwrap.as_os_str().to_os_string(),
-        "--die-with-parent".into(),
-        "--dev-bind".into(),
-        "/".into(),
-        "/".into(),
-    ];
-    let mut ro = |p: &Path| {
-        v.push("--ro-bind".into());
-        v.push(p.as_os_str().to_os_string());
-        v.push(p.as_os_str().to_os_string());
-    };
-    // The verifier's commands: the whole project read-only (Landlock alone cannot
-    // make it so when it lies inside a writable tree such as /tmp).
-    if spec.read_only {
-        ro(&spec.project);
-    }
-    for p in protected_paths(&spec.project) {
-        ro(&p);
-    }
-    // baton's state dir (the hook's frozen config, the MCP launch dir).
-    let state = baton_config::state_dir(&spec.project);
-    if state.is_dir() {
-        ro(&state);
-    }
-    for h in hide {
-        let p = h.path.as_os_str().to_os_string();
-        if h.thread {
-            // A thread may end at any moment, and bwrap fails on a mount point that
-            // is gone: bind a harmless directory of the same thread over it, which
-            // `-try` skips once the thread (and so the source) is gone.
-            let mut src = p.clone();
-            src.push("/attr");
-            v.extend(["--ro-bind-try".into(), src, p]);
-        } else {
-            v.extend(["--tmpfs".into(), p.clone(), "--remount-ro".into(), p]);
-        }
-    }
-    v.extend([
-        "--setenv".into(),
-        NAMESPACE_VAR.into(),
-        "1".into(),
-        "--".into(),
-    ]);
-    v
-}
-
-/// A `/proc` entry to hide from sandboxed commands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hidden {
-    /// `/proc/PID` or `/proc/TID`.
-    pub path: PathBuf,
-    /// A thread other than its process's main one: covered by a harmless directory
-    /// of its own (`attr/`) and skipped once gone, where a process is covered by an
-    /// empty read-only directory.
-    pub thread: bool,
-}
-
-/// The `/proc` entries of `pid` and of each of its ancestors (up to, not including,
-/// pid 1): what a command started below them must not see. Their environments hold
-/// what the user started baton with (and, with the claude-code backend, the CLI's
-/// key), and `/proc/PID/root` of any of them leads around the read-only binds.
-/// A process's threads have entries of their own (`/proc/TID`, unlisted but
-/// readable with the same environment); they are hidden too.
-pub fn hidden_procs(pid: u32) -> Vec<Hidden> {
-    let mut out = Vec::new();
-    let mut p = pid as i32;
-    for _ in 0..64 {
-        if p <= 1 {
-            break;
-        }
-        out.push(Hidden {
-            path: PathBuf::from(format!("/proc/{p}")),
-            thread: false,
-        });
-        if let Ok(rd) = std::fs::read_dir(format!("/proc/{p}/task")) {
-            for t in rd.flatten() {
-                if let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
-                    && tid != p
-                {
-                    out.push(Hidden {
-                        path: PathBuf::from(format!("/proc/{tid}")),
-                        thread: true,
-                    });
-                }
-            }
-        }
-        match baton_tools::process::proc_stat(p, 4).and_then(|pp| i32::try_from(pp).ok()) {
-            Some(parent) => p = parent,
-            None => break,
-        }
-    }
-    out
-}
-
-/// The `Bash` tool's way into the sandbox. Where bubblewrap works (probed once,
-/// when the launcher is made), every command joins one PID namespace kept for the
-/// run by a [`crate::namespace::Holder`] (started on first use, again if it died):
-/// `baton __sandbox --join PID …`, one baton start per command. Should the holder
-/// not start, each command gets a `bwrap` of its own with its ancestors hidden
-/// ([`bwrap_args`]). Without bubblewrap, Landlock alone.
-#[derive(Debug, Clone)]
-pub struct SandboxLauncher {
-    spec: SandboxSpec,
-    exe: PathBuf,
-    bwrap: Option<PathBuf>,
-    holder: std::sync::Arc<std::sync::Mutex<Option<Holding>>>,
-}
-
-/// The holder of a launcher's namespace, or why there is none.
-#[derive(Debug)]
-enum Holding {
-    #[cfg(target_os = "linux")]
-    Up(crate::namespace::Holder),
-    Failed,
-}
-
-impl SandboxLauncher {
-    /// The launcher confining commands to `spec`, with `exe` (the `baton` binary) as
-    /// the Landlock launcher.
-    pub fn new(spec: SandboxSpec, exe: &Path) -> Self {
-        Self {
-            spec,
-            exe: exe.to_path_buf(),
-            bwrap: if cfg!(target_os = "linux") {
-                bwrap()
-            } else {
-                None
-            },
-            holder: std::sync::Arc::default(),
-        }
-    }
-
-    /// The pid to join, starting the holder if needed.
-    #[cfg(target_os = "linux")]
-    fn namespace(&self, bwrap: &Path) -> Option<i32> {
-        let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(Holding::Up(holder)) = &*h
-            && !holder.alive()
-        {
-            *h = None;
-        }
-        if h.is_none() {
-            let started = crate::namespace::Holder::start(bwrap, &self.spec).and_then(|holder| {
-                // Joining needs rights a setuid bwrap's namespaces do not grant: try it
-                // once, so a failure costs a fallback, never every command.
-                let probe = std::process::Command::new(&self.exe)
-                    .args(self.joining(holder.pid()))
-                    .arg("true")
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::piped())
-                    .output();
-                match probe {
-                    Ok(o) if o.status.success() => Ok(holder),
-                    Ok(o) => Err(SandboxError::Landlock(format!(
-                        "a command could not join the run's PID namespace: {}",
-                        String::from_utf8_lossy(&o.stderr).trim()
-                    ))),
-                    Err(source) => Err(SandboxError::Exec {
-                        program: self.exe.display().to_string(),
-                        source,
-                    }),
-                }
-            });
-            *h = Some(match started {
-                Ok(holder) => Holding::Up(holder),
-                Err(e) => {
-                    eprintln!(
-                        "baton: warning: {e}; each command gets a namespace of its own instead"
-                    );
-                    Holding::Failed
-                }
-            });
-        }
-        match &*h {
-            Some(Holding::Up(holder)) => Some(holder.pid()),
-            _ => None,
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn namespace(&self, _bwrap: &Path) -> Option<i32> {
-        None
-    }
-
-    /// The launcher's arguments after the program, joining the namespace `pid`
-    /// holds, ending with `--`.
-    fn joining(&self, pid: i32) -> Vec<OsString> {
-        let inner = self.spec.launcher(&self.exe);
-        let mut v = Vec::with_capacity(inner.len() + 1);
-        for a in inner.into_iter().skip(1) {
-            let join = a == "__sandbox";
-            v.push(a);
-            if join {
-                v.push("--join".into());
-                v.push(pid.to_string().into());
-            }
-        }
-        v
-    }
-
-    /// Whether the commands run under bubblewrap (it works here): `.git/config`,
-    /// hooks, `.baton/` and `baton.toml` are read-only binds for them, and they
-    /// share the run's PID namespace unless it fails to start
-    /// ([`SandboxLauncher::pid_namespace`]).
-    pub fn bubblewrap(&self) -> bool {
-        self.bwrap.is_some()
-    }
-
-    /// Whether the commands run in the run's PID namespace (where they see and
-    /// signal only the run's processes): bubblewrap works, and the namespace has not
-    /// failed to start (it starts with the first command).
-    pub fn pid_namespace(&self) -> bool {
-        self.bwrap.is_some()
-            && !matches!(
-                *self.holder.lock().unwrap_or_else(|e| e.into_inner()),
-                Some(Holding::Failed)
-            )
-    }
-
-    /// The pid an agent CLI's `baton --sandbox-shell` joins (`"join"` in its spec),
-    /// starting the holder now; `None` without bubblewrap or when it cannot start.
-    pub fn join_target(&self) -> Option<i32> {
-        let bw = self.bwrap.clone()?;
-        self.namespace(&bw)
-    }
-
-    /// The namespace the commands run in, once one was made.
-    fn current_ns(&self) -> Option<String> {
-        match &*self.holder.lock().unwrap_or_else(|e| e.into_inner()) {
-            #[cfg(target_os = "linux")]
-            Some(Holding::Up(h)) => Some(h.ns().to_string()),
-            _ => None,
-        }
-    }
-}
-
-impl baton_tools::Launcher for SandboxLauncher {
-    fn prefix(&self) -> Vec<OsString> {
-        let Some(bw) = &self.bwrap else {
-            return self.spec.launcher(&self.exe);
-        };
-        match self.namespace(bw) {
-            Some(pid) => {
-                let mut v = vec![self.exe.as_os_str().to_os_string()];
-                v.extend(self.joining(pid));
-                v
-            }
-            None => {
-                let mut v = bwrap_args(bw, &self.spec, &hidden_procs(std::process::id()));
-                v.extend(self.spec.launcher(&self.exe));
-                v
-            }
-        }
-    }
-
-    fn read_only(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
-        // A namespace of its own, in which the whole project is read-only; it ends
-        // with the verifier's tools.
-        let mut l = self.clone();
-        l.spec.read_only = true;
-        l.holder = std::sync::Arc::default();
-        std::sync::Arc::new(l)
-    }
-
-    fn visible_pid(&self, spawned: u32) -> u32 {
-        #[cfg(target_os = "linux")]
-        if self.current_ns().is_some() {
-            return crate::namespace::visible_pid(spawned).unwrap_or(spawned);
-        }
-        spawned
-    }
-
-    fn host_pid(&self, visible: u32) -> Option<u32> {
-        #[cfg(target_os = "linux")]
-        if let Some(ns) = self.current_ns() {
-            return crate::namespace::host_pid(visible, &ns);
-        }
-        Some(visible)
-    }
-}
-
-/// Whether the kernel keeps [`PROTECTED`] read-only for sandboxed commands
-/// (bubblewrap works here).
-pub fn kernel_binds() -> bool {
-    cfg!(target_os = "linux") && bwrap().is_some()
 }
 
 /// An error setting up the sandbox.
@@ -508,12 +203,15 @@ impl SandboxSpec {
     }
 }
 
+/// The user's home directory (`HOME`), when it is set to an absolute path.
 fn home() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .map(PathBuf::from)
         .filter(|h| h.is_absolute())
 }
 
+/// The temp dirs sandboxed processes may write: `/tmp`, `/var/tmp` and
+/// `TMPDIR` when it is absolute and not `/`.
 fn temp_dirs() -> Vec<PathBuf> {
     let mut v = vec![PathBuf::from("/tmp"), PathBuf::from("/var/tmp")];
     if let Some(t) = std::env::var_os("TMPDIR").map(PathBuf::from)
@@ -662,6 +360,8 @@ pub fn confine_masked(spec: &SandboxSpec) -> Result<Support, SandboxError> {
     confine_with(spec, (vec![PathBuf::from("/")], write_rules(spec)))
 }
 
+/// Apply the Landlock rules `reads` and `writes` to this process (making the
+/// agent's home first), then drop `CAP_SYS_PTRACE`; what the kernel enforces.
 #[cfg(target_os = "linux")]
 fn confine_with(
     spec: &SandboxSpec,
