@@ -448,8 +448,11 @@ fn planned_end(
     let reason = if p.added.is_empty() {
         format!("planner session {:04}", p.number)
     } else {
-        let added: Vec<String> = p.added.iter().map(|n| format!("#{n}")).collect();
-        format!("planner session {:04} added {}", p.number, added.join(", "))
+        format!(
+            "planner session {:04} added {}",
+            p.number,
+            baton_records::human::features(&p.added)
+        )
     };
     view.finish_with("planned", 0, reason);
     let dir = files.dir.display();
@@ -464,11 +467,7 @@ fn planned_end(
                 "baton: {} feature(s) added to {} ({}), committed and recorded; {}/{} passing; next: `baton run {dir}`",
                 p.added.len(),
                 files.names.feature_list,
-                p.added
-                    .iter()
-                    .map(|n| format!("#{n}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                baton_records::human::features(&p.added),
                 list.passing(),
                 list.features.len()
             );
@@ -546,10 +545,7 @@ fn finish(
         RunEnd::Complete => "complete: every feature passes".to_string(),
         RunEnd::CompleteExceptBlocked(b) => format!(
             "complete except blocked feature(s) {}: see `baton status`, then `baton unblock DIR N`",
-            b.iter()
-                .map(|n| format!("#{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            baton_records::human::features(b)
         ),
         RunEnd::Limit(l) => format!("stopped: {l}"),
         RunEnd::Stalled(n) => {

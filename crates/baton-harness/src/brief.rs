@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use baton_records::human::features;
+
 use baton_records::FeatureList;
 
 use crate::files::Files;
@@ -201,10 +203,10 @@ fn gate_findings(b: &mut String, files: &Files, g: &baton_records::GateReport) {
     if g.flipped.is_empty() {
         let _ = writeln!(b, "- No feature newly passing.");
     } else {
-        let _ = writeln!(b, "- Newly passing: {}.", nums(&g.flipped));
+        let _ = writeln!(b, "- Newly passing: {}.", features(&g.flipped));
     }
     if !g.unflipped.is_empty() {
-        let _ = writeln!(b, "- Set back to failing: {}.", nums(&g.unflipped));
+        let _ = writeln!(b, "- Set back to failing: {}.", features(&g.unflipped));
     }
     for v in &g.violations {
         let _ = writeln!(
@@ -232,7 +234,7 @@ fn gate_findings(b: &mut String, files: &Files, g: &baton_records::GateReport) {
         let _ = writeln!(
             b,
             "- Confirmed by their verify commands: {}.",
-            nums(&g.verified)
+            features(&g.verified)
         );
     }
     for (n, why) in &g.verifier_rejected {
@@ -569,11 +571,4 @@ fn set_aside(b: &mut String, list: &FeatureList, state: &State) {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn nums(v: &[usize]) -> String {
-    v.iter()
-        .map(|n| format!("#{n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

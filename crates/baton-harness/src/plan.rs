@@ -525,7 +525,7 @@ impl Runner<'_> {
         if !changed.is_empty() {
             let what = format!(
                 "the planner changed existing feature(s) {}; restored (a plan only appends)",
-                crate::session::list(&changed)
+                baton_records::human::features(&changed)
             );
             record.gates.violations.push(what.clone());
             entries.push(LedgerEntry::new(number, LedgerKind::Violation, what));
@@ -570,7 +570,7 @@ impl Runner<'_> {
             &format!(
                 "baton plan: {} feature(s) added ({}) for: {}",
                 added.len(),
-                crate::session::list(&added),
+                baton_records::human::features(&added),
                 first_line(request)
             ),
             &[],

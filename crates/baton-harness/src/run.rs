@@ -24,8 +24,8 @@ use crate::block::BlockTool;
 use crate::boundary::Snapshot;
 use crate::error::HarnessError;
 use crate::files::Files;
-use crate::session::list;
 use crate::{git, queue};
+use baton_records::human::features;
 use baton_records::{LedgerEntry, LedgerKind};
 use baton_records::{SessionKind, SessionOutcome, SessionRecord, State};
 
@@ -566,7 +566,7 @@ impl Runner<'_> {
                 self.reporter.line(&format!(
                     "  appended {} feature(s): {}",
                     p.added.len(),
-                    list(&p.added)
+                    features(&p.added)
                 ));
             }
             Err(HarnessError::Input(why)) => {

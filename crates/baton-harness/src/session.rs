@@ -364,7 +364,10 @@ impl Runner<'_> {
             record.cost_usd
         );
         if !g.flipped.is_empty() {
-            line.push_str(&format!(" · flipped {}", list(&g.flipped)));
+            line.push_str(&format!(
+                " · flipped {}",
+                baton_records::human::features(&g.flipped)
+            ));
         }
         self.reporter.line(&line);
         for n in &notes {
@@ -529,11 +532,4 @@ fn read_only_spec(spec: &str) -> String {
         }
         Err(_) => spec.to_string(),
     }
-}
-
-pub(crate) fn list(v: &[usize]) -> String {
-    v.iter()
-        .map(|n| format!("#{n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -16,7 +16,7 @@ use crate::gates::Gates;
 use crate::guard::GateStack;
 use crate::prompts;
 use crate::run::Backend;
-use crate::session::{Agent, list};
+use crate::session::Agent;
 
 /// Refuses every edit; defers to the policy for the rest.
 pub struct ReadOnly<'a> {
@@ -352,7 +352,7 @@ impl crate::run::Runner<'_> {
         self.reporter.line(&format!(
             "── session {session:04} · verifier of session {:04} · checking {} ──",
             g.session,
-            list(flips)
+            baton_records::human::features(flips)
         ));
         let kind = self.cfg.project.kind.as_str();
         let browser = self.cfg.browser.enabled && kind == "web";
@@ -401,7 +401,7 @@ impl crate::run::Runner<'_> {
         if !rejected.is_empty() {
             self.reporter.line(&format!(
                 "  verifier rejected {}",
-                list(&rejected.iter().map(|r| r.0).collect::<Vec<_>>())
+                baton_records::human::features(&rejected.iter().map(|r| r.0).collect::<Vec<_>>())
             ));
         }
         g.reject(rejected);

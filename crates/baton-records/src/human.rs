@@ -19,6 +19,15 @@ pub fn wait(d: std::time::Duration) -> String {
     duration(d.as_secs_f64().ceil())
 }
 
+/// Feature numbers as people read them: `#1, #4, #7` (empty for none). The one
+/// "#N" formatter of every line, brief and report.
+pub fn features(ns: &[usize]) -> String {
+    ns.iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `n` and a noun that agrees with it: `1 turn`, `2 turns`, `0 lines` (`word` is
 /// the singular; the plural adds `s`).
 pub fn plural(n: u64, word: &str) -> String {

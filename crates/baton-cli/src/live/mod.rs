@@ -420,10 +420,7 @@ impl RunView {
                 4,
                 format!(
                     "every feature passes except blocked {}",
-                    b.iter()
-                        .map(|n| format!("#{n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    baton_records::human::features(b)
                 ),
             ),
             Ok(RunEnd::Limit(l)) => ("limit", 2, l.clone()),
