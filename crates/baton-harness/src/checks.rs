@@ -257,31 +257,100 @@ pub fn passing_checks(list: &FeatureList) -> Vec<usize> {
         .collect()
 }
 
+/// When a regression sweep runs.
+#[derive(Debug, Clone, Copy)]
+enum Sweep {
+    /// Before coding session N, time-boxed.
+    Before(u32),
+    /// Before the run says "complete", after session N: every check.
+    Complete(u32),
+}
+
+impl Sweep {
+    /// The session its findings are recorded under.
+    fn number(self) -> u32 {
+        match self {
+            Sweep::Before(n) | Sweep::Complete(n) => n,
+        }
+    }
+
+    /// When, in words: "before session 7", "before declaring the project complete".
+    fn words(self) -> String {
+        match self {
+            Sweep::Before(n) => format!("before session {n}"),
+            Sweep::Complete(_) => "before declaring the project complete".to_string(),
+        }
+    }
+}
+
 impl crate::run::Runner<'_> {
     /// The checker for verify commands, through the run's tools and policy.
     pub(crate) fn checker(&self) -> Checker<'_> {
         Checker::for_project(&self.tools, self.policy, &self.cfg, &self.files.dir)
     }
 
-    /// The regression sweep: re-run the checks of every passing feature, in list
-    /// order and time-boxed, and set back whatever broke, in a commit of baton's.
+    /// The regression sweep before session `number`: re-run the checks of the
+    /// passing features, time-boxed by `[verify] sweep_secs`, starting where the
+    /// last sweep's time ran out (so every check runs every few sessions however
+    /// many there are), and set back whatever broke, in a commit of baton's.
     pub(crate) async fn sweep(
         &self,
         number: u32,
         accepted: &mut Option<FeatureList>,
     ) -> Result<Option<CheckRun>, HarnessError> {
+        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
+        self.sweep_as(Sweep::Before(number), accepted, Some(budget))
+            .await
+    }
+
+    /// Before the run says "complete": every passing feature's check, with no
+    /// time box (a regression the time-boxed sweeps have not reached yet is found
+    /// here). `true` when something broke and was set back: not complete.
+    pub(crate) async fn sweep_before_complete(
+        &self,
+        last: u32,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<bool, HarnessError> {
+        let run = self.sweep_as(Sweep::Complete(last), accepted, None).await?;
+        Ok(run.is_some_and(|r| !r.failed.is_empty()))
+    }
+
+    async fn sweep_as(
+        &self,
+        when: Sweep,
+        accepted: &mut Option<FeatureList>,
+        budget: Option<Duration>,
+    ) -> Result<Option<CheckRun>, HarnessError> {
         let Some(list) = accepted.as_mut() else {
             return Ok(None);
         };
-        let passing = passing_checks(list);
+        let mut passing = passing_checks(list);
         if passing.is_empty() {
             return Ok(None);
         }
-        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
-        let run = self.checker().run(list, &passing, Some(budget)).await;
+        let cursor_path = self.files.dir.join(baton_records::layout::SWEEP_CURSOR);
+        let start = std::fs::read_to_string(&cursor_path)
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if budget.is_some() {
+            let by = start % passing.len();
+            passing.rotate_left(by);
+        }
+        let run = self.checker().run(list, &passing, budget).await;
+        if budget.is_some() {
+            let ran = run.passed.len() + run.failed.len();
+            let next = (start % passing.len() + ran) % passing.len();
+            baton_records::write_atomic(&cursor_path, &format!("{next}\n"))?;
+        }
+        let number = when.number();
+        let said = match when {
+            Sweep::Before(_) => "sweep",
+            Sweep::Complete(_) => "sweep before declaring the project complete",
+        };
         if run.failed.is_empty() {
             self.reporter.line(&format!(
-                "sweep: {} passing feature(s) re-checked, all still pass",
+                "{said}: {} passing feature(s) re-checked, all still pass",
                 run.passed.len()
             ));
             return Ok(Some(run));
@@ -296,7 +365,8 @@ impl crate::run::Runner<'_> {
             .collect::<Vec<_>>()
             .join(", ");
         let msg = format!(
-            "baton: regression sweep before session {number} set back {broke}\n\n{}",
+            "baton: regression sweep {} set back {broke}\n\n{}",
+            when.words(),
             run.failed
                 .iter()
                 .map(|f| format!("- feature {}: `{}` failed\n", f.feature, f.command))
@@ -310,10 +380,7 @@ impl crate::run::Runner<'_> {
                 session: number,
                 kind: LedgerKind::Regression,
                 feature: Some(f.feature),
-                detail: format!(
-                    "`{}` failed before session {number}: {}",
-                    f.command, f.reason
-                ),
+                detail: format!("`{}` failed {}: {}", f.command, when.words(), f.reason),
                 commit: None,
                 evidence: Vec::new(),
                 proof: None,
@@ -322,7 +389,7 @@ impl crate::run::Runner<'_> {
         self.files.commit_list(list, &msg, entries)?;
         self.files.save_accepted(list)?;
         self.reporter.line(&format!(
-            "sweep: {broke} broke and were set back to failing"
+            "{said}: {broke} broke and were set back to failing"
         ));
         Ok(Some(run))
     }

@@ -442,6 +442,14 @@ impl Runner<'_> {
                 true,
                 self.stop.is_cancelled(),
             ) {
+                // "Complete" only after every passing feature's check passed: a
+                // regression the time-boxed sweeps did not reach yet is set back
+                // here, and the run goes on.
+                let done = matches!(end, RunEnd::Complete | RunEnd::CompleteExceptBlocked(_));
+                let last = state.sessions.last().map_or(0, |s| s.number);
+                if done && self.sweep_before_complete(last, &mut accepted).await? {
+                    continue;
+                }
                 return Ok(end);
             }
             if this_run > 0 && !pause.is_zero() {

@@ -41,6 +41,10 @@ pub const SETTLING: &str = ".baton/settling";
 pub const REPLACED: &str = ".baton/replaced";
 /// `baton report`'s page, by default.
 pub const REPORT: &str = ".baton/report.html";
+/// Where the next time-boxed regression sweep starts among the passing checks:
+/// each sweep goes on from where the last one's time ran out, so every check
+/// runs every few sessions however many there are.
+pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 
 /// A session's evidence directory, relative to the project.
 pub fn evidence(session: u32) -> String {

@@ -305,3 +305,85 @@ async fn a_list_a_killed_initializer_wrote_is_judged_by_its_gates_not_adopted() 
     let kinds = p.kinds();
     assert!(kinds.contains(&LedgerKind::Accepted), "{kinds:?}");
 }
+
+/// Feature 1's check needs `src/feature1.txt`, feature 2 has none.
+fn checked_features(passes: &[bool]) -> String {
+    let list: Vec<serde_json::Value> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut f = json!({"category": "functional",
+                               "description": format!("Feature {}", i + 1),
+                               "steps": ["open the app", "check the result"],
+                               "passes": p});
+            if i == 0 {
+                f["verify"] = json!("test -f src/feature1.txt");
+            }
+            f
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+/// A coding session in the scripted model's words: `command`, the list as
+/// `passes`, the notes, a commit.
+fn session_doing(command: &str, passes: &[bool], n: usize) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tools(&[
+            ("Bash", json!({ "command": command })),
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": checked_features(passes)}),
+            ),
+            (
+                "Bash",
+                json!({"command": format!("echo 'Session: feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Feature {n}'")}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Done.")),
+    ]
+}
+
+/// "Complete" is proven: the last session flips the last feature and breaks an
+/// earlier one it did not touch (its check's file deleted). Every passing
+/// feature's check runs before the run may say complete, so the regression is
+/// set back, recorded and the run goes on instead of ending "complete".
+#[tokio::test(flavor = "current_thread")]
+async fn a_regression_the_last_session_planted_is_found_before_complete() {
+    let p = Project::new("");
+    let mut steps = initializer(&checked_features(&[false, false]));
+    steps.extend(session_doing(
+        "mkdir -p src && echo one > src/feature1.txt",
+        &[true, false],
+        1,
+    ));
+    steps.extend(session_doing(
+        "rm src/feature1.txt && echo two > src/feature2.txt",
+        &[true, true],
+        2,
+    ));
+    let toml = baton_testkit::trusting(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\n",
+    );
+    std::fs::write(p.dir.join("baton.toml"), toml).unwrap();
+    let (end, said) = p.run(steps, 3).await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
+    assert!(
+        said.contains("sweep before declaring the project complete: #1 broke"),
+        "{said}"
+    );
+    let list = Files::new(p.dir.clone(), Config::load(&p.dir).unwrap().project)
+        .load_accepted()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        list.features.iter().map(|f| f.passes).collect::<Vec<_>>(),
+        [false, true]
+    );
+    assert!(p.kinds().contains(&LedgerKind::Regression));
+    let log = git(&p.dir, &["log", "--format=%s"]);
+    assert!(
+        log.contains("baton: regression sweep before declaring the project complete set back #1"),
+        "{log}"
+    );
+}
