@@ -210,6 +210,20 @@ impl<'a> Gates<'a> {
         self.report.flipped.retain(|n| !features.contains(n));
     }
 
+    /// The independent verifier could not run (`why`: the provider's quota, a
+    /// model error): the flips it was to check stay unproven, and are reverted
+    /// with that reason, for the next session to try again.
+    pub fn verifier_failed(&mut self, features: &[usize], why: &str) {
+        let why = format!("the independent verifier could not run: {why}");
+        for &n in features {
+            self.reasons.push(format!(
+                "reverted the flip of feature {n}: nothing proved it ({why})"
+            ));
+            self.report.unproven.push((n, why.clone()));
+        }
+        self.revert(features);
+    }
+
     /// Record that the verifier rejected `rejections` (feature, reason) and revert them.
     pub fn reject(&mut self, rejections: Vec<(usize, String)>) {
         let features: Vec<usize> = rejections.iter().map(|r| r.0).collect();

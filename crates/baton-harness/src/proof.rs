@@ -8,6 +8,8 @@
 
 use std::time::Instant;
 
+use baton_agent::session::AgentError;
+
 use baton_records::{BaseCheck, FeatureList, InProgress};
 
 use crate::error::HarnessError;
@@ -57,7 +59,7 @@ impl Runner<'_> {
         ip: &InProgress,
         accepted: Option<&FeatureList>,
         deadline: Option<Instant>,
-    ) -> Result<f64, HarnessError> {
+    ) -> Result<(f64, Option<AgentError>), HarnessError> {
         let app_started = g.verify(&self.checker()).await;
         let unproven = g.prove_by_checks(accepted, ip.base_check.as_ref());
         // What the start script ran for the checks stops before baton's git.
@@ -66,17 +68,17 @@ impl Runner<'_> {
         }
         g.commit_leftovers()?;
         let verify = &self.cfg.verify;
-        let mut cost = 0.0;
+        let mut done = (0.0, None);
         if verify.agent && !unproven.is_empty() {
             // The verifier sees the project read-only, so baton starts the app for
             // it; what that started stops again before baton's git goes on.
             let app = self.start_app_for_verifier().await;
-            cost = self
+            done = self
                 .verifier(g, &unproven, ip.head_before.as_deref(), app, deadline)
                 .await?;
             self.stop_processes().await;
         }
         g.settle_unproven(&unproven, verify.trust_agent, verify.agent);
-        Ok(cost)
+        Ok(done)
     }
 }

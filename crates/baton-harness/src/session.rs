@@ -265,12 +265,17 @@ impl Runner<'_> {
         let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
         g.report.boundary = undone;
         g.report.rewound = rewound;
-        let mut verifier_cost = 0.0;
+        let (mut verifier_cost, mut verifier_error) = (0.0, None);
         if ip.kind == SessionKind::Coding {
-            verifier_cost = self.prove(&mut g, ip, base.as_ref(), deadline).await?;
+            (verifier_cost, verifier_error) =
+                self.prove(&mut g, ip, base.as_ref(), deadline).await?;
         }
         let summary = summarize(&self.files.dir, ip.number);
         let outcome = summary.outcome_after(error.as_ref());
+        // A verifier that could not run is the run's to act on once the session
+        // is recorded (the provider's quota: a limit; another error: the run
+        // stops with it); the session's own error comes first.
+        let error = error.or(verifier_error);
         let blocks = match ip.kind {
             SessionKind::Coding => block::declared(&self.files.dir, ip.number),
             SessionKind::Initializer | SessionKind::Planner => Vec::new(),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use baton_agent::client::ModelClient;
+use baton_agent::session::AgentError;
 use baton_agent::transcript::Transcript;
 use baton_records::{FeatureList, Proof};
 use baton_tools::{GateDecision, ToolGate, Toolbox};
@@ -324,7 +325,9 @@ pub fn parse_verdict(text: &str) -> Option<Vec<(usize, bool, String)>> {
 impl crate::run::Runner<'_> {
     /// Run the independent verifier over `flips`, the session's new flips that no
     /// check proved: record a proof for each it confirms with work of its own, and
-    /// reject the rest. Returns its cost.
+    /// reject the rest. Returns its cost, and the error that kept it from running
+    /// (the provider's quota, a model error), in which case `flips` are reverted
+    /// as unproven and the error is the session's for the run to act on.
     pub(crate) async fn verifier(
         &self,
         g: &mut Gates<'_>,
@@ -332,9 +335,9 @@ impl crate::run::Runner<'_> {
         base: Option<&str>,
         app: Option<String>,
         deadline: Option<Instant>,
-    ) -> Result<f64, HarnessError> {
+    ) -> Result<(f64, Option<AgentError>), HarnessError> {
         let Some(current) = g.list.clone() else {
-            return Ok(0.0);
+            return Ok((0.0, None));
         };
         let per_feature = self.cfg.verify.turns_per_feature;
         let turns = (10 + per_feature.saturating_mul(flips.len() as u32))
@@ -390,7 +393,19 @@ impl crate::run::Runner<'_> {
                 &system,
                 &prompt,
             )
-            .await?;
+            .await;
+        let result = match result {
+            Ok(r) => r,
+            Err(e) => {
+                let why = e.to_string();
+                self.reporter.line(&format!(
+                    "  verifier could not run ({}); the flips it was to check are reverted",
+                    crate::queue::cut(&why, 200)
+                ));
+                g.verifier_failed(flips, &crate::queue::cut(&why, 300));
+                return Ok((0.0, Some(e)));
+            }
+        };
         // The final verdict object; else (out of turns, cut off) the verdicts it gave
         // one by one as it went: a feature it did not reach is not confirmed.
         let finals = (result.outcome == baton_agent::session::Outcome::Completed)
@@ -406,7 +421,7 @@ impl crate::run::Runner<'_> {
         }
         g.reject(rejected);
         g.report.proofs.extend(proofs);
-        Ok(result.cost_usd)
+        Ok((result.cost_usd, None))
     }
 
     /// The run's tools with the project read-only for `Bash` (through the sandbox

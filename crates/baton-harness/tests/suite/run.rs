@@ -387,3 +387,40 @@ async fn a_regression_the_last_session_planted_is_found_before_complete() {
         "{log}"
     );
 }
+
+/// The provider's quota runs out during the independent verifier (on by
+/// default): the session is recorded, its unproven flip reverted with that
+/// reason, and the run ends as a limit (exit 2), not as an error (exit 1) with
+/// the session left to finish.
+#[tokio::test(flavor = "current_thread")]
+async fn a_quota_wall_in_the_verifier_ends_the_run_as_a_limit_with_the_flip_reverted() {
+    let p = Project::with_toml(
+        "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\nmax_wait_hours = 0.01\n",
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    steps.push(Step::quota_wall(std::time::Duration::from_secs(3_600)));
+    let (end, said) = p.run(steps, 5).await;
+    match &end {
+        RunEnd::Limit(why) => assert!(why.contains("quota"), "{why}\n{said}"),
+        other => panic!("{other:?}\n{said}"),
+    }
+    assert_eq!(end.exit_code(), 2);
+    assert!(said.contains("verifier could not run"), "{said}");
+    let state = p.state();
+    assert!(state.in_progress.is_none());
+    let coding = &state.sessions[1];
+    assert!(coding.gates.flipped.is_empty(), "{:?}", coding.gates);
+    assert!(
+        coding.gates.unproven[0]
+            .1
+            .contains("the independent verifier could not run"),
+        "{:?}",
+        coding.gates.unproven
+    );
+    let list = Files::new(p.dir.clone(), Config::load(&p.dir).unwrap().project)
+        .load_accepted()
+        .unwrap()
+        .unwrap();
+    assert!(!list.features[0].passes);
+}
