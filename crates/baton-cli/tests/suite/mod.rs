@@ -118,6 +118,17 @@ pub fn spawn_run(server: &ScriptedServer, p: &Project) -> std::process::Child {
         .unwrap()
 }
 
+/// The same with its stderr piped, for the test to read.
+pub fn spawn_run_said(server: &ScriptedServer, p: &Project) -> std::process::Child {
+    baton(server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Run `baton exec` in `p` with `prompt` against a fresh server playing `steps`.
 pub fn exec(p: &Project, wire: Wire, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
     let server = ScriptedServer::start(wire, steps);

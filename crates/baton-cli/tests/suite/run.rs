@@ -575,13 +575,7 @@ fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
         ("Bash", json!({"command": "echo never > never.txt"})),
     ])));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let mut child = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = super::spawn_run_said(&server, &p);
     let started = p.path().join("started");
     let t0 = std::time::Instant::now();
     while !started.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
@@ -648,13 +642,7 @@ fn ctrl_c_during_the_initializer_is_an_interruption_not_a_failure() {
             events: 1,
         }],
     );
-    let mut child = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = super::spawn_run_said(&server, &p);
     let t0 = std::time::Instant::now();
     while server.requests().is_empty() && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(10));
