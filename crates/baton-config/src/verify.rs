@@ -12,6 +12,11 @@ pub struct VerifyConfig {
     pub timeout_secs: u64,
     /// Seconds the regression sweep before each coding session may take in all.
     pub sweep_secs: u64,
+    /// Checks the regression sweep before each coding session runs at most, taken
+    /// in turn (each sweep goes on where the last one stopped), so that its cost
+    /// stays flat as the project grows; 0 = every passing check every time. Every
+    /// check runs before the run says "complete" either way.
+    pub sweep_checks: u32,
     /// Run `init.sh` before running checks (so servers are up).
     pub run_init: bool,
     /// After each coding session, a fresh verifier session re-walks the new flips
@@ -33,6 +38,7 @@ impl Default for VerifyConfig {
         Self {
             timeout_secs: 120,
             sweep_secs: 300,
+            sweep_checks: 200,
             run_init: true,
             agent: true,
             trust_agent: false,

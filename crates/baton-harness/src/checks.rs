@@ -290,9 +290,10 @@ impl crate::run::Runner<'_> {
     }
 
     /// The regression sweep before session `number`: re-run the checks of the
-    /// passing features, time-boxed by `[verify] sweep_secs`, starting where the
-    /// last sweep's time ran out (so every check runs every few sessions however
-    /// many there are), and set back whatever broke, in a commit of baton's.
+    /// passing features, at most `[verify] sweep_checks` of them and time-boxed by
+    /// `sweep_secs`, starting where the last sweep stopped (so every check runs
+    /// every few sessions however many there are, at a cost that stays flat), and
+    /// set back whatever broke, in a commit of baton's.
     pub(crate) async fn sweep(
         &self,
         number: u32,
@@ -333,14 +334,19 @@ impl crate::run::Runner<'_> {
             .ok()
             .and_then(|t| t.trim().parse::<usize>().ok())
             .unwrap_or(0);
+        let all = passing.len();
         if budget.is_some() {
-            let by = start % passing.len();
+            let by = start % all;
             passing.rotate_left(by);
+            let most = self.cfg.verify.sweep_checks as usize;
+            if most > 0 {
+                passing.truncate(most);
+            }
         }
         let run = self.checker().run(list, &passing, budget).await;
         if budget.is_some() {
             let ran = run.passed.len() + run.failed.len();
-            let next = (start % passing.len() + ran) % passing.len();
+            let next = (start % all + ran) % all;
             baton_records::write_atomic(&cursor_path, &format!("{next}\n"))?;
         }
         let number = when.number();

@@ -83,6 +83,7 @@ trust_agent = false              # accept a flip on the agent's word when nothin
 # model = "claude-haiku-4-5"     # a cheaper model for the verifier (default: the coder's)
 # timeout_secs = 120             # seconds one verify command may run
 # sweep_secs = 300               # the regression sweep before each coding session, in all
+# sweep_checks = 200             # checks that sweep runs at most, in turn (0 = all); every check runs before "complete"
 # run_init = true                # run init.sh before the checks, so servers are up
 
 [browser]
