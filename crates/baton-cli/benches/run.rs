@@ -3,6 +3,9 @@
 //! - Per-session fixed cost: from the end of one session to the first model request
 //!   of the next (gates, state, brief included), `--pause 0`, on a small project,
 //!   read from the transcripts' own timestamps; peak RSS of `baton run`.
+//! - The same as the project grows: 8, 200, 1,000 and 5,000 features, all but
+//!   four passing with a verify command each (`true`), with the default
+//!   `[verify] sweep_checks`, as ratios against 8 features.
 //! - `baton status` on 10,000 features and 500 recorded sessions, against
 //!   `baton --version` (process start) as the baseline in the same run.
 //! - The ledger diff of two 10,000-feature lists, against parsing one (serde_json).
@@ -32,11 +35,21 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn features(n: usize, passing: usize) -> String {
+    features_checked(n, passing, false)
+}
+
+/// `n` features, the first `passing` passing, each of those with a verify
+/// command (`true`) when `checks`.
+fn features_checked(n: usize, passing: usize, checks: bool) -> String {
     let list: Vec<Value> = (0..n)
         .map(|i| {
             let category = ["functional", "style"][i % 2];
-            json!({"category": category, "description": format!("Feature {i}: a user can do something useful"),
-                   "steps": ["open the page", "click the button", "see the result"], "passes": i < passing})
+            let mut f = json!({"category": category, "description": format!("Feature {i}: a user can do something useful"),
+                   "steps": ["open the page", "click the button", "see the result"], "passes": i < passing});
+            if checks && i < passing {
+                f["verify"] = json!("true");
+            }
+            f
         })
         .collect();
     serde_json::to_string_pretty(&list).unwrap()
@@ -57,10 +70,15 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 
 /// A small adopted project; `sessions` coding sessions that only talk.
 fn per_session_cost(sessions: usize) -> (Vec<Duration>, f64) {
+    per_session_cost_of(sessions, &features(20, 5))
+}
+
+/// An adopted project with `list`; `sessions` coding sessions that only talk.
+fn per_session_cost_of(sessions: usize, list: &str) -> (Vec<Duration>, f64) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     git(p, &["init", "-q"]);
-    std::fs::write(p.join("feature_list.json"), features(20, 5)).unwrap();
+    std::fs::write(p.join("feature_list.json"), list).unwrap();
     std::fs::write(p.join("claude-progress.txt"), "notes\n".repeat(50)).unwrap();
     std::fs::write(p.join("app_spec.txt"), "spec\n").unwrap();
     std::fs::write(p.join(".gitignore"), ".baton/\n").unwrap();
@@ -220,4 +238,23 @@ fn main() {
         ms(parse),
         diff.as_secs_f64() / parse.as_secs_f64().max(1e-9)
     );
+    scaling();
+}
+
+/// The per-session cost as the project grows, every passing feature with a check.
+fn scaling() {
+    println!(
+        "per-session cost as the project grows (all but 4 passing, a check each; median of 5 gaps)"
+    );
+    let mut base = None;
+    for n in [8usize, 200, 1_000, 5_000] {
+        let (gaps, _) = per_session_cost_of(6, &features_checked(n, n - 4, true));
+        let gap = median(gaps);
+        let base = *base.get_or_insert(gap);
+        println!(
+            "  {n:>5} features: {:7.1} ms   {:.2}x the cost at 8   target at 1,000 < 500 ms",
+            ms(gap),
+            gap.as_secs_f64() / base.as_secs_f64().max(1e-9)
+        );
+    }
 }
