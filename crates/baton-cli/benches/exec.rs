@@ -42,7 +42,7 @@ fn baton_session(tool_turns: usize) -> Sample {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("baton.toml"),
-        "[retry]\nbase_delay_ms = 5\n",
+        std::env::var("BATON_BENCH_TOML").unwrap_or_else(|_| "[retry]\nbase_delay_ms = 5\n".into()),
     )
     .unwrap();
     let mut steps: Vec<Step> = (0..tool_turns)
