@@ -8,6 +8,8 @@
 //! ratios and the per-turn overhead are the figures to read.
 #![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod support;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -57,16 +59,10 @@ fn baton_session(tool_turns: usize) -> Sample {
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let (cpu0, _) = children_usage();
     let t0 = Instant::now();
-    let status = Command::new(env!("CARGO_BIN_EXE_baton"))
+    let status = support::baton(&server)
         .arg("exec")
         .arg(dir.path())
         .args(["--prompt", "bench", "--max-turns", "1000"])
-        .env("ANTHROPIC_API_KEY", "bench")
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env_remove("BATON_PROVIDER")
-        .env_remove("BATON_MODEL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .status()
         .unwrap();
     let wall = t0.elapsed();

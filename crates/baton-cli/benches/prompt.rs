@@ -9,8 +9,10 @@
 //! characters a token; totals use the scripted model's count of each request.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use baton_testkit::scenario::{features, honest_verifier, initializer, is_verifier, working};
 use baton_testkit::{RecordedRequest, ScriptedServer, Wire};
@@ -79,17 +81,7 @@ fn main() {
     let server = ScriptedServer::builder(Wire::Anthropic)
         .respond(honest_verifier)
         .start(steps);
-    let status = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("run")
-        .arg(p)
-        .env("ANTHROPIC_API_KEY", "bench")
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env_remove("BATON_PROVIDER")
-        .env_remove("BATON_MODEL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
+    let status = support::baton(&server).arg("run").arg(p).status().unwrap();
     assert_eq!(status.code(), Some(0), "the honest run did not complete");
     let mut by_kind: BTreeMap<&str, Parts> = BTreeMap::new();
     for r in server.requests() {

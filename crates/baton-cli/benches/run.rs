@@ -11,6 +11,8 @@
 //! - The ledger diff of two 10,000-feature lists, against parsing one (serde_json).
 #![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod support;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -107,16 +109,10 @@ fn per_session_cost_of(sessions: usize, list: &str) -> (Vec<Duration>, f64) {
         .map(|_| Step::Reply(Reply::text("thinking")))
         .collect();
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let status = Command::new(env!("CARGO_BIN_EXE_baton"))
+    let status = support::baton(&server)
         .arg("run")
         .arg(p)
         .args(["--max-sessions", &sessions.to_string()])
-        .env("ANTHROPIC_API_KEY", "bench")
-        .env("ANTHROPIC_BASE_URL", server.base_url())
-        .env_remove("BATON_PROVIDER")
-        .env_remove("BATON_MODEL")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(2));
