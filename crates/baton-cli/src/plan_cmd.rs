@@ -227,7 +227,7 @@ pub fn accept(dir: &Path, yes: bool) -> anyhow::Result<ExitCode> {
 fn accept_locked(dir: &Path, yes: bool) -> anyhow::Result<ExitCode> {
     let cfg = Config::load(dir)?;
     let files = Files::new(dir.to_path_buf(), cfg.project);
-    let edit = baton_harness::plan::edit(&files)?;
+    let edit = baton_harness::edit::read(&files)?;
     if edit.is_empty() {
         eprintln!(
             "baton: {} is the accepted list; nothing to accept",
@@ -262,7 +262,7 @@ fn accept_locked(dir: &Path, yes: bool) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     }
-    let commit = baton_harness::plan::accept(&files, &edit)?;
+    let commit = baton_harness::edit::accept(&files, &edit)?;
     eprintln!(
         "baton: accepted ({} added, {} changed), recorded in the ledger{}",
         edit.added.len(),

@@ -700,12 +700,12 @@ impl Workspace for Copies<'_> {
             r.push(Arc::clone(&processes));
         }
         let (tools, guard) = crate::setup::guarded_tools_with(dir, self.cfg, Some(processes), env)
-            .map_err(|e| baton_harness::HarnessError::Input(format!("{e:#}")))?;
+            .map_err(|e| baton_harness::HarnessError::Agents(format!("{e:#}")))?;
         // The CLI's sandbox, hook configuration and MCP servers belong to the copy.
         let cli = match self.cli {
             Some((secrets, provider, model)) => {
                 crate::setup::cli_backend(self.cfg, dir, secrets, provider, model)
-                    .map_err(|e| baton_harness::HarnessError::Input(format!("{e:#}")))?
+                    .map_err(|e| baton_harness::HarnessError::Agents(format!("{e:#}")))?
             }
             None => None,
         };

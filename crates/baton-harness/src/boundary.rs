@@ -18,12 +18,9 @@
 //! outlives it to run in the user's own `git commit`. `baton.toml` is left as it is
 //! then: the user may have edited it since, and it was loaded already.
 //!
-//! ```no_run
-//! # use std::path::Path;
-//! let snap = baton_harness::boundary::Snapshot::take(Path::new("/p")).unwrap();
-//! let undone = snap.restore().unwrap();
-//! assert!(undone.is_empty());
-//! ```
+//! A run takes a [`Snapshot`] before each session and calls
+//! [`Snapshot::restore`] after it: what it returns is what the session changed
+//! and baton put back.
 
 use baton_records::RecordsError;
 use std::collections::BTreeMap;

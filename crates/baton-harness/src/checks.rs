@@ -259,7 +259,7 @@ pub fn passing_checks(list: &FeatureList) -> Vec<usize> {
 
 /// When a regression sweep runs.
 #[derive(Debug, Clone, Copy)]
-enum Sweep {
+pub enum Sweep {
     /// Before coding session N, time-boxed.
     Before(u32),
     /// Before the run says "complete", after session N: every check.
@@ -283,40 +283,27 @@ impl Sweep {
     }
 }
 
-impl crate::run::Runner<'_> {
-    /// The checker for verify commands, through the run's tools and policy.
-    pub(crate) fn checker(&self) -> Checker<'_> {
-        Checker::for_project(&self.tools, self.policy, &self.cfg, &self.files.dir)
-    }
+/// What a sweep works with: the checker, the project's files (the list is set back
+/// and committed there, the cursor kept), `[verify] sweep_checks`, and where its
+/// lines go.
+pub struct Sweeper<'a> {
+    /// Runs the checks.
+    pub checker: Checker<'a>,
+    /// The project's files.
+    pub files: &'a crate::files::Files,
+    /// `[verify] sweep_checks`: the most checks a time-boxed sweep runs (0 = all).
+    pub most: usize,
+    /// A line for people.
+    pub say: &'a (dyn Fn(&str) + Sync),
+}
 
-    /// The regression sweep before session `number`: re-run the checks of the
-    /// passing features, at most `[verify] sweep_checks` of them and time-boxed by
-    /// `sweep_secs`, starting where the last sweep stopped (so every check runs
-    /// every few sessions however many there are, at a cost that stays flat), and
-    /// set back whatever broke, in a commit of baton's.
-    pub(crate) async fn sweep(
-        &self,
-        number: u32,
-        accepted: &mut Option<FeatureList>,
-    ) -> Result<Option<CheckRun>, HarnessError> {
-        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
-        self.sweep_as(Sweep::Before(number), accepted, Some(budget))
-            .await
-    }
-
-    /// Before the run says "complete": every passing feature's check, with no
-    /// time box (a regression the time-boxed sweeps have not reached yet is found
-    /// here). `true` when something broke and was set back: not complete.
-    pub(crate) async fn sweep_before_complete(
-        &self,
-        last: u32,
-        accepted: &mut Option<FeatureList>,
-    ) -> Result<bool, HarnessError> {
-        let run = self.sweep_as(Sweep::Complete(last), accepted, None).await?;
-        Ok(run.is_some_and(|r| !r.failed.is_empty()))
-    }
-
-    async fn sweep_as(
+impl Sweeper<'_> {
+    /// Re-run the checks of the passing features of `accepted` and set back what
+    /// broke, in a commit of baton's. With a `budget` (the sweep before a session)
+    /// at most `most` checks run, time-boxed, starting where the last sweep stopped
+    /// (so every check runs every few sessions however many there are, at a cost
+    /// that stays flat); without one (before "complete") every check runs.
+    pub async fn sweep(
         &self,
         when: Sweep,
         accepted: &mut Option<FeatureList>,
@@ -338,12 +325,11 @@ impl crate::run::Runner<'_> {
         if budget.is_some() {
             let by = start % all;
             passing.rotate_left(by);
-            let most = self.cfg.verify.sweep_checks as usize;
-            if most > 0 {
-                passing.truncate(most);
+            if self.most > 0 {
+                passing.truncate(self.most);
             }
         }
-        let run = self.checker().run(list, &passing, budget).await;
+        let run = self.checker.run(list, &passing, budget).await;
         if budget.is_some() {
             let ran = run.passed.len() + run.failed.len();
             let next = (start % all + ran) % all;
@@ -355,7 +341,7 @@ impl crate::run::Runner<'_> {
             Sweep::Complete(_) => "sweep before declaring the project complete",
         };
         if run.failed.is_empty() {
-            self.reporter.line(&format!(
+            (self.say)(&format!(
                 "{said}: {} passing feature(s) re-checked, all still pass",
                 run.passed.len()
             ));
@@ -364,12 +350,9 @@ impl crate::run::Runner<'_> {
         for f in &run.failed {
             list.features[f.feature - 1].passes = false;
         }
-        let broke = run
-            .failed
-            .iter()
-            .map(|f| format!("#{}", f.feature))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let broke = baton_records::human::features(
+            &run.failed.iter().map(|f| f.feature).collect::<Vec<_>>(),
+        );
         let msg = format!(
             "baton: regression sweep {} set back {broke}\n\n{}",
             when.words(),
@@ -394,7 +377,7 @@ impl crate::run::Runner<'_> {
             .collect();
         self.files.commit_list(list, &msg, entries)?;
         self.files.save_accepted(list)?;
-        self.reporter.line(&format!(
+        (self.say)(&format!(
             "{said}: {broke} broke and were set back to failing"
         ));
         Ok(Some(run))

@@ -57,6 +57,13 @@ pub enum HarnessError {
     /// The project or its input is not usable.
     #[error("{0}")]
     Input(String),
+    /// A planner's work was not accepted: the project is as it was before the
+    /// session (a run's list-append session counts it as a failed attempt).
+    #[error("{0}")]
+    Planner(String),
+    /// An agent of a parallel run (its thread, its working copy, its tools) failed.
+    #[error("{0}")]
+    Agents(String),
     /// A feature list could not be read; `what` says which and what to do.
     #[error("{what}: {source}")]
     FeatureList {

@@ -3,7 +3,7 @@
 //! CLI's hook alike): the policy with the reach rules ([`ReachGate`]), then in a
 //! coding session the feature-list guard ([`FeatureListGuard`]: `Write`/`Edit` that
 //! would change anything in the feature list but `passes` are refused on the spot),
-//! then for the verifier read-only (`crate::verifier::ReadOnly`).
+//! then for the verifier read-only ([`ReadOnly`]).
 
 use std::path::Path;
 
@@ -69,9 +69,31 @@ impl ToolGate for GateStack<'_> {
             None => &reach,
         };
         if self.read_only {
-            crate::verifier::ReadOnly { inner: gate }.check(tool, input)
+            ReadOnly { inner: gate }.check(tool, input)
         } else {
             gate.check(tool, input)
+        }
+    }
+}
+
+/// Refuses every edit; defers to the policy for the rest.
+pub struct ReadOnly<'a> {
+    /// The command policy.
+    pub inner: &'a dyn ToolGate,
+}
+
+impl ToolGate for ReadOnly<'_> {
+    fn check(&self, tool: &str, input: &Value) -> GateDecision {
+        match tool {
+            "Write" | "Edit" => GateDecision::Refuse(
+                "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict.".into(),
+            ),
+            // Browser tools can write files (a screenshot's `filename`); the verifier's
+            // screenshots go back to it and into the evidence without one.
+            t if t.starts_with("mcp__") && input.get("filename").is_some() => GateDecision::Refuse(
+                "you are the verifier: you may not write files into the project; call this tool without \"filename\" (screenshots are kept as evidence anyway)".into(),
+            ),
+            _ => self.inner.check(tool, input),
         }
     }
 }
@@ -220,5 +242,34 @@ impl ToolGate for ReachGate<'_> {
             Some(reason) => GateDecision::Refuse(reason),
             None => self.inner.check(tool, input),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verifier_may_not_write_even_through_the_browser() {
+        let gate = ReadOnly {
+            inner: &baton_tools::AllowAll,
+        };
+        let refused =
+            |tool: &str, input: Value| matches!(gate.check(tool, &input), GateDecision::Refuse(_));
+        assert!(refused(
+            "Write",
+            serde_json::json!({"file_path": "a", "content": ""})
+        ));
+        assert!(refused("Edit", serde_json::json!({})));
+        assert!(refused(
+            "mcp__playwright__browser_take_screenshot",
+            serde_json::json!({"filename": "x.png"})
+        ));
+        assert!(!refused(
+            "mcp__playwright__browser_take_screenshot",
+            serde_json::json!({})
+        ));
+        assert!(!refused("Bash", serde_json::json!({"command": "ls"})));
+        assert!(!refused("Read", serde_json::json!({"file_path": "a"})));
     }
 }

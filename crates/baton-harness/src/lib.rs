@@ -5,18 +5,31 @@
 //!
 //! Where a change goes:
 //! - **A run of one** — [`run`] (the `Runner`, its session loop and stop
-//!   conditions), [`brief`] and [`prompts`] (what a session is told), [`queue`]
-//!   (which feature next, attempts, stalls), `accept` (the list baton goes by).
-//! - **The gates after a session** — [`gates`] (ledger, tree, notes, proof),
-//!   `proof` (a flip's proof), [`checks`] (verify commands and the sweep),
-//!   [`verifier`] (the independent verifier), [`leftovers`], [`boundary`] and
-//!   [`guard`] (what the agent may not change), [`block`] (`BlockFeature`).
-//! - **The planner** — [`plan`] (`baton plan`, `baton accept`, list-append
-//!   sessions), [`new`] (`baton new`), [`kind`] (the kind of project).
-//! - **Many agents** — [`parallel`]: the coordinator (hand-out, claims,
-//!   settling), working copies, merging, and a shared remote for many machines.
+//!   conditions), `session` (one session's start, agent, record), [`brief`] and
+//!   [`prompts`] (what a session is told), `queue` (which feature next, attempts,
+//!   stalls), `list` (the accepted list: adopted, restored, the initializer's
+//!   accepted).
+//! - **The gates after a session** — `gates` (ledger, tree, notes, flips),
+//!   `proof` (a flip's proof: base check, checks, the verifier's session),
+//!   [`checks`] (verify commands and the sweep), [`verifier`] (what the verifier is
+//!   told, and its verdicts read back), `leftovers`, `boundary` and [`guard`] (what
+//!   the agent may not change; every tool-call gate, the verifier's read-only one
+//!   included), [`block`] (`BlockFeature`).
+//! - **The planner** — [`plan`] (the planner session for `baton new --idea`,
+//!   `baton plan` and list-append sessions; `plan/check.rs`, what its work is
+//!   checked against), [`edit`] (`baton accept`: a person's edit of the list),
+//!   [`new`] (`baton new`), `kind` (the kind of project).
+//! - **Many agents** — [`parallel`]: `coordinator.rs` (the named state machine:
+//!   hand-out, session ended, released, settled), `claims.rs` (who works on what:
+//!   local refs or the shared remote), `settle.rs` and `merge.rs` (a session's
+//!   work merged or kept), `agents.rs` (working copies and their threads),
+//!   `remote.rs` (many machines).
 //! - **Records and views** — [`files`] (the project's files), [`status`],
-//!   [`summary`], [`git`] (baton's own git, jailed), [`lock`], [`running`].
+//!   `summary`, `git` (baton's own git, jailed), [`lock`], `running`.
+//!
+//! Only [`run`]'s `Runner` and its parts (`session`, `proof`, `list`, [`plan`])
+//! are `impl Runner`; the rest take their inputs. Modules shown without a link
+//! are the harness's own; the others are what the CLI uses.
 //!
 //! ```no_run
 //! # async fn demo(runner: baton_harness::run::Runner<'_>) -> Result<(), baton_harness::HarnessError> {
@@ -25,30 +38,31 @@
 //! # }
 //! ```
 
-mod accept;
 pub mod block;
-pub mod boundary;
+mod boundary;
 pub mod brief;
 pub mod checks;
+pub mod edit;
 mod error;
 pub mod files;
-pub mod gates;
-pub mod git;
+mod gates;
+mod git;
 pub mod guard;
-pub mod kind;
-pub mod leftovers;
+mod kind;
+mod leftovers;
+mod list;
 pub mod lock;
 pub mod new;
 pub mod parallel;
 pub mod plan;
 pub mod prompts;
 mod proof;
-pub mod queue;
+mod queue;
 pub mod run;
-pub mod running;
+mod running;
 mod session;
 pub mod status;
-pub mod summary;
+mod summary;
 pub mod verifier;
 
 pub use error::HarnessError;

@@ -2,10 +2,11 @@
 //! stalls. The agent's word is never a stop condition; the ledger decides.
 //!
 //! This module holds the loop and the stop rule; one session's start, finish
-//! and record are in `session.rs`. Around it: `accept.rs` (which feature list baton goes by),
-//! [`crate::checks`] (verify commands and the regression sweep), [`crate::verifier`]
-//! (the independent verifier's session), [`crate::summary`] (what a transcript
-//! says), [`crate::gates`] (the gates after each session).
+//! and record are in `session.rs`. Around it: `list.rs` (which feature list baton
+//! goes by), [`crate::checks`] (verify commands and the regression sweep),
+//! `proof.rs` (a flip's proof, the independent verifier's session among it),
+//! `summary.rs` (what a transcript says), `gates.rs` (the gates after each
+//! session).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,12 +23,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::block::BlockTool;
 use crate::boundary::Snapshot;
+use crate::checks::{Checker, Sweep, Sweeper};
 use crate::error::HarnessError;
 use crate::files::Files;
 use crate::{git, queue};
 use baton_records::human::features;
+use baton_records::{CheckRun, SessionKind, SessionOutcome, SessionRecord, State};
 use baton_records::{LedgerEntry, LedgerKind};
-use baton_records::{SessionKind, SessionOutcome, SessionRecord, State};
 
 /// Limits given on the command line; `None` falls back to `baton.toml`.
 #[derive(Debug, Clone, Default)]
@@ -287,6 +289,50 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// The checker for verify commands, through the run's tools and policy.
+    pub(crate) fn checker(&self) -> Checker<'_> {
+        Checker::for_project(&self.tools, self.policy, &self.cfg, &self.files.dir)
+    }
+
+    /// The regression sweep before session `number` ([`Sweeper::sweep`]):
+    /// time-boxed by `sweep_secs`, at most `sweep_checks` checks.
+    pub(crate) async fn sweep(
+        &self,
+        number: u32,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<Option<CheckRun>, HarnessError> {
+        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
+        self.sweeper(&|l| self.reporter.line(l))
+            .sweep(Sweep::Before(number), accepted, Some(budget))
+            .await
+    }
+
+    /// Before the run says "complete": every passing feature's check, with no
+    /// time box (a regression the time-boxed sweeps have not reached yet is found
+    /// here). `true` when something broke and was set back: not complete.
+    pub(crate) async fn sweep_before_complete(
+        &self,
+        last: u32,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<bool, HarnessError> {
+        let run = self
+            .sweeper(&|l| self.reporter.line(l))
+            .sweep(Sweep::Complete(last), accepted, None)
+            .await?;
+        Ok(run.is_some_and(|r| !r.failed.is_empty()))
+    }
+
+    fn sweeper<'s>(&'s self, say: &'s (dyn Fn(&str) + Sync)) -> Sweeper<'s> {
+        Sweeper {
+            checker: self.checker(),
+            files: &self.files,
+            most: self.cfg.verify.sweep_checks as usize,
+            say,
+        }
+    }
+}
+
+impl Runner<'_> {
     /// Run sessions until a stop condition. Resumes from `.baton/state.json` and git.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
         // MCP servers (the browser among them) live for the whole run.
@@ -345,7 +391,7 @@ impl Runner<'_> {
             state.budget_usd = Some(b);
             state.save(dir)?;
         }
-        let mut accepted = self.adopt(&mut state)?;
+        let mut accepted = self.accepted_list(&mut state)?;
         if let Some(ip) = state.in_progress.clone()
             && ip.kind == SessionKind::Planner
         {
@@ -577,7 +623,7 @@ impl Runner<'_> {
                     features(&p.added)
                 ));
             }
-            Err(HarnessError::Input(why)) => {
+            Err(HarnessError::Planner(why)) => {
                 state.append_failures += 1;
                 let last = state.append_failures >= baton_records::state::APPEND_ATTEMPTS;
                 self.reporter.line(&format!(

@@ -1,45 +1,16 @@
 //! The independent verifier: a fresh session with its own skeptical prompt that
 //! re-walks the steps of each newly flipped feature and may not edit the project.
 //! Its structured verdict decides; a feature without a passing verdict is reverted.
+//!
+//! This module holds what is said to it ([`prompt`]) and how its session is read
+//! back and judged ([`walk`], [`judge`], [`parse_verdict`]); they take their
+//! inputs. The run starts its session among the proof gates (`proof.rs`), read-only
+//! through [`crate::guard::GateStack`].
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
-use baton_agent::client::ModelClient;
-use baton_agent::session::AgentError;
-use baton_agent::transcript::Transcript;
 use baton_records::{FeatureList, Proof};
-use baton_tools::{GateDecision, ToolGate, Toolbox};
 use serde_json::Value;
-
-use crate::error::HarnessError;
-use crate::gates::Gates;
-use crate::guard::GateStack;
-use crate::prompts;
-use crate::run::Backend;
-use crate::session::Agent;
-
-/// Refuses every edit; defers to the policy for the rest.
-pub struct ReadOnly<'a> {
-    /// The command policy.
-    pub inner: &'a dyn ToolGate,
-}
-
-impl ToolGate for ReadOnly<'_> {
-    fn check(&self, tool: &str, input: &Value) -> GateDecision {
-        match tool {
-            "Write" | "Edit" => GateDecision::Refuse(
-                "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict.".into(),
-            ),
-            // Browser tools can write files (a screenshot's `filename`); the verifier's
-            // screenshots go back to it and into the evidence without one.
-            t if t.starts_with("mcp__") && input.get("filename").is_some() => GateDecision::Refuse(
-                "you are the verifier: you may not write files into the project; call this tool without \"filename\" (screenshots are kept as evidence anyway)".into(),
-            ),
-            _ => self.inner.check(tool, input),
-        }
-    }
-}
 
 /// What the verifier is asked to check and how: the claimed features with their
 /// steps, the commit the session under test started from, and how a user of this
@@ -322,166 +293,9 @@ pub fn parse_verdict(text: &str) -> Option<Vec<(usize, bool, String)>> {
     None
 }
 
-impl crate::run::Runner<'_> {
-    /// Run the independent verifier over `flips`, the session's new flips that no
-    /// check proved: record a proof for each it confirms with work of its own, and
-    /// reject the rest. Returns its cost, and the error that kept it from running
-    /// (the provider's quota, a model error), in which case `flips` are reverted
-    /// as unproven and the error is the session's for the run to act on.
-    pub(crate) async fn verifier(
-        &self,
-        g: &mut Gates<'_>,
-        flips: &[usize],
-        base: Option<&str>,
-        app: Option<String>,
-        deadline: Option<Instant>,
-    ) -> Result<(f64, Option<AgentError>), HarnessError> {
-        let Some(current) = g.list.clone() else {
-            return Ok((0.0, None));
-        };
-        let per_feature = self.cfg.verify.turns_per_feature;
-        let turns = (10 + per_feature.saturating_mul(flips.len() as u32))
-            .min(self.cfg.verify.max_turns)
-            .max(1);
-        let limits = self.limits(turns, deadline, crate::prompts::Handoff::Verifier);
-        let gate = GateStack {
-            policy: self.policy,
-            allow_file_urls: self.cfg.policy.allow_file_urls,
-            feature_list: None,
-            read_only: true,
-        };
-        let mut transcript = Transcript::create_next(&self.files.dir)?;
-        let session = transcript.number();
-        self.reporter.line(&format!(
-            "── session {session:04} · verifier of session {:04} · checking {} ──",
-            g.session,
-            baton_records::human::features(flips)
-        ));
-        let kind = self.cfg.project.kind.as_str();
-        let browser = self.cfg.browser.enabled && kind == "web";
-        let prompt = prompt(&Brief {
-            list: &current,
-            features: flips,
-            kind,
-            browser,
-            base,
-            app,
-        });
-        let system = prompts::verifier_system(&self.files.dir);
-        // Another model for the verifier: its own client in baton's loop.
-        let own_client = match (&self.backend, &self.cfg.verify.model) {
-            (Backend::Loop(client), Some(m)) => {
-                let mut cfg = client.config().clone();
-                cfg.model = m.clone();
-                Some(ModelClient::new(cfg).map_err(HarnessError::VerifierClient)?)
-            }
-            _ => None,
-        };
-        // The verifier's commands see the project read-only (kernel-enforced where
-        // the sandbox runs).
-        let ro_tools = self.read_only_tools();
-        let result = self
-            .run_agent(
-                Agent {
-                    tools: &ro_tools,
-                    gate,
-                    client: own_client.as_ref(),
-                    model: self.cfg.verify.model.as_deref(),
-                    limits,
-                },
-                &mut transcript,
-                &system,
-                &prompt,
-            )
-            .await;
-        let result = match result {
-            Ok(r) => r,
-            Err(e) => {
-                let why = e.to_string();
-                self.reporter.line(&format!(
-                    "  verifier could not run ({}); the flips it was to check are reverted",
-                    crate::queue::cut(&why, 200)
-                ));
-                g.verifier_failed(flips, &crate::queue::cut(&why, 300));
-                return Ok((0.0, Some(e)));
-            }
-        };
-        // The final verdict object; else (out of turns, cut off) the verdicts it gave
-        // one by one as it went: a feature it did not reach is not confirmed.
-        let finals = (result.outcome == baton_agent::session::Outcome::Completed)
-            .then(|| parse_verdict(&result.final_text))
-            .flatten();
-        let walked = walk(transcript.path());
-        let (proofs, rejected) = judge(flips, finals.as_deref(), &walked, browser, session);
-        if !rejected.is_empty() {
-            self.reporter.line(&format!(
-                "  verifier rejected {}",
-                baton_records::human::features(&rejected.iter().map(|r| r.0).collect::<Vec<_>>())
-            ));
-        }
-        g.reject(rejected);
-        g.report.proofs.extend(proofs);
-        Ok((result.cost_usd, None))
-    }
-
-    /// The run's tools with the project read-only for `Bash` (through the sandbox
-    /// launcher, where one is in use): the verifier's commands cannot write it.
-    pub(crate) fn read_only_tools(&self) -> Toolbox {
-        let mut ctx = self.tools.context().clone();
-        ctx.launcher = ctx.launcher.as_ref().map(|l| l.read_only());
-        self.tools.with_context(ctx)
-    }
-
-    /// Run the start script (writable, through the policy) so the read-only verifier
-    /// finds the app running. Returns the last lines it printed (or its failure),
-    /// for the verifier to read; `None` when there is no start script to run.
-    pub(crate) async fn start_app_for_verifier(&self) -> Option<String> {
-        let init = &self.files.names.init_script;
-        if !(self.cfg.verify.run_init && self.files.dir.join(init).is_file()) {
-            return None;
-        }
-        let input = serde_json::json!({"command": format!("./{init}"), "timeout": 600_000});
-        if let baton_tools::GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
-            return Some(format!("(./{init} was refused by baton's policy: {why})"));
-        }
-        let out = self.tools.call("Bash", &input).await;
-        let lines: Vec<&str> = out.content.lines().rev().take(6).collect();
-        let said: Vec<&str> = lines.into_iter().rev().collect();
-        Some(format!(
-            "{}{}",
-            if out.is_error { "(it failed) " } else { "" },
-            said.join("\n")
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_verifier_may_not_write_even_through_the_browser() {
-        let gate = ReadOnly {
-            inner: &baton_tools::AllowAll,
-        };
-        let refused =
-            |tool: &str, input: Value| matches!(gate.check(tool, &input), GateDecision::Refuse(_));
-        assert!(refused(
-            "Write",
-            serde_json::json!({"file_path": "a", "content": ""})
-        ));
-        assert!(refused("Edit", serde_json::json!({})));
-        assert!(refused(
-            "mcp__playwright__browser_take_screenshot",
-            serde_json::json!({"filename": "x.png"})
-        ));
-        assert!(!refused(
-            "mcp__playwright__browser_take_screenshot",
-            serde_json::json!({})
-        ));
-        assert!(!refused("Bash", serde_json::json!({"command": "ls"})));
-        assert!(!refused("Read", serde_json::json!({"file_path": "a"})));
-    }
 
     #[test]
     fn verdicts_are_found_after_prose_and_in_fences() {

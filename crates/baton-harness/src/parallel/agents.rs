@@ -100,7 +100,7 @@ impl Parallel<'_> {
         };
         match &agent.jobs {
             Some(jobs) if jobs.send(job).is_ok() => Ok(()),
-            _ => Err(HarnessError::Input(format!(
+            _ => Err(HarnessError::Agents(format!(
                 "agent {}'s thread has ended",
                 agent.id
             ))),
@@ -114,7 +114,7 @@ impl Parallel<'_> {
         reports: &Reports,
     ) -> Result<std::sync::mpsc::Sender<Job>, HarnessError> {
         let Some(parts) = agent.parts.take() else {
-            return Err(HarnessError::Input(format!(
+            return Err(HarnessError::Agents(format!(
                 "agent {} has no tools",
                 agent.id
             )));
@@ -238,7 +238,7 @@ impl Parallel<'_> {
                 .collect();
             clones.into_iter().try_for_each(|c| {
                 c.join().unwrap_or_else(|_| {
-                    Err(HarnessError::Input(
+                    Err(HarnessError::Agents(
                         "cloning a working copy panicked".into(),
                     ))
                 })

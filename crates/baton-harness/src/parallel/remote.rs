@@ -327,7 +327,7 @@ impl Parallel<'_> {
                     self.opts.clone(),
                     self.stop.clone(),
                 )?;
-                runner.adopt(&mut state)?;
+                runner.accepted_list(&mut state)?;
                 return Ok(None);
             }
             if r.claim("init")? {

@@ -227,7 +227,7 @@ impl Parallel<'_> {
                 .collect(),
         };
         let text = serde_json::to_string_pretty(&ended)
-            .map_err(|e| HarnessError::Input(format!("session {:04}: {e}", d.number)))?;
+            .map_err(|e| HarnessError::Agents(format!("session {:04}: {e}", d.number)))?;
         baton_records::write_atomic(&Ended::path(&self.files.dir, d.number), &text)?;
         Ok(Some(ended))
     }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use baton_records::SessionOutcome;
-use baton_records::human::{count, duration};
+use baton_records::human::{count, duration, features};
 
 use super::{FeatureProof, NeedsPerson, SessionStatus, Status};
 
@@ -324,13 +324,13 @@ fn proof_summary(proofs: &[FeatureProof]) -> String {
         ("trusted", "on the agent's word"),
         ("unrecorded", "no proof on record"),
     ] {
-        let ns: Vec<String> = proofs
+        let ns: Vec<usize> = proofs
             .iter()
             .filter(|p| p.by == by)
-            .map(|p| format!("#{}", p.feature))
+            .map(|p| p.feature)
             .collect();
         if !ns.is_empty() {
-            parts.push(format!("{label} {}", cut(&ns.join(", "), 60)));
+            parts.push(format!("{label} {}", cut(&features(&ns), 60)));
         }
     }
     parts.join(" · ")

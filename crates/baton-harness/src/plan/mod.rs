@@ -1,12 +1,17 @@
 //! The planner: a session that writes the specification from a person's idea
 //! (`baton new --idea`), or appends features to a project's list for a new request
-//! (`baton plan`), checked and recorded like every other change to the list; and
-//! `baton accept`, which takes a person's own edit of the list the same way.
+//! (`baton plan`, and the list-append sessions of a run whose initializer wrote
+//! fewer features than asked), checked and recorded like every other change to the
+//! list. This file runs the session and puts the project back when its work is
+//! not accepted; `plan/check.rs` holds what its work is checked against. A
+//! person's own edit of the list (`baton accept`) is [`crate::edit`].
+
+mod check;
 
 use baton_agent::transcript::{Transcript, now_ms};
 use baton_records::{
-    Feature, FeatureList, InProgress, LedgerEntry, LedgerKind, SessionKind, SessionOutcome,
-    SessionRecord, State,
+    FeatureList, InProgress, LedgerEntry, LedgerKind, SessionKind, SessionOutcome, SessionRecord,
+    State,
 };
 
 use crate::error::{HarnessError, io};
@@ -290,12 +295,12 @@ impl Runner<'_> {
         // the tree is put back as it was before the request.
         let checked = match checked {
             Err(e) => match self.undo_planner(number, head_before.as_deref(), &request_before) {
-                Ok(kept) => Err(HarnessError::Input(format!(
+                Ok(kept) => Err(HarnessError::Planner(format!(
                     "{e}{}",
                     kept.map(|k| format!("; what the planner wrote is kept in {k}"))
                         .unwrap_or_default()
                 ))),
-                Err(undo) => Err(HarnessError::Input(format!(
+                Err(undo) => Err(HarnessError::Planner(format!(
                     "{e}; and putting the project back failed: {undo}"
                 ))),
             },
@@ -305,7 +310,7 @@ impl Runner<'_> {
         match (checked, error) {
             (Ok(p), _) => Ok(p),
             (Err(e), Some(agent)) => {
-                Err(HarnessError::Input(format!("{e} (the session: {agent})")))
+                Err(HarnessError::Planner(format!("{e} (the session: {agent})")))
             }
             (Err(e), None) => Err(e),
         }
@@ -432,329 +437,6 @@ impl Runner<'_> {
         state.save(dir)?;
         Ok(())
     }
-
-    /// The specification the planner wrote from the idea: long enough, changed,
-    /// committed with whatever else it left.
-    fn check_spec(
-        &self,
-        number: u32,
-        before: &str,
-        record: &mut SessionRecord,
-    ) -> Result<Planned, HarnessError> {
-        let dir = &self.files.dir;
-        let spec = &self.files.names.spec;
-        let text = std::fs::read_to_string(dir.join(spec)).unwrap_or_default();
-        let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
-        if text == before || lines < MIN_SPEC_LINES {
-            // The idea stays as it was, for the next attempt.
-            std::fs::write(dir.join(spec), before).map_err(io(dir.join(spec)))?;
-            let why = if text == before {
-                "did not write it".to_string()
-            } else {
-                format!("wrote {lines} non-empty lines, fewer than {MIN_SPEC_LINES}")
-            };
-            let _ = record;
-            return Err(HarnessError::Input(format!(
-                "the planner did not write a specification in {spec} ({why}), and the project is as it was: `baton plan {}` runs the planner again, or write {spec} yourself and `baton run {}`",
-                dir.display(),
-                dir.display()
-            )));
-        }
-        let commit = git::commit(
-            dir,
-            &format!("baton plan: the specification in {spec}, from the idea"),
-            &[],
-            &[],
-        )?;
-        self.files.append_ledger(&LedgerEntry {
-            commit: commit.clone(),
-            ..LedgerEntry::new(
-                number,
-                LedgerKind::Planned,
-                format!("{spec}: {lines} lines, from the idea"),
-            )
-        })?;
-        Ok(Planned {
-            number,
-            added: Vec::new(),
-            spec_lines: lines,
-            commit,
-            covered: false,
-        })
-    }
-
-    /// The features the planner appended for `request`: the existing entries as they
-    /// were (a change is restored and recorded), at least one new entry, every new
-    /// one failing; accepted, recorded as `added` and committed.
-    fn check_more(
-        &self,
-        number: u32,
-        request: &str,
-        accepted: FeatureList,
-        record: &mut SessionRecord,
-    ) -> Result<Planned, HarnessError> {
-        let dir = &self.files.dir;
-        let names = &self.files.names;
-        let path = self.files.feature_list();
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        // The caller puts the project back as it was ([`Runner::undo_planner`]).
-        let restore = |why: String| -> Result<Planned, HarnessError> {
-            Err(HarnessError::Input(format!(
-                "the planner's {} was not accepted: {why}; the list and the spec are as they were. Run the same `baton plan {}` again, or add the features yourself and `baton accept {}`",
-                names.feature_list,
-                dir.display(),
-                dir.display()
-            )))
-        };
-        let list = match FeatureList::parse(&text, &names.feature_list) {
-            Ok(l) => l,
-            Err(e) => return restore(e.to_string()),
-        };
-        let old = accepted.features.len();
-        let mut merged = accepted.clone();
-        let mut changed = Vec::new();
-        for (i, f) in list.features.iter().enumerate().take(old) {
-            if *f != accepted.features[i] {
-                changed.push(i + 1);
-            }
-        }
-        if list.features.len() < old {
-            changed.push(old);
-        }
-        let mut entries = Vec::new();
-        if !changed.is_empty() {
-            let what = format!(
-                "the planner changed existing feature(s) {}; restored (a plan only appends)",
-                baton_records::human::features(&changed)
-            );
-            record.gates.violations.push(what.clone());
-            entries.push(LedgerEntry::new(number, LedgerKind::Violation, what));
-        }
-        let mut added = Vec::new();
-        for f in list.features.iter().skip(old) {
-            let mut f: Feature = f.clone();
-            let n = merged.features.len() + 1;
-            if f.passes {
-                f.passes = false;
-                f.fields.insert("passes".into(), false.into());
-                let what = format!("new feature #{n} was written passing; set to failing");
-                record.gates.violations.push(what.clone());
-                entries.push(LedgerEntry {
-                    feature: Some(n),
-                    ..LedgerEntry::new(number, LedgerKind::Violation, what)
-                });
-            }
-            entries.push(LedgerEntry {
-                feature: Some(n),
-                ..LedgerEntry::new(
-                    number,
-                    LedgerKind::Added,
-                    format!("{} — for: {}", f.description, first_line(request)),
-                )
-            });
-            merged.features.push(f);
-            added.push(n);
-        }
-        if added.is_empty() {
-            return restore("no feature was added".into());
-        }
-        // The merged list must hold together (dependencies point inside it).
-        let merged = match FeatureList::parse(&merged.to_json(), &names.feature_list) {
-            Ok(l) => l,
-            Err(e) => return restore(e.to_string()),
-        };
-        std::fs::write(&path, merged.to_json()).map_err(io(&path))?;
-        self.files.save_accepted(&merged)?;
-        let commit = git::commit(
-            dir,
-            &format!(
-                "baton plan: {} feature(s) added ({}) for: {}",
-                added.len(),
-                baton_records::human::features(&added),
-                first_line(request)
-            ),
-            &[],
-            &[],
-        )?;
-        for mut e in entries {
-            e.commit.clone_from(&commit);
-            self.files.append_ledger(&e)?;
-        }
-        let spec_lines = std::fs::read_to_string(dir.join(&names.spec))
-            .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
-            .unwrap_or(0);
-        Ok(Planned {
-            number,
-            added,
-            spec_lines,
-            commit,
-            covered: false,
-        })
-    }
-}
-
-/// A person's edit of the feature list, as `baton accept` shows it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Edit {
-    /// Features appended (1-based) with their descriptions.
-    pub added: Vec<(usize, String)>,
-    /// Features changed (1-based), with what changed, for people.
-    pub amended: Vec<(usize, String)>,
-    /// The list as edited.
-    pub list: FeatureList,
-}
-
-impl Edit {
-    /// Whether there is nothing to accept.
-    pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.amended.is_empty()
-    }
-}
-
-/// The difference between the accepted list and the project's list as a person
-/// edited it. Removing or reordering features is refused: features are known by
-/// their number in the ledger, the records and the claims of parallel runs.
-pub fn edit(files: &crate::files::Files) -> Result<Edit, HarnessError> {
-    let names = &files.names;
-    let Some(accepted) = files.load_accepted()? else {
-        return Err(HarnessError::Input(format!(
-            "{} has no accepted feature list yet: `baton run` adopts {} as it is",
-            files.dir.display(),
-            names.feature_list
-        )));
-    };
-    let path = files.feature_list();
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-    let list = FeatureList::parse(&text, &names.feature_list).map_err(|source| {
-        HarnessError::FeatureList {
-            what: "cannot accept the edited feature list".into(),
-            source,
-        }
-    })?;
-    let old = accepted.features.len();
-    if list.features.len() < old {
-        return Err(HarnessError::Input(format!(
-            "{} has {} features, {old} were accepted: removing features renumbers the ones after them, which the ledger and records name by number. Put the entries back; to drop one, change its description to say it is dropped and leave it failing, or mark it blocked with `BlockFeature` notes",
-            names.feature_list,
-            list.features.len()
-        )));
-    }
-    let mut e = Edit {
-        list: list.clone(),
-        ..Edit::default()
-    };
-    for (i, (before, after)) in accepted.features.iter().zip(&list.features).enumerate() {
-        if before == after {
-            continue;
-        }
-        // The same entry further down means entries were moved or inserted.
-        if let Some(j) = list.features.iter().position(|f| f == before)
-            && j != i
-        {
-            return Err(HarnessError::Input(format!(
-                "feature #{} of the accepted list is now #{}: inserting or moving features renumbers them, which the ledger and records name by number. Append new features at the end instead",
-                i + 1,
-                j + 1
-            )));
-        }
-        let mut what = describe_change(before, after);
-        // A feature whose content changed must be proven again: what passed was
-        // the old one. (A person's change of `passes` alone stands.)
-        let unproven = |f: &Feature| {
-            let mut f = f.clone();
-            f.passes = false;
-            f.fields.insert("passes".into(), false.into());
-            f
-        };
-        if after.passes && unproven(before) != unproven(after) {
-            let f = &mut e.list.features[i];
-            f.passes = false;
-            f.fields.insert("passes".into(), false.into());
-            what.push_str("; set back to failing: it must be proven again");
-        }
-        e.amended.push((i + 1, what));
-    }
-    for (i, f) in list.features.iter().enumerate().skip(old) {
-        e.added.push((i + 1, f.description.clone()));
-    }
-    Ok(e)
-}
-
-/// Accept `edit`: the list becomes the accepted one, each change goes to the
-/// ledger (`added`, `amended`), the per-feature records of amended features start
-/// afresh, and the list is committed. Returns the commit.
-pub fn accept(files: &crate::files::Files, edit: &Edit) -> Result<Option<String>, HarnessError> {
-    let dir = &files.dir;
-    let mut state = State::load(dir)?;
-    let number = state.sessions.iter().map(|s| s.number).max().unwrap_or(0);
-    let mut entries = Vec::new();
-    for (n, what) in &edit.added {
-        entries.push(LedgerEntry {
-            feature: Some(*n),
-            ..LedgerEntry::new(number, LedgerKind::Added, format!("{what} — by a person"))
-        });
-    }
-    for (n, what) in &edit.amended {
-        entries.push(LedgerEntry {
-            feature: Some(*n),
-            ..LedgerEntry::new(number, LedgerKind::Amended, format!("by a person: {what}"))
-        });
-        state.features.remove(n);
-    }
-    files.save_accepted(&edit.list)?;
-    state.save(dir)?;
-    let mut parts = Vec::new();
-    if !edit.added.is_empty() {
-        parts.push(format!("{} added", edit.added.len()));
-    }
-    if !edit.amended.is_empty() {
-        parts.push(format!("{} changed", edit.amended.len()));
-    }
-    files.commit_list(
-        &edit.list,
-        &format!(
-            "baton accept: a person's edit of {} ({})",
-            files.names.feature_list,
-            parts.join(", ")
-        ),
-        entries,
-    )
-}
-
-/// What changed in one feature, in a line: the fields, with the description's
-/// old and new text.
-fn describe_change(before: &Feature, after: &Feature) -> String {
-    let mut what = Vec::new();
-    if before.description != after.description {
-        what.push(format!(
-            "description {:?} → {:?}",
-            before.description, after.description
-        ));
-    }
-    if before.category != after.category {
-        what.push(format!("category {} → {}", before.category, after.category));
-    }
-    if before.steps != after.steps {
-        what.push(format!(
-            "steps ({} → {})",
-            before.steps.len(),
-            after.steps.len()
-        ));
-    }
-    if before.passes != after.passes {
-        what.push(format!("passes {} → {}", before.passes, after.passes));
-    }
-    let keys: std::collections::BTreeSet<&String> =
-        before.fields.keys().chain(after.fields.keys()).collect();
-    for k in keys {
-        if ["description", "category", "steps", "passes"].contains(&k.as_str()) {
-            continue;
-        }
-        if before.fields.get(k) != after.fields.get(k) {
-            what.push(k.clone());
-        }
-    }
-    what.join("; ")
 }
 
 /// A planner session's record, from its transcript's summary.

@@ -1,6 +1,12 @@
-//! The feature list baton goes by: a list found in the project is adopted (or the
-//! one in `.baton/` restored), the initializer's is accepted or refused, and a
-//! list damaged or deleted between sessions is put back before the next one.
+//! The accepted list: the feature list baton goes by, kept in `.baton/`. Two words
+//! mean one thing each across baton: a list is **adopted** when baton takes one it
+//! did not see written as it is (a project's own list on its first run; `baton new
+//! --adopt` likewise takes a repository as it is), and a change is **accepted**
+//! when it passed baton's checks and becomes the accepted list (the initializer's
+//! list here, a planner's in `plan/`, a person's edit in [`crate::edit`], a
+//! session's flips in the gates). This file adopts or restores the list before a
+//! run, accepts or refuses the initializer's, and puts back a list damaged or
+//! deleted between sessions.
 
 use baton_agent::transcript::now_ms;
 use baton_records::FeatureList;
@@ -15,7 +21,10 @@ use baton_records::{SessionKind, State};
 impl Runner<'_> {
     /// The accepted list, or the project's own list adopted as the baseline (which
     /// starts the per-feature records afresh: their numbers may mean other features now).
-    pub(crate) fn adopt(&self, state: &mut State) -> Result<Option<FeatureList>, HarnessError> {
+    pub(crate) fn accepted_list(
+        &self,
+        state: &mut State,
+    ) -> Result<Option<FeatureList>, HarnessError> {
         if let Some(a) = self.files.load_accepted()? {
             return Ok(Some(a));
         }
