@@ -7,23 +7,28 @@
 //!   retries printed above as they land); plain lines (stderr not a terminal, or
 //!   `--quiet`, which leaves out tool calls and the model's words); or JSON events on
 //!   stdout, one per line (`--json`; schema in docs/report.md).
+//!
+//! The run view keeps the run's totals and hands every event to one [`Face`]
+//! per mode: [`Lines`] here, the bars in `bars.rs`, the JSON events in `json.rs`.
+//! A new way of showing a run is one more `Face`.
 
 use std::io::Write as _;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use baton_agent::client::RetryNotice;
 use baton_agent::model::Usage;
 use baton_agent::session::{ContextMode, Observer};
-use baton_agent::transcript::now_ms;
 use baton_harness::run::{Reporter, RunEnd};
 use baton_records::{SessionKind, SessionRecord};
 use baton_tools::ToolOutput;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressDrawTarget;
 use serde_json::Value;
 
-use crate::events::{Line, RunEvent};
+use crate::events::RunEvent;
+
+mod bars;
+mod json;
 
 /// Prints one line per event to stderr.
 pub struct LiveView;
@@ -199,6 +204,7 @@ struct Current {
     cost: f64,
 }
 
+/// Where the run stands: what every face shows.
 #[derive(Debug)]
 struct Totals {
     passing: usize,
@@ -207,32 +213,127 @@ struct Totals {
     /// Cost of the sessions recorded.
     spent: f64,
     current: Option<Current>,
+    budget: Option<f64>,
 }
 
-struct Bars {
-    multi: MultiProgress,
-    features: ProgressBar,
-    session: ProgressBar,
-    tool: ProgressBar,
-    /// One line per agent of a parallel run, made on its first status.
-    agents: Mutex<std::collections::BTreeMap<u32, ProgressBar>>,
+impl Totals {
+    /// The run's cost so far, the current session's included.
+    fn spent_now(&self) -> f64 {
+        self.spent + self.current.as_ref().map_or(0.0, |c| c.cost)
+    }
+}
+
+/// One way of showing a run: plain lines, progress bars or JSON events. Each
+/// method is one event; `session` is the number of the session it belongs to.
+/// What a face does not show, it leaves to the default (nothing).
+trait Face: Send + Sync {
+    /// A line for people (above the bars, or on stderr).
+    fn println(&self, _line: &str) {}
+    /// A run-level line of baton's (`Reporter::line`).
+    fn message(&self, text: &str) {
+        self.println(text);
+    }
+    /// One of the events every mode goes through; only JSON shows them as such.
+    fn event(&self, _event: RunEvent<'_>) {}
+    /// The totals changed.
+    fn refresh(&self, _t: &Totals) {}
+    /// A session starts.
+    fn session_start(&self) {}
+    /// A session was recorded.
+    fn session_end(&self) {}
+    /// Ctrl-C was pressed: no session follows the one running.
+    fn stopping(&self) {}
+    /// The run ended.
+    fn finish(&self) {}
+    /// What agent `agent` of a parallel run is doing now.
+    fn agent_status(&self, _agent: u32, _status: &str) {}
+    /// A model turn ended.
+    fn turn_end(&self) {}
+    /// Waiting out a quota until its reset.
+    fn wait(&self, session: Option<u32>, turn: u32, n: &RetryNotice);
+    /// The context window was handed off or compacted.
+    fn context(&self, session: Option<u32>, c: ContextEvent);
+    /// A model request failed and is retried.
+    fn retry(&self, session: Option<u32>, turn: u32, n: &RetryNotice);
+    /// The model said something.
+    fn assistant_text(&self, session: Option<u32>, text: &str, more_to_come: bool);
+    /// A tool call starts.
+    fn tool_start(&self, session: Option<u32>, name: &str, input: &Value);
+    /// A tool call ended.
+    fn tool_end(&self, session: Option<u32>, name: &str, end: ToolEnd<'_>);
+    /// The bars, for tests that read them.
+    #[cfg(test)]
+    fn bars(&self) -> Option<&bars::Bars> {
+        None
+    }
+}
+
+/// What the context tracker did.
+#[derive(Debug, Clone, Copy)]
+struct ContextEvent {
+    action: ContextMode,
+    tokens: u64,
+    after: u64,
+    window: u64,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy)]
+struct ToolEnd<'a> {
+    out: &'a ToolOutput,
+    refused: bool,
+    took: Duration,
+}
+
+/// Plain lines on stderr (`quiet`: run-level lines and retries only).
+struct Lines {
+    quiet: bool,
+}
+
+impl Face for Lines {
+    fn println(&self, line: &str) {
+        say(line);
+    }
+
+    fn wait(&self, _: Option<u32>, turn: u32, n: &RetryNotice) {
+        say(&wait_line(turn, n));
+    }
+
+    fn context(&self, _: Option<u32>, c: ContextEvent) {
+        say(&context_line(c.action, c.tokens, c.after, c.window));
+    }
+
+    fn retry(&self, _: Option<u32>, turn: u32, n: &RetryNotice) {
+        say(&retry_line(turn, n));
+    }
+
+    fn assistant_text(&self, _: Option<u32>, text: &str, more_to_come: bool) {
+        if !self.quiet {
+            LiveView.assistant_text(text, more_to_come);
+        }
+    }
+
+    fn tool_start(&self, _: Option<u32>, name: &str, input: &Value) {
+        if !self.quiet {
+            LiveView.tool_start(name, input);
+        }
+    }
+
+    fn tool_end(&self, _: Option<u32>, name: &str, e: ToolEnd<'_>) {
+        if !self.quiet {
+            LiveView.tool_end(name, e.out, e.refused, e.took);
+        }
+    }
 }
 
 /// Where JSON events go.
 type Sink = Box<dyn std::io::Write + Send>;
 
 /// The live view of `baton run`: an [`Observer`] of each session and the run's
-/// [`Reporter`].
+/// [`Reporter`], showing both through the [`Face`] of its [`Mode`].
 pub struct RunView {
-    mode: Mode,
-    budget: Option<f64>,
     totals: Mutex<Totals>,
-    bars: Option<Bars>,
-    sink: Mutex<Sink>,
-    /// Bumped whenever the tool line changes, which ends a running countdown.
-    countdown: std::sync::Arc<AtomicU64>,
-    /// Ctrl-C was pressed: no session follows the one running.
-    stopping: std::sync::atomic::AtomicBool,
+    face: Box<dyn Face>,
 }
 
 /// Where the run stands when the view starts.
@@ -256,55 +357,24 @@ impl RunView {
     /// A view in `mode`; bars draw to `target` (stderr in use, hidden in tests) and
     /// JSON events go to `sink` (stdout in use).
     pub fn new(mode: Mode, start: &Start, target: ProgressDrawTarget, sink: Sink) -> Self {
-        let bars = (mode == Mode::Bars).then(|| {
-            let multi = MultiProgress::with_draw_target(target);
-            let features = multi.add(ProgressBar::new(start.total as u64));
-            features.set_style(
-                ProgressStyle::with_template("{prefix:.bold} [{bar:32.green/dim}] {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("█▉▊▋▌▍▎▏ "),
-            );
-            features.set_prefix("features");
-            features.set_position(start.passing as u64);
-            let session = multi.add(ProgressBar::new_spinner());
-            session.set_style(
-                ProgressStyle::with_template("{prefix:.bold} {msg} · {elapsed}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            session.set_prefix("session ");
-            session.set_message("starting");
-            let tool = multi.add(ProgressBar::new_spinner());
-            tool.set_style(
-                ProgressStyle::with_template("  {spinner:.cyan} {msg} {elapsed:.dim}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            tool.enable_steady_tick(Duration::from_millis(120));
-            session.enable_steady_tick(Duration::from_millis(500));
-            Bars {
-                multi,
-                features,
-                session,
-                tool,
-                agents: Mutex::default(),
-            }
-        });
+        let face: Box<dyn Face> = match mode {
+            Mode::Bars => Box::new(bars::Bars::new(target, start)),
+            Mode::Lines { quiet } => Box::new(Lines { quiet }),
+            Mode::Json => Box::new(json::Json::new(sink)),
+        };
         let view = Self {
-            mode,
-            budget: start.budget_usd,
             totals: Mutex::new(Totals {
                 passing: start.passing,
                 total: start.total,
                 sessions: start.sessions,
                 spent: start.spent_usd,
                 current: None,
+                budget: start.budget_usd,
             }),
-            bars,
-            sink: Mutex::new(sink),
-            countdown: std::sync::Arc::default(),
-            stopping: std::sync::atomic::AtomicBool::new(false),
+            face,
         };
         view.refresh();
-        view.event(RunEvent::RunStart {
+        view.face.event(RunEvent::RunStart {
             project: &start.project,
             passing: start.passing,
             total: start.total,
@@ -321,94 +391,19 @@ impl RunView {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The run's cost so far, the current session's included.
-    fn spent_now(t: &Totals) -> f64 {
-        t.spent + t.current.as_ref().map_or(0.0, |c| c.cost)
-    }
-
-    /// One JSON event, in JSON mode: `{"t_ms", "type", ...fields}`.
-    fn event(&self, event: RunEvent<'_>) {
-        if self.mode != Mode::Json {
-            return;
-        }
-        let line = Line {
-            t_ms: now_ms(),
-            event: &event,
-        };
-        let text = serde_json::to_string(&line).unwrap_or_default();
-        let mut sink = self
-            .sink
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let _ = writeln!(sink, "{text}");
-        let _ = sink.flush();
-    }
-
     /// Ctrl-C was pressed: say so, and say no session follows.
     pub fn stopping(&self) {
-        self.stopping
-            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.println("\nbaton: stopping after the current tool call (Ctrl-C again to stop now)");
-        if let Some(b) = &self.bars {
-            b.tool
-                .set_message("stopping: the current tool call ends, then the gates run");
-        }
+        self.face.stopping();
     }
 
     /// A line for people (above the bars, or on stderr); nothing in JSON mode.
     pub fn println(&self, line: &str) {
-        match (&self.bars, self.mode) {
-            (_, Mode::Json) => {}
-            (Some(b), _) => {
-                if b.multi.is_hidden() {
-                    return;
-                }
-                let _ = b.multi.println(line);
-            }
-            (None, _) => say(line),
-        }
+        self.face.println(line);
     }
 
     fn refresh(&self) {
-        let Some(b) = &self.bars else { return };
-        let t = self.totals();
-        // No list yet: an empty bar, not a full one at 0/0.
-        b.features.set_length((t.total as u64).max(1));
-        b.features.set_position(t.passing as u64);
-        let spent = Self::spent_now(&t);
-        let money = match self.budget {
-            Some(budget) => format!(
-                "{} spent · {} of ${budget:.2} left",
-                usd(spent),
-                usd((budget - spent).max(0.0))
-            ),
-            None => format!("{} spent", usd(spent)),
-        };
-        // Before the initializer's list there is nothing to count ("0/1 passing"
-        // read as a one-feature project).
-        let counted = if t.total == 0 {
-            "no feature list yet".to_string()
-        } else {
-            format!("{}/{} passing", t.passing, t.total)
-        };
-        b.features.set_message(format!("{counted} · {money}"));
-        // In a parallel run the agents' own lines say what runs.
-        let agents = b.agents.lock().map(|a| a.len()).unwrap_or(0);
-        match &t.current {
-            None if agents > 0 => b
-                .session
-                .set_message(format!("— {agents} agents at work, each on its line below")),
-            Some(c) => b.session.set_message(format!(
-                "{:04} {} · {} · {} tokens · ${:.4}",
-                c.number,
-                c.kind.name(),
-                baton_records::human::plural(u64::from(c.turns), "turn"),
-                tokens(c.tokens),
-                c.cost
-            )),
-            None if t.total == 0 => b.session.set_message("— (no feature list yet)"),
-            None => b.session.set_message("— none running (gates, pause)"),
-        }
+        self.face.refresh(&self.totals());
     }
 
     /// The run ended: clear the bars, send `run_end`.
@@ -438,17 +433,12 @@ impl RunView {
     /// Clear the bars and emit the `run_end` event with `outcome`, `code` and
     /// `reason` (also for commands that are not a run: `planned` for `baton plan`).
     pub fn finish_with(&self, outcome: &'static str, code: u8, reason: String) {
-        if let Some(b) = &self.bars {
-            b.tool.finish_and_clear();
-            b.session.finish_and_clear();
-            b.features.finish_and_clear();
-            let _ = b.multi.clear();
-        }
+        self.face.finish();
         let t = self.totals();
-        let spent = Self::spent_now(&t);
-        let (passing, total, sessions) = (t.passing, t.total, t.sessions);
+        let spent = t.spent_now();
+        let (passing, total, sessions, budget) = (t.passing, t.total, t.sessions, t.budget);
         drop(t);
-        self.event(RunEvent::RunEnd {
+        self.face.event(RunEvent::RunEnd {
             outcome,
             exit_code: code,
             reason,
@@ -456,8 +446,8 @@ impl RunView {
             total,
             sessions,
             cost_usd: spent,
-            budget_usd: self.budget,
-            budget_left_usd: self.budget.map(|b| (b - spent).max(0.0)),
+            budget_usd: budget,
+            budget_left_usd: budget.map(|b| (b - spent).max(0.0)),
         });
     }
 
@@ -468,31 +458,11 @@ impl RunView {
 
 impl Reporter for RunView {
     fn agent_status(&self, agent: u32, status: &str) {
-        // The lines and JSON modes have each session's own lines and events.
-        let Some(b) = &self.bars else { return };
-        let Ok(mut agents) = b.agents.lock() else {
-            return;
-        };
-        let bar = agents.entry(agent).or_insert_with(|| {
-            let bar = b.multi.add(ProgressBar::new_spinner());
-            bar.set_style(
-                // No elapsed time: after the status it read as the time of the tool
-                // named last ("Write 8s").
-                ProgressStyle::with_template("{prefix:.bold} {spinner:.cyan} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.set_prefix(format!("agent {agent}"));
-            bar.enable_steady_tick(Duration::from_millis(250));
-            bar
-        });
-        bar.set_message(status.to_string());
+        self.face.agent_status(agent, status);
     }
 
     fn line(&self, text: &str) {
-        match self.mode {
-            Mode::Json => self.event(RunEvent::Message { text }),
-            Mode::Bars | Mode::Lines { .. } => self.println(text),
-        }
+        self.face.message(text);
     }
 
     fn session_start(&self, number: u32, kind: SessionKind) {
@@ -503,13 +473,9 @@ impl Reporter for RunView {
             tokens: 0,
             cost: 0.0,
         });
-        if let Some(b) = &self.bars {
-            b.session.reset_elapsed();
-            b.tool.set_message("waiting for the model…");
-            b.tool.reset_elapsed();
-        }
+        self.face.session_start();
         self.refresh();
-        self.event(RunEvent::SessionStart {
+        self.face.event(RunEvent::SessionStart {
             session: number,
             kind: kind.name(),
         });
@@ -524,22 +490,10 @@ impl Reporter for RunView {
             t.spent += r.cost_usd + r.verifier_cost_usd;
             t.current = None;
         }
-        if let Some(b) = &self.bars {
-            let parallel = b.agents.lock().is_ok_and(|a| !a.is_empty());
-            b.tool.set_message(
-                if self.stopping.load(std::sync::atomic::Ordering::Relaxed) {
-                    "gates done · stopping (Ctrl-C)"
-                } else if parallel {
-                    "a session ended: its gates and merge run while the others work"
-                } else {
-                    "gates done · the next session follows the pause"
-                },
-            );
-            b.tool.reset_elapsed();
-        }
+        self.face.session_end();
         self.refresh();
         let g = &r.gates;
-        self.event(RunEvent::SessionEnd {
+        self.face.event(RunEvent::SessionEnd {
             session: r.number,
             kind: r.kind.name(),
             outcome: r.outcome,
@@ -555,7 +509,7 @@ impl Reporter for RunView {
             agent: r.agent,
             integration: r.integration.as_ref().map(|i| i.outcome),
         });
-        self.event(RunEvent::Gates {
+        self.face.event(RunEvent::Gates {
             session: r.number,
             flipped: &g.flipped,
             unflipped: &g.unflipped,
@@ -571,154 +525,39 @@ impl Reporter for RunView {
 
 impl Observer for RunView {
     fn wait(&self, turn: u32, n: &RetryNotice) {
-        match self.mode {
-            Mode::Json => self.event(RunEvent::Waiting {
-                session: self.session_number(),
-                turn,
-                error: &n.error,
-                delay_ms: n.delay.as_millis() as u64,
-                until_ms: now_ms() + n.delay.as_millis() as u64,
-            }),
-            Mode::Bars => {
-                self.println(&wait_line(turn, n));
-                if let Some(b) = &self.bars {
-                    // A countdown on the tool line until the reset (or the next event).
-                    let generation = self.countdown.fetch_add(1, Ordering::SeqCst) + 1;
-                    let (bar, current) = (b.tool.clone(), self.countdown.clone());
-                    let until = std::time::Instant::now() + n.delay;
-                    std::thread::spawn(move || {
-                        while current.load(Ordering::SeqCst) == generation {
-                            let left = until.saturating_duration_since(std::time::Instant::now());
-                            if left.is_zero() {
-                                break;
-                            }
-                            bar.set_message(format!(
-                                "quota reached · resuming in {} (at {})",
-                                baton_records::human::wait(left),
-                                clock_in(left)
-                            ));
-                            std::thread::sleep(Duration::from_secs(1));
-                        }
-                    });
-                }
-            }
-            Mode::Lines { .. } => say(&wait_line(turn, n)),
-        }
+        self.face.wait(self.session_number(), turn, n);
     }
 
     fn context(&self, action: ContextMode, tokens: u64, after: u64, window: u64) {
-        match self.mode {
-            Mode::Json => self.event(RunEvent::Context {
-                session: self.session_number(),
-                action: action.name(),
-                tokens,
-                tokens_after: after,
-                window,
-            }),
-            Mode::Bars | Mode::Lines { .. } => {
-                self.println(&context_line(action, tokens, after, window));
-            }
-        }
+        let c = ContextEvent {
+            action,
+            tokens,
+            after,
+            window,
+        };
+        self.face.context(self.session_number(), c);
     }
 
     fn retry(&self, turn: u32, n: &RetryNotice) {
-        match self.mode {
-            Mode::Json => self.event(RunEvent::Retry {
-                session: self.session_number(),
-                turn,
-                attempt: n.attempt,
-                max_attempts: n.max_attempts,
-                error: &n.error,
-                delay_ms: n.delay.as_millis() as u64,
-            }),
-            Mode::Bars => {
-                self.println(&retry_line(turn, n));
-                if let Some(b) = &self.bars {
-                    b.tool.set_message(format!(
-                        "retrying turn {turn} in {} (attempt {}/{} failed)",
-                        secs(n.delay),
-                        n.attempt,
-                        n.max_attempts
-                    ));
-                    b.tool.reset_elapsed();
-                }
-            }
-            Mode::Lines { .. } => say(&retry_line(turn, n)),
-        }
+        self.face.retry(self.session_number(), turn, n);
     }
 
     fn assistant_text(&self, text: &str, more_to_come: bool) {
-        match self.mode {
-            Mode::Json => self.event(RunEvent::AssistantText {
-                session: self.session_number(),
-                text,
-                more_to_come,
-            }),
-            Mode::Lines { quiet: true } => {}
-            Mode::Bars | Mode::Lines { quiet: false } => {
-                if more_to_come {
-                    self.println(&format!("· {}", one_line(text, 160)));
-                }
-            }
-        }
+        self.face
+            .assistant_text(self.session_number(), text, more_to_come);
     }
 
     fn tool_start(&self, name: &str, input: &Value) {
-        self.countdown.fetch_add(1, Ordering::SeqCst);
-        match self.mode {
-            Mode::Json => self.event(RunEvent::ToolStart {
-                session: self.session_number(),
-                name,
-                summary: key_argument(name, input),
-            }),
-            Mode::Lines { quiet: true } => {}
-            Mode::Lines { quiet: false } => LiveView.tool_start(name, input),
-            Mode::Bars => {
-                if let Some(b) = &self.bars {
-                    b.tool
-                        .set_message(format!("{name} {}", key_argument(name, input)));
-                    b.tool.reset_elapsed();
-                }
-            }
-        }
+        self.face.tool_start(self.session_number(), name, input);
     }
 
     fn tool_end(&self, name: &str, out: &ToolOutput, refused: bool, took: Duration) {
-        match self.mode {
-            Mode::Json => self.event(RunEvent::ToolEnd {
-                session: self.session_number(),
-                name,
-                is_error: out.is_error,
-                refused,
-                duration_ms: took.as_millis() as u64,
-                last_line: one_line(out.content.lines().last().unwrap_or_default(), 200),
-            }),
-            Mode::Lines { quiet: true } => {}
-            Mode::Lines { quiet: false } => LiveView.tool_end(name, out, refused, took),
-            Mode::Bars => {
-                let what = self
-                    .bars
-                    .as_ref()
-                    .map(|b| b.tool.message())
-                    .unwrap_or_default();
-                let line = tool_end_line(name, out, refused, took);
-                // Name the call, not only the tool: "✓ Bash npm test (1.2s)".
-                let line = if !refused && !out.is_error {
-                    format!("  ✓ {what} ({})", secs(took))
-                } else {
-                    line
-                };
-                self.println(&line);
-                if let Some(b) = &self.bars {
-                    b.tool.set_message("waiting for the model…");
-                    b.tool.reset_elapsed();
-                }
-            }
-        }
+        let end = ToolEnd { out, refused, took };
+        self.face.tool_end(self.session_number(), name, end);
     }
 
     fn turn_end(&self, turn: u32, usage: &Usage, cost_usd: f64) {
-        self.countdown.fetch_add(1, Ordering::SeqCst);
+        self.face.turn_end();
         let session = {
             let mut t = self.totals();
             if let Some(c) = t.current.as_mut() {
@@ -729,7 +568,7 @@ impl Observer for RunView {
             t.current.as_ref().map(|c| c.number)
         };
         self.refresh();
-        self.event(RunEvent::TurnEnd {
+        self.face.event(RunEvent::TurnEnd {
             session,
             turn,
             usage,

@@ -50,10 +50,10 @@ fn each_agent_of_a_parallel_run_gets_a_line_of_its_own() {
     // While the agents work, the session line does not claim that nothing runs.
     v.refresh();
     assert_eq!(
-        v.bars.as_ref().unwrap().session.message(),
+        v.face.bars().unwrap().session.message(),
         "— 2 agents at work, each on its line below"
     );
-    let agents = v.bars.as_ref().unwrap().agents.lock().unwrap();
+    let agents = v.face.bars().unwrap().agents.lock().unwrap();
     let lines: Vec<(u32, String)> = agents.iter().map(|(a, b)| (*a, b.message())).collect();
     assert_eq!(
         lines,
@@ -92,7 +92,7 @@ fn before_the_list_the_bar_counts_nothing() {
         Box::new(Buf::default()),
     );
     v.refresh();
-    let b = v.bars.as_ref().unwrap();
+    let b = v.face.bars().unwrap();
     assert!(
         b.features.message().starts_with("no feature list yet · "),
         "{}",
@@ -132,7 +132,7 @@ fn bars_follow_the_session_and_the_budget() {
         Box::new(std::io::sink()),
     );
     drive(&v);
-    let b = v.bars.as_ref().unwrap();
+    let b = v.face.bars().unwrap();
     assert_eq!(
         b.session.message(),
         "0003 coding · 2 turns · 240 tokens · $0.5000"
@@ -162,7 +162,7 @@ fn after_ctrl_c_no_session_is_promised() {
     );
     drive(&v);
     v.stopping();
-    let b = v.bars.as_ref().unwrap();
+    let b = v.face.bars().unwrap();
     assert!(
         b.tool.message().starts_with("stopping"),
         "{}",
