@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod mcp;
 mod policy;
 mod verify;
+pub use mcp::*;
 pub use policy::*;
 pub use verify::*;
 

@@ -140,7 +140,7 @@ impl Runner<'_> {
         };
         let handoff = match kind {
             SessionKind::Initializer => prompts::Handoff::Initializer,
-            _ => prompts::Handoff::Coding,
+            SessionKind::Coding | SessionKind::Planner => prompts::Handoff::Coding,
         };
         let limits = self.limits(self.cfg.agent.max_turns, deadline, handoff);
         let system = prompts::system(dir);
