@@ -56,16 +56,14 @@ impl BlockTool {
 pub fn spec() -> ToolSpec {
     ToolSpec {
         name: TOOL.to_string(),
-        description: "Declare a failing feature blocked: it truly cannot be made to pass in this environment \
-            (a required external service, account or device is missing, or the feature contradicts the specification). \
-            baton stops handing it out until a person has acted on your reason and runs `baton unblock`. \
-            Never use it to skip hard work. Leave the feature's \"passes\" false."
+        description: "Declare a failing feature blocked: it cannot pass in this environment whatever you do. \
+            baton stops handing it out until a person acts on your reason and runs `baton unblock`. Leave its \"passes\" false."
             .to_string(),
         input_schema: json!({
             "type": "object",
             "properties": {
-                "feature": {"type": "integer", "description": "The feature's number: its 1-based position in the feature list"},
-                "reason": {"type": "string", "description": "Why it cannot pass here and what a person must do about it"}
+                "feature": {"type": "integer", "description": "Its 1-based position in the feature list"},
+                "reason": {"type": "string", "description": "Why it cannot pass here, and what a person must do"}
             },
             "required": ["feature", "reason"]
         }),

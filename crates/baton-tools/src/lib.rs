@@ -370,66 +370,64 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
     vec![
         spec(
             "Bash",
-            "Run a bash command in the project directory and return its combined stdout and stderr and its exit code.\n\
-             - Each call is a fresh shell started in the project directory: cd, variables and activated environments do not carry over. \
-             stdin is closed: anything that asks a question or opens a pager or editor hangs until the timeout, so use non-interactive flags (-y, --yes, CI=1, --no-pager).\n\
-             - Timeout: 120000 ms by default, at most 600000; on expiry the command and its children are killed.\n\
-             - Output longer than 30000 bytes keeps its beginning and end; the whole output is saved under .baton/outputs/ \
-             (the marker names the file: search it with Grep or Read parts of it rather than running the command again).\n\
-             - Servers and other long-running processes: run_in_background=true returns at once with the pid and a log file. \
-             The process keeps running after this call, until your session ends (baton then stops every process the session started; ./init.sh starts the servers again); poll it until it answers before using it, and stop it with kill PID.\n\
-             - Commands pass baton's policy and run in a sandbox (no writes outside the project, no secrets). A refused command returns the reason and what to do instead.",
+            "Run a bash command in the project directory; returns its stdout and stderr combined and its exit code.\n\
+             - Each call is a fresh shell in the project directory (cd and variables do not carry over) with stdin closed: anything interactive \
+             (questions, pagers, editors) hangs until the timeout, so use -y, --yes, CI=1, --no-pager.\n\
+             - timeout: 120000 ms by default, at most 600000; then the command and its children are killed.\n\
+             - Output over 30000 bytes keeps its head and tail; the whole is saved under .baton/outputs/ (Grep or Read that file rather than running the command again).\n\
+             - run_in_background=true returns at once with the pid and a log file; the process keeps running until your session ends \
+             (the start script starts servers again next time). Stop it with kill PID.\n\
+             - Commands pass baton's policy and run in a sandbox (no writes outside the project, no secrets); a refusal says why and what to do instead.",
             json!({
                 "type": "object",
                 "properties": {
-                    "command": {"type": "string", "description": "The command line to run"},
+                    "command": {"type": "string"},
                     "timeout": {"type": "integer", "description": "Timeout in milliseconds (max 600000)"},
                     "description": {"type": "string", "description": "What the command does, in 5-10 words"},
-                    "run_in_background": {"type": "boolean", "description": "Start the command and return at once; output goes to a log file you can Read"}
+                    "run_in_background": {"type": "boolean"}
                 },
                 "required": ["command"]
             }),
         ),
         spec(
             "Read",
-            "Read a text file. Returns numbered lines (cat -n style: a line number and a tab before each line; these prefixes are not part of the file, so leave them out of an Edit's old_string). \
-             2000 lines by default, lines over 2000 characters cut; use offset (first line, from 1) and limit to read a range of a large file instead of all of it. \
-             Binary files are refused. Paths may be absolute or relative to the project directory.",
+            "Read a text file; returns its lines numbered (a number and a tab before each line, not part of the file). \
+             2000 lines by default, lines over 2000 characters cut; read a range of a large file with offset (first line, from 1) and limit. \
+             Binary files are refused. Paths are absolute or relative to the project directory.",
             json!({
                 "type": "object",
                 "properties": {
-                    "file_path": {"type": "string", "description": "The file to read"},
-                    "offset": {"type": "integer", "description": "First line to read, counted from 1"},
-                    "limit": {"type": "integer", "description": "Number of lines to read"}
+                    "file_path": {"type": "string"},
+                    "offset": {"type": "integer"},
+                    "limit": {"type": "integer"}
                 },
                 "required": ["file_path"]
             }),
         ),
         spec(
             "Write",
-            "Write a file with the given content, replacing it if it exists and creating parent directories. \
-             Only paths inside the project directory may be written (not .git/ or .baton/). \
-             One call's input is limited by your output limit: write a large file in parts (Write the first part, then add the rest with Edit).",
+            "Write a file, replacing it if it exists and creating parent directories. Only paths inside the project may be written, not .git/ or .baton/. \
+             A call's input counts against your output limit: write a large file in parts (Write the first, then add the rest with Edit).",
             json!({
                 "type": "object",
                 "properties": {
-                    "file_path": {"type": "string", "description": "The file to write"},
-                    "content": {"type": "string", "description": "The complete new content"}
+                    "file_path": {"type": "string"},
+                    "content": {"type": "string"}
                 },
                 "required": ["file_path", "content"]
             }),
         ),
         spec(
             "Edit",
-            "Replace old_string with new_string in a file. Read the file first: old_string must match its text exactly (whitespace and indentation included, \
-             without Read's line-number prefixes) and be unique in the file unless replace_all is true; include a few surrounding lines to make it unique.",
+            "Replace old_string with new_string in a file you have Read: old_string must match its text exactly (whitespace and indentation included, \
+             without Read's line numbers) and be unique in the file unless replace_all is true (include a few surrounding lines to make it unique).",
             json!({
                 "type": "object",
                 "properties": {
-                    "file_path": {"type": "string", "description": "The file to edit"},
-                    "old_string": {"type": "string", "description": "The exact text to replace"},
-                    "new_string": {"type": "string", "description": "The replacement text"},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
+                    "file_path": {"type": "string"},
+                    "old_string": {"type": "string"},
+                    "new_string": {"type": "string"},
+                    "replace_all": {"type": "boolean"}
                 },
                 "required": ["file_path", "old_string", "new_string"]
             }),
@@ -441,8 +439,8 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
             json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "The glob pattern; * does not cross /, ** does"},
-                    "path": {"type": "string", "description": "Directory to search in (default: the project directory)"}
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "Default: the project directory"}
                 },
                 "required": ["pattern"]
             }),
@@ -450,17 +448,17 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         spec(
             "Grep",
             "Search file contents with a regular expression (Rust regex syntax, like ripgrep: no look-around or backreferences; escape ( [ { . * + ? literally), \
-             honouring .gitignore and skipping binary files. output_mode: \"files_with_matches\" (default), \"content\" (matching lines; add -n for line numbers) or \"count\". \
+             honouring .gitignore, skipping binary files. output_mode is files_with_matches by default; content gives the matching lines (-n numbers them). \
              500 lines at most: narrow with path or glob when there are more.",
             json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression to search for"},
-                    "path": {"type": "string", "description": "File or directory to search (default: the project directory)"},
-                    "glob": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.js\""},
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "File or directory; default: the project directory"},
+                    "glob": {"type": "string", "description": "Only files matching this glob, e.g. \"*.js\""},
                     "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
-                    "-i": {"type": "boolean", "description": "Case-insensitive search"},
-                    "-n": {"type": "boolean", "description": "Show line numbers (content mode)"}
+                    "-i": {"type": "boolean", "description": "Case-insensitive"},
+                    "-n": {"type": "boolean"}
                 },
                 "required": ["pattern"]
             }),
