@@ -1,6 +1,8 @@
 //! The `Bash` tool: one command in `bash -c`, in the project directory, in its own
 //! process group, with stdout and stderr interleaved into one capped buffer.
 
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt as _;
 
 use crate::process::signal_group;
+use crate::spawn::{Channel, Event, SpawnRequest};
 use crate::{ToolContext, ToolOutput};
 
 /// Default timeout of a command.
@@ -187,6 +190,117 @@ fn command(ctx: &ToolContext, line: &str) -> tokio::process::Command {
     cmd
 }
 
+/// The whole environment `command` gives a command: baton's own, with the
+/// context's variables set and its removed ones (the secrets) taken out, and the
+/// run's marker.
+fn environment(ctx: &ToolContext) -> Vec<(OsString, OsString)> {
+    let mut env: std::collections::BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    for (key, value) in &ctx.env {
+        env.insert(key.into(), value.into());
+    }
+    for key in &ctx.env_remove {
+        env.remove(std::ffi::OsStr::new(key));
+    }
+    if let Some((k, v)) = ctx.processes.marker() {
+        env.insert(k.into(), v.into());
+    }
+    env.into_iter().collect()
+}
+
+/// How long a spawner may take to say it started a command.
+const SPAWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A command started by [`start`]: baton's child, or a child of the launcher's
+/// spawner.
+enum Running {
+    Child(tokio::process::Child),
+    Spawned { pid: u32, channel: Channel },
+}
+
+impl Running {
+    /// Its pid, which is also its process group.
+    fn id(&self) -> u32 {
+        match self {
+            Running::Child(c) => c.id().unwrap_or_default(),
+            Running::Spawned { pid, .. } => *pid,
+        }
+    }
+
+    /// Wait until it ends: its exit code, `None` when a signal killed it.
+    /// Cancel-safe.
+    async fn wait(&mut self) -> std::io::Result<Option<i32>> {
+        match self {
+            Running::Child(c) => c.wait().await.map(|s| s.code()),
+            Running::Spawned { channel, .. } => loop {
+                match channel.next().await? {
+                    Event::Exited(code) => return Ok(Some(code)),
+                    Event::Signaled(_) => return Ok(None),
+                    Event::Started(_) | Event::Failed(_) => {}
+                }
+            },
+        }
+    }
+}
+
+/// Start `bash -c LINE` for `ctx` with its output to `stdout` and `stderr`: through
+/// the launcher's spawner when it has one (a `foreground` command dies with its
+/// channel), else through the launcher's prefix.
+async fn start(
+    ctx: &ToolContext,
+    line: &str,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    foreground: bool,
+) -> std::io::Result<Running> {
+    let (stdout, stderr) = match &ctx.launcher {
+        Some(launcher) => {
+            let request = SpawnRequest {
+                program: "bash".into(),
+                args: vec!["-c".into(), line.into()],
+                cwd: ctx.project_dir.clone(),
+                env: environment(ctx),
+                stdout,
+                stderr,
+                foreground,
+            };
+            match launcher.spawn(&request) {
+                Some(sent) => {
+                    let mut channel = Channel::new(sent?)?;
+                    match tokio::time::timeout(SPAWN_TIMEOUT, channel.next()).await {
+                        Ok(Ok(Event::Started(pid))) => {
+                            return Ok(Running::Spawned { pid, channel });
+                        }
+                        Ok(Ok(Event::Failed(errno))) => {
+                            return Err(std::io::Error::from_raw_os_error(errno));
+                        }
+                        Ok(Ok(other)) => {
+                            return Err(std::io::Error::other(format!(
+                                "the sandbox's spawner said {other:?} before the command started"
+                            )));
+                        }
+                        Err(_) => {
+                            return Err(std::io::Error::other(
+                                "the sandbox's spawner did not start the command within 10 s",
+                            ));
+                        }
+                        // The spawner went away before it started the command (the
+                        // launcher knows it is gone now): start it the other way.
+                        Ok(Err(_)) => (request.stdout, request.stderr),
+                    }
+                }
+                None => (request.stdout, request.stderr),
+            }
+        }
+        None => (stdout, stderr),
+    };
+    let mut cmd = command(ctx, line);
+    cmd.stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
+    let child = cmd.spawn()?;
+    // The parent's copies of the output fds live in `cmd`: closed here.
+    drop(cmd);
+    Ok(Running::Child(child))
+}
+
 /// Run the `Bash` tool.
 pub async fn run(ctx: &ToolContext, input: BashInput) -> ToolOutput {
     if input.command.trim().is_empty() {
@@ -212,17 +326,11 @@ async fn run_foreground(
 ) -> std::io::Result<ToolOutput> {
     let (tx, mut rx) = tokio::net::unix::pipe::pipe()?;
     let write_end = tx.into_blocking_fd()?;
-    let mut cmd = command(ctx, line);
-    cmd.stdout(Stdio::from(write_end.try_clone()?))
-        .stderr(Stdio::from(write_end));
-    let mut child = cmd.spawn()?;
-    // The parent's copies of the write end live in `cmd`; drop them so that EOF
-    // arrives when the command's processes close theirs.
-    drop(cmd);
-    let pgid = child.id().unwrap_or_default() as i32;
-    if let Some(pid) = child.id() {
-        ctx.processes.adopt(pid);
-    }
+    // baton's copies of the write end are gone once it started: EOF arrives when
+    // the command's processes close theirs.
+    let mut child = start(ctx, line, write_end.try_clone()?, write_end, true).await?;
+    let pgid = child.id() as i32;
+    ctx.processes.adopt(child.id());
     // Dropped before the command ended (the session's time limit raced it): its
     // whole process group goes with it.
     let mut group = KillOnDrop(Some(pgid));
@@ -275,7 +383,7 @@ async fn run_foreground(
         )),
         End::Exited => {
             let code = match status {
-                Some(Ok(s)) => s.code(),
+                Some(Ok(code)) => code,
                 _ => None,
             };
             match code {
@@ -309,19 +417,25 @@ enum End {
 
 async fn run_background(ctx: &ToolContext, line: &str) -> ToolOutput {
     let dir = ctx.project_dir.join(".baton").join("background");
-    let started = std::fs::create_dir_all(&dir).and_then(|()| {
+    let opened = std::fs::create_dir_all(&dir).and_then(|()| {
         let n = std::fs::read_dir(&dir)?.count() + 1;
         let log_path = dir.join(format!("{n:04}.log"));
         let log = std::fs::File::create(&log_path)?;
-        let mut cmd = command(ctx, line);
-        cmd.stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log));
-        let child = cmd.spawn()?;
-        Ok((child, log_path))
+        Ok((
+            OwnedFd::from(log.try_clone()?),
+            OwnedFd::from(log),
+            log_path,
+        ))
     });
+    let started = match opened {
+        Ok((out, err, log_path)) => start(ctx, line, out, err, false)
+            .await
+            .map(|child| (child, log_path)),
+        Err(e) => Err(e),
+    };
     match started {
         Ok((child, log_path)) => {
-            let spawned = child.id().unwrap_or_default();
+            let spawned = child.id();
             ctx.processes.adopt(spawned);
             // The pid the agent's own commands know it by (the sandbox may give
             // them a PID namespace of their own).
@@ -331,11 +445,13 @@ async fn run_background(ctx: &ToolContext, line: &str) -> ToolOutput {
                     .unwrap_or(spawned),
                 None => spawned,
             };
-            // The child is owned through its process group; reap it when it exits.
-            tokio::spawn(async move {
-                let mut child = child;
-                let _ = child.wait().await;
-            });
+            // The child is owned through its process group; reap it when it exits
+            // (a spawner reaps its own).
+            if let Running::Child(mut child) = child {
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
             ToolOutput::ok(format!(
                 "Started in the background (pid {pid}). Its output goes to {}; read it with Read. It keeps running after this call (baton stops it when the run or exec ends); stop it yourself with `kill {pid}`.",
                 crate::paths::display(&ctx.project_dir, &log_path)

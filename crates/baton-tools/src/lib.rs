@@ -20,6 +20,7 @@ pub mod files;
 pub mod paths;
 pub mod process;
 pub mod search;
+pub mod spawn;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -156,6 +157,17 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     /// there is no such process.
     fn host_pid(&self, visible: u32) -> Option<u32> {
         Some(visible)
+    }
+    /// Start `request` through a process the launcher keeps for it (one start of
+    /// the command instead of one of the prefix and one of the command), returning
+    /// the command's channel ([`spawn::Channel`]). `None` when the launcher has no
+    /// such process, or not for this command: then [`Launcher::prefix`] applies.
+    fn spawn(
+        &self,
+        request: &spawn::SpawnRequest,
+    ) -> Option<std::io::Result<std::os::unix::net::UnixStream>> {
+        let _ = request;
+        None
     }
 }
 
