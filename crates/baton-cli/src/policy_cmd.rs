@@ -113,8 +113,16 @@ pub struct SandboxArgs {
     /// and run the command as a child there.
     #[arg(long)]
     join: Option<i32>,
+    /// With --join: stay, and start the commands baton sends on standard input (a
+    /// socket) there (see `baton_policy::spawner`).
+    #[arg(long, requires = "join")]
+    serve: bool,
     /// The command to run confined (after --).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(
+        required_unless_present = "serve",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     command: Vec<OsString>,
 }
 
@@ -130,6 +138,9 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         read_only: args.read_only,
     };
     if let Some(target) = args.join {
+        if args.serve {
+            return Ok(serve(&spec, target));
+        }
         return Ok(join(&spec, target, &args.command, &args.unset));
     }
     let err = exec_confined(&spec, &args.command, &args.unset);
@@ -152,6 +163,25 @@ fn join(spec: &SandboxSpec, target: i32, command: &[OsString], unset: &[String])
     {
         let _ = (spec, target, command, unset);
         eprintln!("baton: --join needs Linux");
+        ExitCode::from(126)
+    }
+}
+
+/// Start the commands baton sends, inside the namespace `target` holds, until it
+/// closes the socket (exit 126 when this process could not join and confine itself).
+fn serve(spec: &SandboxSpec, target: i32) -> ExitCode {
+    #[cfg(target_os = "linux")]
+    match baton_policy::spawner::serve(spec, target) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("baton: {e}");
+            ExitCode::from(126)
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (spec, target);
+        eprintln!("baton: --serve needs Linux");
         ExitCode::from(126)
     }
 }

@@ -46,6 +46,8 @@ mod places;
 mod rules;
 pub mod sandbox;
 pub mod secrets;
+#[cfg(target_os = "linux")]
+pub mod spawner;
 mod word;
 
 use std::collections::HashSet;

@@ -133,10 +133,17 @@ fn children(pid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// The pid the agent sees for the process baton started as `spawned` (a joiner):
-/// its child's pid inside the namespace. Waits (up to 5 s, for a loaded machine)
+/// The pid the agent sees for the process baton started as `spawned`: its own
+/// inside the namespace when the spawner started it there, else (a joiner) its
+/// child's. Waits (up to 5 s, for a loaded machine)
 /// while `spawned` runs and its child has not started; `None` when there is none.
 pub fn visible_pid(spawned: u32) -> Option<u32> {
+    // Started by the spawner: the process is itself inside.
+    let own = ns_pids(std::process::id() as i32).len();
+    let its = ns_pids(spawned as i32);
+    if own > 0 && its.len() > own {
+        return its.last().and_then(|&p| u32::try_from(p).ok());
+    }
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         if !Path::new(&format!("/proc/{spawned}")).exists() {
@@ -178,25 +185,58 @@ pub fn join(
     command: &[OsString],
     env_remove: &[String],
 ) -> Result<i32, SandboxError> {
-    use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
-    use std::os::fd::AsFd as _;
     let Some((program, args)) = command.split_first() else {
         return Err(SandboxError::NoCommand);
     };
-    let fail = |what: &str, e: &dyn std::fmt::Display| {
-        SandboxError::Landlock(format!("cannot join the run's namespace ({what}): {e}"))
-    };
-    let cwd = std::env::current_dir().map_err(|e| fail("working directory", &e))?;
-    // The protected files as they are now, outside: a bind inside that shows
-    // another file (replaced since, e.g. by git's lock-and-rename) is renewed.
-    let protected: Vec<(PathBuf, (u64, u64))> = crate::sandbox::protected_paths(&spec.project)
+    enter(spec, target)?;
+    let home = crate::sandbox::home_env(spec);
+    let mut cmd = Command::new(program);
+    cmd.args(args).envs(home);
+    for v in env_remove {
+        cmd.env_remove(v);
+    }
+    let status = cmd.status().map_err(|source| SandboxError::Exec {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    })?;
+    use std::os::unix::process::ExitStatusExt as _;
+    if let Some(sig) = status.signal() {
+        // Die of the same signal, so the caller sees what the command saw.
+        if let Some(s) = rustix::process::Signal::from_named_raw(sig) {
+            let _ = rustix::process::kill_process(rustix::process::getpid(), s);
+        }
+        return Ok(128 + sig);
+    }
+    Ok(status.code().unwrap_or(1))
+}
+
+/// The files of [`crate::sandbox::PROTECTED`] (and baton's state dir) as they are
+/// now, with their device and inode: a bind inside that shows another file
+/// (replaced since, e.g. by git's lock-and-rename) is renewed.
+pub fn protected_ids(spec: &SandboxSpec) -> Vec<(PathBuf, (u64, u64))> {
+    crate::sandbox::protected_paths(&spec.project)
         .into_iter()
         .chain(Some(baton_config::state_dir(&spec.project)).filter(|d| d.is_dir()))
         .filter_map(|p| {
             let m = std::fs::metadata(&p).ok()?;
             Some((p, (m.dev(), m.ino())))
         })
-        .collect();
+        .collect()
+}
+
+/// Make this process one of the namespace's commands: enter the namespaces of the
+/// holder whose inside process is `target` (children start in its PID namespace),
+/// bind the protected paths read-only there (again when one was replaced), mask
+/// the secret locations, and confine this process with Landlock. What this
+/// process starts afterwards inherits all of it.
+pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
+    use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
+    use std::os::fd::AsFd as _;
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        SandboxError::Landlock(format!("cannot join the run's namespace ({what}): {e}"))
+    };
+    let cwd = std::env::current_dir().map_err(|e| fail("working directory", &e))?;
+    let protected = protected_ids(spec);
     let open = |kind: &str| {
         std::fs::File::open(format!("/proc/{target}/ns/{kind}")).map_err(|e| fail(kind, &e))
     };
@@ -225,26 +265,8 @@ pub fn join(
     for path in secret_paths() {
         mask(&path).map_err(|e| fail(&path.display().to_string(), &e))?;
     }
-    let home = crate::sandbox::home_env(spec);
     crate::sandbox::confine_masked(spec)?;
-    let mut cmd = Command::new(program);
-    cmd.args(args).envs(home);
-    for v in env_remove {
-        cmd.env_remove(v);
-    }
-    let status = cmd.status().map_err(|source| SandboxError::Exec {
-        program: program.to_string_lossy().into_owned(),
-        source,
-    })?;
-    use std::os::unix::process::ExitStatusExt as _;
-    if let Some(sig) = status.signal() {
-        // Die of the same signal, so the caller sees what the command saw.
-        if let Some(s) = rustix::process::Signal::from_named_raw(sig) {
-            let _ = rustix::process::kill_process(rustix::process::getpid(), s);
-        }
-        return Ok(128 + sig);
-    }
-    Ok(status.code().unwrap_or(1))
+    Ok(())
 }
 
 /// Where the secrets of [`crate::secrets::SECRET_LOCATIONS`] are that exist now

@@ -144,10 +144,23 @@ pub struct SandboxLauncher {
 /// The holder of a launcher's namespace, or why there is none.
 #[derive(Debug)]
 enum Holding {
-    /// The holder is up.
+    /// The holder is up, with the spawner of its commands once one was started.
     #[cfg(target_os = "linux")]
-    Up(crate::namespace::Holder),
+    Up(crate::namespace::Holder, Spawning),
     /// It could not start: each command gets a namespace of its own.
+    Failed,
+}
+
+/// The spawner of the commands in a launcher's namespace.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Default)]
+enum Spawning {
+    /// Not started yet (it starts with the first command).
+    #[default]
+    NotYet,
+    /// Up.
+    Up(crate::spawner::Spawner),
+    /// It could not start, or died: each command joins the namespace itself.
     Failed,
 }
 
@@ -171,7 +184,7 @@ impl SandboxLauncher {
     #[cfg(target_os = "linux")]
     fn namespace(&self, bwrap: &Path) -> Option<i32> {
         let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(Holding::Up(holder)) = &*h
+        if let Some(Holding::Up(holder, _)) = &*h
             && !holder.alive()
         {
             *h = None;
@@ -200,7 +213,7 @@ impl SandboxLauncher {
                 }
             });
             *h = Some(match started {
-                Ok(holder) => Holding::Up(holder),
+                Ok(holder) => Holding::Up(holder, Spawning::NotYet),
                 Err(e) => {
                     eprintln!(
                         "baton: warning: {e}; each command gets a namespace of its own instead"
@@ -210,8 +223,74 @@ impl SandboxLauncher {
             });
         }
         match &*h {
-            Some(Holding::Up(holder)) => Some(holder.pid()),
+            Some(Holding::Up(holder, _)) => Some(holder.pid()),
             _ => None,
+        }
+    }
+
+    /// Hand `request` to the spawner of the namespace `pid` holds, starting it
+    /// first if needed; `None` when there is none (it failed to start, or died:
+    /// the commands then join the namespace one by one, as the prefix says).
+    #[cfg(target_os = "linux")]
+    fn spawn_in(
+        &self,
+        pid: i32,
+        request: &baton_tools::spawn::SpawnRequest,
+    ) -> Option<std::io::Result<std::os::unix::net::UnixStream>> {
+        let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(Holding::Up(holder, spawning)) = &mut *h else {
+            return None;
+        };
+        if holder.pid() != pid {
+            return None;
+        }
+        if matches!(spawning, Spawning::NotYet) {
+            let mut args = self.joining(pid);
+            args.pop(); // the `--` before a command
+            args.push("--serve".into());
+            *spawning = match crate::spawner::Spawner::start(&self.exe, &args, &self.spec) {
+                Ok(s) => Spawning::Up(s),
+                Err(e) => {
+                    eprintln!(
+                        "baton: warning: {e}; each command joins the run's namespace itself instead"
+                    );
+                    Spawning::Failed
+                }
+            };
+        }
+        let Spawning::Up(spawner) = spawning else {
+            return None;
+        };
+        if !spawner.alive() {
+            *spawning = Spawning::Failed;
+            return None;
+        }
+        // A protected file replaced since the binds were made: renew them as each
+        // command's join would (the spawner, under Landlock, cannot mount).
+        let now = crate::namespace::protected_ids(&self.spec);
+        if now != spawner.bound {
+            let renewed = std::process::Command::new(&self.exe)
+                .args(self.joining(pid))
+                .arg("true")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !renewed {
+                return None;
+            }
+            spawner.bound = now;
+        }
+        match spawner.send(request) {
+            Ok(channel) => Some(Ok(channel)),
+            Err(e) => {
+                eprintln!(
+                    "baton: warning: the sandbox's spawner is gone ({e}); each command joins the run's namespace itself instead"
+                );
+                *spawning = Spawning::Failed;
+                None
+            }
         }
     }
 
@@ -267,7 +346,7 @@ impl SandboxLauncher {
     fn current_ns(&self) -> Option<String> {
         match &*self.holder.lock().unwrap_or_else(|e| e.into_inner()) {
             #[cfg(target_os = "linux")]
-            Some(Holding::Up(h)) => Some(h.ns().to_string()),
+            Some(Holding::Up(h, _)) => Some(h.ns().to_string()),
             _ => None,
         }
     }
@@ -321,6 +400,26 @@ impl baton_tools::Launcher for SandboxLauncher {
             return crate::namespace::host_pid(visible, &ns);
         }
         Some(visible)
+    }
+
+    /// Where the run's namespace stands, its spawner starts the command: one
+    /// process start (the command's) instead of two (baton's join, then the
+    /// command).
+    fn spawn(
+        &self,
+        request: &baton_tools::spawn::SpawnRequest,
+    ) -> Option<std::io::Result<std::os::unix::net::UnixStream>> {
+        #[cfg(target_os = "linux")]
+        {
+            let bw = self.bwrap.as_ref()?;
+            let pid = self.namespace(bw)?;
+            self.spawn_in(pid, request)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = request;
+            None
+        }
     }
 }
 

@@ -133,26 +133,35 @@ pub fn private_home(project: &Path) -> PathBuf {
 /// the user's identity) and toolchain managers ([`TOOLCHAIN_HOMES`]) are named
 /// where they exist and the variable is not set already.
 pub fn home_env(spec: &SandboxSpec) -> Vec<(&'static str, OsString)> {
+    home_env_in(spec, &|k| std::env::var_os(k))
+}
+
+/// [`home_env`] for a command whose environment `var` reads (the spawner's
+/// commands each bring their own).
+pub fn home_env_in(
+    spec: &SandboxSpec,
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Vec<(&'static str, OsString)> {
     let mut env = vec![("HOME", private_home(&spec.project).into_os_string())];
-    let Some(user) = home() else {
+    let Some(user) = var("HOME").map(PathBuf::from).filter(|h| h.is_absolute()) else {
         return env;
     };
-    if std::env::var_os("GIT_CONFIG_GLOBAL").is_none() {
+    if var("GIT_CONFIG_GLOBAL").is_none() {
         let g = user.join(".gitconfig");
         if g.is_file() {
             env.push(("GIT_CONFIG_GLOBAL", g.into_os_string()));
         }
     }
-    if std::env::var_os("CARGO_HOME").is_none() && user.join(".cargo").is_dir() {
+    if var("CARGO_HOME").is_none() && user.join(".cargo").is_dir() {
         env.push((
             "CARGO_HOME",
             private_home(&spec.project).join(".cargo").into_os_string(),
         ));
     }
-    for (var, dir) in TOOLCHAIN_HOMES {
+    for (name, dir) in TOOLCHAIN_HOMES {
         let d = user.join(dir);
-        if std::env::var_os(var).is_none() && d.is_dir() {
-            env.push((var, d.into_os_string()));
+        if var(name).is_none() && d.is_dir() {
+            env.push((name, d.into_os_string()));
         }
     }
     env
