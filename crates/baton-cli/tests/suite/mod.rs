@@ -17,6 +17,7 @@ mod report;
 mod run;
 mod secrets;
 mod set_aside;
+mod spawner;
 mod status_log;
 mod verify;
 mod wire;

@@ -1,0 +1,265 @@
+//! The sandbox's spawner: one process in the run's namespace, joined and confined
+//! once, starts every `Bash` command as its child (baton_policy::spawner). What a
+//! command may do must be exactly what it may do when it joins the namespace
+//! itself; and when the spawner is gone, commands join one by one again.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use baton_config::SandboxNetwork;
+use baton_policy::sandbox::{SandboxLauncher, SandboxSpec, private_home};
+use baton_tools::{Launcher as _, ToolContext, ToolOutput};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn bash(rt: &tokio::runtime::Runtime, ctx: &ToolContext, input: serde_json::Value) -> ToolOutput {
+    rt.block_on(baton_tools::bash::run(
+        ctx,
+        serde_json::from_value(input).unwrap(),
+    ))
+}
+
+fn sh(rt: &tokio::runtime::Runtime, ctx: &ToolContext, command: &str) -> ToolOutput {
+    bash(rt, ctx, serde_json::json!({ "command": command }))
+}
+
+/// The pid in "Started in the background (pid N)".
+fn background_pid(out: &ToolOutput) -> u32 {
+    assert!(!out.is_error, "{}", out.content);
+    out.content
+        .split("(pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {}", out.content))
+}
+
+/// The parent of host process `pid` and its command line.
+fn parent(pid: u32) -> (u32, String) {
+    let ppid: u32 = baton_tools::process::proc_stat(pid as i32, 4).unwrap() as u32;
+    let cmdline = std::fs::read(format!("/proc/{ppid}/cmdline")).unwrap();
+    (ppid, String::from_utf8_lossy(&cmdline).replace('\0', " "))
+}
+
+/// Wait (up to 10 s) until the process the commands call `visible` is gone.
+fn gone(launcher: &SandboxLauncher, visible: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while launcher.host_pid(visible).is_some() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn setup(project: &Path) -> (ToolContext, SandboxLauncher) {
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::write(project.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::write(project.join("baton.toml"), "").unwrap();
+    let spec = SandboxSpec::new(project, &[], SandboxNetwork::Open);
+    let launcher = SandboxLauncher::new(spec, Path::new(env!("CARGO_BIN_EXE_baton")));
+    let mut ctx = ToolContext::new(project.to_path_buf());
+    ctx.launcher = Some(Arc::new(launcher.clone()));
+    ctx.env = vec![("BATON_SPAWNER_TEST".into(), "given".into())];
+    (ctx, launcher)
+}
+
+#[test]
+fn the_spawner_starts_each_command_confined_in_the_runs_namespace() {
+    let test = "the_spawner_starts_each_command_confined_in_the_runs_namespace";
+    if !super::landlock(test) || !super::bwrap(test) {
+        return;
+    }
+    let rt = rt();
+    let project = baton_testkit::temp_project().unwrap();
+    let project = project.path().canonicalize().unwrap();
+    let (mut ctx, launcher) = setup(&project);
+    // A variable of baton's own that the commands must not get.
+    let secret = std::env::vars()
+        .map(|(k, _)| k)
+        .find(|k| !["PATH", "HOME", "TMPDIR", "XDG_STATE_HOME"].contains(&k.as_str()))
+        .unwrap();
+    ctx.env_remove.push(secret.clone());
+
+    // Two commands, one parent: the spawner, not a join per command.
+    let first = background_pid(&bash(
+        &rt,
+        &ctx,
+        serde_json::json!({"command": "sleep 300", "run_in_background": true}),
+    ));
+    let second = background_pid(&bash(
+        &rt,
+        &ctx,
+        serde_json::json!({"command": "sleep 301", "run_in_background": true}),
+    ));
+    let (h1, h2) = (
+        launcher.host_pid(first).unwrap(),
+        launcher.host_pid(second).unwrap(),
+    );
+    let (spawner, cmdline) = parent(h1);
+    assert!(
+        cmdline.contains("__sandbox") && cmdline.contains("--serve"),
+        "{cmdline}"
+    );
+    assert_eq!(parent(h2).0, spawner);
+
+    // Its commands run in the project, with the agent's home, without the removed
+    // variable, with the given one, stdin empty, and their exit codes.
+    let out = sh(
+        &rt,
+        &ctx,
+        &format!(
+            "pwd; echo \"home=$HOME\"; echo \"given=$BATON_SPAWNER_TEST\"; env | grep -c '^{secret}=' ; read x; echo \"read=$?\"; exit 3"
+        ),
+    );
+    assert!(out.is_error, "{}", out.content);
+    let want = format!(
+        "{}\nhome={}\ngiven=given\n0\nread=1\n",
+        project.display(),
+        private_home(&project).display()
+    );
+    assert!(out.content.starts_with(&want), "{}", out.content);
+    assert!(out.content.ends_with("Exit code: 3"), "{}", out.content);
+    let killed = sh(&rt, &ctx, "kill -9 $$");
+    assert!(
+        killed.content.contains("killed by a signal"),
+        "{}",
+        killed.content
+    );
+
+    // Confined: nothing outside the project and the temp dirs is writable, the
+    // protected files are read-only, and only the run's processes are in /proc.
+    let outside = super::fake_home();
+    let out = sh(
+        &rt,
+        &ctx,
+        &format!(
+            "echo x > {}/planted; echo x >> .git/config; echo x >> baton.toml; echo ok > mine; test -d /proc/{} || echo no-baton; test -d /proc/{spawner} || echo no-spawner",
+            outside.path().display(),
+            std::process::id()
+        ),
+    );
+    assert!(!outside.path().join("planted").exists(), "{}", out.content);
+    assert_eq!(
+        std::fs::read_to_string(project.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("baton.toml")).unwrap(),
+        ""
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("mine")).unwrap(),
+        "ok\n"
+    );
+    assert!(
+        out.content.contains("no-baton\nno-spawner\n"),
+        "{}",
+        out.content
+    );
+
+    // A protected file replaced outside (git's lock-and-rename) is what the next
+    // command sees, read-only still.
+    std::fs::write(project.join(".git/config.lock"), "[core]\n\tbare = true\n").unwrap();
+    std::fs::rename(
+        project.join(".git/config.lock"),
+        project.join(".git/config"),
+    )
+    .unwrap();
+    let out = sh(&rt, &ctx, "cat .git/config; echo x >> .git/config");
+    assert!(out.content.contains("bare = true"), "{}", out.content);
+    assert_eq!(
+        std::fs::read_to_string(project.join(".git/config")).unwrap(),
+        "[core]\n\tbare = true\n"
+    );
+
+    // A server started with `&` outlives its command; a timeout kills the whole
+    // process group of the command it ends.
+    let out = sh(&rt, &ctx, "sleep 302 >/dev/null 2>&1 & echo $!");
+    let server: u32 = out.content.lines().next().unwrap().trim().parse().unwrap();
+    let out = bash(
+        &rt,
+        &ctx,
+        serde_json::json!({"command": "sleep 303 & echo $!; sleep 304", "timeout": 1500}),
+    );
+    assert!(out.content.contains("timed out"), "{}", out.content);
+    let in_group: u32 = out.content.lines().next().unwrap().trim().parse().unwrap();
+    assert!(
+        gone(&launcher, in_group),
+        "the timed-out command's group lives on"
+    );
+    assert!(
+        launcher.host_pid(server).is_some(),
+        "the server was stopped"
+    );
+
+    // A call dropped while its command runs leaves nothing behind.
+    let marker = project.join("dropped.pid");
+    let dropped = rt.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(3),
+            baton_tools::bash::run(
+                &ctx,
+                serde_json::from_value(serde_json::json!({
+                    "command": format!("echo $$ > {}; exec sleep 305", marker.display())
+                }))
+                .unwrap(),
+            ),
+        )
+        .await
+    });
+    assert!(dropped.is_err(), "the call was not dropped");
+    if let Ok(pid) = std::fs::read_to_string(&marker) {
+        let pid: u32 = pid.trim().parse().unwrap();
+        assert!(
+            gone(&launcher, pid),
+            "a dropped call left its command running"
+        );
+    }
+
+    // The spawner gone, each command joins the namespace itself, as confined.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(spawner as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{spawner}/cmdline")).exists()
+        && std::fs::read(format!("/proc/{spawner}/cmdline")).is_ok_and(|c| !c.is_empty())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let after = background_pid(&bash(
+        &rt,
+        &ctx,
+        serde_json::json!({"command": "sleep 306", "run_in_background": true}),
+    ));
+    let (_, cmdline) = parent(launcher.host_pid(after).unwrap());
+    assert!(
+        cmdline.contains("--join") && !cmdline.contains("--serve"),
+        "{cmdline}"
+    );
+    let out = sh(
+        &rt,
+        &ctx,
+        &format!(
+            "echo x > {}/planted; echo x >> baton.toml; echo fine",
+            outside.path().display()
+        ),
+    );
+    assert!(out.content.contains("fine"), "{}", out.content);
+    assert!(!outside.path().join("planted").exists());
+    assert_eq!(
+        std::fs::read_to_string(project.join("baton.toml")).unwrap(),
+        ""
+    );
+    rt.block_on(ctx.processes.shutdown(Duration::from_secs(2)));
+}
