@@ -183,6 +183,14 @@ impl SandboxLauncher {
     /// The pid to join, starting the holder if needed.
     #[cfg(target_os = "linux")]
     fn namespace(&self, bwrap: &Path) -> Option<i32> {
+        self.holding(bwrap, false)
+    }
+
+    /// [`Self::namespace`]; with `spawner`, a holder started now gets its spawner
+    /// at once, which proves joining works (no separate probe: one baton start
+    /// fewer per run).
+    #[cfg(target_os = "linux")]
+    fn holding(&self, bwrap: &Path, spawner: bool) -> Option<i32> {
         let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(Holding::Up(holder, _)) = &*h
             && !holder.alive()
@@ -191,6 +199,14 @@ impl SandboxLauncher {
         }
         if h.is_none() {
             let started = crate::namespace::Holder::start(bwrap, &self.spec).and_then(|holder| {
+                let spawning = if spawner {
+                    match self.start_spawner(holder.pid()) {
+                        Spawning::Up(s) => return Ok((holder, Spawning::Up(s))),
+                        other => other,
+                    }
+                } else {
+                    Spawning::NotYet
+                };
                 // Joining needs rights a setuid bwrap's namespaces do not grant: try it
                 // once, so a failure costs a fallback, never every command.
                 let probe = std::process::Command::new(&self.exe)
@@ -201,7 +217,7 @@ impl SandboxLauncher {
                     .stderr(std::process::Stdio::piped())
                     .output();
                 match probe {
-                    Ok(o) if o.status.success() => Ok(holder),
+                    Ok(o) if o.status.success() => Ok((holder, spawning)),
                     Ok(o) => Err(SandboxError::Landlock(format!(
                         "a command could not join the run's PID namespace: {}",
                         String::from_utf8_lossy(&o.stderr).trim()
@@ -213,7 +229,7 @@ impl SandboxLauncher {
                 }
             });
             *h = Some(match started {
-                Ok(holder) => Holding::Up(holder, Spawning::NotYet),
+                Ok((holder, spawning)) => Holding::Up(holder, spawning),
                 Err(e) => {
                     eprintln!(
                         "baton: warning: {e}; each command gets a namespace of its own instead"
@@ -225,6 +241,23 @@ impl SandboxLauncher {
         match &*h {
             Some(Holding::Up(holder, _)) => Some(holder.pid()),
             _ => None,
+        }
+    }
+
+    /// Start the spawner of the namespace `pid` holds (a warning when it cannot).
+    #[cfg(target_os = "linux")]
+    fn start_spawner(&self, pid: i32) -> Spawning {
+        let mut args = self.joining(pid);
+        args.pop(); // the `--` before a command
+        args.push("--serve".into());
+        match crate::spawner::Spawner::start(&self.exe, &args, &self.spec) {
+            Ok(s) => Spawning::Up(s),
+            Err(e) => {
+                eprintln!(
+                    "baton: warning: {e}; each command joins the run's namespace itself instead"
+                );
+                Spawning::Failed
+            }
         }
     }
 
@@ -245,18 +278,7 @@ impl SandboxLauncher {
             return None;
         }
         if matches!(spawning, Spawning::NotYet) {
-            let mut args = self.joining(pid);
-            args.pop(); // the `--` before a command
-            args.push("--serve".into());
-            *spawning = match crate::spawner::Spawner::start(&self.exe, &args, &self.spec) {
-                Ok(s) => Spawning::Up(s),
-                Err(e) => {
-                    eprintln!(
-                        "baton: warning: {e}; each command joins the run's namespace itself instead"
-                    );
-                    Spawning::Failed
-                }
-            };
+            *spawning = self.start_spawner(pid);
         }
         let Spawning::Up(spawner) = spawning else {
             return None;
@@ -412,7 +434,7 @@ impl baton_tools::Launcher for SandboxLauncher {
         #[cfg(target_os = "linux")]
         {
             let bw = self.bwrap.as_ref()?;
-            let pid = self.namespace(bw)?;
+            let pid = self.holding(bw, true)?;
             self.spawn_in(pid, request)
         }
         #[cfg(not(target_os = "linux"))]
