@@ -116,12 +116,13 @@ fn the_spawner_starts_each_command_confined_in_the_runs_namespace() {
         &rt,
         &ctx,
         &format!(
-            "pwd; echo \"home=$HOME\"; echo \"given=$BATON_SPAWNER_TEST\"; env | grep -c '^{secret}=' ; read x; echo \"read=$?\"; exit 3"
+            "pwd; echo \"home=$HOME\"; echo \"given=$BATON_SPAWNER_TEST\"; env | grep -c '^{secret}=' ; read x; echo \"read=$?\"; ls -l /proc/$$/fd | grep -c socket; exit 3"
         ),
     );
     assert!(out.is_error, "{}", out.content);
+    // No socket reaches the command (the spawner's control socket, the channels).
     let want = format!(
-        "{}\nhome={}\ngiven=given\n0\nread=1\n",
+        "{}\nhome={}\ngiven=given\n0\nread=1\n0\n",
         project.display(),
         private_home(&project).display()
     );
