@@ -412,6 +412,33 @@ impl Watched {
     }
 }
 
+/// Where `program` is on the command's `PATH` (absolute entries only; as it is
+/// when it names a path, or another entry comes first). Started by its path, a
+/// command needs no fork of the spawner (std uses `posix_spawn` then; with a `PATH`
+/// of the command's own it forks to search it).
+fn resolve(program: &std::ffi::OsStr, env: &[(OsString, OsString)]) -> PathBuf {
+    if program.as_bytes().contains(&b'/') {
+        return PathBuf::from(program);
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k.as_bytes() == b"PATH")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        if !dir.is_absolute() {
+            break;
+        }
+        let candidate = dir.join(program);
+        if candidate.is_file()
+            && rustix::fs::access(&candidate, rustix::fs::Access::EXEC_OK).is_ok()
+        {
+            return candidate;
+        }
+    }
+    PathBuf::from(program)
+}
+
 /// Start one request's command; it is to be watched unless it could not start.
 fn run(
     spec: &SandboxSpec,
@@ -421,8 +448,9 @@ fn run(
     stderr: OwnedFd,
 ) -> Option<Watched> {
     use std::os::unix::process::CommandExt as _;
-    let mut cmd = Command::new(&r.program);
-    cmd.args(&r.args)
+    let mut cmd = Command::new(resolve(&r.program, &r.env));
+    cmd.arg0(&r.program)
+        .args(&r.args)
         .current_dir(&r.cwd)
         .env_clear()
         .envs(r.env.iter().map(|(k, v)| (k, v)))
