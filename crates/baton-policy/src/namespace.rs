@@ -5,12 +5,15 @@
 //! which leads around any mount namespace. A PID namespace with a `/proc` of its
 //! own shows a command only the run's own processes. It must outlive each command
 //! (a dev server started with `&` runs on after the command that started it), so a
-//! [`Holder`] keeps one for the run: `bwrap --unshare-pid --proc /proc … cat`. Each
-//! command's launcher then [`join`]s it: it enters the holder's namespaces
-//! (`setns`), binds [`crate::sandbox::PROTECTED`] read-only there (once; again
-//! when a file was replaced), applies Landlock, and runs the command as its child,
-//! exiting as the child did. When baton ends, or dies, the holder ends and with it
-//! every process in the namespace.
+//! [`Holder`] keeps one for the run: `bwrap --unshare-pid --proc /proc … cat`. The
+//! `Bash` tool's commands are started in it by the run's spawner
+//! ([`crate::spawner`]), which [`enter`]ed it once: it entered the holder's
+//! namespaces (`setns`), bound [`crate::sandbox::PROTECTED`] read-only there,
+//! masked the secrets and applied Landlock, all inherited by its children. Without
+//! a spawner (it failed, or for an agent CLI's `--sandbox-shell`) each command's
+//! launcher [`join`]s it: the same steps (binds again when a file was replaced),
+//! then it runs the command as its child, exiting as the child did. When baton
+//! ends, or dies, the holder ends and with it every process in the namespace.
 //!
 //! Pids differ inside: [`visible_pid`] gives the one the agent sees for a process
 //! baton started, and [`host_pid`] the other way round, for the `kill` rules.

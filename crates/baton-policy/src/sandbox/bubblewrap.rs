@@ -129,8 +129,9 @@ pub fn hidden_procs(pid: u32) -> Vec<Hidden> {
 
 /// The `Bash` tool's way into the sandbox. Where bubblewrap works (probed once,
 /// when the launcher is made), every command joins one PID namespace kept for the
-/// run by a [`crate::namespace::Holder`] (started on first use, again if it died):
-/// `baton __sandbox --join PID …`, one baton start per command. Should the holder
+/// run by a [`crate::namespace::Holder`] (started on first use, again if it died),
+/// started there by the namespace's spawner ([`crate::spawner`]: one baton start
+/// per run), else each through `baton __sandbox --join PID …`. Should the holder
 /// not start, each command gets a `bwrap` of its own with its ancestors hidden
 /// ([`bwrap_args`]). Without bubblewrap, Landlock alone.
 #[derive(Debug, Clone)]
