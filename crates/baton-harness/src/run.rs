@@ -47,8 +47,10 @@ pub struct RunOptions {
     pub first_number: Option<u32>,
     /// The agent (1-based) of a parallel run whose working copy this is.
     pub agent: Option<u32>,
-    /// No regression sweep before a coding session: a parallel run's working copy
-    /// starts from the main branch's tip, which was swept when it was merged.
+    /// No regression sweep before a coding session, nor before "complete": a
+    /// parallel run's working copy starts from the main branch's tip, which was
+    /// swept when it was merged, and the coordinator sweeps the main branch before
+    /// the run says complete.
     pub skip_sweep: bool,
 }
 
@@ -493,7 +495,10 @@ impl Runner<'_> {
                 // here, and the run goes on.
                 let done = matches!(end, RunEnd::Complete | RunEnd::CompleteExceptBlocked(_));
                 let last = state.sessions.last().map_or(0, |s| s.number);
-                if done && self.sweep_before_complete(last, &mut accepted).await? {
+                if done
+                    && !self.opts.skip_sweep
+                    && self.sweep_before_complete(last, &mut accepted).await?
+                {
                     continue;
                 }
                 return Ok(end);

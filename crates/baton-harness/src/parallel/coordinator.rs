@@ -207,6 +207,14 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             self.integrate_ended();
             if self.running == 0 && self.batch.is_none() {
                 match self.when_idle(look, reason) {
+                    // "Complete" only after every passing feature's check passed on
+                    // the main branch: what broke is set back and handed out again.
+                    Idle::Stop(Ok(end @ (RunEnd::Complete | RunEnd::CompleteExceptBlocked(_)))) => {
+                        if self.run.sweep_before_complete(self.remote).await? {
+                            continue;
+                        }
+                        return Ok(end);
+                    }
                     Idle::Stop(end) => return end,
                     Idle::Again => continue,
                     Idle::WaitForOthers => {

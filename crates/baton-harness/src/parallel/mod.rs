@@ -47,6 +47,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::HarnessError;
 use crate::files::Files;
+use crate::git::{self, git};
 use crate::run::{Backend, Reporter, RunEnd, RunLimits, RunOptions, Runner, RunnerParts};
 
 mod agents;
@@ -224,6 +225,51 @@ impl Parallel<'_> {
             next_number: self.next_number()?,
         };
         Coordinator::new(self, setup).drive().await
+    }
+
+    /// Before a parallel run says "complete": every passing feature's check on
+    /// the main branch in the project itself, with no time box (the merge sweeps
+    /// are time-boxed, so a check they did not reach runs here), and what broke set
+    /// back in a commit of baton's, pushed to the shared remote where there is
+    /// one. `true` when something was set back (or the remote moved meanwhile):
+    /// not complete, the coordinator looks again.
+    pub(super) async fn sweep_before_complete(
+        &self,
+        remote: Option<&remote::Remote>,
+    ) -> Result<bool, HarnessError> {
+        let dir = &self.files.dir;
+        let runner = self.runner(
+            dir,
+            self.main,
+            self.reporter,
+            self.opts.clone(),
+            self.stop.clone(),
+        )?;
+        let before = git::own_head(dir)?;
+        let mut accepted = self.files.load_accepted()?;
+        let kept = accepted.clone();
+        let last = State::load(dir)?.sessions.last().map_or(0, |s| s.number);
+        let broke = runner.sweep_before_complete(last, &mut accepted).await;
+        // What the start script ran for the checks stops here, as after a merge's sweep.
+        let processes = &self.main.tools.context().processes;
+        processes.shutdown(std::time::Duration::from_secs(3)).await;
+        if !broke? {
+            return Ok(false);
+        }
+        if let Some(r) = remote
+            && !r.push(&git::own_head(dir)?)?
+        {
+            // Another machine integrated first: this set-back is not published, and
+            // the check runs again on the main branch with its work.
+            self.reporter.line(
+                "the shared remote's main branch moved during the sweep: the set-back is withdrawn and the sweep runs again on the new main branch",
+            );
+            git(dir, &["reset", "-q", "--hard", &before])?;
+            if let Some(list) = &kept {
+                self.files.save_accepted(list)?;
+            }
+        }
+        Ok(true)
     }
 
     /// One session of a run of one in the project itself (the initializer, a

@@ -1413,3 +1413,58 @@ fn now_secs() -> u64 {
         .unwrap()
         .as_secs()
 }
+
+/// "Complete" is proven in a parallel run too: the merge sweeps are time-boxed,
+/// so before the run says complete every passing feature's check runs once more
+/// on the main branch, with no time box. Here #1's check passes in the agents'
+/// copies and the integration worktree but fails in the project itself (as a
+/// regression the time-boxed sweeps did not reach would): it is set back in a
+/// commit of baton's and the run does not end complete.
+#[tokio::test(flavor = "current_thread")]
+async fn a_parallel_run_sweeps_every_check_before_it_says_complete() {
+    let (_t, dir) = project(2);
+    let mut features: Vec<serde_json::Value> = serde_json::from_str(&list(2, 0)).unwrap();
+    features[0]["verify"] = format!(
+        "test -f src/{} && test \"$(pwd -P)\" != '{}'",
+        format_args!("{}.txt", token(1)),
+        dir.display()
+    )
+    .into();
+    let text = serde_json::to_string_pretty(&features).unwrap() + "\n";
+    let mut b = ScriptedServer::builder(Wire::Anthropic);
+    for n in 1..=2 {
+        b = b.when(move |r| is_for(r, n), session(n, false));
+    }
+    let server = b.start(initializer(&text));
+    let kit = Kit::new(&dir, &server);
+    let lines = Lines::default();
+    // The initializer and two coding sessions: after the sweep sets #1 back, the
+    // session limit ends the run.
+    let end = kit.parallel(2, &lines, Some(3)).run().await.unwrap();
+    let said = lines.said();
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
+    assert!(
+        said.contains("sweep before declaring the project complete: #1 broke"),
+        "{said}"
+    );
+    let accepted = Files::new(dir.clone(), kit.cfg.project.clone())
+        .load_accepted()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        accepted
+            .features
+            .iter()
+            .map(|f| f.passes)
+            .collect::<Vec<_>>(),
+        [false, true]
+    );
+    let log = git(&dir, &["log", "--format=%s"]);
+    assert!(
+        log.contains("baton: regression sweep before declaring the project complete set back #1"),
+        "{log}"
+    );
+    assert_eq!(git(&dir, &["status", "--porcelain"]), "");
+    let ledger = std::fs::read_to_string(dir.join(".baton/ledger.jsonl")).unwrap_or_default();
+    assert!(ledger.contains("\"regression\""), "{ledger}");
+}
