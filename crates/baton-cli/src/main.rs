@@ -96,6 +96,17 @@ enum Command {
         /// The feature's number (its 1-based position in the feature list).
         feature: String,
     },
+    /// Tell the agent something: TEXT goes into the brief of the next coding session
+    /// (in a parallel run, the next one handed out), recorded in the ledger as
+    /// `told`. Works while a run is going; queued under DIR/.baton/tell/ until then.
+    ///
+    /// Exit codes: 0 queued; 1 error (no project, empty or overlong text).
+    Tell {
+        /// The project directory.
+        dir: PathBuf,
+        /// The guidance, in words the agent can act on.
+        text: String,
+    },
     /// Run one agent session in DIR with PROMPT and print the model's final text.
     ///
     /// The live view (stderr) shows each tool call as it starts and how it ended,
@@ -166,6 +177,7 @@ fn main() -> ExitCode {
         Command::Unblock { dir, feature } => {
             run_cmd::unblock(&dir, &feature).map(|()| ExitCode::SUCCESS)
         }
+        Command::Tell { dir, text } => run_cmd::tell(&dir, &text).map(|()| ExitCode::SUCCESS),
         Command::Exec(args) => exec::run(args, &secrets),
         Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),

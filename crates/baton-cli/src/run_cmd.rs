@@ -587,6 +587,21 @@ pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Run `baton tell`: queue guidance for the next coding session's brief. No lock:
+/// a run may be going, and it takes the queue as it finds it.
+pub fn tell(dir: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
+    let cfg = Config::load(&dir)?;
+    require_project(&dir, &cfg)?;
+    let files = Files::new(dir, cfg.project);
+    baton_harness::tell::queue(&files, text)?;
+    let waiting = baton_harness::tell::pending(&files.dir).len();
+    eprintln!(
+        "baton: queued for the next coding session's brief ({waiting} waiting); it is recorded in the ledger as `told` once a session has it"
+    );
+    Ok(())
+}
+
 /// Refuse a directory that holds no project: no `baton.toml`, no feature list and no
 /// `.baton/` records (reading it would show an empty project as if it were one).
 pub fn require_project(dir: &Path, cfg: &Config) -> anyhow::Result<()> {

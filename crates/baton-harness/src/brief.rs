@@ -51,6 +51,8 @@ pub struct Extras {
     pub running: Vec<Running>,
     /// This session's turn budget (0 = not shown).
     pub max_turns: u32,
+    /// A person's guidance queued with `baton tell`.
+    pub told: Vec<crate::tell::Told>,
 }
 
 /// Processes shown at most.
@@ -71,6 +73,7 @@ pub fn brief_with(
 ) -> String {
     let mut b = String::new();
     header(&mut b, files, list, number, extras);
+    b.push_str(&crate::tell::section(&extras.told));
     running_now(&mut b, &extras.running);
     last_session(&mut b, files, state);
     if let Some(run) = sweep {

@@ -25,7 +25,8 @@
 //!   work merged or kept), `agents.rs` (working copies and their threads),
 //!   `remote.rs` (many machines).
 //! - **Records and views** — [`files`] (the project's files), [`status`],
-//!   `summary`, `git` (baton's own git, jailed), [`lock`], `running`.
+//!   `summary`, `git` (baton's own git, jailed), [`lock`], `running`, [`tell`]
+//!   (a person's guidance for the next brief).
 //!
 //! Only [`run`]'s `Runner` and its parts (`session`, `proof`, `list`, [`plan`])
 //! are `impl Runner`; the rest take their inputs. Modules shown without a link
@@ -63,6 +64,7 @@ mod running;
 mod session;
 pub mod status;
 mod summary;
+pub mod tell;
 pub mod verifier;
 
 pub use error::HarnessError;

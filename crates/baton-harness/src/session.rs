@@ -105,6 +105,11 @@ impl Runner<'_> {
         let mut saved = state.clone();
         saved.in_progress = Some(ip.clone());
         saved.save(dir)?;
+        // A person's guidance waits for a coding session's brief.
+        let told = match kind {
+            SessionKind::Coding => crate::tell::pending(dir),
+            SessionKind::Initializer | SessionKind::Planner => Vec::new(),
+        };
         let prompt = match (kind, accepted.as_ref()) {
             (SessionKind::Coding, Some(list)) => prompts::coding(
                 &self.files.names,
@@ -120,6 +125,7 @@ impl Runner<'_> {
                             dir,
                         ),
                         max_turns: self.cfg.agent.max_turns,
+                        told: told.clone(),
                     },
                 ),
                 self.cfg.browser.enabled,
@@ -128,6 +134,9 @@ impl Runner<'_> {
             ),
             _ => prompts::initializer(&self.files.names, problem),
         };
+        if !told.is_empty() {
+            crate::tell::delivered(&self.files, &told, number)?;
+        }
         self.reporter
             .line(&format!("── session {number:04} · {} ──", kind.name()));
         self.reporter.session_start(number, kind);

@@ -46,6 +46,10 @@ pub const REPORT: &str = ".baton/report.html";
 /// runs every few sessions however many there are.
 pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 
+/// A person's guidance waiting for the next coding session's brief (`baton tell`):
+/// one file each, removed once a brief carried it.
+pub const TELL: &str = ".baton/tell";
+
 /// A session's evidence directory, relative to the project.
 pub fn evidence(session: u32) -> String {
     format!("{EVIDENCE}/{session:04}")

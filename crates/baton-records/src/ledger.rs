@@ -164,6 +164,8 @@ pub enum LedgerKind {
     /// A flip whose verify command already passed on the session's base commit:
     /// it proves nothing, so it was not counted.
     VacuousCheck,
+    /// A person's guidance (`baton tell`) carried by the session's brief.
+    Told,
 }
 
 /// The ledger as read: its entries in order, and how many lines could not be read
@@ -237,6 +239,7 @@ mod tests {
             (LedgerKind::Adopted, "adopted"),
             (LedgerKind::UnverifiedFlip, "unverified_flip"),
             (LedgerKind::VacuousCheck, "vacuous_check"),
+            (LedgerKind::Told, "told"),
         ];
         let doc = include_str!("../../../docs/harness.md");
         for (k, name) in kinds {

@@ -551,3 +551,59 @@ fn a_block_declared_before_a_kill_is_recorded_when_the_run_resumes() {
         "{b}"
     );
 }
+
+/// `baton tell`: a person's guidance, queued before the run, reaches the next
+/// coding session's first message (the brief) once, is recorded in the ledger as
+/// `told`, and leaves the queue; the session after does not get it again.
+#[test]
+fn a_baton_tell_reaches_the_next_coding_sessions_brief_once() {
+    let p = project(
+        "[run]\npause_secs = 0\n[verify]\ntrust_agent = true\nagent = false\n",
+        false,
+    );
+    let said = baton_cmd_args(&p, &["tell"], &["Use SQLite for storage, not Postgres."]);
+    assert!(said.status.success(), "{}", stderr(&said));
+    assert!(stderr(&said).contains("queued for the next coding session's brief (1 waiting)"));
+    let empty = baton_cmd_args(&p, &["tell"], &["  "]);
+    assert_eq!(empty.status.code(), Some(1));
+    assert!(
+        stderr(&empty).contains("nothing to tell"),
+        "{}",
+        stderr(&empty)
+    );
+    let mut steps = session(&[1], &[true, false, false], false);
+    steps.extend(session(&[2], &[true, true, false], false));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let firsts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.first_user_text())
+        .collect();
+    let first = &firsts[0];
+    assert!(first.contains("## From a person (baton tell)"), "{first}");
+    assert!(
+        first.contains("- Use SQLite for storage, not Postgres."),
+        "{first}"
+    );
+    let last = firsts.last().unwrap();
+    assert!(last.contains("# Brief from baton (session 2)"), "{last}");
+    assert!(!last.contains("From a person"), "{last}");
+    let told = ledger_kinds(&p, "told");
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["session"], 1);
+    assert_eq!(told[0]["detail"], "Use SQLite for storage, not Postgres.");
+    assert!(
+        std::fs::read_dir(p.path().join(".baton/tell"))
+            .unwrap()
+            .next()
+            .is_none()
+    );
+    // The report shows what was told and which session's brief carried it.
+    let report = baton_cmd(&p, &["report"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let html = p.file(".baton/report.html");
+    assert!(html.contains("Told by a person"), "no told section");
+    assert!(html.contains("Use SQLite for storage, not Postgres."));
+}

@@ -324,6 +324,8 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 a,
             );
             let copy = self.run.copy_state(&head, &look.state, &look.list, n, own);
+            // A person's guidance goes to the next session handed out.
+            crate::tell::hand_over(&main, &self.agents[a].dir)?;
             self.run.start(
                 &mut self.agents[a],
                 (a, n, number),

@@ -1468,3 +1468,39 @@ async fn a_parallel_run_sweeps_every_check_before_it_says_complete() {
     let ledger = std::fs::read_to_string(dir.join(".baton/ledger.jsonl")).unwrap_or_default();
     assert!(ledger.contains("\"regression\""), "{ledger}");
 }
+
+/// `baton tell` in a parallel run: what is queued in the project goes to the next
+/// session handed out (into its working copy), whose brief carries it; the
+/// session's `told` line reaches the project's ledger when it is settled.
+#[tokio::test(flavor = "current_thread")]
+async fn a_tell_goes_to_the_next_agent_session_handed_out() {
+    let (_t, dir) = project(1);
+    let mut b = ScriptedServer::builder(Wire::Anthropic);
+    b = b.when(move |r| is_for(r, 1), session(1, false));
+    let server = b.start(initializer(&list(1, 0)));
+    let kit = Kit::new(&dir, &server);
+    let files = Files::new(dir.clone(), kit.cfg.project.clone());
+    baton_harness::tell::queue(&files, "Keep page F01 plain text.").unwrap();
+    let lines = Lines::default();
+    let end = kit.parallel(2, &lines, Some(5)).run().await.unwrap();
+    assert_eq!(end, RunEnd::Complete, "{}", lines.said());
+    let mut told: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.first_user_text())
+        .filter(|t| t.contains("## From a person (baton tell)"))
+        .collect();
+    // Every request of a session repeats its first message: one session had it.
+    told.dedup();
+    // The initializer ran in the project first; the agent's session got it, once.
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].contains("## Your feature"), "{}", told[0]);
+    assert!(
+        told[0].contains("- Keep page F01 plain text."),
+        "{}",
+        told[0]
+    );
+    let ledger = std::fs::read_to_string(dir.join(".baton/ledger.jsonl")).unwrap();
+    assert!(ledger.contains("\"told\""), "{ledger}");
+    assert!(baton_harness::tell::pending(&dir).is_empty());
+}

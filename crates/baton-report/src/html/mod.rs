@@ -89,6 +89,7 @@ pub fn page(r: &Records, opts: &Options) -> String {
     }
     kpis::kpis(&mut o, r, &a, opts);
     needs_person::needs_person(&mut o, r);
+    needs_person::told(&mut o, r);
     charts::charts(&mut o, r, &a, opts);
     sessions::findings(&mut o, r);
     features::features(&mut o, r, &a, opts);

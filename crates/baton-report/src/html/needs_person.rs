@@ -1,5 +1,6 @@
-//! The "Needs a person" section: failing features an agent blocked or baton
-//! deferred, with their attempts and reasons.
+//! The people's sections: "Needs a person" (failing features an agent blocked
+//! or baton deferred, with their attempts and reasons) and "Told by a person"
+//! (guidance given with `baton tell`, and the session whose brief carried it).
 
 use std::fmt::Write as _;
 
@@ -72,6 +73,30 @@ pub(super) fn needs_person(o: &mut String, r: &Records) {
             escape(&desc(*n)),
             rec.attempts,
             escape(rec.last_reason.as_deref().unwrap_or("unknown"))
+        );
+    }
+    o.push_str("</tbody></table></div>");
+}
+/// Guidance given with `baton tell`, oldest first, each with the session whose
+/// brief carried it; nothing when there was none.
+pub(super) fn told(o: &mut String, r: &Records) {
+    let told: Vec<_> = r
+        .ledger
+        .iter()
+        .filter(|e| e.kind == crate::records::LedgerKind::Told)
+        .collect();
+    if told.is_empty() {
+        return;
+    }
+    o.push_str(r#"<h2 id="told">Told by a person</h2>"#);
+    o.push_str(r#"<p class="note">Guidance given with <code>baton tell DIR "text"</code>: the brief of the session named carried it.</p>"#);
+    o.push_str(r#"<div class="scroll"><table id="told-table"><thead><tr><th class="n">session</th><th>guidance</th></tr></thead><tbody>"#);
+    for e in told {
+        let _ = write!(
+            o,
+            r##"<tr><td class="n"><a href="#s{n}">{n}</a></td><td>{}</td></tr>"##,
+            escape(&e.detail),
+            n = e.session
         );
     }
     o.push_str("</tbody></table></div>");
