@@ -95,6 +95,10 @@ enum Command {
         dir: PathBuf,
         /// The feature's number (its 1-based position in the feature list).
         feature: String,
+        /// What you did about the agent's reason: the next coding session's brief
+        /// carries it (as `baton tell` does).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
     },
     /// Tell the agent something: TEXT goes into the brief of the next coding session
     /// (in a parallel run, the next one handed out), recorded in the ledger as
@@ -174,8 +178,8 @@ fn main() -> ExitCode {
         Command::Accept { dir, yes } => plan_cmd::accept(&dir, yes),
         Command::Run(args) => run_cmd::run(args, &secrets),
         Command::Status { dir, json } => run_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
-        Command::Unblock { dir, feature } => {
-            run_cmd::unblock(&dir, &feature).map(|()| ExitCode::SUCCESS)
+        Command::Unblock { dir, feature, note } => {
+            run_cmd::unblock(&dir, &feature, note.as_deref()).map(|()| ExitCode::SUCCESS)
         }
         Command::Tell { dir, text } => run_cmd::tell(&dir, &text).map(|()| ExitCode::SUCCESS),
         Command::Exec(args) => exec::run(args, &secrets),

@@ -572,7 +572,7 @@ fn finish(
 }
 
 /// Run `baton unblock`.
-pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
+pub fn unblock(dir: &Path, feature: &str, note: Option<&str>) -> anyhow::Result<()> {
     let Ok(feature) = feature.trim().trim_start_matches('#').parse::<usize>() else {
         bail!(
             "{feature:?} is not a feature number (features are numbered from 1, as in `baton status`)"
@@ -581,9 +581,19 @@ pub fn unblock(dir: &Path, feature: &str) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
     let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton unblock")?;
     let cfg = Config::load(&dir)?;
-    let done = baton_harness::block::unblock(&Files::new(dir, cfg.project), feature);
+    let files = Files::new(dir, cfg.project);
+    let done = baton_harness::block::unblock(&files, feature);
     lock.release();
     eprintln!("baton: {}", done?);
+    if let Some(note) = note {
+        baton_harness::tell::queue(
+            &files,
+            &format!(
+                "About feature #{feature}, which you declared blocked and a person has unblocked: {note}"
+            ),
+        )?;
+        eprintln!("baton: the note goes into the next coding session's brief");
+    }
     Ok(())
 }
 

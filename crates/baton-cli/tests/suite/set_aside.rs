@@ -368,7 +368,11 @@ fn a_blocked_feature_is_skipped_the_run_ends_with_4_and_unblock_hands_it_out_aga
         "{}",
         stderr(&bad)
     );
-    let ok = baton_cmd_args(&p, &["unblock"], &["2"]);
+    let ok = baton_cmd_args(
+        &p,
+        &["unblock"],
+        &["2", "--note", "the key is in .env.test as STRIPE_KEY"],
+    );
     assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
     assert!(
         stderr(&ok)
@@ -391,6 +395,11 @@ fn a_blocked_feature_is_skipped_the_run_ends_with_4_and_unblock_hands_it_out_aga
         "{b}"
     );
     assert!(!b.contains("## Set aside"), "{b}");
+    // The person's note reaches it too.
+    assert!(
+        b.contains("- About feature #2, which you declared blocked and a person has unblocked: the key is in .env.test as STRIPE_KEY"),
+        "{b}"
+    );
 }
 
 /// `baton ARGS DIR REST`.
