@@ -6,6 +6,7 @@ mod exec;
 mod hook_cmd;
 mod live;
 mod log;
+mod notify;
 mod plan_cmd;
 mod policy_cmd;
 mod report_cmd;
@@ -111,6 +112,15 @@ enum Command {
         /// The guidance, in words the agent can act on.
         text: String,
     },
+    /// Notifications to a person ([notify] in baton.toml: a command and/or a webhook
+    /// get run_end, blocked, waiting, budget and verifier_rejections events).
+    /// `baton notify test DIR` sends a sample event now.
+    ///
+    /// Exit codes: 0 delivered; 1 nothing configured, or the delivery failed.
+    Notify {
+        #[command(subcommand)]
+        what: NotifyCommand,
+    },
     /// Run one agent session in DIR with PROMPT and print the model's final text.
     ///
     /// The live view (stderr) shows each tool call as it starts and how it ended,
@@ -151,6 +161,16 @@ enum Command {
     Sandbox(policy_cmd::SandboxArgs),
 }
 
+/// What `baton notify` does.
+#[derive(Debug, Subcommand)]
+enum NotifyCommand {
+    /// Send a sample event to DIR's [notify] command and webhook.
+    Test {
+        /// The project directory.
+        dir: PathBuf,
+    },
+}
+
 fn main() -> ExitCode {
     // Take the provider keys out of this process's environment block, so the agent's
     // commands cannot read them from /proc/<baton>/environ; baton keeps its own copy.
@@ -182,6 +202,9 @@ fn main() -> ExitCode {
             run_cmd::unblock(&dir, &feature, note.as_deref()).map(|()| ExitCode::SUCCESS)
         }
         Command::Tell { dir, text } => run_cmd::tell(&dir, &text).map(|()| ExitCode::SUCCESS),
+        Command::Notify {
+            what: NotifyCommand::Test { dir },
+        } => notify::test(&dir).map(|()| ExitCode::SUCCESS),
         Command::Exec(args) => exec::run(args, &secrets),
         Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),

@@ -238,6 +238,9 @@ fn prepare<'s>(
     dir: PathBuf,
 ) -> anyhow::Result<Prepared<'s>> {
     let cfg = Config::load(&dir)?;
+    // Read before the secrets are scrubbed from baton's environment (the variable is
+    // one of them: the agent never gets it).
+    let webhook = crate::notify::webhook(&cfg.notify);
     if args.pause.is_some_and(|p| !(p.is_finite() && p >= 0.0)) {
         bail!("--pause must be a non-negative number of seconds");
     }
@@ -278,7 +281,7 @@ fn prepare<'s>(
         refuse_unpriced_budget(b, &client.config().model, &cfg, &prices)?;
     }
     let files = Files::new(dir.clone(), cfg.project.clone());
-    let view = live_view(args, &dir, &files, budget)?;
+    let view = live_view(args, &dir, &files, budget, &cfg, webhook)?;
     Ok(Prepared {
         dir,
         cfg,
@@ -324,6 +327,8 @@ fn live_view(
     dir: &Path,
     files: &Files,
     budget: Option<f64>,
+    cfg: &Config,
+    webhook: Option<String>,
 ) -> anyhow::Result<Arc<RunView>> {
     let before = baton_harness::status::status(files)?;
     let mode = if args.flags.json {
@@ -335,19 +340,25 @@ fn live_view(
     } else {
         Mode::Bars
     };
-    Ok(Arc::new(RunView::new(
-        mode,
-        &Start {
-            project: dir.display().to_string(),
-            passing: before.passing,
-            total: before.total,
-            sessions: before.totals.sessions,
-            spent_usd: before.totals.cost_usd,
-            budget_usd: budget,
-        },
-        ProgressDrawTarget::stderr(),
-        Box::new(std::io::stdout()),
-    )))
+    Ok(Arc::new(
+        RunView::new(
+            mode,
+            &Start {
+                project: dir.display().to_string(),
+                passing: before.passing,
+                total: before.total,
+                sessions: before.totals.sessions,
+                spent_usd: before.totals.cost_usd,
+                budget_usd: budget,
+            },
+            ProgressDrawTarget::stderr(),
+            Box::new(std::io::stdout()),
+        )
+        .with_notices(
+            crate::notify::Notifier::new(&cfg.notify, webhook, dir)
+                .map(|n| crate::notify::RunNotices::new(n, dir)),
+        ),
+    ))
 }
 
 /// Processes a crashed or killed run left behind (dev servers, long commands)

@@ -81,6 +81,8 @@ pub struct Config {
     pub browser: BrowserConfig,
     /// MCP servers started for each run, by name.
     pub mcp: BTreeMap<String, McpServerConfig>,
+    /// Notifications to a person.
+    pub notify: NotifyConfig,
 }
 
 /// The handoff files. The defaults are the pattern's well-known names, so
@@ -388,11 +390,16 @@ impl Config {
     /// Parse the text of a `baton.toml`; `path` is used in error messages only.
     pub fn from_toml_str(text: &str, path: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let path = path.as_ref().to_path_buf();
-        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.clone(),
             message: plain_types(e.to_string().trim_end()),
         })?;
         cfg.validate(&path)?;
+        // The webhook's URL is a secret like the keys: the agent never gets it.
+        let hook = &cfg.notify.webhook_env;
+        if !hook.is_empty() && !cfg.policy.secret_env.contains(hook) {
+            cfg.policy.secret_env.push(hook.clone());
+        }
         Ok(cfg)
     }
 
@@ -435,6 +442,14 @@ impl Config {
         {
             return Err(invalid("browser.command".to_string(), w));
         }
+        if let Some(w) = self
+            .notify
+            .command
+            .iter()
+            .find(|a| !a.starts_with('-') && inside(a))
+        {
+            return Err(invalid("notify.command".to_string(), w));
+        }
         Ok(())
     }
 
@@ -444,6 +459,21 @@ impl Config {
             field: field.to_string(),
             message: message.to_string(),
         };
+        if !["json", "slack", "ntfy"].contains(&self.notify.format.as_str()) {
+            return Err(invalid(
+                "notify.format",
+                &format!(
+                    "{:?} is not a format: use \"json\", \"slack\" or \"ntfy\"",
+                    self.notify.format
+                ),
+            ));
+        }
+        if self.notify.webhook_env.contains("://") {
+            return Err(invalid(
+                "notify.webhook_env",
+                "names the environment variable that holds the webhook URL, not the URL itself (a URL in baton.toml is readable by the agent): e.g. webhook_env = \"BATON_WEBHOOK_URL\"",
+            ));
+        }
         if let Some(p) = &self.agent.provider
             && p != "anthropic"
             && p != "openai"

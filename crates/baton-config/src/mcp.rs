@@ -44,3 +44,36 @@ pub struct McpServerConfig {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
 }
+
+/// `[notify]`: where baton tells a person what happened (the run ended, a
+/// feature was blocked, a quota wait, most of the budget spent, the verifier
+/// rejecting flips session after session). Nothing is sent unless a command or a
+/// webhook is set.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotifyConfig {
+    /// A program and its arguments (no shell), run outside the sandbox with each
+    /// event as one JSON object on stdin; it must live outside the project.
+    pub command: Vec<String>,
+    /// The name of an environment variable that holds a webhook URL (the URL is a
+    /// secret: it is never read from a file, and the agent never gets the
+    /// variable). Each event is POSTed to it.
+    pub webhook_env: String,
+    /// What the webhook gets: `json` (the event), `slack` (`{"text": …}`, for
+    /// Slack, Mattermost and Discord's Slack-compatible URLs) or `ntfy` (the text
+    /// as the body, a title header).
+    pub format: String,
+    /// Seconds one delivery (the command, or one webhook attempt) may take.
+    pub timeout_secs: u64,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        Self {
+            command: Vec::new(),
+            webhook_env: String::new(),
+            format: "json".into(),
+            timeout_secs: 10,
+        }
+    }
+}

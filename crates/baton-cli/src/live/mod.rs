@@ -334,6 +334,8 @@ type Sink = Box<dyn std::io::Write + Send>;
 pub struct RunView {
     totals: Mutex<Totals>,
     face: Box<dyn Face>,
+    /// Notifications to a person (`[notify]`), where any are set.
+    notices: Option<crate::notify::RunNotices>,
 }
 
 /// Where the run stands when the view starts.
@@ -372,6 +374,7 @@ impl RunView {
                 budget: start.budget_usd,
             }),
             face,
+            notices: None,
         };
         view.refresh();
         view.face.event(RunEvent::RunStart {
@@ -383,6 +386,12 @@ impl RunView {
             budget_usd: start.budget_usd,
         });
         view
+    }
+
+    /// Send the run's events to a person too.
+    pub fn with_notices(mut self, notices: Option<crate::notify::RunNotices>) -> Self {
+        self.notices = notices;
+        self
     }
 
     fn totals(&self) -> std::sync::MutexGuard<'_, Totals> {
@@ -438,6 +447,9 @@ impl RunView {
         let spent = t.spent_now();
         let (passing, total, sessions, budget) = (t.passing, t.total, t.sessions, t.budget);
         drop(t);
+        if let Some(n) = &self.notices {
+            n.run_end(outcome, code, &reason, (passing, total, spent));
+        }
         self.face.event(RunEvent::RunEnd {
             outcome,
             exit_code: code,
@@ -492,6 +504,12 @@ impl Reporter for RunView {
         }
         self.face.session_end();
         self.refresh();
+        if let Some(n) = &self.notices {
+            let t = self.totals();
+            let (spent, budget) = (t.spent_now(), t.budget);
+            drop(t);
+            n.session_end(r, spent, budget);
+        }
         let g = &r.gates;
         self.face.event(RunEvent::SessionEnd {
             session: r.number,
@@ -526,6 +544,9 @@ impl Reporter for RunView {
 impl Observer for RunView {
     fn wait(&self, turn: u32, n: &RetryNotice) {
         self.face.wait(self.session_number(), turn, n);
+        if let Some(x) = &self.notices {
+            x.waiting(self.session_number(), n);
+        }
     }
 
     fn context(&self, action: ContextMode, tokens: u64, after: u64, window: u64) {

@@ -616,3 +616,143 @@ fn a_baton_tell_reaches_the_next_coding_sessions_brief_once() {
     assert!(html.contains("Told by a person"), "no told section");
     assert!(html.contains("Use SQLite for storage, not Postgres."));
 }
+
+/// A webhook on a local listener: the bodies it was sent, in order.
+struct Hook {
+    url: String,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Hook {
+    /// Listen on 127.0.0.1 for at most two minutes, answering 200 to every POST.
+    fn start() -> Self {
+        use std::io::{BufRead as _, Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        listener.set_nonblocking(true).unwrap();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = bodies.clone();
+        std::thread::spawn(move || {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while std::time::Instant::now() < end {
+                let Ok((stream, _)) = listener.accept() else {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                };
+                stream.set_nonblocking(false).unwrap();
+                let mut reader = std::io::BufReader::new(stream);
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0u8; length];
+                reader.read_exact(&mut body).unwrap();
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&body).into_owned());
+                let _ = reader.get_mut().write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+            }
+        });
+        Self { url, bodies }
+    }
+}
+
+/// `[notify]`: a run behind a quota wall, with a feature the agent blocks and most
+/// of its budget spent, tells a command and a webhook each of its events, in order
+/// and once each; the webhook's URL comes from the environment and the agent
+/// never gets it.
+#[test]
+fn a_runs_events_reach_the_notify_command_and_webhook_in_order_once_each() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let events = out_dir.path().join("events.jsonl");
+    let hook = Hook::start();
+    let p = project(
+        &format!(
+            "[run]\npause_secs = 0\nbudget_usd = 0.0042\n[verify]\ntrust_agent = true\nagent = false\n[notify]\ncommand = [\"sh\", \"-c\", \"cat >> {}\"]\nwebhook_env = \"BATON_TEST_WEBHOOK\"\n",
+            events.display()
+        ),
+        false,
+    );
+    let mut steps = vec![Step::quota_wall(std::time::Duration::from_secs(2))];
+    steps.extend(session(&[1], &[true, false, false], false));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "BlockFeature",
+            json!({"feature": 2, "reason": "needs a Stripe test key"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "echo \"hook: ${BATON_TEST_WEBHOOK:-unset}\" >> claude-progress.txt && git commit -qam notes"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Blocked #2.")));
+    steps.extend(session(&[1, 3], &[true, false, true], false));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .env("BATON_TEST_WEBHOOK", &hook.url)
+        .arg("run")
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    // The agent's commands never saw the webhook's URL.
+    assert!(
+        p.file("claude-progress.txt").contains("hook: unset"),
+        "{err}"
+    );
+    let said: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = said.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["waiting", "blocked", "budget", "run_end"],
+        "{said:?}"
+    );
+    assert_eq!(said[1]["feature"], 2);
+    assert_eq!(said[1]["reason"], "needs a Stripe test key");
+    assert_eq!(said[3]["outcome"], "complete_except_blocked");
+    assert_eq!(said[3]["exit_code"], 4);
+    // The webhook got the same events, in the same order, once each.
+    let posted: Vec<Value> = hook
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect();
+    assert_eq!(posted, said);
+    // `baton notify test` sends one sample event to both, now.
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    let t = baton(&server, Wire::Anthropic)
+        .env("BATON_TEST_WEBHOOK", &hook.url)
+        .args(["notify", "test"])
+        .arg(p.path())
+        .output()
+        .unwrap();
+    assert!(t.status.success(), "{}", stderr(&t));
+    let last = std::fs::read_to_string(&events).unwrap();
+    let last: Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "test");
+    assert_eq!(hook.bodies.lock().unwrap().len(), 5);
+    // Without a [notify] section there is nothing to test: say so.
+    let bare = project("", false);
+    let t = baton_cmd_args(&bare, &["notify", "test"], &[]);
+    assert_eq!(t.status.code(), Some(1));
+    assert!(
+        stderr(&t).contains("sets no [notify] command"),
+        "{}",
+        stderr(&t)
+    );
+}

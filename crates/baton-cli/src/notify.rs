@@ -1,0 +1,485 @@
+//! Notifications to a person (`[notify]` in `baton.toml`): each event of a run
+//! (`run_end`, `blocked`, `waiting`, `budget`, `verifier_rejections`) goes, in
+//! order and once, to a command (the event as one JSON object on stdin) and to a
+//! webhook (its URL from the environment variable `webhook_env`, as JSON, Slack's
+//! `{"text"}` or ntfy's plain text).
+//!
+//! Deliveries never hold up the run: events queue to one thread of their own,
+//! each delivery is bounded by `timeout_secs` (a webhook gets three attempts), and
+//! a failure is written to `.baton/notify.log` and said once on stderr. At the end
+//! of the run the queue is drained for a bounded time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use baton_config::NotifyConfig;
+use serde_json::{Value, json};
+
+/// How a notification is delivered: the command, the webhook and its format.
+#[derive(Debug, Clone)]
+struct Targets {
+    command: Vec<String>,
+    webhook: Option<String>,
+    format: String,
+    timeout: Duration,
+    log: PathBuf,
+}
+
+/// Sends a run's events to the person, off the run's path.
+pub struct Notifier {
+    project: String,
+    queue: Mutex<Option<mpsc::Sender<Value>>>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Notifier {
+    /// A notifier for the project in `dir`, or `None` when `[notify]` sets neither a
+    /// command nor a webhook (a `webhook_env` naming an unset variable is said once).
+    pub fn new(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> Option<Self> {
+        if cfg.command.is_empty() && webhook.is_none() {
+            return None;
+        }
+        let targets = Targets {
+            command: cfg.command.clone(),
+            webhook,
+            format: cfg.format.clone(),
+            timeout: Duration::from_secs(cfg.timeout_secs.max(1)),
+            log: dir.join(baton_records::layout::DIR).join("notify.log"),
+        };
+        let (tx, rx) = mpsc::channel::<Value>();
+        let worker = std::thread::Builder::new()
+            .name("baton-notify".into())
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                let mut warned = false;
+                for event in rx {
+                    if let Err(e) = rt.block_on(deliver(&targets, &event)) {
+                        let line = format!(
+                            "{} {}: {e}\n",
+                            baton_agent::transcript::now_ms(),
+                            event["event"].as_str().unwrap_or("?")
+                        );
+                        let _ = append(&targets.log, &line);
+                        if !warned {
+                            eprintln!(
+                                "baton: warning: a notification failed ({e}); the run goes on (more in {})",
+                                targets.log.display()
+                            );
+                            warned = true;
+                        }
+                    }
+                }
+            })
+            .ok()?;
+        Some(Self {
+            project: dir.display().to_string(),
+            queue: Mutex::new(Some(tx)),
+            worker: Mutex::new(Some(worker)),
+        })
+    }
+
+    /// Queue `event` with its human `text` and its own `fields`.
+    pub fn send(&self, event: &str, text: &str, fields: Value) {
+        let mut e = json!({
+            "event": event,
+            "project": self.project,
+            "t_ms": baton_agent::transcript::now_ms(),
+            "text": text,
+        });
+        if let (Some(o), Value::Object(f)) = (e.as_object_mut(), fields) {
+            o.extend(f);
+        }
+        if let Some(q) = self.queue.lock().ok().and_then(|q| q.clone()) {
+            let _ = q.send(e);
+        }
+    }
+
+    /// No more events: deliver what is queued, waiting at most `most`.
+    pub fn close(&self, most: Duration) {
+        if let Ok(mut q) = self.queue.lock() {
+            q.take();
+        }
+        let Some(worker) = self.worker.lock().ok().and_then(|mut w| w.take()) else {
+            return;
+        };
+        let end = std::time::Instant::now() + most;
+        while !worker.is_finished() && std::time::Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if worker.is_finished() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// The webhook URL, from the variable `[notify] webhook_env` names (`None` when it
+/// names none, or an unset one, which is said once).
+pub fn webhook(cfg: &NotifyConfig) -> Option<String> {
+    if cfg.webhook_env.is_empty() {
+        return None;
+    }
+    match std::env::var(&cfg.webhook_env) {
+        Ok(url) if !url.trim().is_empty() => Some(url.trim().to_string()),
+        _ => {
+            eprintln!(
+                "baton: warning: [notify] webhook_env names {}, which is not set: no webhook notifications",
+                cfg.webhook_env
+            );
+            None
+        }
+    }
+}
+
+/// `baton notify test DIR`: send a sample event to the project's command and webhook.
+pub fn test(dir: &Path) -> anyhow::Result<()> {
+    let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
+    let cfg = baton_config::Config::load(&dir)?;
+    send_now(&cfg.notify, webhook(&cfg.notify), &dir)?;
+    eprintln!("baton: the test notification was delivered");
+    Ok(())
+}
+
+/// Send one event now: the error, if delivery failed.
+fn send_now(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> anyhow::Result<()> {
+    if cfg.command.is_empty() && webhook.is_none() {
+        anyhow::bail!(
+            "{} sets no [notify] command, and no webhook: set command = [\"program\", …] or webhook_env = \"VAR\" with VAR holding the URL",
+            dir.join(baton_config::CONFIG_FILE).display()
+        );
+    }
+    let targets = Targets {
+        command: cfg.command.clone(),
+        webhook,
+        format: cfg.format.clone(),
+        timeout: Duration::from_secs(cfg.timeout_secs.max(1)),
+        log: dir.join(baton_records::layout::DIR).join("notify.log"),
+    };
+    let event = json!({
+        "event": "test",
+        "project": dir.display().to_string(),
+        "t_ms": baton_agent::transcript::now_ms(),
+        "text": format!("baton: a test notification for {}", dir.display()),
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(deliver(&targets, &event))
+}
+
+fn append(path: &Path, line: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(line.as_bytes())
+}
+
+/// Deliver `event` to the command, then the webhook.
+async fn deliver(t: &Targets, event: &Value) -> anyhow::Result<()> {
+    let mut errors = Vec::new();
+    if !t.command.is_empty()
+        && let Err(e) = run_command(t, event).await
+    {
+        errors.push(format!("command: {e}"));
+    }
+    if let Some(url) = &t.webhook
+        && let Err(e) = post(t, url, event).await
+    {
+        errors.push(format!("webhook: {e}"));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("{}", errors.join("; "))
+    }
+}
+
+async fn run_command(t: &Targets, event: &Value) -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt as _;
+    let (program, args) = t
+        .command
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("no program"))?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot run {program}: {e}"))?;
+    let body = format!("{event}\n");
+    let done = async {
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(body.as_bytes()).await;
+        }
+        child.wait().await
+    };
+    match tokio::time::timeout(t.timeout, done).await {
+        Ok(Ok(s)) if s.success() => Ok(()),
+        Ok(Ok(s)) => anyhow::bail!("{program} exited with {s}"),
+        Ok(Err(e)) => anyhow::bail!("{program}: {e}"),
+        Err(_) => anyhow::bail!("{program} took longer than {:?} and was stopped", t.timeout),
+    }
+}
+
+/// The webhook's request body and content type for `format`.
+fn body(format: &str, event: &Value) -> (String, &'static str) {
+    let text = event["text"].as_str().unwrap_or_default().to_string();
+    match format {
+        "slack" => (json!({ "text": text }).to_string(), "application/json"),
+        "ntfy" => (text, "text/plain"),
+        _ => (event.to_string(), "application/json"),
+    }
+}
+
+async fn post(t: &Targets, url: &str, event: &Value) -> anyhow::Result<()> {
+    let client = reqwest::Client::builder().timeout(t.timeout).build()?;
+    let (body, kind) = body(&t.format, event);
+    let mut last = String::new();
+    for attempt in 0..3u32 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
+        }
+        let mut req = client
+            .post(url)
+            .header("content-type", kind)
+            .body(body.clone());
+        if t.format == "ntfy" {
+            req = req.header(
+                "Title",
+                format!("baton: {}", event["event"].as_str().unwrap_or("event")),
+            );
+        }
+        match req.send().await {
+            Ok(r) if r.status().is_success() => return Ok(()),
+            // A client error will not go away on a retry.
+            Ok(r) if r.status().is_client_error() => anyhow::bail!("HTTP {}", r.status()),
+            Ok(r) => last = format!("HTTP {}", r.status()),
+            Err(e) => last = e.without_url().to_string(),
+        }
+    }
+    anyhow::bail!("{last} (3 attempts)")
+}
+
+/// Sessions in a row whose flips the verifier rejected before a person hears of it.
+pub const REJECTION_STREAK: u32 = 3;
+
+/// The run's events as the live view sees them, turned into notifications.
+pub struct RunNotices {
+    to: Notifier,
+    dir: PathBuf,
+    budget_said: std::sync::atomic::AtomicBool,
+    streak: std::sync::atomic::AtomicU32,
+}
+
+impl RunNotices {
+    /// Notices for the project in `dir`, sent through `to`.
+    pub fn new(to: Notifier, dir: &Path) -> Self {
+        Self {
+            to,
+            dir: dir.to_path_buf(),
+            budget_said: std::sync::atomic::AtomicBool::new(false),
+            streak: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// A session was recorded: features it blocked, 80 % of the budget spent (once),
+    /// and a streak of sessions whose flips the verifier rejected.
+    pub fn session_end(&self, r: &baton_records::SessionRecord, spent: f64, budget: Option<f64>) {
+        use std::sync::atomic::Ordering;
+        // The session's blocks are the ledger's last lines by now (its own, or in a
+        // parallel run those copied from the agent's working copy).
+        for (n, reason) in recent_blocks(&self.dir, r.number) {
+            self.to.send(
+                "blocked",
+                &format!("baton: feature #{n} was declared blocked by session {}: {reason}; `baton unblock` hands it out again", r.number),
+                json!({"feature": n, "reason": reason, "session": r.number}),
+            );
+        }
+        if let Some(b) = budget
+            && b > 0.0
+            && spent >= 0.8 * b
+            && !self.budget_said.swap(true, Ordering::SeqCst)
+        {
+            self.to.send(
+                "budget",
+                &format!(
+                    "baton: {} of the {} budget spent ({:.0} %)",
+                    crate::live::usd(spent),
+                    crate::live::usd(b),
+                    100.0 * spent / b
+                ),
+                json!({"cost_usd": spent, "budget_usd": b}),
+            );
+        }
+        if r.kind == baton_records::SessionKind::Coding {
+            if r.gates.verifier_rejected.is_empty() {
+                self.streak.store(0, Ordering::SeqCst);
+            } else if self.streak.fetch_add(1, Ordering::SeqCst) + 1 == REJECTION_STREAK {
+                let features: Vec<usize> = r.gates.verifier_rejected.iter().map(|x| x.0).collect();
+                self.to.send(
+                    "verifier_rejections",
+                    &format!(
+                        "baton: the verifier rejected the flips of {REJECTION_STREAK} sessions in a row (last: {}); the agent may be claiming work it did not do",
+                        baton_records::human::features(&features)
+                    ),
+                    json!({"sessions": REJECTION_STREAK, "last_session": r.number, "features": features}),
+                );
+            }
+        }
+    }
+
+    /// A quota is waited out until its reset.
+    pub fn waiting(&self, session: Option<u32>, n: &baton_agent::client::RetryNotice) {
+        let until = baton_agent::transcript::now_ms() + n.delay.as_millis() as u64;
+        self.to.send(
+            "waiting",
+            &format!(
+                "baton: quota reached; waiting {} for the reset",
+                baton_records::human::wait(n.delay)
+            ),
+            json!({"session": session, "until_ms": until, "error": n.error}),
+        );
+    }
+
+    /// The run ended: say how, then deliver what is queued (bounded).
+    pub fn run_end(&self, outcome: &str, code: u8, reason: &str, figures: (usize, usize, f64)) {
+        let (passing, total, spent) = figures;
+        self.to.send(
+            "run_end",
+            &format!(
+                "baton: run ended {outcome} (exit {code}): {reason}; {passing}/{total} features pass, {} spent",
+                crate::live::usd(spent)
+            ),
+            json!({"outcome": outcome, "exit_code": code, "reason": reason, "passing": passing, "total": total, "cost_usd": spent}),
+        );
+        self.to.close(Duration::from_secs(30));
+    }
+}
+
+/// The features session `number` blocked, with the agent's reasons: its
+/// `blocked` lines among the last 64 KiB of the ledger (read from the end, so the
+/// cost does not grow with the project).
+fn recent_blocks(dir: &Path, number: u32) -> Vec<(usize, String)> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    const TAIL: u64 = 64 * 1024;
+    let Ok(mut f) = std::fs::File::open(dir.join(baton_records::layout::LEDGER)) else {
+        return Vec::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(TAIL)));
+    let mut bytes = Vec::new();
+    let _ = f.take(TAIL).read_to_end(&mut bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    let blocked: Vec<baton_records::LedgerEntry> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<baton_records::LedgerEntry>(l).ok())
+        .filter(|e| e.kind == baton_records::LedgerKind::Blocked && e.session == number)
+        .collect();
+    if blocked.is_empty() {
+        return Vec::new();
+    }
+    // The line is "<description>: <reason>": the reason, without the description.
+    let list = std::fs::read_to_string(dir.join(baton_records::layout::ACCEPTED))
+        .ok()
+        .and_then(|t| baton_records::FeatureList::parse(&t, "accepted").ok());
+    blocked
+        .into_iter()
+        .filter_map(|e| {
+            let n = e.feature?;
+            let desc = list
+                .as_ref()
+                .and_then(|l| l.features.get(n.checked_sub(1)?))
+                .map(|f| format!("{}: ", f.description));
+            let reason = desc
+                .and_then(|d| e.detail.strip_prefix(&d).map(str::to_string))
+                .unwrap_or(e.detail);
+            Some((n, reason))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streak_of_verifier_rejections_is_told_once_per_streak() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("events.jsonl");
+        let cfg = NotifyConfig {
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("cat >> {}", out.display()),
+            ],
+            ..NotifyConfig::default()
+        };
+        let notices = RunNotices::new(Notifier::new(&cfg, None, dir.path()).unwrap(), dir.path());
+        let session = |n: u32, rejected: bool| {
+            let mut r = baton_records::SessionRecord::new(
+                n,
+                baton_records::SessionKind::Coding,
+                baton_records::SessionOutcome::Completed,
+            );
+            if rejected {
+                r.gates.verifier_rejected = vec![(n as usize, "no".into())];
+            }
+            r
+        };
+        for (n, rejected) in [(1, true), (2, true), (3, true), (4, true), (5, false)] {
+            notices.session_end(&session(n, rejected), 0.0, None);
+        }
+        for n in 6..=8 {
+            notices.session_end(&session(n, true), 0.0, None);
+        }
+        notices.run_end("stalled", 3, "stalled", (0, 8, 0.0));
+        let said: Vec<Value> = std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let names: Vec<(&str, &Value)> = said
+            .iter()
+            .map(|e| (e["event"].as_str().unwrap(), &e["last_session"]))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("verifier_rejections", &json!(3)),
+                ("verifier_rejections", &json!(8)),
+                ("run_end", &Value::Null)
+            ]
+        );
+    }
+
+    #[test]
+    fn each_format_has_the_shape_its_service_takes() {
+        let e = json!({"event": "run_end", "text": "baton: complete", "outcome": "complete"});
+        assert_eq!(body("json", &e), (e.to_string(), "application/json"));
+        assert_eq!(
+            body("slack", &e),
+            (
+                r#"{"text":"baton: complete"}"#.to_string(),
+                "application/json"
+            )
+        );
+        assert_eq!(
+            body("ntfy", &e),
+            ("baton: complete".to_string(), "text/plain")
+        );
+    }
+}
