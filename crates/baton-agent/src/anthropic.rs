@@ -26,6 +26,7 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
         last["cache_control"] = ephemeral.clone();
     }
     let mut messages = serde_json::to_value(req.messages).unwrap_or(Value::Array(Vec::new()));
+    without_reasoning(&mut messages);
     images_as_content(&mut messages);
     if let Some(block) = messages
         .as_array_mut()
@@ -49,6 +50,16 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": cfg.thinking_budget});
     }
     body
+}
+
+/// Take out the Responses API's reasoning items, which this API does not know (a
+/// conversation begun on `openai-responses` may be continued here).
+fn without_reasoning(messages: &mut Value) {
+    for m in messages.as_array_mut().into_iter().flatten() {
+        if let Some(blocks) = m["content"].as_array_mut() {
+            blocks.retain(|b| b["type"] != "reasoning");
+        }
+    }
 }
 
 /// Images the conversation keeps sending, newest first; older ones are replaced by a

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{ModelResponse, Request};
 pub use crate::wire::{ClientConfig, ContextOverflow, ModelError, Provider};
 use crate::wire::{SseReader, error_chain};
-use crate::{anthropic, openai, retry};
+use crate::{anthropic, openai, responses, retry};
 
 /// A retry about to happen, for the live view and the transcript.
 #[derive(Debug, Clone)]
@@ -62,6 +62,7 @@ impl ModelClient {
         let url = match cfg.provider {
             Provider::Anthropic => format!("{base}/v1/messages"),
             Provider::OpenAi => format!("{base}/chat/completions"),
+            Provider::OpenAiResponses => format!("{base}/responses"),
         };
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
@@ -87,6 +88,7 @@ impl ModelClient {
         let body = match self.cfg.provider {
             Provider::Anthropic => anthropic::request_body(&self.cfg, req),
             Provider::OpenAi => openai::request_body(&self.cfg, req),
+            Provider::OpenAiResponses => responses::request_body(&self.cfg, req),
         };
         let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))?;
@@ -168,7 +170,7 @@ impl ModelClient {
             Provider::Anthropic => rb
                 .header("x-api-key", self.cfg.api_key.as_deref().unwrap_or_default())
                 .header("anthropic-version", anthropic::API_VERSION),
-            Provider::OpenAi => match &self.cfg.api_key {
+            Provider::OpenAi | Provider::OpenAiResponses => match &self.cfg.api_key {
                 Some(k) => rb.bearer_auth(k),
                 None => rb,
             },
@@ -202,6 +204,7 @@ impl ModelClient {
         match self.cfg.provider {
             Provider::Anthropic => anthropic::read_stream(&mut reader).await,
             Provider::OpenAi => openai::read_stream(&mut reader).await,
+            Provider::OpenAiResponses => responses::read_stream(&mut reader).await,
         }
     }
 }

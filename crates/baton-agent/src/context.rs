@@ -32,6 +32,10 @@ fn block_chars(b: &Block) -> usize {
             signature,
         } => thinking.len() + signature.len() / 4,
         Block::RedactedThinking { data } => data.len() / 4,
+        Block::Reasoning {
+            summary,
+            encrypted_content,
+        } => summary.iter().map(String::len).sum::<usize>() + encrypted_content.len() / 4,
         Block::ToolUse { id, name, input } => id.len() + name.len() + input.to_string().len() + 30,
         Block::ToolResult {
             tool_use_id,

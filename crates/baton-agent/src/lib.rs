@@ -1,5 +1,5 @@
-//! `baton-agent` owns one agent session: the model clients (Anthropic Messages and
-//! OpenAI-compatible chat completions, both streamed), retries of transient failures,
+//! `baton-agent` owns one agent session: the model clients (Anthropic Messages,
+//! OpenAI-compatible chat completions and the OpenAI Responses API, all streamed), retries of transient failures,
 //! usage and cost, the loop that runs tool calls and returns their results, and the
 //! transcript written as it happens.
 //!
@@ -41,6 +41,7 @@ pub mod model;
 pub mod models;
 pub mod openai;
 pub mod pricing;
+pub mod responses;
 pub mod retry;
 pub mod session;
 pub mod transcript;

@@ -37,6 +37,17 @@ pub enum Block {
         /// Opaque data, sent back unchanged.
         data: String,
     },
+    /// A reasoning item of the OpenAI Responses API: its summary and its
+    /// encrypted content, sent back in order before the calls it preceded (the
+    /// other wire formats leave it out).
+    Reasoning {
+        /// The summary's texts, where the model gave one.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+        /// The reasoning, encrypted by the provider; empty when it gave none.
+        #[serde(default)]
+        encrypted_content: String,
+    },
     /// A tool call by the model.
     ToolUse {
         /// Call id, echoed by the result.
@@ -215,4 +226,7 @@ pub struct Request<'a> {
     /// `max_tokens` of this request, where lower than the client's (so prompt and
     /// output fit the context window); `None` = the client's.
     pub max_tokens: Option<u32>,
+    /// A key the provider routes the prompt cache by (the Responses API's
+    /// `prompt_cache_key`): one per project, so its sessions share a cache.
+    pub cache_key: Option<&'a str>,
 }

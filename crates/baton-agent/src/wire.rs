@@ -1,8 +1,8 @@
 //! What the clients of every provider share, below all of them: how to reach a
 //! model ([`ClientConfig`], [`Provider`]), how a request fails ([`ModelError`]), the
 //! SSE reader with its idle timeout, and parsing a tool call's input. `client`
-//! drives requests and retries; `anthropic` and `openai` speak one wire format each;
-//! both import from here, never from each other.
+//! drives requests and retries; `anthropic`, `openai` and `responses` speak one wire
+//! format each; they import from here, never from each other.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -21,16 +21,19 @@ pub enum Provider {
     Anthropic,
     /// OpenAI-compatible chat completions.
     OpenAi,
+    /// The OpenAI Responses API.
+    OpenAiResponses,
 }
 
 impl Provider {
-    /// Parse `anthropic` or `openai`.
+    /// Parse `anthropic`, `openai` or `openai-responses`.
     pub fn parse(s: &str) -> Result<Self, ModelError> {
         match s {
             "anthropic" => Ok(Self::Anthropic),
             "openai" => Ok(Self::OpenAi),
+            "openai-responses" => Ok(Self::OpenAiResponses),
             other => Err(ModelError::Config(format!(
-                "unknown provider {other:?}; expected \"anthropic\", \"openai\" or \"claude-code\""
+                "unknown provider {other:?}; expected \"anthropic\", \"openai\", \"openai-responses\" or \"claude-code\""
             ))),
         }
     }
@@ -40,6 +43,7 @@ impl Provider {
         match self {
             Self::Anthropic => "anthropic",
             Self::OpenAi => "openai",
+            Self::OpenAiResponses => "openai-responses",
         }
     }
 
@@ -48,6 +52,7 @@ impl Provider {
         match self {
             Self::Anthropic => "claude-sonnet-4-5",
             Self::OpenAi => "gpt-4.1",
+            Self::OpenAiResponses => "gpt-5",
         }
     }
 
@@ -55,7 +60,7 @@ impl Provider {
     pub fn key_var(self) -> &'static str {
         match self {
             Self::Anthropic => "ANTHROPIC_API_KEY",
-            Self::OpenAi => "OPENAI_API_KEY",
+            Self::OpenAi | Self::OpenAiResponses => "OPENAI_API_KEY",
         }
     }
 
@@ -63,7 +68,7 @@ impl Provider {
     pub fn base_url_var(self) -> &'static str {
         match self {
             Self::Anthropic => "ANTHROPIC_BASE_URL",
-            Self::OpenAi => "OPENAI_BASE_URL",
+            Self::OpenAi | Self::OpenAiResponses => "OPENAI_BASE_URL",
         }
     }
 
@@ -71,7 +76,7 @@ impl Provider {
     pub fn default_base_url(self) -> &'static str {
         match self {
             Self::Anthropic => "https://api.anthropic.com",
-            Self::OpenAi => "https://api.openai.com/v1",
+            Self::OpenAi | Self::OpenAiResponses => "https://api.openai.com/v1",
         }
     }
 }
@@ -83,7 +88,7 @@ pub struct ClientConfig {
     pub provider: Provider,
     /// Model name.
     pub model: String,
-    /// Base URL (without `/v1/messages` or `/chat/completions`).
+    /// Base URL (without `/v1/messages`, `/chat/completions` or `/responses`).
     pub base_url: String,
     /// API key, if any (local OpenAI-compatible servers may need none).
     pub api_key: Option<String>,
@@ -189,6 +194,8 @@ impl ModelError {
                     | "not_found_error"
                     | "request_too_large"
                     | "invalid_request"
+                    | "invalid_prompt"
+                    | "context_length_exceeded"
             ),
             Self::Config(_) | Self::Cancelled | Self::QuotaExhausted { .. } => false,
         }
@@ -200,7 +207,10 @@ impl ModelError {
         match self {
             Self::Http { status, .. } => matches!(status, 429 | 529),
             Self::StreamError { kind, .. } => {
-                matches!(kind.as_str(), "rate_limit_error" | "overloaded_error")
+                matches!(
+                    kind.as_str(),
+                    "rate_limit_error" | "overloaded_error" | "rate_limit_exceeded"
+                )
             }
             _ => false,
         }

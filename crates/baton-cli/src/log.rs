@@ -387,6 +387,10 @@ fn assistant(s: &mut String, event: &Event, paint: Paint) {
                 s.push_str(&paint.dim(&indent(&one_line(thinking, 200), "   (thinking) ")))
             }
             Block::RedactedThinking { .. } => s.push_str(&paint.dim("   (redacted thinking)\n")),
+            Block::Reasoning { summary, .. } if !summary.is_empty() => s.push_str(&paint.dim(
+                &indent(&one_line(&summary.join(" "), 200), "   (reasoning) "),
+            )),
+            Block::Reasoning { .. } => s.push_str(&paint.dim("   (reasoning)\n")),
             Block::ToolUse { name, input, .. } => {
                 let _ = writeln!(s, "   → {} {}", paint.bold(name), key_argument(name, input));
             }

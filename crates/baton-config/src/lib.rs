@@ -194,7 +194,8 @@ impl Default for GitConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgentConfig {
-    /// `anthropic`, `openai` or `claude-code` (an installed Claude Code CLI); `None` means the built-in default (`anthropic`).
+    /// `anthropic`, `openai` (chat completions), `openai-responses` (the OpenAI
+    /// Responses API) or `claude-code` (an installed Claude Code CLI); `None` means the built-in default (`anthropic`).
     pub provider: Option<String>,
     /// Model name; `None` means the provider's default.
     pub model: Option<String>,
@@ -477,12 +478,13 @@ impl Config {
         if let Some(p) = &self.agent.provider
             && p != "anthropic"
             && p != "openai"
+            && p != "openai-responses"
             && p != "claude-code"
         {
             return Err(invalid(
                 "agent.provider",
                 &format!(
-                    "unknown provider {p:?}; expected \"anthropic\", \"openai\" or \"claude-code\""
+                    "unknown provider {p:?}; expected \"anthropic\", \"openai\", \"openai-responses\" or \"claude-code\""
                 ),
             ));
         }
@@ -701,7 +703,7 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             err,
-            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\", \"openai\" or \"claude-code\""
+            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\", \"openai\", \"openai-responses\" or \"claude-code\""
         );
         let err = Config::from_toml_str("[prices.m]\ninput = -1.0\n", "baton.toml")
             .err()

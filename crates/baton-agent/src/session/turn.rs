@@ -37,9 +37,11 @@ impl Session<'_> {
         let hard = &self.tools.context().cancel;
         let stopped = || cancel.is_cancelled() || hard.is_cancelled() || stop.is_cancelled();
         let started = Instant::now();
+        let cache_key = cache_key(&self.tools.context().project_dir);
         let frame = Frame {
             system,
             tools,
+            cache_key: &cache_key,
             cancel,
             stopped: &stopped,
             started,
@@ -215,6 +217,7 @@ impl Session<'_> {
             tools: frame.tools,
             messages: &st.messages,
             max_tokens: st.ctx.max_tokens(self.client.config().max_output_tokens),
+            cache_key: Some(frame.cache_key),
         };
         let sent = self
             .send(transcript, turn, &req, frame.cancel, frame.deadline)
@@ -366,6 +369,8 @@ pub(super) struct Frame<'a> {
     pub(super) system: &'a str,
     /// The tools offered to the model.
     pub(super) tools: &'a [ToolDef],
+    /// The project's prompt-cache key.
+    pub(super) cache_key: &'a str,
     /// Abandons a model request in flight (a stop, or the tools' context cancelled).
     pub(super) cancel: &'a CancellationToken,
     /// True once the session is to stop.
@@ -410,4 +415,16 @@ fn invalid_calls(resp: &ModelResponse) -> Vec<(String, String)> {
         invalid.push((id.clone(), CUT_CALL.to_string()));
     }
     invalid
+}
+
+/// The prompt-cache key of the project in `dir`: `baton-` and a stable hash
+/// (FNV-1a) of its path, the same for every session of the project and the same
+/// from one baton version to the next.
+pub(crate) fn cache_key(dir: &std::path::Path) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in dir.as_os_str().as_encoded_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("baton-{h:016x}")
 }

@@ -106,6 +106,7 @@ impl Session<'_> {
             tools: frame.tools,
             messages: &messages,
             max_tokens: Some(SUMMARY_MAX_TOKENS.min(self.client.config().max_output_tokens)),
+            cache_key: Some(frame.cache_key),
         };
         let resp = match self
             .send(transcript, st.turns, &req, frame.cancel, frame.deadline)
