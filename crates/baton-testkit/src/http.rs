@@ -126,10 +126,7 @@ impl RecordedRequest {
     /// The text of the last user message (its text blocks joined), where baton puts
     /// its notes to the model.
     pub fn last_user_text(&self) -> String {
-        let msgs = self.body["messages"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+        let msgs = self.messages();
         let Some(m) = msgs.iter().rev().find(|m| m["role"] == "user") else {
             return String::new();
         };
@@ -137,7 +134,7 @@ impl RecordedRequest {
             Value::String(s) => s.clone(),
             Value::Array(blocks) => blocks
                 .iter()
-                .filter(|b| b["type"] == "text")
+                .filter(|b| b["type"] == "text" || b["type"] == "input_text")
                 .filter_map(|b| b["text"].as_str())
                 .collect::<Vec<_>>()
                 .join("\n"),
@@ -145,13 +142,26 @@ impl RecordedRequest {
         }
     }
 
+    /// The conversation's messages: `messages`, or on the Responses wire the
+    /// `input` items that are messages.
+    fn messages(&self) -> Vec<Value> {
+        match self.body["messages"].as_array() {
+            Some(m) => m.clone(),
+            None => self.body["input"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|i| i.get("role").is_some())
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// The text of the first message: the session's prompt (its brief).
     pub fn first_user_text(&self) -> String {
-        let first = &self.body["messages"][0];
-        let first = if first["role"] == "system" {
-            &self.body["messages"][1]
-        } else {
-            first
+        let msgs = self.messages();
+        let Some(first) = msgs.iter().find(|m| m["role"] != "system") else {
+            return String::new();
         };
         match &first["content"] {
             Value::String(s) => s.clone(),
@@ -356,7 +366,7 @@ fn read_request(stream: &TcpStream) -> std::io::Result<RecordedRequest> {
 
 /// The prompt's tokens by the scripted tokenizer: system, tools and messages.
 fn prompt_tokens(body: &Value) -> u64 {
-    let chars: usize = ["system", "tools", "messages"]
+    let chars: usize = ["system", "instructions", "tools", "messages", "input"]
         .iter()
         .map(|k| match &body[*k] {
             Value::Null => 0,
@@ -414,7 +424,7 @@ fn quota_answer(
             let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your organization's rate limit. Please try again later."}}"#;
             (headers, body.to_string())
         }
-        Wire::OpenAi => {
+        Wire::OpenAi | Wire::OpenAiResponses => {
             headers.push(("x-ratelimit-reset-requests".into(), format!("{secs}s")));
             headers.push(("x-ratelimit-remaining-requests".into(), "0".into()));
             let body = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"rate_limit_exceeded"}}"#;
@@ -445,7 +455,19 @@ fn context_error(wire: Wire, tokens: u64, max_tokens: u64, window: u64) -> Strin
             "message": format!("This model's maximum context length is {window} tokens. However, you requested {} tokens ({tokens} in the messages, {max_tokens} in the completion). Please reduce the length of the messages or completion.", tokens + max_tokens),
             "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
         .to_string(),
+        // The Responses API names no numbers.
+        Wire::OpenAiResponses => serde_json::json!({"error": {
+            "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}})
+        .to_string(),
     }
+}
+
+/// The request's output limit: `max_tokens`, or the Responses API's `max_output_tokens`.
+fn max_tokens(body: &Value) -> Option<u64> {
+    body["max_tokens"]
+        .as_u64()
+        .or_else(|| body["max_output_tokens"].as_u64())
 }
 
 fn block_chars(b: &RBlock) -> usize {
@@ -479,7 +501,7 @@ fn realistic(
     let out_chars: usize = reply.blocks.iter().map(block_chars).sum();
     let mut output = (out_chars as f64 / CHARS_PER_TOKEN).ceil() as u64;
     if realism.output_limit
-        && let Some(max) = req.body["max_tokens"].as_u64()
+        && let Some(max) = max_tokens(&req.body)
         && output > max
     {
         let mut budget = (max as f64 * CHARS_PER_TOKEN) as usize;
@@ -516,6 +538,7 @@ fn realistic(
         reply.stop = Some(match wire {
             Wire::Anthropic => "max_tokens".into(),
             Wire::OpenAi => "length".into(),
+            Wire::OpenAiResponses => "max_output_tokens".into(),
         });
         output = max;
     }
@@ -545,7 +568,7 @@ fn serve(s: &Shared, mut stream: TcpStream, seq: usize) -> std::io::Result<()> {
     }
     // Over the context window: the wire's error, no step used.
     if let Some(window) = s.realism.context_window {
-        let max_tokens = req.body["max_tokens"].as_u64().unwrap_or(0);
+        let max_tokens = max_tokens(&req.body).unwrap_or(0);
         if req.tokens + max_tokens > window {
             let body = context_error(s.wire, req.tokens, max_tokens, window);
             req.refused = Some("context".into());

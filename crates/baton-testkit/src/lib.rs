@@ -1,7 +1,7 @@
 //! `baton-testkit` is test-only: it plays the model. [`ScriptedServer`] listens on
 //! 127.0.0.1 and answers each request with the next [`Step`] of a script, in the
-//! exact wire format of the Anthropic Messages API or of OpenAI chat completions,
-//! streaming real SSE in small chunks. It can inject every transient fault baton must
+//! exact wire format of the Anthropic Messages API, of OpenAI chat completions or
+//! of the OpenAI Responses API, streaming real SSE in small chunks. It can inject every transient fault baton must
 //! survive, and records every request so tests can assert on what baton sent.
 //!
 //! [`ScriptedServer::builder`] makes it behave like a real model where a test needs

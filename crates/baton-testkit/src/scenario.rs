@@ -147,7 +147,7 @@ pub fn honest_verifier(r: &RecordedRequest) -> Option<Step> {
         .collect();
     // What its commands printed so far: `CHECKED-<n>-<present|missing>`, spelled
     // out only by the shell (the command itself says `$((n))`).
-    let said = r.body["messages"].to_string();
+    let said = format!("{}{}", r.body["messages"], r.body["input"]);
     let seen = |n: usize| {
         if said.contains(&format!("CHECKED-{n}-present")) {
             Some(true)

@@ -9,6 +9,8 @@ pub enum Wire {
     Anthropic,
     /// OpenAI chat completions (`POST /chat/completions` under the base URL).
     OpenAi,
+    /// The OpenAI Responses API (`POST /responses` under the base URL).
+    OpenAiResponses,
 }
 
 /// One content block of a scripted reply.
@@ -16,7 +18,9 @@ pub enum Wire {
 pub enum RBlock {
     /// Text.
     Text(String),
-    /// Extended thinking with its signature (Anthropic only).
+    /// Extended thinking with its signature (Anthropic); on the Responses wire a
+    /// reasoning item, `thinking` its summary and `signature` its encrypted content.
+    /// Chat completions leave it out.
     Thinking {
         /// Thinking text.
         thinking: String,

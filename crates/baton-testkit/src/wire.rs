@@ -28,6 +28,7 @@ pub(crate) fn events(wire: Wire, reply: &Reply, seq: usize) -> Vec<String> {
     match wire {
         Wire::Anthropic => anthropic(reply, seq),
         Wire::OpenAi => openai(reply, seq),
+        Wire::OpenAiResponses => responses(reply, seq),
     }
 }
 
@@ -154,6 +155,160 @@ fn openai(reply: &Reply, seq: usize) -> Vec<String> {
     out
 }
 
+/// The Responses API's events: `response.created`, then per output item
+/// `response.output_item.added`, its parts and deltas, `response.output_item.done`,
+/// and `response.completed` (or `response.incomplete` when the stop reason is
+/// `max_output_tokens` or `content_filter`) with the usage. Every event names its
+/// type in `event:` and in `type`, with a `sequence_number`.
+fn responses(reply: &Reply, seq: usize) -> Vec<String> {
+    let mut n = 0u64;
+    let mut out = Vec::new();
+    let mut ev = |name: &str, mut data: Value| {
+        data["type"] = json!(name);
+        data["sequence_number"] = json!(n);
+        n += 1;
+        out.push(sse(Some(name), &data.to_string()));
+    };
+    let id = format!("resp_{seq:04}");
+    let stop = reply.stop.clone().unwrap_or_else(|| "completed".into());
+    let incomplete = matches!(stop.as_str(), "max_output_tokens" | "content_filter");
+    let response = |status: &str, output: Vec<Value>| {
+        json!({"id": id, "object": "response", "created_at": 0, "status": status,
+               "model": "scripted", "output": output, "usage": null,
+               "incomplete_details": null, "error": null, "store": false})
+    };
+    ev(
+        "response.created",
+        json!({"response": response("in_progress", vec![])}),
+    );
+    ev(
+        "response.in_progress",
+        json!({"response": response("in_progress", vec![])}),
+    );
+    let last = reply.blocks.len().saturating_sub(1);
+    let mut done_items = Vec::new();
+    for (i, b) in reply.blocks.iter().enumerate() {
+        let status = if incomplete && i == last {
+            "incomplete"
+        } else {
+            "completed"
+        };
+        let done = match b {
+            RBlock::Text(t) => {
+                let item_id = format!("msg_{seq:03}_{i}");
+                ev(
+                    "response.output_item.added",
+                    json!({"output_index": i, "item": {
+                    "id": item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}}),
+                );
+                ev(
+                    "response.content_part.added",
+                    json!({"item_id": item_id, "output_index": i, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}}),
+                );
+                for p in pieces(t) {
+                    ev(
+                        "response.output_text.delta",
+                        json!({"item_id": item_id, "output_index": i, "content_index": 0, "delta": p, "logprobs": []}),
+                    );
+                }
+                ev(
+                    "response.output_text.done",
+                    json!({"item_id": item_id, "output_index": i, "content_index": 0, "text": t, "logprobs": []}),
+                );
+                let part = json!({"type": "output_text", "text": t, "annotations": []});
+                ev(
+                    "response.content_part.done",
+                    json!({"item_id": item_id, "output_index": i, "content_index": 0, "part": part}),
+                );
+                json!({"id": item_id, "type": "message", "status": status, "role": "assistant", "content": [part]})
+            }
+            RBlock::Thinking {
+                thinking,
+                signature,
+            } => {
+                let item_id = format!("rs_{seq:03}_{i}");
+                ev(
+                    "response.output_item.added",
+                    json!({"output_index": i, "item": {
+                    "id": item_id, "type": "reasoning", "summary": []}}),
+                );
+                ev(
+                    "response.reasoning_summary_part.added",
+                    json!({"item_id": item_id, "output_index": i, "summary_index": 0,
+                    "part": {"type": "summary_text", "text": ""}}),
+                );
+                for p in pieces(thinking) {
+                    ev(
+                        "response.reasoning_summary_text.delta",
+                        json!({"item_id": item_id, "output_index": i, "summary_index": 0, "delta": p}),
+                    );
+                }
+                ev(
+                    "response.reasoning_summary_text.done",
+                    json!({"item_id": item_id, "output_index": i, "summary_index": 0, "text": thinking}),
+                );
+                let part = json!({"type": "summary_text", "text": thinking});
+                ev(
+                    "response.reasoning_summary_part.done",
+                    json!({"item_id": item_id, "output_index": i, "summary_index": 0, "part": part}),
+                );
+                json!({"id": item_id, "type": "reasoning", "summary": [part], "encrypted_content": signature})
+            }
+            RBlock::ToolUse {
+                id,
+                name,
+                input_json,
+            } => {
+                let item_id = format!("fc_{seq:03}_{i}");
+                let call_id = if id.is_empty() {
+                    format!("call_{seq:03}_{i}")
+                } else {
+                    id.clone()
+                };
+                ev(
+                    "response.output_item.added",
+                    json!({"output_index": i, "item": {
+                    "id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}}),
+                );
+                for p in pieces(input_json) {
+                    ev(
+                        "response.function_call_arguments.delta",
+                        json!({"item_id": item_id, "output_index": i, "delta": p}),
+                    );
+                }
+                if status == "completed" {
+                    ev(
+                        "response.function_call_arguments.done",
+                        json!({"item_id": item_id, "output_index": i, "arguments": input_json}),
+                    );
+                }
+                json!({"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": name, "arguments": input_json})
+            }
+        };
+        ev(
+            "response.output_item.done",
+            json!({"output_index": i, "item": done.clone()}),
+        );
+        done_items.push(done);
+    }
+    let [input, output, cache_read, _] = reply.usage;
+    let usage = json!({"input_tokens": input + cache_read, "input_tokens_details": {"cached_tokens": cache_read},
+        "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + cache_read + output});
+    if incomplete {
+        let mut r = response("incomplete", done_items);
+        r["incomplete_details"] = json!({"reason": stop});
+        r["usage"] = usage;
+        ev("response.incomplete", json!({"response": r}));
+    } else {
+        let mut r = response("completed", done_items);
+        r["usage"] = usage;
+        ev("response.completed", json!({"response": r}));
+    }
+    out
+}
+
 /// The SSE error event of each wire.
 pub(crate) fn error_event(wire: Wire, kind: &str, message: &str) -> String {
     match wire {
@@ -164,6 +319,15 @@ pub(crate) fn error_event(wire: Wire, kind: &str, message: &str) -> String {
         Wire::OpenAi => sse(
             None,
             &json!({"error": {"type": kind, "message": message}}).to_string(),
+        ),
+        // A failure mid-stream ends the response as failed.
+        Wire::OpenAiResponses => sse(
+            Some("response.failed"),
+            &json!({"type": "response.failed", "sequence_number": 9999, "response": {
+                "id": "resp_failed", "object": "response", "status": "failed",
+                "error": {"code": kind, "message": message}, "incomplete_details": null,
+                "output": [], "usage": null}})
+            .to_string(),
         ),
     }
 }
