@@ -126,6 +126,25 @@ impl RecordedRequest {
     /// The text of the last user message (its text blocks joined), where baton puts
     /// its notes to the model.
     pub fn last_user_text(&self) -> String {
+        if let Some(items) = self.body["input"].as_array() {
+            // The user's turn: the items after the model's last one.
+            let start = items
+                .iter()
+                .rposition(|i| {
+                    i["role"] == "assistant"
+                        || i["type"] == "function_call"
+                        || i["type"] == "reasoning"
+                })
+                .map_or(0, |p| p + 1);
+            return items[start..]
+                .iter()
+                .filter(|i| i["role"] == "user")
+                .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+                .filter(|b| b["type"] == "input_text")
+                .filter_map(|b| b["text"].as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
         let msgs = self.messages();
         let Some(m) = msgs.iter().rev().find(|m| m["role"] == "user") else {
             return String::new();

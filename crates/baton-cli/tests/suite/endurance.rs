@@ -96,7 +96,7 @@ fn status_json(p: &Project) -> Value {
 
 #[test]
 fn a_session_that_fills_its_window_hands_off_and_the_run_completes() {
-    for wire in [Wire::Anthropic, Wire::OpenAi] {
+    for wire in [Wire::Anthropic, Wire::OpenAi, Wire::OpenAiResponses] {
         let p = project("[agent]\ncontext_window = 40000\n");
         let rest = three_honest();
         let server = filling_model(wire, 2, the_whole_run(rest));
@@ -326,7 +326,7 @@ fn a_result_of_megabytes_is_cut_and_saved_whole() {
 
 #[test]
 fn a_tool_call_cut_by_the_output_limit_is_never_run() {
-    for wire in [Wire::Anthropic, Wire::OpenAi] {
+    for wire in [Wire::Anthropic, Wire::OpenAi, Wire::OpenAiResponses] {
         let p = Project::with_toml("[agent]\nmax_output_tokens = 1000\n");
         let big = "line of the big file\n".repeat(1_000);
         let (out, server) = {
@@ -356,7 +356,11 @@ fn a_tool_call_cut_by_the_output_limit_is_never_run() {
         };
         assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
         let reqs = server.requests();
-        assert_eq!(reqs[0].body["max_tokens"], 1000);
+        let limit = match wire {
+            Wire::OpenAiResponses => "max_output_tokens",
+            _ => "max_tokens",
+        };
+        assert_eq!(reqs[0].body[limit], 1000);
         let results = tool_results(wire, &reqs[1].body);
         assert!(results[0].2, "{results:?}");
         assert!(
@@ -374,7 +378,11 @@ fn a_tool_call_cut_by_the_output_limit_is_never_run() {
 fn a_quota_wall_is_waited_out_and_the_run_completes() {
     // Anthropic names the reset in anthropic-ratelimit-*-reset (RFC 3339) only; the
     // wall lasts 20 s, far beyond the 2 s retry cap.
-    for (wire, reset) in [(Wire::Anthropic, 20), (Wire::OpenAi, 6)] {
+    for (wire, reset) in [
+        (Wire::Anthropic, 20),
+        (Wire::OpenAi, 6),
+        (Wire::OpenAiResponses, 6),
+    ] {
         let p = project("");
         // The retry cap: 2 s.
         let toml = p

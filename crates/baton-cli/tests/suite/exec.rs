@@ -1,4 +1,4 @@
-//! Whole sessions through `baton exec`, on both wire formats.
+//! Whole sessions through `baton exec`, on every wire format.
 
 use baton_agent::transcript::Event;
 use baton_testkit::{Reply, Step, Wire};
@@ -89,6 +89,11 @@ fn anthropic_multi_tool_session_completes() {
 #[test]
 fn openai_multi_tool_session_completes() {
     multi_tool_session(Wire::OpenAi);
+}
+
+#[test]
+fn openai_responses_multi_tool_session_completes() {
+    multi_tool_session(Wire::OpenAiResponses);
 }
 
 #[test]

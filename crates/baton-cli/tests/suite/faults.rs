@@ -16,7 +16,9 @@ fn every_fault_kind(wire: Wire) {
     let p = Project::new();
     let overloaded = match wire {
         Wire::Anthropic => Step::overloaded(),
-        Wire::OpenAi => Step::error(503, "server_error", "Service Unavailable"),
+        Wire::OpenAi | Wire::OpenAiResponses => {
+            Step::error(503, "server_error", "Service Unavailable")
+        }
     };
     let steps = vec![
         // turn 1
@@ -79,6 +81,11 @@ fn anthropic_survives_every_fault_kind() {
 #[test]
 fn openai_survives_every_fault_kind() {
     every_fault_kind(Wire::OpenAi);
+}
+
+#[test]
+fn openai_responses_survives_every_fault_kind() {
+    every_fault_kind(Wire::OpenAiResponses);
 }
 
 fn bad_tool_calls(wire: Wire) {
@@ -147,10 +154,16 @@ fn openai_bad_tool_calls_get_clear_errors() {
 }
 
 #[test]
+fn openai_responses_bad_tool_calls_get_clear_errors() {
+    bad_tool_calls(Wire::OpenAiResponses);
+}
+
+#[test]
 fn unauthorized_is_not_retried_and_names_the_key() {
     for (wire, var) in [
         (Wire::Anthropic, "ANTHROPIC_API_KEY"),
         (Wire::OpenAi, "OPENAI_API_KEY"),
+        (Wire::OpenAiResponses, "OPENAI_API_KEY"),
     ] {
         let p = Project::new();
         let (out, server) = exec(
@@ -222,7 +235,11 @@ fn exhausted_retries_end_the_session_with_an_error() {
 
 #[test]
 fn cut_by_max_tokens_is_continued() {
-    for (wire, stop) in [(Wire::Anthropic, "max_tokens"), (Wire::OpenAi, "length")] {
+    for (wire, stop) in [
+        (Wire::Anthropic, "max_tokens"),
+        (Wire::OpenAi, "length"),
+        (Wire::OpenAiResponses, "max_output_tokens"),
+    ] {
         let p = Project::new();
         let (out, server) = exec(
             &p,
@@ -235,15 +252,7 @@ fn cut_by_max_tokens_is_continued() {
         );
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert_eq!(stdout(&out), "part two\n");
-        let body = &server.requests()[1].body;
-        let last = body["messages"].as_array().unwrap().last().unwrap().clone();
-        let text = match wire {
-            Wire::Anthropic => last["content"][0]["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            Wire::OpenAi => last["content"].as_str().unwrap_or_default().to_string(),
-        };
+        let text = server.requests()[1].last_user_text();
         assert!(text.contains("cut off by the output token limit"), "{text}");
     }
 }

@@ -94,6 +94,11 @@ pub fn baton(server: &ScriptedServer, wire: Wire) -> Command {
                 .env("OPENAI_API_KEY", "sk-openai-test")
                 .env("OPENAI_BASE_URL", server.openai_base_url());
         }
+        Wire::OpenAiResponses => {
+            c.env("BATON_PROVIDER", "openai-responses")
+                .env("OPENAI_API_KEY", "sk-openai-test")
+                .env("OPENAI_BASE_URL", server.openai_base_url());
+        }
     }
     c
 }
@@ -182,6 +187,26 @@ pub fn tool_results(wire: Wire, body: &Value) -> Vec<(String, String, bool)> {
                     let err = c.starts_with("Error: ");
                     (
                         m["tool_call_id"].as_str().unwrap_or_default().to_string(),
+                        c,
+                        err,
+                    )
+                })
+                .collect();
+            out.reverse();
+            out
+        }
+        Wire::OpenAiResponses => {
+            let items = body["input"].as_array().cloned().unwrap_or_default();
+            let mut out: Vec<(String, String, bool)> = items
+                .iter()
+                .rev()
+                .skip_while(|i| i["type"] != "function_call_output")
+                .take_while(|i| i["type"] == "function_call_output")
+                .map(|i| {
+                    let c = i["output"].as_str().unwrap_or_default().to_string();
+                    let err = c.starts_with("Error: ");
+                    (
+                        i["call_id"].as_str().unwrap_or_default().to_string(),
                         c,
                         err,
                     )
