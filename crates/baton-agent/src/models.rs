@@ -34,6 +34,7 @@ const MODELS: &[(&str, u64, u32)] = &[
     ("gpt-5", 400_000, 128_000),
     ("o3", 200_000, 100_000),
     ("o4-mini", 200_000, 100_000),
+    ("codex-mini", 200_000, 100_000),
 ];
 
 /// The figures for `model`: the table's longest matching prefix, else the defaults

@@ -21,6 +21,13 @@ const DEFAULT_PRICES: &[(&str, f64, f64, f64, f64)] = &[
     ("gpt-4.1", 2.0, 8.0, 0.50, 0.0),
     ("gpt-5-mini", 0.25, 2.0, 0.025, 0.0),
     ("gpt-5", 1.25, 10.0, 0.125, 0.0),
+    // Served on the Responses API (openai-responses); gpt-5-codex is priced as gpt-5.
+    // The pro models have no cached-input discount.
+    ("gpt-5-pro", 15.0, 120.0, 15.0, 0.0),
+    ("o3-pro", 20.0, 80.0, 20.0, 0.0),
+    ("o3", 2.0, 8.0, 0.50, 0.0),
+    ("o4-mini", 1.10, 4.40, 0.275, 0.0),
+    ("codex-mini", 1.50, 6.0, 0.375, 0.0),
 ];
 
 /// Prices by model name or prefix; the longest matching prefix wins.
@@ -85,6 +92,12 @@ mod tests {
         assert_eq!(t.lookup("claude-opus-4-1").map(|p| p.input), Some(15.0));
         assert_eq!(t.lookup("gpt-4o-mini-2024").map(|p| p.input), Some(0.15));
         assert_eq!(t.lookup("llama3"), None);
+        // Responses-API models.
+        assert_eq!(t.lookup("gpt-5-codex").map(|p| p.input), Some(1.25));
+        assert_eq!(t.lookup("gpt-5-pro").map(|p| p.output), Some(120.0));
+        assert_eq!(t.lookup("o3-2025-04-16").map(|p| p.cache_read), Some(0.50));
+        assert_eq!(t.lookup("o3-pro").map(|p| p.input), Some(20.0));
+        assert_eq!(t.lookup("codex-mini-latest").map(|p| p.input), Some(1.50));
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub struct ExecArgs {
     /// The task for the agent.
     #[arg(long)]
     prompt: String,
-    /// Model provider: anthropic, openai or claude-code (an installed Claude Code CLI).
+    /// Model provider: anthropic, openai (chat completions), openai-responses (the
+    /// OpenAI Responses API) or claude-code (an installed Claude Code CLI).
     #[arg(long)]
     provider: Option<String>,
     /// Model name (default: baton.toml, else the provider's default).

@@ -26,7 +26,8 @@ const PROCESSES_FILE: &str = baton_records::layout::PROCESSES;
 /// `baton plan` and `baton new --idea`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ModelFlags {
-    /// Model provider: anthropic, openai or claude-code (an installed Claude Code CLI).
+    /// Model provider: anthropic, openai (chat completions), openai-responses (the
+    /// OpenAI Responses API) or claude-code (an installed Claude Code CLI).
     #[arg(long)]
     pub provider: Option<String>,
     /// Model name.

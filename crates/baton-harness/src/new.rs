@@ -43,7 +43,7 @@ pub fn default_toml(features: u32, kind: Kind, browser: &Browser) -> String {
         r#"# baton.toml: settings of this project for baton. Every key is optional.
 
 [agent]
-# provider = "anthropic"        # or "openai" (any OpenAI-compatible server)
+# provider = "anthropic"        # or "openai" (any OpenAI-compatible server), "openai-responses" (OpenAI's Responses API)
 # model = "claude-sonnet-4-5"
 max_turns = 200                  # model turns per session
 # max_output_tokens = 32000      # default: the model's own limit (16384 if unknown)
