@@ -16,8 +16,19 @@ use crate::wire::{ClientConfig, ModelError, SseReader, parse_tool_input, snippet
 /// The JSON body of a streaming Responses request.
 pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
     let mut input = Vec::new();
+    // Screenshots are sent from the newest back, at most `IMAGES_KEPT` of them.
+    let mut images_left = req
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .map(|b| match b {
+            Block::ToolResult { images, .. } => images.len(),
+            _ => 0,
+        })
+        .sum::<usize>()
+        .saturating_sub(IMAGES_KEPT);
     for m in req.messages {
-        convert(m, &mut input);
+        convert(m, &mut input, &mut images_left);
     }
     let mut body = json!({
         "model": cfg.model,
@@ -46,11 +57,18 @@ pub fn request_body(cfg: &ClientConfig, req: &Request<'_>) -> Value {
     body
 }
 
-/// One message of the conversation as input items, in order.
-fn convert(m: &Message, out: &mut Vec<Value>) {
+/// Images the conversation keeps sending, newest first; older ones are replaced by a
+/// note (they stay on disk as evidence), so screenshots do not grow every request.
+const IMAGES_KEPT: usize = 4;
+
+/// One message of the conversation as input items, in order. `skip_images` counts
+/// down the older images to leave out.
+fn convert(m: &Message, out: &mut Vec<Value>, skip_images: &mut usize) {
     match m.role {
         Role::User => {
             let mut texts = Vec::new();
+            // A function call's output is text; its images follow in a user message.
+            let mut shown = Vec::new();
             for b in &m.content {
                 match b {
                     Block::ToolResult {
@@ -64,11 +82,26 @@ fn convert(m: &Message, out: &mut Vec<Value>) {
                         } else {
                             content.clone()
                         };
-                        if !images.is_empty() {
+                        let mut parts = Vec::new();
+                        for img in images {
+                            if *skip_images > 0 {
+                                *skip_images -= 1;
+                                output.push_str("\n[an older screenshot was left out; it is kept as an evidence file]");
+                            } else {
+                                parts.push(json!({"type": "input_image",
+                                    "image_url": format!("data:{};base64,{}", img.media_type, img.data)}));
+                            }
+                        }
+                        if !parts.is_empty() {
                             output.push_str(&format!(
-                                "\n[{} image(s) omitted: baton sends no images on this API; they are kept as evidence files]",
-                                images.len()
+                                "\n[{} image(s) of this result follow in the next user message]",
+                                parts.len()
                             ));
+                            parts.insert(
+                                0,
+                                json!({"type": "input_text", "text": format!("Image(s) returned by call {tool_use_id}:")}),
+                            );
+                            shown.extend(parts);
                         }
                         out.push(json!({"type": "function_call_output", "call_id": tool_use_id, "output": output}));
                     }
@@ -77,6 +110,9 @@ fn convert(m: &Message, out: &mut Vec<Value>) {
                     }
                     _ => {}
                 }
+            }
+            if !shown.is_empty() {
+                out.push(json!({"type": "message", "role": "user", "content": shown}));
             }
             if !texts.is_empty() {
                 out.push(json!({"type": "message", "role": "user", "content": texts}));
@@ -137,13 +173,17 @@ impl Item {
     fn from_json(v: &Value) -> Self {
         let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
         match v["type"].as_str() {
+            // A refusal is the model's words too.
             Some("message") => Self::Message(
                 v["content"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .filter(|p| p["type"] == "output_text")
-                    .filter_map(|p| p["text"].as_str())
+                    .filter_map(|p| match p["type"].as_str() {
+                        Some("output_text") => p["text"].as_str(),
+                        Some("refusal") => p["refusal"].as_str(),
+                        _ => None,
+                    })
                     .collect(),
             ),
             Some("function_call") => Self::Call {
@@ -230,7 +270,7 @@ pub(crate) async fn read_stream(r: &mut SseReader) -> Result<ModelResponse, Mode
             ("response.output_item.added" | "response.output_item.done", Some(i)) => {
                 items.insert(i, Item::from_json(&v["item"]));
             }
-            ("response.output_text.delta", Some(i)) => {
+            ("response.output_text.delta" | "response.refusal.delta", Some(i)) => {
                 if let Some(Item::Message(t)) = items.get_mut(&i) {
                     t.push_str(v["delta"].as_str().unwrap_or_default());
                 }
@@ -445,6 +485,69 @@ mod tests {
         );
     }
 
+    #[test]
+    fn screenshots_follow_their_output_and_only_the_newest_are_sent() {
+        let shot = |n: usize| crate::model::ImageData {
+            media_type: "image/png".into(),
+            data: format!("PNG{n}"),
+        };
+        let result = |id: &str, images: Vec<crate::model::ImageData>| Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: id.into(),
+                content: "shot".into(),
+                is_error: false,
+                images,
+            }],
+        };
+        let messages = [
+            result("a", vec![shot(1), shot(2)]),
+            result("b", vec![shot(3), shot(4), shot(5)]),
+        ];
+        let body = request_body(
+            &cfg(),
+            &Request {
+                system: "s",
+                tools: &[],
+                messages: &messages,
+                max_tokens: None,
+                cache_key: None,
+            },
+        );
+        let input = body["input"].as_array().unwrap();
+        assert_eq!(input.len(), 4);
+        assert_eq!(input[0]["type"], "function_call_output");
+        let first = input[0]["output"].as_str().unwrap();
+        assert!(
+            first.contains("an older screenshot was left out"),
+            "{first}"
+        );
+        assert!(
+            first.contains("1 image(s) of this result follow"),
+            "{first}"
+        );
+        let urls = |i: &Value| -> Vec<String> {
+            i["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["type"] == "input_image")
+                .map(|p| p["image_url"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(input[1]["role"], "user");
+        assert_eq!(urls(&input[1]), ["data:image/png;base64,PNG2"]);
+        assert_eq!(input[2]["call_id"], "b");
+        assert_eq!(
+            urls(&input[3]),
+            [
+                "data:image/png;base64,PNG3",
+                "data:image/png;base64,PNG4",
+                "data:image/png;base64,PNG5"
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn a_streamed_call_with_reasoning_is_assembled() {
         let r = read(&[
@@ -504,6 +607,19 @@ mod tests {
         assert_eq!(r.stop_reason, StopReason::MaxTokens);
         assert_eq!(r.invalid_inputs.len(), 1);
         assert!(r.invalid_inputs[0].1.contains("output token limit"));
+    }
+
+    #[tokio::test]
+    async fn a_refusal_is_kept_as_text() {
+        let r = read(&[
+            ("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 0, "item": {"type": "message", "role": "assistant",
+                "content": [{"type": "refusal", "refusal": "I can't help with that."}]}})),
+            ("response.completed", json!({"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 5, "output_tokens": 5}}})),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(r.stop_reason, StopReason::EndTurn);
+        assert_eq!(r.text(), "I can't help with that.");
     }
 
     #[tokio::test]
