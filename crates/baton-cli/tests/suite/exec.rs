@@ -96,6 +96,32 @@ fn openai_responses_multi_tool_session_completes() {
     multi_tool_session(Wire::OpenAiResponses);
 }
 
+/// On the Responses API every session of a project sends the same
+/// `prompt_cache_key` (another project another), with nothing stored server-side.
+#[test]
+fn openai_responses_sessions_of_a_project_share_one_cache_key() {
+    let key_of = |p: &Project| {
+        let (out, server) = exec(
+            p,
+            Wire::OpenAiResponses,
+            vec![Step::Reply(Reply::text("ok"))],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let req = &server.requests()[0];
+        assert_eq!(req.path, "/v1/responses");
+        assert_eq!(req.header("authorization"), Some("Bearer sk-openai-test"));
+        assert_eq!(req.body["store"], false);
+        assert_eq!(req.body["model"], "gpt-5");
+        assert_eq!(req.first_user_text(), "do the task");
+        req.body["prompt_cache_key"].as_str().unwrap().to_string()
+    };
+    let p = Project::new();
+    let first = key_of(&p);
+    assert_eq!(key_of(&p), first);
+    assert_ne!(key_of(&Project::new()), first);
+}
+
 #[test]
 fn max_turns_stops_with_exit_2() {
     let p = Project::new();

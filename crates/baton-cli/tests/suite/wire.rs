@@ -235,3 +235,81 @@ fn openai_cached_tokens_are_split_from_input() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn openai_responses_request_shape_reasoning_replay_and_usage() {
+    let p = Project::new();
+    let (out, server) = exec(
+        &p,
+        Wire::OpenAiResponses,
+        vec![
+            Step::Reply(
+                Reply::tool("Bash", json!({"command": "exit 3"}))
+                    .with_text("Trying.")
+                    .with_thinking("Check the exit code.", "enc-abc")
+                    .with_usage(100, 7, 900, 0),
+            ),
+            Step::Reply(Reply::text("done")),
+        ],
+        &["--model", "o4-mini"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &server.requests()[1];
+    assert_eq!(r.path, "/v1/responses");
+    assert_eq!(r.body["model"], "o4-mini");
+    assert!(
+        r.body["instructions"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+    );
+    let tools = r.body["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 6);
+    assert_eq!(tools[1]["type"], "function");
+    assert_eq!(tools[1]["name"], "Read");
+    assert!(tools[1]["parameters"].is_object());
+    let input = r.body["input"].as_array().unwrap();
+    assert_eq!(
+        input[0],
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "do the task"}]})
+    );
+    assert_eq!(
+        input[1],
+        json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": "Check the exit code."}], "encrypted_content": "enc-abc"})
+    );
+    assert_eq!(
+        input[2],
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Trying."}]})
+    );
+    assert_eq!(input[3]["type"], "function_call");
+    assert_eq!(input[3]["name"], "Bash");
+    let args: serde_json::Value =
+        serde_json::from_str(input[3]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"command": "exit 3"}));
+    assert_eq!(
+        input[4],
+        json!({"type": "function_call_output", "call_id": input[3]["call_id"], "output": "Error: Exit code: 3"})
+    );
+    assert_eq!(input.len(), 5);
+    // The transcript keeps the reasoning; cached input counts as cache reads.
+    let t = p.transcript(1);
+    let first = t
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::Assistant { content, usage, .. } => Some((content.clone(), *usage)),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        matches!(&first.0[0], baton_agent::model::Block::Reasoning { encrypted_content, .. } if encrypted_content == "enc-abc"),
+        "{:?}",
+        first.0
+    );
+    assert_eq!(
+        (
+            first.1.input_tokens,
+            first.1.output_tokens,
+            first.1.cache_read_tokens
+        ),
+        (100, 7, 900)
+    );
+}
