@@ -138,6 +138,17 @@ impl Ctx {
         if let Some(w) = o.window.filter(|&w| w >= 1_000 && w < self.window) {
             said.push(format!("the window is {w} tokens, not {}", self.window));
             self.window = w;
+        } else if o.window.is_none() && o.tokens.is_none() {
+            // A server that names no numbers (the Responses API): the request it
+            // refused did not fit, so the window is at most about its size.
+            let size = self.estimate();
+            if size >= 1_000 && size < self.window {
+                said.push(format!(
+                    "the window is at most about {size} tokens, not {}",
+                    self.window
+                ));
+                self.window = size;
+            }
         }
         match o.tokens.filter(|&t| t > 0) {
             Some(t) => self.observe(chars, t),
@@ -350,6 +361,24 @@ mod tests {
         assert_eq!(said, "the window is 40000 tokens, not 200000");
         assert_eq!(c.window, 40_000);
         assert_eq!(c.overflows, 1);
+    }
+
+    #[test]
+    fn a_refusal_without_numbers_bounds_the_window_by_the_request() {
+        let msgs = vec![Message::user_text("x".repeat(150_000))];
+        let mut c = Ctx::new(200_000, 0.8, 0);
+        c.recount_from(&msgs, 0);
+        c.observe(c.total_chars(), 50_000);
+        let said = c.learn(
+            &ContextOverflow {
+                tokens: None,
+                window: None,
+            },
+            c.total_chars(),
+        );
+        assert_eq!(said, "the window is at most about 50000 tokens, not 200000");
+        assert_eq!(c.window, 50_000);
+        assert!(!c.fits());
     }
 
     #[test]

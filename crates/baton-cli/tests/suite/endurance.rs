@@ -144,7 +144,7 @@ fn a_session_that_fills_its_window_hands_off_and_the_run_completes() {
 
 #[test]
 fn compaction_replaces_the_conversation_and_the_session_goes_on() {
-    for wire in [Wire::Anthropic, Wire::OpenAi] {
+    for wire in [Wire::Anthropic, Wire::OpenAi, Wire::OpenAiResponses] {
         let p = project("[agent]\ncontext_window = 40000\ncontext = \"compact\"\n");
         // After the compaction the session implements feature 1 itself.
         let rest = three_honest();
@@ -205,7 +205,11 @@ fn compaction_replaces_the_conversation_and_the_session_goes_on() {
                 .first_user_text()
                 .contains("# Brief from baton (session 2)")
         );
-        let msgs = after.body["messages"].as_array().unwrap().len();
+        let msgs = after.body["messages"]
+            .as_array()
+            .or(after.body["input"].as_array())
+            .unwrap()
+            .len();
         assert!(msgs <= 2, "{msgs} messages after compaction");
         // Session 2 made feature 1 pass after its compaction.
         let s = status_json(&p);
@@ -271,6 +275,40 @@ fn a_context_length_error_teaches_the_window_and_is_never_fatal() {
         .flatten()
         .collect();
     assert!(!outputs.is_empty());
+}
+
+#[test]
+fn a_context_length_error_without_numbers_bounds_the_window() {
+    // The Responses API says only that the input exceeds the window: baton believes
+    // 200k, the server has 40k. The refused request's size bounds the window.
+    let wire = Wire::OpenAiResponses;
+    let p = project("[agent]\ncontext_window = 200000\nmax_output_tokens = 8000\n");
+    let rest = three_honest();
+    let server = filling_model(wire, 2, the_whole_run(rest));
+    let out = run_on(&server, wire, &p, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0);
+    assert_eq!(server.refused("context"), 1);
+    let t = p.transcript(2);
+    assert_consistent(&t);
+    assert_eq!(end_of(&t).0, "context_full");
+    let (reason, window) = t
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::Handoff { reason, window, .. } => Some((reason.clone(), *window)),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        reason.contains("exceeds the context window")
+            && reason.contains("the window is at most about"),
+        "{reason}"
+    );
+    assert!(window < 200_000, "{window}");
+    // The wrap-up happened: its notes are committed.
+    assert!(
+        super::run::git(&p, &["log", "--oneline"]).contains("Notes before the context ran out")
+    );
 }
 
 #[test]
