@@ -312,4 +312,14 @@ fn openai_responses_request_shape_reasoning_replay_and_usage() {
         ),
         (100, 7, 900)
     );
+    // `baton log` shows the reasoning's summary.
+    let log = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["log", p.path().to_str().unwrap(), "--session", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&log).contains("(reasoning) Check the exit code."),
+        "{}",
+        stdout(&log)
+    );
 }
