@@ -27,6 +27,18 @@ struct Targets {
     log: PathBuf,
 }
 
+impl Targets {
+    fn of(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> Self {
+        Self {
+            command: cfg.command.clone(),
+            webhook,
+            format: cfg.format.clone(),
+            timeout: Duration::from_secs(cfg.timeout_secs.max(1)),
+            log: dir.join(baton_records::layout::DIR).join("notify.log"),
+        }
+    }
+}
+
 /// Sends a run's events to the person, off the run's path.
 pub struct Notifier {
     project: String,
@@ -41,13 +53,7 @@ impl Notifier {
         if cfg.command.is_empty() && webhook.is_none() {
             return None;
         }
-        let targets = Targets {
-            command: cfg.command.clone(),
-            webhook,
-            format: cfg.format.clone(),
-            timeout: Duration::from_secs(cfg.timeout_secs.max(1)),
-            log: dir.join(baton_records::layout::DIR).join("notify.log"),
-        };
+        let targets = Targets::of(cfg, webhook, dir);
         let (tx, rx) = mpsc::channel::<Value>();
         let worker = std::thread::Builder::new()
             .name("baton-notify".into())
@@ -154,13 +160,7 @@ fn send_now(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> anyhow::
             dir.join(baton_config::CONFIG_FILE).display()
         );
     }
-    let targets = Targets {
-        command: cfg.command.clone(),
-        webhook,
-        format: cfg.format.clone(),
-        timeout: Duration::from_secs(cfg.timeout_secs.max(1)),
-        log: dir.join(baton_records::layout::DIR).join("notify.log"),
-    };
+    let targets = Targets::of(cfg, webhook, dir);
     let event = json!({
         "event": "test",
         "project": dir.display().to_string(),
