@@ -460,21 +460,7 @@ impl Config {
             field: field.to_string(),
             message: message.to_string(),
         };
-        if !["json", "slack", "ntfy"].contains(&self.notify.format.as_str()) {
-            return Err(invalid(
-                "notify.format",
-                &format!(
-                    "{:?} is not a format: use \"json\", \"slack\" or \"ntfy\"",
-                    self.notify.format
-                ),
-            ));
-        }
-        if self.notify.webhook_env.contains("://") {
-            return Err(invalid(
-                "notify.webhook_env",
-                "names the environment variable that holds the webhook URL, not the URL itself (a URL in baton.toml is readable by the agent): e.g. webhook_env = \"BATON_WEBHOOK_URL\"",
-            ));
-        }
+        self.notify.validate(path)?;
         if let Some(p) = &self.agent.provider
             && p != "anthropic"
             && p != "openai"
@@ -731,5 +717,26 @@ mod tests {
             })
         );
         Ok(())
+    }
+
+    #[test]
+    fn notify_takes_a_known_format_and_the_webhooks_variable_not_its_url() {
+        let bad = Config::from_toml_str("[notify]\nformat = \"xml\"\n", "baton.toml");
+        assert!(
+            matches!(&bad, Err(ConfigError::Invalid { field, .. }) if field == "notify.format"),
+            "{bad:?}"
+        );
+        let url = Config::from_toml_str(
+            "[notify]\nwebhook_env = \"https://hooks.example/x\"\n",
+            "baton.toml",
+        );
+        assert!(
+            matches!(&url, Err(ConfigError::Invalid { field, .. }) if field == "notify.webhook_env"),
+            "{url:?}"
+        );
+        // The variable is a secret: the agent never gets it.
+        let ok = Config::from_toml_str("[notify]\nwebhook_env = \"HOOK\"\n", "baton.toml")
+            .unwrap_or_default();
+        assert!(ok.policy.secret_env.contains(&"HOOK".to_string()));
     }
 }

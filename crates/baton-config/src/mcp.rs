@@ -67,6 +67,33 @@ pub struct NotifyConfig {
     pub timeout_secs: u64,
 }
 
+impl NotifyConfig {
+    /// A known format, and a variable's name where the URL's variable goes.
+    pub(crate) fn validate(&self, path: &std::path::Path) -> Result<(), crate::ConfigError> {
+        let invalid = |field: &str, message: String| crate::ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field: field.to_string(),
+            message,
+        };
+        if !["json", "slack", "ntfy"].contains(&self.format.as_str()) {
+            return Err(invalid(
+                "notify.format",
+                format!(
+                    "{:?} is not a format: use \"json\", \"slack\" or \"ntfy\"",
+                    self.format
+                ),
+            ));
+        }
+        if self.webhook_env.contains("://") {
+            return Err(invalid(
+                "notify.webhook_env",
+                "names the environment variable that holds the webhook URL, not the URL itself (a URL in baton.toml is readable by the agent): e.g. webhook_env = \"BATON_WEBHOOK_URL\"".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for NotifyConfig {
     fn default() -> Self {
         Self {
