@@ -168,6 +168,9 @@ pub trait Reporter: Send + Sync {
     /// In a parallel run: what agent `agent` is doing now, in a few words (its
     /// feature, turn, tokens, the tool it runs).
     fn agent_status(&self, _agent: u32, _status: &str) {}
+    /// In a parallel run: agent `agent`'s session waits out a quota until its reset
+    /// (a run of one tells its session's observer instead).
+    fn agent_waits(&self, _agent: u32, _notice: &baton_agent::client::RetryNotice) {}
 }
 
 /// What runs the sessions.

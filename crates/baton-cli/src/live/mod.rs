@@ -473,6 +473,18 @@ impl Reporter for RunView {
         self.face.agent_status(agent, status);
     }
 
+    fn agent_waits(&self, agent: u32, n: &RetryNotice) {
+        self.face.message(&format!(
+            "[agent {agent}] ⏸ quota reached; waiting {} for the reset, until {}: {}",
+            baton_records::human::wait(n.delay),
+            clock_in(n.delay),
+            both_ends(&n.error, 200)
+        ));
+        if let Some(x) = &self.notices {
+            x.waiting(None, n);
+        }
+    }
+
     fn line(&self, text: &str) {
         self.face.message(text);
     }

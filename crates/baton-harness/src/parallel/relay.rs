@@ -22,6 +22,8 @@ pub(super) enum Note {
     Line(String),
     /// What the agent is doing now.
     Status(u32, String),
+    /// The agent's session waits out a quota until its reset.
+    Wait(u32, baton_agent::client::RetryNotice),
 }
 
 impl Note {
@@ -30,6 +32,7 @@ impl Note {
         match self {
             Note::Line(l) => reporter.line(&l),
             Note::Status(a, s) => reporter.agent_status(a, &s),
+            Note::Wait(a, n) => reporter.agent_waits(a, &n),
         }
     }
 }
@@ -74,6 +77,10 @@ impl Watch {
 }
 
 impl baton_agent::session::Observer for Watch {
+    fn wait(&self, _turn: u32, n: &baton_agent::client::RetryNotice) {
+        let _ = self.notes.send(Note::Wait(self.agent, n.clone()));
+    }
+
     fn tool_start(&self, name: &str, _input: &serde_json::Value) {
         self.say(Some(name));
     }

@@ -1024,6 +1024,8 @@ async fn agents_that_meet_a_quota_wall_together_wait_it_out_and_finish() {
         assert_eq!(sessions.len(), 1, "feature {n}: {said}");
     }
     assert!(state.features.values().all(|r| r.attempts == 0), "{said}");
+    // The run's reporter heard of the agents' waits (for the live view and notify).
+    assert!(said.contains(" waits for a quota"), "{said}");
 }
 
 /// A session whose context fills hands off: it commits its partial work and its

@@ -37,6 +37,13 @@ impl Reporter for Lines {
     fn agent_status(&self, agent: u32, status: &str) {
         self.1.lock().unwrap().push((agent, status.to_string()));
     }
+
+    fn agent_waits(&self, agent: u32, _notice: &baton_agent::client::RetryNotice) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("agent {agent} waits for a quota"));
+    }
 }
 
 /// Working copies with every call allowed (the policy has tests of its own).
