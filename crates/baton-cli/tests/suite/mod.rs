@@ -1,6 +1,7 @@
 mod boundary;
 mod browser;
 mod claude_code;
+mod deploy;
 mod endurance;
 mod events;
 mod exec;
