@@ -12,6 +12,7 @@ mod policy_cmd;
 mod report_cmd;
 mod run_cmd;
 mod secrets;
+mod serve;
 mod setup;
 
 use std::path::PathBuf;
@@ -142,6 +143,12 @@ enum Command {
     /// Write the run report: one self-contained HTML page (charts, features with
     /// the session and commit that made them pass, gate findings, costs, budget left).
     Report(report_cmd::ReportArgs),
+    /// A live dashboard of projects in the browser, read-only: `/` lists them, `/p/N`
+    /// shows one (its features as a board, cost against budget, sessions, the notes'
+    /// tail and the running session's transcript), updated as the records change.
+    /// Prints the URL on stderr and serves until Ctrl-C. An address that is not
+    /// loopback needs --token-env.
+    Serve(serve::ServeArgs),
     /// The command policy: `baton policy check [--json] [--dir DIR] -- COMMAND`
     /// judges a bash command as the agent's Bash tool would here (inside the bubblewrap
     /// sandbox where it works and [sandbox] is on; exit 0 allowed, 1 refused).
@@ -208,6 +215,7 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args, &secrets),
         Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Serve(args) => serve::run(args),
         Command::Policy(args) => policy_cmd::run(args),
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Hook(args) => hook_cmd::run(args),

@@ -25,7 +25,12 @@ mod svg;
 use std::path::PathBuf;
 
 pub use analysis::{Analysis, FeatureFacts, Findings, Since};
+pub use fmt::escape;
 pub use records::{Feature, Records, flip_backs};
+
+/// The report page's style sheet (light and dark themes), for other pages of
+/// baton's (the `baton serve` dashboard) to look the same.
+pub const STYLE: &str = include_str!("style.css");
 
 /// An error reading a project's records.
 #[derive(Debug, thiserror::Error)]
