@@ -363,12 +363,14 @@ fn fingerprint(p: &Project) -> Vec<(u64, Option<SystemTime>)> {
 /// The server-sent-events stream of one project: `event: change` whenever its
 /// records change, a comment every 15 s, until the client goes away.
 async fn events(p: &Project, stream: TcpStream) -> std::io::Result<()> {
+    // Taken before the answer starts: a change right after the client sees the
+    // stream open is reported.
+    let mut last = fingerprint(p);
     let (mut rd, mut wr) = stream.into_split();
     wr.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\nconnection: close\r\n\r\nretry: 1000\n\n",
     )
     .await?;
-    let mut last = fingerprint(p);
     let mut beat = tokio::time::Instant::now();
     let mut buf = [0u8; 256];
     loop {
@@ -492,7 +494,7 @@ fn project_page(p: &Project, i: usize, q: &str) -> String {
         r#"<script>(function(){{var busy=false,again=false,live=document.getElementById('live');
 function load(){{if(busy){{again=true;return;}}busy=true;fetch('/p/{i}/board{q}',{{cache:'no-store'}}).then(function(r){{return r.ok?r.text():Promise.reject(r.status);}}).then(function(t){{document.getElementById('board').innerHTML=t;}}).catch(function(){{}}).finally(function(){{busy=false;if(again){{again=false;load();}}}});}}
 var es=new EventSource('/p/{i}/events{q}');es.addEventListener('change',load);
-es.onopen=function(){{live.textContent='live';live.className='pill ok';}};es.onerror=function(){{live.textContent='reconnecting';live.className='pill warn';}};}})();</script></main></body></html>"#
+es.onopen=function(){{live.textContent='live';live.className='pill ok';load();}};es.onerror=function(){{live.textContent='reconnecting';live.className='pill warn';}};}})();</script></main></body></html>"#
     );
     o
 }
@@ -553,33 +555,41 @@ fn board(p: &Project) -> String {
     let deferred: std::collections::BTreeSet<usize> =
         st.needs_person.deferred.iter().map(|d| d.number).collect();
     o.push_str(r#"<h2>Board</h2><section class="board">"#);
-    // In progress: the session running now.
+    // In progress: the session running now (state.json's in_progress) and its target.
     let mut progress = String::new();
-    if is_running {
-        let session = transcript
-            .as_ref()
-            .and_then(|t| t.file_stem())
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+    let in_progress = baton_records::State::load(&p.files.dir)
+        .ok()
+        .and_then(|s| s.in_progress);
+    let in_progress = in_progress.filter(|_| is_running);
+    let target = in_progress.as_ref().and_then(|ip| ip.target);
+    if let Some(ip) = in_progress {
         let _ = write!(
             progress,
-            "<li>session {}<small>running now</small></li>",
-            escape(&session)
+            "<li>session {} ({})<small>running now</small></li>",
+            ip.number,
+            escape(ip.kind.name())
         );
-        if let Some(next) = st.next.first() {
+        if let Some(n) = ip.target {
+            let desc = list
+                .features
+                .get(n.wrapping_sub(1))
+                .map(|f| f.description.as_str())
+                .unwrap_or_default();
             card(
                 &mut progress,
-                next.number,
-                &next.description,
-                "next in line",
+                n,
+                desc,
+                &format!("in progress · session {}'s target", ip.number),
             );
         }
+    } else if is_running {
+        progress.push_str("<li>a run holds the project<small>between sessions</small></li>");
     }
     column(&mut o, "progress", "In progress", &progress);
     let mut failing = String::new();
     for (i, f) in list.features.iter().enumerate() {
         let n = i + 1;
-        if !f.passes && !blocked.contains(&n) && !deferred.contains(&n) {
+        if !f.passes && !blocked.contains(&n) && !deferred.contains(&n) && target != Some(n) {
             card(
                 &mut failing,
                 n,
@@ -617,12 +627,16 @@ fn board(p: &Project) -> String {
             .get(proof.feature - 1)
             .map(|f| f.description.as_str())
             .unwrap_or_default();
-        let by = match proof.session {
-            Some(s) => format!(
-                "passing · proven by {} in session {s}: {}",
-                proof.by, proof.detail
-            ),
-            None => format!("passing · proven by {}: {}", proof.by, proof.detail),
+        let by = if proof.by == "unrecorded" {
+            "passing · no proof on record".to_string()
+        } else {
+            match proof.session {
+                Some(s) => format!(
+                    "passing · proven by {} in session {s}: {}",
+                    proof.by, proof.detail
+                ),
+                None => format!("passing · proven by {}: {}", proof.by, proof.detail),
+            }
         };
         card(&mut pass, proof.feature, desc, &by);
     }

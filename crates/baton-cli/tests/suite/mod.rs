@@ -17,6 +17,7 @@ mod reliability;
 mod report;
 mod run;
 mod secrets;
+mod serve;
 mod set_aside;
 mod spawner;
 mod status_log;

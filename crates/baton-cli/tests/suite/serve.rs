@@ -1,0 +1,373 @@
+//! `baton serve`: the dashboard over plain HTTP on 127.0.0.1 (404, 405, the token),
+//! and in the real Chromium through the real Playwright MCP server: the board shows
+//! the features and follows the records as they change, without a reload.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use baton_config::BrowserConfig;
+use baton_mcp::{McpHub, playwright_spec};
+use baton_testkit::browser::browser_parts;
+use baton_tools::{ExternalTools as _, ToolOutput};
+use serde_json::{Value, json};
+
+use super::*;
+
+/// A running `baton serve`, stopped when dropped.
+struct Serving {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `baton serve DIR --bind 127.0.0.1:0 EXTRA…` with `env`; its address, read from
+/// the URL it prints on stderr.
+fn serve(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Serving {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));
+    c.arg("serve")
+        .arg(dir)
+        .args(["--bind", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    // Held by `Serving` from the start, so it is killed and waited for however
+    // this ends.
+    let mut serving = Serving {
+        child: c.spawn().unwrap(),
+        addr: String::new(),
+    };
+    let stderr = serving.child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = String::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(30)) {
+        said.push_str(&line);
+        said.push('\n');
+        if let Some(at) = line.find("http://") {
+            let addr = line[at + 7..].split('/').next().unwrap().to_string();
+            assert!(addr.starts_with("127.0.0.1:"), "{line}");
+            serving.addr = addr;
+            return serving;
+        }
+    }
+    panic!("baton serve printed no URL: {said}");
+}
+
+/// A raw request; the status line and the body.
+fn request(addr: &str, raw: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or_default().to_string(),
+        body.to_string(),
+    )
+}
+
+fn get(addr: &str, path: &str) -> (String, String) {
+    request(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"),
+    )
+}
+
+fn list(passing: [bool; 3]) -> String {
+    let descs = [
+        "A visitor can sign up with an email",
+        "The greeting shows the visitor's <name>",
+        "Payments go through Stripe",
+    ];
+    let l: Vec<Value> = descs
+        .iter()
+        .zip(passing)
+        .map(|(d, p)| json!({"category": "functional", "description": d, "steps": ["open"], "passes": p}))
+        .collect();
+    serde_json::to_string_pretty(&l).unwrap()
+}
+
+fn session(n: u32, flipped: &[usize]) -> Value {
+    let start = 1_736_154_000_000u64 + u64::from(n) * 3_600_000;
+    json!({
+        "number": n, "kind": if n == 1 { "initializer" } else { "coding" },
+        "started_ms": start, "ended_ms": start + 600_000, "outcome": "completed", "turns": 12,
+        "usage": {"input_tokens": 1000, "output_tokens": 200, "cache_read_tokens": 0, "cache_write_tokens": 0},
+        "cost_usd": 0.25, "commits": 1,
+        "gates": {"flipped": flipped, "unflipped": [], "violations": [], "leftover_files": [],
+                  "notes_updated": true, "refusals": 0},
+    })
+}
+
+/// Write the records as a session's end does: the list (the file and the accepted
+/// copy), the state, the notes.
+fn write_records(dir: &Path, passing: [bool; 3], sessions: &[Value]) {
+    std::fs::create_dir_all(dir.join(".baton/sessions")).unwrap();
+    std::fs::write(dir.join("feature_list.json"), list(passing)).unwrap();
+    std::fs::write(dir.join(".baton/accepted_feature_list.json"), list(passing)).unwrap();
+    let state = json!({"version": 1, "sessions": sessions, "in_progress": null, "stalled": 0,
+        "features": {"3": {"attempts": 1, "blocked": "needs a Stripe test key in STRIPE_KEY", "blocked_in": 2}}});
+    std::fs::write(
+        dir.join(".baton/state.json"),
+        serde_json::to_string_pretty(&state).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("claude-progress.txt"),
+        format!("Session {}: worked on the greeting.\n", sessions.len()),
+    )
+    .unwrap();
+}
+
+/// A project with one feature passing, one failing, one blocked, and a transcript.
+fn fixture() -> Project {
+    let p = Project::new();
+    write_records(
+        p.path(),
+        [true, false, false],
+        &[session(1, &[]), session(2, &[1])],
+    );
+    let transcript = [
+        json!({"t_ms": 1, "type": "assistant", "turn": 1, "content": [
+            {"type": "text", "text": "I will check the sign-up form."},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm test"}}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}, "cost_usd": 0.0}),
+        json!({"t_ms": 2, "type": "tool_result", "turn": 1, "tool_use_id": "t1", "name": "Bash",
+            "content": "12 passing", "is_error": false, "duration_ms": 5}),
+    ]
+    .iter()
+    .map(|v| v.to_string() + "\n")
+    .collect::<String>();
+    std::fs::write(p.path().join(".baton/sessions/0002.jsonl"), transcript).unwrap();
+    p
+}
+
+#[test]
+fn serve_answers_get_only_and_unknown_paths_with_404() {
+    let p = fixture();
+    let s = serve(p.path(), &[], &[]);
+    let (status, body) = get(&s.addr, "/");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.contains(r#"href="/p/0""#), "{body}");
+    assert!(body.contains("1/3"), "{body}");
+    let (status, body) = get(&s.addr, "/p/0");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    // The project's text is escaped.
+    assert!(
+        body.contains("The greeting shows the visitor&#39;s &lt;name&gt;"),
+        "{body}"
+    );
+    assert!(!body.contains("<name>"), "{body}");
+    assert!(
+        body.contains("blocked: needs a Stripe test key in STRIPE_KEY"),
+        "{body}"
+    );
+    assert!(
+        body.contains("→ Bash {&quot;command&quot;:&quot;npm test&quot;}"),
+        "{body}"
+    );
+    let (status, _) = get(&s.addr, "/p/0/board");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    for path in ["/nope", "/p/1", "/p/01", "/p/0/x", "/p/-1/board"] {
+        assert_eq!(get(&s.addr, path).0, "HTTP/1.1 404 Not Found", "{path}");
+    }
+    for method in ["POST", "PUT", "DELETE"] {
+        let (status, _) = request(
+            &s.addr,
+            &format!("{method} /p/0 HTTP/1.1\r\ncontent-length: 0\r\n\r\n"),
+        );
+        assert_eq!(status, "HTTP/1.1 405 Method Not Allowed", "{method}");
+    }
+    // A request head past the bound is refused, not read on.
+    let huge = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(20_000));
+    let (status, _) = request(&s.addr, &huge);
+    assert_eq!(status, "HTTP/1.1 431 Request Header Fields Too Large");
+    // The events stream says when the records change.
+    let mut ev = TcpStream::connect(&s.addr).unwrap();
+    ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    ev.write_all(b"GET /p/0/events HTTP/1.1\r\n\r\n").unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 1024];
+    while !seen.contains("retry:") {
+        let n = ev.read(&mut buf).unwrap();
+        assert!(n > 0, "{seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("text/event-stream"), "{seen}");
+    write_records(
+        p.path(),
+        [true, true, false],
+        &[session(1, &[]), session(2, &[1]), session(3, &[2])],
+    );
+    while !seen.contains("event: change") {
+        let n = ev.read(&mut buf).unwrap();
+        assert!(n > 0, "{seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_a_token_and_checks_the_token() {
+    let p = fixture();
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("serve")
+        .arg(p.path())
+        .args(["--bind", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("not a loopback address"), "{err}");
+    assert!(err.contains("--token-env NAME"), "{err}");
+    // A token named by a variable that is not set is an error too.
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("serve")
+        .arg(p.path())
+        .args([
+            "--bind",
+            "127.0.0.1:0",
+            "--token-env",
+            "BATON_TEST_NO_SUCH_VAR",
+        ])
+        .env_remove("BATON_TEST_NO_SUCH_VAR")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("BATON_TEST_NO_SUCH_VAR"),
+        "{}",
+        stderr(&out)
+    );
+
+    let s = serve(
+        p.path(),
+        &["--token-env", "BATON_TEST_SERVE_TOKEN"],
+        &[("BATON_TEST_SERVE_TOKEN", "s3cret/+x")],
+    );
+    for path in [
+        "/",
+        "/p/0",
+        "/p/0/board",
+        "/p/0/events",
+        "/p/0?token=wrong",
+        "/nope",
+    ] {
+        assert_eq!(get(&s.addr, path).0, "HTTP/1.1 401 Unauthorized", "{path}");
+    }
+    let (status, body) = get(&s.addr, "/?token=s3cret%2F%2Bx");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    // The links carry the token on.
+    assert!(
+        body.contains(r#"href="/p/0?token=s3cret%2F%2Bx""#),
+        "{body}"
+    );
+    let (status, _) = request(
+        &s.addr,
+        &format!(
+            "GET /p/0/board HTTP/1.1\r\nauthorization: Bearer s3cret/+x\r\nhost: {}\r\n\r\n",
+            s.addr
+        ),
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+}
+
+async fn call(hub: &McpHub, tool: &str, input: Value) -> ToolOutput {
+    let out = hub.call(&format!("mcp__playwright__{tool}"), &input).await;
+    assert!(!out.is_error, "{tool} failed: {}", out.content);
+    out
+}
+
+#[test]
+fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
+    let Some(parts) =
+        browser_parts("serve_dashboard_in_real_chromium_follows_the_records_without_a_reload")
+    else {
+        return;
+    };
+    let p = fixture();
+    let s = serve(p.path(), &[], &[]);
+    let browser_home = tempfile::tempdir().unwrap();
+    let browser = BrowserConfig {
+        enabled: true,
+        chromium: parts.chromium.display().to_string(),
+        command: vec!["node".into(), parts.cli.display().to_string()],
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let hub = McpHub::start(vec![playwright_spec(&browser, browser_home.path())])
+            .await
+            .unwrap();
+        call(
+            &hub,
+            "browser_navigate",
+            json!({"url": format!("http://{}/p/0", s.addr)}),
+        )
+        .await;
+        let snap = call(&hub, "browser_snapshot", json!({})).await.content;
+        eprintln!("snapshot:\n{snap}");
+        assert!(
+            snap.contains("The greeting shows the visitor's <name>"),
+            "{snap}"
+        );
+        assert!(snap.contains("Failing (1)"), "{snap}");
+        assert!(snap.contains("Passing (1)"), "{snap}");
+        assert!(snap.contains("blocked: needs a Stripe test key"), "{snap}");
+        assert!(snap.contains("I will check the sign-up form."), "{snap}");
+
+        // A session ends: feature 2 passes. The page follows without a reload.
+        write_records(
+            p.path(),
+            [true, true, false],
+            &[session(1, &[]), session(2, &[1]), session(3, &[2])],
+        );
+        let mut snap = String::new();
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            snap = call(&hub, "browser_snapshot", json!({})).await.content;
+            if snap.contains("Passing (2)") {
+                break;
+            }
+        }
+        eprintln!("snapshot after:\n{snap}");
+        assert!(snap.contains("Passing (2)"), "{snap}");
+        assert!(snap.contains("Failing (0)"), "{snap}");
+        assert!(snap.contains("2/3"), "{snap}");
+
+        // `BATON_DASHBOARD_PNG=PATH` keeps a screenshot (docs/img/dashboard.png).
+        let shot = call(
+            &hub,
+            "browser_take_screenshot",
+            json!({"scale": "css", "fullPage": true}),
+        )
+        .await;
+        assert_eq!(shot.images.len(), 1, "{}", shot.content);
+        if let Some(path) = std::env::var_os("BATON_DASHBOARD_PNG") {
+            use base64::Engine as _;
+            let png = base64::engine::general_purpose::STANDARD
+                .decode(&shot.images[0].data)
+                .unwrap();
+            std::fs::write(path, png).unwrap();
+        }
+        hub.shutdown().await;
+    });
+}
