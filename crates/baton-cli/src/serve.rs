@@ -688,7 +688,7 @@ fn board(p: &Project) -> String {
 }
 
 fn column(o: &mut String, class: &str, title: &str, items: &str) {
-    let count = items.matches("<li").count();
+    let count = items.matches(r#"<li id="f-"#).count();
     let _ = write!(
         o,
         r#"<div class="col {class}"><h3>{title} ({count})</h3><ul>{items}</ul></div>"#

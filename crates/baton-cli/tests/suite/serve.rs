@@ -117,18 +117,53 @@ fn session(n: u32, flipped: &[usize]) -> Value {
 }
 
 /// Write the records as a session's end does: the list (the file and the accepted
-/// copy), the state, the notes.
-fn write_records(dir: &Path, passing: [bool; 3], sessions: &[Value]) {
+/// copy), the state, the ledger's flips (each proven by its verify command), the
+/// notes. With `running`, session `sessions.len() + 1` is under way on feature 2:
+/// state.json says so and the run lock names a live process (this test's).
+fn write_records(dir: &Path, passing: [bool; 3], sessions: &[Value], running: bool) {
     std::fs::create_dir_all(dir.join(".baton/sessions")).unwrap();
     std::fs::write(dir.join("feature_list.json"), list(passing)).unwrap();
     std::fs::write(dir.join(".baton/accepted_feature_list.json"), list(passing)).unwrap();
-    let state = json!({"version": 1, "sessions": sessions, "in_progress": null, "stalled": 0,
+    let next = sessions.len() + 1;
+    let in_progress = if running {
+        json!({"number": next, "kind": "coding", "started_ms": 1_736_170_000_000u64, "target": 2})
+    } else {
+        Value::Null
+    };
+    let state = json!({"version": 1, "sessions": sessions, "in_progress": in_progress, "stalled": 0,
         "features": {"3": {"attempts": 1, "blocked": "needs a Stripe test key in STRIPE_KEY", "blocked_in": 2}}});
     std::fs::write(
         dir.join(".baton/state.json"),
         serde_json::to_string_pretty(&state).unwrap(),
     )
     .unwrap();
+    let ledger: String = sessions
+        .iter()
+        .flat_map(|s| {
+            let n = s["number"].clone();
+            s["gates"]["flipped"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |f| {
+                    json!({"t_ms": 1, "session": n, "kind": "flip", "feature": f, "detail": "",
+                       "proof": {"by": "check", "command": format!("npm test -- feature-{f}")}})
+                    .to_string()
+                        + "\n"
+                })
+        })
+        .collect();
+    std::fs::write(dir.join(".baton/ledger.jsonl"), ledger).unwrap();
+    let lock = if running {
+        format!(
+            "pid {}\nstarted_ms 1736170000000\ncommand baton run\n",
+            std::process::id()
+        )
+    } else {
+        String::new()
+    };
+    std::fs::write(dir.join(".baton/run.lock"), lock).unwrap();
     std::fs::write(
         dir.join("claude-progress.txt"),
         format!("Session {}: worked on the greeting.\n", sessions.len()),
@@ -136,27 +171,39 @@ fn write_records(dir: &Path, passing: [bool; 3], sessions: &[Value]) {
     .unwrap();
 }
 
-/// A project with one feature passing, one failing, one blocked, and a transcript.
+/// A project with a budget, one feature passing, one being worked on (a session
+/// runs), one blocked, and the running session's transcript.
 fn fixture() -> Project {
-    let p = Project::new();
+    let p = Project::with_toml("[run]\nbudget_usd = 5\n");
     write_records(
         p.path(),
         [true, false, false],
         &[session(1, &[]), session(2, &[1])],
+        true,
     );
     let transcript = [
         json!({"t_ms": 1, "type": "assistant", "turn": 1, "content": [
-            {"type": "text", "text": "I will check the sign-up form."},
+            {"type": "text", "text": "I will check the greeting."},
             {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm test"}}],
             "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}, "cost_usd": 0.0}),
         json!({"t_ms": 2, "type": "tool_result", "turn": 1, "tool_use_id": "t1", "name": "Bash",
-            "content": "12 passing", "is_error": false, "duration_ms": 5}),
+            "content": "11 passing, 1 failing", "is_error": true, "duration_ms": 5}),
     ]
     .iter()
     .map(|v| v.to_string() + "\n")
     .collect::<String>();
-    std::fs::write(p.path().join(".baton/sessions/0002.jsonl"), transcript).unwrap();
+    std::fs::write(p.path().join(".baton/sessions/0003.jsonl"), transcript).unwrap();
     p
+}
+
+/// The records once session 3 ended with feature 2 passing.
+fn session_3_ends(dir: &Path) {
+    write_records(
+        dir,
+        [true, true, false],
+        &[session(1, &[]), session(2, &[1]), session(3, &[2])],
+        false,
+    );
 }
 
 #[test]
@@ -211,11 +258,7 @@ fn serve_answers_get_only_and_unknown_paths_with_404() {
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
     assert!(seen.contains("text/event-stream"), "{seen}");
-    write_records(
-        p.path(),
-        [true, true, false],
-        &[session(1, &[]), session(2, &[1]), session(3, &[2])],
-    );
+    session_3_ends(p.path());
     while !seen.contains("event: change") {
         let n = ev.read(&mut buf).unwrap();
         assert!(n > 0, "{seen}");
@@ -329,31 +372,21 @@ fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
             snap.contains("The greeting shows the visitor's <name>"),
             "{snap}"
         );
-        assert!(snap.contains("Failing (1)"), "{snap}");
-        assert!(snap.contains("Passing (1)"), "{snap}");
-        assert!(snap.contains("blocked: needs a Stripe test key"), "{snap}");
-        assert!(snap.contains("I will check the sign-up form."), "{snap}");
-
-        // A session ends: feature 2 passes. The page follows without a reload.
-        write_records(
-            p.path(),
-            [true, true, false],
-            &[session(1, &[]), session(2, &[1]), session(3, &[2])],
-        );
-        let mut snap = String::new();
-        for _ in 0..40 {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            snap = call(&hub, "browser_snapshot", json!({})).await.content;
-            if snap.contains("Passing (2)") {
-                break;
-            }
-        }
-        eprintln!("snapshot after:\n{snap}");
-        assert!(snap.contains("Passing (2)"), "{snap}");
+        // Feature 2 is the running session's target; none fails otherwise.
+        assert!(snap.contains("In progress (1)"), "{snap}");
+        assert!(snap.contains("in progress · session 3's target"), "{snap}");
         assert!(snap.contains("Failing (0)"), "{snap}");
-        assert!(snap.contains("2/3"), "{snap}");
+        assert!(snap.contains("Passing (1)"), "{snap}");
+        assert!(snap.contains("proven by check in session 2"), "{snap}");
+        assert!(snap.contains("blocked: needs a Stripe test key"), "{snap}");
+        assert!(snap.contains("of $5.00"), "{snap}");
+        assert!(snap.contains("I will check the greeting."), "{snap}");
+        assert!(
+            snap.contains("← Bash (error): 11 passing, 1 failing"),
+            "{snap}"
+        );
 
-        // `BATON_DASHBOARD_PNG=PATH` keeps a screenshot (docs/img/dashboard.png).
+        // `BATON_DASHBOARD_PNG=PATH` keeps a screenshot of the running project (docs/img/dashboard.png).
         let shot = call(
             &hub,
             "browser_take_screenshot",
@@ -368,6 +401,23 @@ fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
                 .unwrap();
             std::fs::write(path, png).unwrap();
         }
+        // A session ends: feature 2 passes. The page follows without a reload.
+        session_3_ends(p.path());
+        let mut snap = String::new();
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            snap = call(&hub, "browser_snapshot", json!({})).await.content;
+            if snap.contains("Passing (2)") {
+                break;
+            }
+        }
+        eprintln!("snapshot after:\n{snap}");
+        assert!(snap.contains("Passing (2)"), "{snap}");
+        assert!(snap.contains("In progress (0)"), "{snap}");
+        assert!(snap.contains("Failing (0)"), "{snap}");
+        assert!(snap.contains("2/3"), "{snap}");
+        assert!(snap.contains("proven by check in session 3"), "{snap}");
+
         hub.shutdown().await;
     });
 }
