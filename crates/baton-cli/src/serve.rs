@@ -142,12 +142,13 @@ async fn serve(server: Arc<Server>, addr: SocketAddr) -> anyhow::Result<()> {
     }
 }
 
-/// A request's head: method, path, query and the bearer token if any.
+/// A request's head: method, path, query, the bearer token and the host if any.
 struct Request {
     method: String,
     path: String,
     query: String,
     bearer: Option<String>,
+    host: Option<String>,
 }
 
 /// Read a request head (bounded in size and time).
@@ -182,21 +183,42 @@ async fn read_head(stream: &mut TcpStream) -> Option<Result<Request, &'static st
         return Some(Err("400 Bad Request"));
     }
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let bearer = lines
+    let headers: Vec<(&str, &str)> = lines
         .take_while(|l| !l.is_empty())
         .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
-        .and_then(|(_, v)| {
-            v.trim()
-                .strip_prefix("Bearer ")
-                .map(|t| t.trim().to_string())
-        });
+        .collect();
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    };
+    let host = header("host").map(str::to_string);
+    let bearer = header("authorization").and_then(|v| {
+        v.trim()
+            .strip_prefix("Bearer ")
+            .map(|t| t.trim().to_string())
+    });
     Some(Ok(Request {
         method,
         path: path.to_string(),
         query: query.to_string(),
         bearer,
+        host,
     }))
+}
+
+/// Whether a Host header names an IP address or localhost (with or without a port).
+fn host_is_address(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((v6, _)) => return v6.parse::<std::net::Ipv6Addr>().is_ok(),
+            None => return false,
+        }
+    } else {
+        host.rsplit_once(':').map_or(host, |(h, _)| h)
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
 }
 
 /// Equal in time independent of where they differ.
@@ -273,9 +295,24 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
         Some(Ok(r)) => r,
     };
     if req.method != "GET" {
-        let head = "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 41\r\nconnection: close\r\n\r\nbaton serve is read-only: GET is allowed\n";
+        let body = "baton serve is read-only: GET is allowed\n";
+        let head = format!(
+            "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\ncontent-type: {TEXT}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
         stream.write_all(head.as_bytes()).await?;
         return stream.shutdown().await;
+    }
+    // Without a token, only a page named by an address (or localhost) may read: a
+    // web page whose own name was pointed at 127.0.0.1 (DNS rebinding) may not.
+    if server.token.is_none() && !req.host.as_deref().is_some_and(host_is_address) {
+        return respond(
+            &mut stream,
+            "403 Forbidden",
+            TEXT,
+            "the Host header must be an IP address or localhost\n",
+        )
+        .await;
     }
     let query_token = req
         .query
@@ -435,7 +472,7 @@ fn feature_list(files: &Files) -> FeatureList {
 fn head(o: &mut String, title: &str, script: &str) {
     let _ = write!(
         o,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><title>{}</title><style>{}{EXTRA_STYLE}</style></head><body><main>{script}"#,
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><link rel="icon" href="data:,"><title>{}</title><style>{}{EXTRA_STYLE}</style></head><body><main>{script}"#,
         escape(title),
         baton_report::STYLE
     );
@@ -805,6 +842,24 @@ mod tests {
         assert!(same("abc", "abc"));
         assert!(!same("abc", "abd"));
         assert!(!same("abc", "ab"));
+        for ok in [
+            "127.0.0.1:8787",
+            "localhost:1",
+            "LOCALHOST",
+            "[::1]:80",
+            "10.0.0.2",
+        ] {
+            assert!(host_is_address(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example:8787",
+            "evil.example",
+            "[::1",
+            "127.0.0.1.nip.io:80",
+            "",
+        ] {
+            assert!(!host_is_address(bad), "{bad}");
+        }
     }
 
     #[test]

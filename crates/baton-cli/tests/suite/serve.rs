@@ -242,6 +242,12 @@ fn serve_answers_get_only_and_unknown_paths_with_404() {
         );
         assert_eq!(status, "HTTP/1.1 405 Method Not Allowed", "{method}");
     }
+    // A page under another name (DNS rebinding) is refused without a token.
+    let (status, _) = request(
+        &s.addr,
+        "GET /p/0 HTTP/1.1\r\nhost: evil.example:8787\r\n\r\n",
+    );
+    assert_eq!(status, "HTTP/1.1 403 Forbidden");
     // A request head past the bound is refused, not read on.
     let huge = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(20_000));
     let (status, _) = request(&s.addr, &huge);
@@ -249,7 +255,8 @@ fn serve_answers_get_only_and_unknown_paths_with_404() {
     // The events stream says when the records change.
     let mut ev = TcpStream::connect(&s.addr).unwrap();
     ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    ev.write_all(b"GET /p/0/events HTTP/1.1\r\n\r\n").unwrap();
+    ev.write_all(format!("GET /p/0/events HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
+        .unwrap();
     let mut seen = String::new();
     let mut buf = [0u8; 1024];
     while !seen.contains("retry:") {
@@ -420,4 +427,30 @@ fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
 
         hub.shutdown().await;
     });
+}
+
+#[test]
+fn serve_stops_on_ctrl_c_with_exit_0() {
+    let p = fixture();
+    let mut s = serve(p.path(), &[], &[]);
+    assert_eq!(get(&s.addr, "/").0, "HTTP/1.1 200 OK");
+    // An events stream stays open; Ctrl-C ends the server all the same.
+    let mut ev = TcpStream::connect(&s.addr).unwrap();
+    ev.write_all(format!("GET /p/0/events HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
+        .unwrap();
+    // Ctrl-C, to the child this test started (by its pid) and has not waited for.
+    let killed = Command::new("kill")
+        .args(["-INT", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut status = None;
+    for _ in 0..200 {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            status = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status.and_then(|st| st.code()), Some(0), "{status:?}");
 }
