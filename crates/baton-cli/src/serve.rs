@@ -120,9 +120,13 @@ async fn serve(server: Arc<Server>, addr: SocketAddr) -> anyhow::Result<()> {
         server.projects.len()
     );
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    // One Ctrl-C listener for the server's life: one made afresh each turn of the
+    // loop would miss a Ctrl-C that came while a connection was being taken.
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {
+            _ = &mut stop => {
                 eprintln!("baton: stopped serving");
                 return Ok(());
             }
@@ -388,6 +392,11 @@ fn fingerprint(p: &Project) -> Vec<(u64, Option<SystemTime>)> {
     if let Some(t) = newest_transcript(&f.dir) {
         paths.push(t);
     }
+    paths.extend(
+        agent_dirs(&f.dir)
+            .into_iter()
+            .map(|(_, d)| d.join(baton_records::layout::STATE)),
+    );
     paths
         .iter()
         .map(|path| match std::fs::metadata(path) {
@@ -445,6 +454,41 @@ fn newest_transcript(dir: &Path) -> Option<PathBuf> {
                     .is_some_and(|s| s.to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
         })
         .max()
+}
+
+/// The working copies of a parallel run's agents (`.baton/agents/aK`), at most 64.
+fn agent_dirs(dir: &Path) -> Vec<(u32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir.join(baton_records::layout::AGENTS)) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let k = e
+                .file_name()
+                .to_string_lossy()
+                .strip_prefix('a')?
+                .parse()
+                .ok()?;
+            Some((k, e.path()))
+        })
+        .take(64)
+        .collect();
+    found.sort();
+    found
+}
+
+/// What a parallel run's agents work on now: (agent, session, its claimed feature),
+/// from each working copy's state.json (a session under way and its claim).
+fn agents_at_work(dir: &Path) -> Vec<(u32, u32, Option<usize>)> {
+    agent_dirs(dir)
+        .into_iter()
+        .filter_map(|(k, d)| {
+            let st = baton_records::State::load(&d).ok()?;
+            let ip = st.in_progress?;
+            Some((k, ip.number, st.claim.or(ip.target)))
+        })
+        .collect()
 }
 
 /// Whether a `baton run` holds the project's lock now: its record names a live pid.
@@ -619,14 +663,48 @@ fn board(p: &Project) -> String {
                 &format!("in progress · session {}'s target", ip.number),
             );
         }
-    } else if is_running {
+    }
+    // A parallel run's agents, each on the feature it claimed.
+    let mut claimed = std::collections::BTreeSet::new();
+    if is_running {
+        for (agent, session, feature) in agents_at_work(&p.files.dir) {
+            match feature {
+                Some(n) => {
+                    claimed.insert(n);
+                    let desc = list
+                        .features
+                        .get(n.wrapping_sub(1))
+                        .map(|f| f.description.as_str())
+                        .unwrap_or_default();
+                    card(
+                        &mut progress,
+                        n,
+                        desc,
+                        &format!("in progress · agent {agent}, session {session}"),
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        progress,
+                        "<li>agent {agent}: session {session}<small>running now</small></li>"
+                    );
+                }
+            }
+        }
+    }
+    if is_running && progress.is_empty() {
         progress.push_str("<li>a run holds the project<small>between sessions</small></li>");
     }
     column(&mut o, "progress", "In progress", &progress);
     let mut failing = String::new();
     for (i, f) in list.features.iter().enumerate() {
         let n = i + 1;
-        if !f.passes && !blocked.contains(&n) && !deferred.contains(&n) && target != Some(n) {
+        if !f.passes
+            && !blocked.contains(&n)
+            && !deferred.contains(&n)
+            && target != Some(n)
+            && !claimed.contains(&n)
+        {
             card(
                 &mut failing,
                 n,

@@ -454,3 +454,30 @@ fn serve_stops_on_ctrl_c_with_exit_0() {
     }
     assert_eq!(status.and_then(|st| st.code()), Some(0), "{status:?}");
 }
+
+#[test]
+fn serve_board_shows_what_a_parallel_runs_agents_claimed() {
+    let p = Project::new();
+    // The run holds the project; its own record has no session under way, an
+    // agent's working copy has one, on the feature it claimed.
+    write_records(
+        p.path(),
+        [true, false, false],
+        &[session(1, &[]), session(2, &[1])],
+        true,
+    );
+    let mut state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
+    state["in_progress"] = Value::Null;
+    std::fs::write(p.path().join(".baton/state.json"), state.to_string()).unwrap();
+    let agent = p.path().join(".baton/agents/a1/.baton");
+    std::fs::create_dir_all(&agent).unwrap();
+    state["claim"] = json!(2);
+    state["in_progress"] = json!({"number": 4, "kind": "coding", "started_ms": 1});
+    std::fs::write(agent.join("state.json"), state.to_string()).unwrap();
+    let s = serve(p.path(), &[], &[]);
+    let (status, body) = get(&s.addr, "/p/0/board");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.contains("In progress (1)"), "{body}");
+    assert!(body.contains("in progress · agent 1, session 4"), "{body}");
+    assert!(body.contains("Failing (0)"), "{body}");
+}
