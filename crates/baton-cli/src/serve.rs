@@ -85,6 +85,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    // As with the provider keys: git, which the pages run, never gets the token,
+    // and /proc/<baton>/environ does not show it.
+    if let Some(name) = &args.token_env
+        && let Err(e) = crate::secrets::scrub_configured(std::slice::from_ref(name))
+    {
+        eprintln!("baton: warning: could not take {name} out of /proc/self/environ: {e}");
+    }
     let mut projects = Vec::new();
     for dir in &args.dirs {
         let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;

@@ -311,6 +311,12 @@ fn serve_refuses_a_non_loopback_address_without_a_token_and_checks_the_token() {
         &["--token-env", "BATON_TEST_SERVE_TOKEN"],
         &[("BATON_TEST_SERVE_TOKEN", "s3cret/+x")],
     );
+    // The token is taken out of the server's environment block once read.
+    let environ = std::fs::read(format!("/proc/{}/environ", s.child.id())).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&environ).contains("s3cret/+x"),
+        "the token is still in /proc/PID/environ"
+    );
     for path in [
         "/",
         "/p/0",
