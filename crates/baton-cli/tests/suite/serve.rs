@@ -487,3 +487,36 @@ fn serve_board_shows_what_a_parallel_runs_agents_claimed() {
     assert!(body.contains("in progress · agent 1, session 4"), "{body}");
     assert!(body.contains("Failing (0)"), "{body}");
 }
+
+#[test]
+fn serve_lists_several_projects_and_one_without_records() {
+    let a = fixture();
+    let bare = Project::new();
+    // The second directory comes after --bind, as clap takes it.
+    let s = serve(a.path(), &[bare.path().to_str().unwrap()], &[]);
+    let (status, body) = get(&s.addr, "/");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.contains(r#"href="/p/0""#), "{body}");
+    assert!(body.contains(r#"href="/p/1""#), "{body}");
+    assert!(body.contains("running"), "{body}");
+    assert!(body.contains("idle"), "{body}");
+    let (status, body) = get(&s.addr, "/p/1");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.contains("0/0"), "{body}");
+    assert!(body.contains("Failing (0)"), "{body}");
+    assert_eq!(get(&s.addr, "/p/2").0, "HTTP/1.1 404 Not Found");
+    // A directory that is not a project is refused before serving.
+    let plain = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("serve")
+        .arg(plain.path())
+        .args(["--bind", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("is not a baton project"),
+        "{}",
+        stderr(&out)
+    );
+}
