@@ -416,14 +416,7 @@ fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
         }
         // A session ends: feature 2 passes. The page follows without a reload.
         session_3_ends(p.path());
-        let mut snap = String::new();
-        for _ in 0..40 {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            snap = call(&hub, "browser_snapshot", json!({})).await.content;
-            if snap.contains("Passing (2)") {
-                break;
-            }
-        }
+        let snap = snapshot_showing(&hub, "Passing (2)").await;
         eprintln!("snapshot after:\n{snap}");
         assert!(snap.contains("Passing (2)"), "{snap}");
         assert!(snap.contains("In progress (0)"), "{snap}");
@@ -519,4 +512,73 @@ fn serve_lists_several_projects_and_one_without_records() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Wait (bounded: about 10 s) until the page's snapshot contains `what`; the last
+/// snapshot.
+async fn snapshot_showing(hub: &McpHub, what: &str) -> String {
+    let mut snap = String::new();
+    for _ in 0..40 {
+        snap = call(hub, "browser_snapshot", json!({})).await.content;
+        if snap.contains(what) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    snap
+}
+
+#[test]
+fn serve_dashboard_follows_a_real_scripted_run() {
+    use baton_testkit::scenario::{features, honest, initializer};
+    let Some(parts) = browser_parts("serve_dashboard_follows_a_real_scripted_run") else {
+        return;
+    };
+    // Two sessions of a real `baton run`: the initializer and feature 1.
+    let p = super::run::new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let (out, _) = super::run::run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let s = serve(p.path(), &[], &[]);
+    let browser_home = tempfile::tempdir().unwrap();
+    let browser = BrowserConfig {
+        enabled: true,
+        chromium: parts.chromium.display().to_string(),
+        command: vec!["node".into(), parts.cli.display().to_string()],
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let hub = McpHub::start(vec![playwright_spec(&browser, browser_home.path())])
+            .await
+            .unwrap();
+        call(
+            &hub,
+            "browser_navigate",
+            json!({"url": format!("http://{}/p/0", s.addr)}),
+        )
+        .await;
+        let snap = snapshot_showing(&hub, "Passing (1)").await;
+        assert!(snap.contains("Passing (1)"), "{snap}");
+        assert!(snap.contains("Failing (2)"), "{snap}");
+        assert!(snap.contains("Feature 2"), "{snap}");
+        // The newest transcript's tail: session 2's tool calls.
+        assert!(snap.contains("./init.sh"), "{snap}");
+
+        // One more session of the run passes feature 2; the open page follows.
+        let (out, _) = super::run::run(
+            &p,
+            honest(2, &[true, true, false]),
+            &["--max-sessions", "1"],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let snap = snapshot_showing(&hub, "Passing (2)").await;
+        assert!(snap.contains("Passing (2)"), "{snap}");
+        assert!(snap.contains("Failing (1)"), "{snap}");
+        assert!(snap.contains("2/3"), "{snap}");
+        hub.shutdown().await;
+    });
 }
