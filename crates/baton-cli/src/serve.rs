@@ -359,6 +359,12 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
             let body = blocking(move || index(&s, &q)).await;
             respond(&mut stream, "200 OK", HTML, &body).await
         }
+        ["list"] => {
+            let s = server.clone();
+            let body = blocking(move || project_list(&s, &q)).await;
+            respond(&mut stream, "200 OK", HTML, &body).await
+        }
+        ["events"] => events(&server.projects, stream).await,
         ["p", n] if project(n).is_some() => {
             let (s, i) = (server.clone(), project(n).unwrap_or_default());
             let body = blocking(move || project_page(&s.projects[i], i, &q)).await;
@@ -371,7 +377,7 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
         }
         ["p", n, "events"] if project(n).is_some() => {
             let i = project(n).unwrap_or_default();
-            events(&server.projects[i], stream).await
+            events(std::slice::from_ref(&server.projects[i]), stream).await
         }
         _ => respond(&mut stream, "404 Not Found", TEXT, "not found\n").await,
     }
@@ -413,12 +419,13 @@ fn fingerprint(p: &Project) -> Vec<(u64, Option<SystemTime>)> {
         .collect()
 }
 
-/// The server-sent-events stream of one project: `event: change` whenever its
-/// records change, a comment every 15 s, until the client goes away.
-async fn events(p: &Project, stream: TcpStream) -> std::io::Result<()> {
+/// The server-sent-events stream of some projects (one for `/p/N/events`, all
+/// for `/events`): `event: change` whenever their records change, a comment every 15 s, until the client goes away.
+async fn events(projects: &[Project], stream: TcpStream) -> std::io::Result<()> {
+    let fingerprint = || projects.iter().flat_map(fingerprint).collect::<Vec<_>>();
     // Taken before the answer starts: a change right after the client sees the
     // stream open is reported.
-    let mut last = fingerprint(p);
+    let mut last = fingerprint();
     let (mut rd, mut wr) = stream.into_split();
     wr.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\nconnection: close\r\n\r\nretry: 1000\n\n",
@@ -434,7 +441,7 @@ async fn events(p: &Project, stream: TcpStream) -> std::io::Result<()> {
                 }
             }
             () = tokio::time::sleep(POLL) => {
-                let now = fingerprint(p);
+                let now = fingerprint();
                 if now != last {
                     last = now;
                     wr.write_all(b"event: change\ndata: records\n\n").await?;
@@ -540,11 +547,24 @@ pre.tail{white-space:pre-wrap;word-break:break-word;background:var(--card);borde
 ol.transcript{list-style:none;padding:0;margin:0;font:12px ui-monospace,monospace}ol.transcript li{padding:3px 6px;border-bottom:1px solid var(--line);white-space:pre-wrap;word-break:break-word}
 ol.transcript .tool{color:var(--accent)}ol.transcript .err{color:var(--fail)}ol.transcript .res{color:var(--muted)}";
 
-/// `/`: every project in a line.
+/// `/`: every project in a line (swapped in live).
 fn index(s: &Server, q: &str) -> String {
     let mut o = String::new();
     head(&mut o, "baton · projects", "");
-    o.push_str(r#"<header><h1>baton projects</h1><div class="sub">live, read-only</div></header><table><thead><tr><th>Project</th><th class="n">Passing</th><th>Run</th><th class="n">Cost</th></tr></thead><tbody>"#);
+    let _ = write!(
+        o,
+        r#"<header><h1>baton projects <span class="pill run" id="live">live</span></h1><div class="sub">read-only</div></header><div id="list">{}</div>{}</main></body></html>"#,
+        project_list(s, q),
+        live_script(&format!("/events{q}"), &format!("/list{q}"), "list")
+    );
+    o
+}
+
+/// `/list`: the projects' table.
+fn project_list(s: &Server, q: &str) -> String {
+    let mut o = String::from(
+        r#"<table><thead><tr><th>Project</th><th class="n">Passing</th><th>Run</th><th class="n">Cost</th></tr></thead><tbody>"#,
+    );
     for (i, p) in s.projects.iter().enumerate() {
         let (passing, total, cost) = match baton_harness::status::status(&p.files) {
             Ok(st) => (st.passing, st.total, st.totals.cost_usd),
@@ -562,8 +582,21 @@ fn index(s: &Server, q: &str) -> String {
             escape(&p.files.dir.display().to_string())
         );
     }
-    o.push_str("</tbody></table></main></body></html>");
+    o.push_str("</tbody></table>");
     o
+}
+
+/// The script that keeps element `target` live: on each `change` from `events`
+/// (and on each (re)connect, for a change in between) it fetches `fragment` and
+/// swaps it in, one fetch at a time. The URLs are made here, never from a request
+/// but for the token, which is `%`-encoded.
+fn live_script(events: &str, fragment: &str, target: &str) -> String {
+    format!(
+        r#"<script>(function(){{var busy=false,again=false,live=document.getElementById('live');
+function load(){{if(busy){{again=true;return;}}busy=true;fetch('{fragment}',{{cache:'no-store'}}).then(function(r){{return r.ok?r.text():Promise.reject(r.status);}}).then(function(t){{document.getElementById('{target}').innerHTML=t;}}).catch(function(){{}}).finally(function(){{busy=false;if(again){{again=false;load();}}}});}}
+var es=new EventSource('{events}');es.addEventListener('change',load);
+es.onopen=function(){{live.textContent='live';live.className='pill ok';load();}};es.onerror=function(){{live.textContent='reconnecting';live.className='pill warn';}};}})();</script>"#
+    )
 }
 
 /// `/p/N`: the board (swapped in live) around the page.
@@ -577,13 +610,12 @@ fn project_page(p: &Project, i: usize, q: &str) -> String {
         escape(&p.files.dir.display().to_string()),
         board(p)
     );
-    let _ = write!(
-        o,
-        r#"<script>(function(){{var busy=false,again=false,live=document.getElementById('live');
-function load(){{if(busy){{again=true;return;}}busy=true;fetch('/p/{i}/board{q}',{{cache:'no-store'}}).then(function(r){{return r.ok?r.text():Promise.reject(r.status);}}).then(function(t){{document.getElementById('board').innerHTML=t;}}).catch(function(){{}}).finally(function(){{busy=false;if(again){{again=false;load();}}}});}}
-var es=new EventSource('/p/{i}/events{q}');es.addEventListener('change',load);
-es.onopen=function(){{live.textContent='live';live.className='pill ok';load();}};es.onerror=function(){{live.textContent='reconnecting';live.className='pill warn';}};}})();</script></main></body></html>"#
-    );
+    o.push_str(&live_script(
+        &format!("/p/{i}/events{q}"),
+        &format!("/p/{i}/board{q}"),
+        "board",
+    ));
+    o.push_str("</main></body></html>");
     o
 }
 

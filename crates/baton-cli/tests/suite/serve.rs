@@ -424,6 +424,30 @@ fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
         assert!(snap.contains("2/3"), "{snap}");
         assert!(snap.contains("proven by check in session 3"), "{snap}");
 
+        // The list of projects follows too: the next session starts and passes #3.
+        call(
+            &hub,
+            "browser_navigate",
+            json!({"url": format!("http://{}/", s.addr)}),
+        )
+        .await;
+        let snap = snapshot_showing(&hub, "2/3").await;
+        assert!(snap.contains("2/3"), "{snap}");
+        assert!(snap.contains("idle"), "{snap}");
+        write_records(
+            p.path(),
+            [true, true, true],
+            &[
+                session(1, &[]),
+                session(2, &[1]),
+                session(3, &[2]),
+                session(4, &[3]),
+            ],
+            true,
+        );
+        let snap = snapshot_showing(&hub, "3/3").await;
+        assert!(snap.contains("3/3"), "{snap}");
+        assert!(snap.contains("running"), "{snap}");
         hub.shutdown().await;
     });
 }
@@ -498,6 +522,28 @@ fn serve_lists_several_projects_and_one_without_records() {
     assert!(body.contains("0/0"), "{body}");
     assert!(body.contains("Failing (0)"), "{body}");
     assert_eq!(get(&s.addr, "/p/2").0, "HTTP/1.1 404 Not Found");
+    let (status, body) = get(&s.addr, "/list");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.starts_with("<table>"), "{body}");
+    assert!(body.contains(r#"href="/p/1""#), "{body}");
+    // `/events` says when any project's records change (here the second's).
+    let mut ev = TcpStream::connect(&s.addr).unwrap();
+    ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    ev.write_all(format!("GET /events HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
+        .unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 1024];
+    while !seen.contains("retry:") {
+        let n = ev.read(&mut buf).unwrap();
+        assert!(n > 0, "{seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    std::fs::write(bare.path().join("feature_list.json"), list([false; 3])).unwrap();
+    while !seen.contains("event: change") {
+        let n = ev.read(&mut buf).unwrap();
+        assert!(n > 0, "{seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
     // A directory that is not a project is refused before serving.
     let plain = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_baton"))
