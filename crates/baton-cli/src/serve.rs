@@ -5,7 +5,8 @@
 //! sessions, the notes' tail and the newest transcript's tail), `/p/N/board` is the
 //! board as an HTML fragment and `/p/N/events` a server-sent-events stream that says
 //! when the project's records changed (polled every 300 ms), so the page's script
-//! fetches the board again. Nothing here writes anything.
+//! fetches the board again; `/events` and `/list` do the same for the list of
+//! projects. Nothing here writes anything.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -140,7 +141,10 @@ async fn serve(server: Arc<Server>, addr: SocketAddr) -> anyhow::Result<()> {
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    drop(stream);
+                    // Full: say so without waiting on the client (one try, no task).
+                    let _ = stream.try_write(
+                        b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
                     continue;
                 };
                 let server = server.clone();

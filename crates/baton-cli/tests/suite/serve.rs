@@ -248,6 +248,31 @@ fn serve_answers_get_only_and_unknown_paths_with_404() {
         "GET /p/0 HTTP/1.1\r\nhost: evil.example:8787\r\n\r\n",
     );
     assert_eq!(status, "HTTP/1.1 403 Forbidden");
+    // At most 64 connections at once: the 65th is told so at once.
+    let held: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(&s.addr).unwrap())
+        .collect();
+    // The server takes them in order; a request on one more answers only once all
+    // 64 are taken, so ask until the answer is 503 (bounded).
+    let mut status = String::new();
+    for _ in 0..50 {
+        status = get(&s.addr, "/").0;
+        if status.contains("503") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+    drop(held);
+    let mut status = String::new();
+    for _ in 0..50 {
+        status = get(&s.addr, "/").0;
+        if status.contains("200") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status, "HTTP/1.1 200 OK");
     // A request head past the bound is refused, not read on.
     let huge = format!("GET / HTTP/1.1\r\nx: {}\r\n\r\n", "a".repeat(20_000));
     let (status, _) = request(&s.addr, &huge);
