@@ -295,9 +295,22 @@ async fn respond(
         "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\r\n",
         body.len()
     );
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await
+    let write = async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    bounded(write).await
+}
+
+/// How long a write to a client may take: one that does not read is let go.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `io` within [`WRITE_TIMEOUT`].
+async fn bounded(io: impl Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
+    tokio::time::timeout(WRITE_TIMEOUT, io)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
 }
 
 const TEXT: &str = "text/plain; charset=utf-8";
@@ -315,8 +328,11 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
             "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\ncontent-type: {TEXT}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         );
-        stream.write_all(head.as_bytes()).await?;
-        return stream.shutdown().await;
+        return bounded(async {
+            stream.write_all(head.as_bytes()).await?;
+            stream.shutdown().await
+        })
+        .await;
     }
     // Without a token, only a page named by an address (or localhost) may read: a
     // web page whose own name was pointed at 127.0.0.1 (DNS rebinding) may not.
@@ -431,9 +447,9 @@ async fn events(projects: &[Project], stream: TcpStream) -> std::io::Result<()> 
     // stream open is reported.
     let mut last = fingerprint();
     let (mut rd, mut wr) = stream.into_split();
-    wr.write_all(
+    bounded(wr.write_all(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\nconnection: close\r\n\r\nretry: 1000\n\n",
-    )
+    ))
     .await?;
     let mut beat = tokio::time::Instant::now();
     let mut buf = [0u8; 256];
@@ -448,9 +464,9 @@ async fn events(projects: &[Project], stream: TcpStream) -> std::io::Result<()> 
                 let now = fingerprint();
                 if now != last {
                     last = now;
-                    wr.write_all(b"event: change\ndata: records\n\n").await?;
+                    bounded(wr.write_all(b"event: change\ndata: records\n\n")).await?;
                 } else if beat.elapsed() >= HEARTBEAT {
-                    wr.write_all(b": heartbeat\n\n").await?;
+                    bounded(wr.write_all(b": heartbeat\n\n")).await?;
                 } else {
                     continue;
                 }
