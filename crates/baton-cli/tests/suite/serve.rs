@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use baton_config::BrowserConfig;
 use baton_mcp::{McpHub, playwright_spec};
-use baton_testkit::browser::browser_parts;
+use baton_testkit::browser::{BrowserParts, browser_parts};
 use baton_tools::{ExternalTools as _, ToolOutput};
 use serde_json::{Value, json};
 
@@ -375,6 +375,20 @@ async fn call(hub: &McpHub, tool: &str, input: Value) -> ToolOutput {
     out
 }
 
+/// The Playwright MCP server driving Chromium, on `url`.
+async fn open_in_browser(parts: &BrowserParts, home: &Path, url: &str) -> std::sync::Arc<McpHub> {
+    let browser = BrowserConfig {
+        enabled: true,
+        chromium: parts.chromium.display().to_string(),
+        command: vec!["node".into(), parts.cli.display().to_string()],
+    };
+    let hub = McpHub::start(vec![playwright_spec(&browser, home)])
+        .await
+        .unwrap();
+    call(&hub, "browser_navigate", json!({ "url": url })).await;
+    hub
+}
+
 #[test]
 fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
     let Some(parts) =
@@ -385,23 +399,15 @@ fn serve_dashboard_in_real_chromium_follows_the_records_without_a_reload() {
     let p = fixture();
     let s = serve(p.path(), &[], &[]);
     let browser_home = tempfile::tempdir().unwrap();
-    let browser = BrowserConfig {
-        enabled: true,
-        chromium: parts.chromium.display().to_string(),
-        command: vec!["node".into(), parts.cli.display().to_string()],
-    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let hub = McpHub::start(vec![playwright_spec(&browser, browser_home.path())])
-            .await
-            .unwrap();
-        call(
-            &hub,
-            "browser_navigate",
-            json!({"url": format!("http://{}/p/0", s.addr)}),
+        let hub = open_in_browser(
+            &parts,
+            browser_home.path(),
+            &format!("http://{}/p/0", s.addr),
         )
         .await;
         let snap = call(&hub, "browser_snapshot", json!({})).await.content;
@@ -613,23 +619,15 @@ fn serve_dashboard_follows_a_real_scripted_run() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let s = serve(p.path(), &[], &[]);
     let browser_home = tempfile::tempdir().unwrap();
-    let browser = BrowserConfig {
-        enabled: true,
-        chromium: parts.chromium.display().to_string(),
-        command: vec!["node".into(), parts.cli.display().to_string()],
-    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
-        let hub = McpHub::start(vec![playwright_spec(&browser, browser_home.path())])
-            .await
-            .unwrap();
-        call(
-            &hub,
-            "browser_navigate",
-            json!({"url": format!("http://{}/p/0", s.addr)}),
+        let hub = open_in_browser(
+            &parts,
+            browser_home.path(),
+            &format!("http://{}/p/0", s.addr),
         )
         .await;
         let snap = snapshot_showing(&hub, "Passing (1)").await;
