@@ -72,11 +72,11 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 
 /// A small adopted project; `sessions` coding sessions that only talk.
 fn per_session_cost(sessions: usize) -> (Vec<Duration>, f64) {
-    per_session_cost_of(sessions, &features(20, 5))
+    per_session_cost_of(sessions, &features(20, 5), "")
 }
 
 /// An adopted project with `list`; `sessions` coding sessions that only talk.
-fn per_session_cost_of(sessions: usize, list: &str) -> (Vec<Duration>, f64) {
+fn per_session_cost_of(sessions: usize, list: &str, toml: &str) -> (Vec<Duration>, f64) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     git(p, &["init", "-q"]);
@@ -86,7 +86,10 @@ fn per_session_cost_of(sessions: usize, list: &str) -> (Vec<Duration>, f64) {
     std::fs::write(p.join(".gitignore"), ".baton/\n").unwrap();
     std::fs::write(
         p.join("baton.toml"),
-        format!("[run]\npause_secs = 0\nstall_sessions = {}\n", sessions + 1),
+        format!(
+            "[run]\npause_secs = 0\nstall_sessions = {}\n{toml}",
+            sessions + 1
+        ),
     )
     .unwrap();
     for i in 0..10 {
@@ -234,7 +237,21 @@ fn main() {
         ms(parse),
         diff.as_secs_f64() / parse.as_secs_f64().max(1e-9)
     );
+    notify_cost(gap);
     scaling();
+}
+
+/// The per-session fixed cost with `[notify]` set (a command for every event; the
+/// sessions themselves send none, so this is what watching for events costs),
+/// against the same run without it (`plain`).
+fn notify_cost(plain: Duration) {
+    let (gaps, _) = per_session_cost_of(15, &features(20, 5), "[notify]\ncommand = [\"true\"]\n");
+    let with = median(gaps);
+    println!(
+        "  per-session fixed cost with [notify] set:                  {:7.1} ms   ratio {:.2}x against without",
+        ms(with),
+        with.as_secs_f64() / plain.as_secs_f64().max(1e-9)
+    );
 }
 
 /// The per-session cost as the project grows, every passing feature with a check.
@@ -244,7 +261,7 @@ fn scaling() {
     );
     let mut base = None;
     for n in [8usize, 200, 1_000, 5_000] {
-        let (gaps, _) = per_session_cost_of(6, &features_checked(n, n - 4, true));
+        let (gaps, _) = per_session_cost_of(6, &features_checked(n, n - 4, true), "");
         let gap = median(gaps);
         let base = *base.get_or_insert(gap);
         println!(
