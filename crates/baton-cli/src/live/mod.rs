@@ -101,8 +101,14 @@ fn clock_in(d: Duration) -> String {
 }
 
 fn wait_line(turn: u32, n: &RetryNotice) -> String {
+    format!("  ⏸ turn {turn}: {}", quota_wait(n))
+}
+
+/// "quota reached; waiting … for the reset, until …: why", for a session's turn
+/// or a parallel run's agent.
+fn quota_wait(n: &RetryNotice) -> String {
     format!(
-        "  ⏸ turn {turn}: quota reached; waiting {} for the reset, until {}: {}",
+        "quota reached; waiting {} for the reset, until {}: {}",
         baton_records::human::wait(n.delay),
         clock_in(n.delay),
         both_ends(&n.error, 200)
@@ -474,12 +480,8 @@ impl Reporter for RunView {
     }
 
     fn agent_waits(&self, agent: u32, n: &RetryNotice) {
-        self.face.message(&format!(
-            "[agent {agent}] ⏸ quota reached; waiting {} for the reset, until {}: {}",
-            baton_records::human::wait(n.delay),
-            clock_in(n.delay),
-            both_ends(&n.error, 200)
-        ));
+        self.face
+            .message(&format!("[agent {agent}] ⏸ {}", quota_wait(n)));
         if let Some(x) = &self.notices {
             x.waiting(None, n);
         }
