@@ -43,7 +43,8 @@ impl Targets {
 pub struct Notifier {
     project: String,
     queue: Mutex<Option<mpsc::Sender<Value>>>,
-    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Disconnected once the delivery thread has delivered everything and ended.
+    drained: Mutex<Option<mpsc::Receiver<()>>>,
 }
 
 impl Notifier {
@@ -55,9 +56,12 @@ impl Notifier {
         }
         let targets = Targets::of(cfg, webhook, dir);
         let (tx, rx) = mpsc::channel::<Value>();
-        let worker = std::thread::Builder::new()
+        let (done, drained) = mpsc::channel::<()>();
+        std::thread::Builder::new()
             .name("baton-notify".into())
             .spawn(move || {
+                // Dropped when the thread ends: `close` wakes then.
+                let _done = done;
                 let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -87,7 +91,7 @@ impl Notifier {
         Some(Self {
             project: dir.display().to_string(),
             queue: Mutex::new(Some(tx)),
-            worker: Mutex::new(Some(worker)),
+            drained: Mutex::new(Some(drained)),
         })
     }
 
@@ -112,15 +116,9 @@ impl Notifier {
         if let Ok(mut q) = self.queue.lock() {
             q.take();
         }
-        let Some(worker) = self.worker.lock().ok().and_then(|mut w| w.take()) else {
-            return;
-        };
-        let end = std::time::Instant::now() + most;
-        while !worker.is_finished() && std::time::Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if worker.is_finished() {
-            let _ = worker.join();
+        if let Some(drained) = self.drained.lock().ok().and_then(|mut d| d.take()) {
+            // Nothing is ever sent: this returns when the thread ends, or at `most`.
+            let _ = drained.recv_timeout(most);
         }
     }
 }
