@@ -10,6 +10,7 @@ mod grow;
 mod hook;
 mod log;
 mod new_defaults;
+mod notify;
 mod parallel;
 mod policy;
 mod proof;

@@ -617,54 +617,6 @@ fn a_baton_tell_reaches_the_next_coding_sessions_brief_once() {
     assert!(html.contains("Use SQLite for storage, not Postgres."));
 }
 
-/// A webhook on a local listener: the bodies it was sent, in order.
-struct Hook {
-    url: String,
-    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl Hook {
-    /// Listen on 127.0.0.1 for at most two minutes, answering 200 to every POST.
-    fn start() -> Self {
-        use std::io::{BufRead as _, Read as _, Write as _};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        listener.set_nonblocking(true).unwrap();
-        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let seen = bodies.clone();
-        std::thread::spawn(move || {
-            let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
-            while std::time::Instant::now() < end {
-                let Ok((stream, _)) = listener.accept() else {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                    continue;
-                };
-                stream.set_nonblocking(false).unwrap();
-                let mut reader = std::io::BufReader::new(stream);
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0u8; length];
-                reader.read_exact(&mut body).unwrap();
-                seen.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&body).into_owned());
-                let _ = reader.get_mut().write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                );
-            }
-        });
-        Self { url, bodies }
-    }
-}
-
 /// `[notify]`: a run behind a quota wall, with a feature the agent blocks and most
 /// of its budget spent, tells a command and a webhook each of its events, in order
 /// and once each; the webhook's URL comes from the environment and the agent
@@ -673,7 +625,7 @@ impl Hook {
 fn a_runs_events_reach_the_notify_command_and_webhook_in_order_once_each() {
     let out_dir = tempfile::tempdir().unwrap();
     let events = out_dir.path().join("events.jsonl");
-    let hook = Hook::start();
+    let hook = super::notify::Hook::start();
     let p = project(
         &format!(
             "[run]\npause_secs = 0\nbudget_usd = 0.0042\n[verify]\ntrust_agent = true\nagent = false\n[notify]\ncommand = [\"sh\", \"-c\", \"cat >> {}\"]\nwebhook_env = \"BATON_TEST_WEBHOOK\"\n",
