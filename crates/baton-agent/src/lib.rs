@@ -37,6 +37,8 @@ pub mod anthropic;
 pub mod cli_session;
 pub mod client;
 pub mod context;
+/// A loopback proxy that lets a sandboxed CLI reach the model without holding the API key.
+pub mod key_proxy;
 pub mod model;
 pub mod models;
 pub mod openai;

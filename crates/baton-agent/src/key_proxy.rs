@@ -1,0 +1,360 @@
+//! A loopback reverse proxy that keeps a model provider's API key out of a sandbox.
+//!
+//! An agent CLI run inside the kernel sandbox (Codex) is pointed at
+//! [`KeyProxy::base_url`](crate::key_proxy::KeyProxy::base_url) with
+//! [`KeyProxy::token`](crate::key_proxy::KeyProxy::token) as its API key. The proxy, outside
+//! the sandbox, accepts only requests that carry that token, and forwards each one to
+//! the real upstream with the real credentials in their place. The key itself never
+//! enters the sandbox, and never appears in an error body or in `Debug` output.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use baton_agent::key_proxy::KeyProxy;
+//! let key = std::env::var("OPENAI_API_KEY").unwrap_or_default();
+//! let proxy = KeyProxy::start(
+//!     "https://api.openai.com/v1",
+//!     vec![("authorization".into(), format!("Bearer {key}"))],
+//! )
+//! .await?;
+//! // Give the sandboxed CLI `proxy.base_url()` and `proxy.token()`; the proxy stops
+//! // when `proxy` is dropped.
+//! # Ok(()) }
+//! ```
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::TryStreamExt as _;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited, StreamBody};
+use hyper::body::{Body as _, Bytes, Frame, Incoming};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rand::Rng as _;
+use subtle::ConstantTimeEq as _;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// The largest request body forwarded (64 MiB); a larger one is answered 413.
+pub const MAX_REQUEST_BODY: u64 = 64 * 1024 * 1024;
+
+/// Characters of the session token: 43 alphanumerics, about 256 bits.
+const TOKEN_LEN: usize = 43;
+
+/// The path prefix the proxy serves; `/v1/<rest>` goes to `{upstream}/<rest>`.
+const PREFIX: &str = "/v1/";
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction.
+const HOP_BY_HOP: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+type ProxyBody = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// A running key proxy on `127.0.0.1`; it stops serving when dropped.
+pub struct KeyProxy {
+    addr: SocketAddr,
+    token: String,
+    upstream: String,
+    _stop: DropGuard,
+}
+
+impl std::fmt::Debug for KeyProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyProxy")
+            .field("addr", &self.addr)
+            .field("upstream", &self.upstream)
+            .field("token", &"<redacted>")
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every connection's handler needs.
+struct Shared {
+    token: String,
+    /// The upstream base URL without a trailing `/`.
+    upstream: String,
+    /// Added to every forwarded request, marked sensitive.
+    headers: Vec<(HeaderName, HeaderValue)>,
+    client: reqwest::Client,
+}
+
+impl KeyProxy {
+    /// Listen on a free port of `127.0.0.1` with a fresh random token, forwarding
+    /// authorised requests under `/v1/` to `upstream` (a base URL such as
+    /// `https://api.openai.com/v1`) with `upstream_headers` added (the real
+    /// credentials, e.g. `("authorization", "Bearer sk-…")`).
+    ///
+    /// # Errors
+    /// When the port cannot be bound, a header name or value is invalid (the error
+    /// names the header, never its value), or the HTTP client cannot be built.
+    pub async fn start(
+        upstream: &str,
+        upstream_headers: Vec<(String, String)>,
+    ) -> std::io::Result<KeyProxy> {
+        let headers = upstream_headers
+            .into_iter()
+            .map(|(name, value)| sensitive_header(&name, &value))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            // Redirects go back to the client: following one would carry the key
+            // wherever the upstream points.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| std::io::Error::other(format!("cannot build the HTTP client: {e}")))?;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let token: String = rand::rng()
+            .sample_iter(rand::distr::Alphanumeric)
+            .take(TOKEN_LEN)
+            .map(char::from)
+            .collect();
+        let upstream = upstream.trim_end_matches('/').to_string();
+        let shared = Arc::new(Shared {
+            token: token.clone(),
+            upstream: upstream.clone(),
+            headers,
+            client,
+        });
+        let stop = CancellationToken::new();
+        tokio::spawn(accept_loop(listener, shared, stop.clone()));
+        Ok(KeyProxy {
+            addr,
+            token,
+            upstream,
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    /// The base URL to give the client: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The session token the client must send as `authorization: Bearer <token>`.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+/// A header to add upstream, marked sensitive so `Debug` never shows its value.
+fn sensitive_header(name: &str, value: &str) -> std::io::Result<(HeaderName, HeaderValue)> {
+    let invalid = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("upstream header {name:?}: invalid {what}"),
+        )
+    };
+    let header_name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid("name"))?;
+    let mut value = HeaderValue::from_str(value).map_err(|_| invalid("value"))?;
+    value.set_sensitive(true);
+    Ok((header_name, value))
+}
+
+/// Accept connections until `stop` is cancelled; each is served on its own task,
+/// which also ends then.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: CancellationToken) {
+    loop {
+        let accepted = tokio::select! {
+            () = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                tokio::spawn(serve_connection(stream, shared.clone(), stop.clone()));
+            }
+            // Out of file descriptors or the like: wait for some to be freed.
+            Err(_) => tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(Duration::from_millis(100)) => {}
+            },
+        }
+    }
+}
+
+/// Serve one HTTP/1.1 connection (keep-alive included) until it closes or `stop`.
+async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, stop: CancellationToken) {
+    let service = hyper::service::service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(handle(&shared, req).await) }
+    });
+    let conn =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        () = stop.cancelled() => {}
+        _ = conn => {}
+    }
+}
+
+/// Answer one request: refuse it, or forward it and relay the answer as it comes.
+async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> {
+    if !authorised(req.headers(), &shared.token) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_api_key",
+            "key proxy: missing or wrong bearer token",
+        );
+    }
+    let Some(url) = upstream_url(&shared.upstream, req.uri()) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "key proxy: only paths under /v1/ are served",
+        );
+    };
+    if req.body().size_hint().lower() > MAX_REQUEST_BODY {
+        return too_large();
+    }
+    let (parts, body) = req.into_parts();
+    let body = match Limited::new(body, as_usize(MAX_REQUEST_BODY))
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return too_large(),
+        Err(e) => {
+            let msg = format!("key proxy: cannot read the request body: {e}");
+            return error(StatusCode::BAD_REQUEST, "invalid_request_error", &msg);
+        }
+    };
+    let mut headers = forwarded(&parts.headers, &[header::HOST, header::AUTHORIZATION]);
+    for (name, _) in &shared.headers {
+        headers.remove(name);
+    }
+    for (name, value) in &shared.headers {
+        headers.append(name.clone(), value.clone());
+    }
+    let sent = shared
+        .client
+        .request(parts.method, url)
+        .headers(headers)
+        .body(body)
+        .send()
+        .await;
+    match sent {
+        Ok(answer) => relay(answer),
+        Err(e) => {
+            let msg = format!(
+                "key proxy: cannot reach the upstream {}: {}",
+                shared.upstream,
+                causes(&e.without_url())
+            );
+            error(StatusCode::BAD_GATEWAY, "upstream_unreachable", &msg)
+        }
+    }
+}
+
+/// Whether `headers` carry exactly `authorization: Bearer <token>`, compared in
+/// constant time.
+fn authorised(headers: &HeaderMap, token: &str) -> bool {
+    let Some(given) = headers.get(header::AUTHORIZATION) else {
+        return false;
+    };
+    let expected = format!("Bearer {token}");
+    bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+/// `{upstream}/<rest>?<query>` for a request to `/v1/<rest>?<query>`; `None` for
+/// any other path, and for one with a `.` or `..` segment (which would climb out of
+/// the upstream base once the URL is resolved).
+fn upstream_url(upstream: &str, uri: &hyper::Uri) -> Option<String> {
+    let rest = uri.path().strip_prefix(PREFIX)?;
+    let dot_segment = rest.split('/').any(|seg| {
+        let seg = seg.to_ascii_lowercase().replace("%2e", ".");
+        seg == "." || seg == ".."
+    });
+    if dot_segment {
+        return None;
+    }
+    Some(match uri.query() {
+        Some(query) => format!("{upstream}/{rest}?{query}"),
+        None => format!("{upstream}/{rest}"),
+    })
+}
+
+/// `headers` without hop-by-hop ones (those listed and those named in
+/// `connection`), `proxy-*`, `content-length` (the body's length is set anew) and
+/// `also`.
+fn forwarded(headers: &HeaderMap, also: &[HeaderName]) -> HeaderMap {
+    let named_by_connection: Vec<String> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|name| name.trim().to_ascii_lowercase())
+        .collect();
+    let mut out = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let n = name.as_str();
+        let dropped = HOP_BY_HOP.contains(&n)
+            || n.starts_with("proxy-")
+            || *name == header::CONTENT_LENGTH
+            || also.contains(name)
+            || named_by_connection.iter().any(|c| c == n);
+        if !dropped {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
+/// The upstream's answer with its status and end-to-end headers, its body relayed
+/// chunk by chunk as it arrives.
+fn relay(answer: reqwest::Response) -> Response<ProxyBody> {
+    let status = answer.status();
+    let headers = forwarded(answer.headers(), &[]);
+    let chunks = answer
+        .bytes_stream()
+        .map_ok(Frame::data)
+        .map_err(std::io::Error::other);
+    let mut response = Response::new(StreamBody::new(chunks).boxed_unsync());
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+/// A short JSON error in the OpenAI shape, `{"error": {"message", "type"}}`.
+fn error(status: StatusCode, kind: &str, message: &str) -> Response<ProxyBody> {
+    let body = serde_json::json!({"error": {"message": message, "type": kind}}).to_string();
+    let mut response = Response::new(Full::new(Bytes::from(body)).map_err(never).boxed_unsync());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn too_large() -> Response<ProxyBody> {
+    let msg = format!("key proxy: request body over {MAX_REQUEST_BODY} bytes");
+    error(StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", &msg)
+}
+
+fn never(e: Infallible) -> std::io::Error {
+    match e {}
+}
+
+fn as_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// `e` and its sources, joined by `: `.
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
