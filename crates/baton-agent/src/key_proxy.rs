@@ -358,3 +358,6 @@ fn causes(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

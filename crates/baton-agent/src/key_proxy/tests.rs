@@ -1,0 +1,381 @@
+//! The key proxy over real HTTP on 127.0.0.1: against the scripted model server,
+//! and against a hand-written upstream that holds its stream until told to go on.
+
+use std::time::Duration;
+
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Bytes;
+use pretty_assertions::assert_eq;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::time::timeout;
+
+use super::{KeyProxy, MAX_REQUEST_BODY};
+
+const KEY: &str = "sk-the-real-key-0123456789";
+const WAIT: Duration = Duration::from_secs(5);
+
+fn real_key() -> Vec<(String, String)> {
+    vec![
+        ("authorization".into(), format!("Bearer {KEY}")),
+        ("openai-organization".into(), "org-test".into()),
+    ]
+}
+
+fn request_body() -> String {
+    serde_json::json!({"model": "gpt-test", "input": "hi", "stream": true}).to_string()
+}
+
+/// POST `body` to `url` with `authorization: {auth}` when given.
+async fn post(url: &str, auth: Option<&str>, body: String) -> reqwest::Response {
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("x-client-tag", "codex-test")
+        .body(body);
+    if let Some(auth) = auth {
+        req = req.header("authorization", auth);
+    }
+    timeout(WAIT, req.send())
+        .await
+        .expect("an answer in time")
+        .expect("an HTTP answer")
+}
+
+/// The proxy's first answer to a request head written as is (no body follows),
+/// authorised, with `content-length` when given.
+async fn raw_head(proxy: &KeyProxy, method: &str, path: &str, len: Option<u64>) -> String {
+    let addr = proxy.base_url().replace("http://", "").replace("/v1", "");
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let len = len.map_or(String::new(), |n| format!("content-length: {n}\r\n"));
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\n{len}\r\n",
+        proxy.token()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 256];
+    let n = timeout(WAIT, conn.read(&mut answer))
+        .await
+        .unwrap()
+        .unwrap();
+    String::from_utf8_lossy(&answer[..n]).into_owned()
+}
+
+#[tokio::test]
+async fn forwards_with_the_real_key_and_relays_the_stream_byte_for_byte() {
+    let script = || vec![Step::Reply(Reply::text("hello through the proxy"))];
+    let via = ScriptedServer::start(Wire::OpenAiResponses, script());
+    let direct = ScriptedServer::start(Wire::OpenAiResponses, script());
+    let proxy = KeyProxy::start(&via.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let bearer = format!("Bearer {}", proxy.token());
+
+    let url = format!("{}/responses?trace=1", proxy.base_url());
+    let proxied = post(&url, Some(&bearer), request_body()).await;
+    assert_eq!(proxied.status(), 200);
+    assert_eq!(proxied.headers()["content-type"], "text/event-stream");
+    let proxied = proxied.bytes().await.unwrap();
+    let url = format!("{}/responses?trace=1", direct.openai_base_url());
+    let expected = post(&url, Some(&format!("Bearer {KEY}")), request_body())
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert!(String::from_utf8_lossy(&expected).contains("response.completed"));
+    assert_eq!(proxied, expected);
+
+    let seen = via.requests();
+    assert_eq!(seen.len(), 1);
+    let seen = &seen[0];
+    assert_eq!(seen.method, "POST");
+    assert_eq!(seen.path, "/v1/responses?trace=1");
+    assert_eq!(
+        seen.header("authorization"),
+        Some(&*format!("Bearer {KEY}"))
+    );
+    assert_eq!(seen.header("openai-organization"), Some("org-test"));
+    assert_eq!(seen.header("x-client-tag"), Some("codex-test"));
+    let host = via.base_url().replace("http://", "");
+    assert_eq!(seen.header("host"), Some(host.as_str()));
+    assert!(
+        seen.headers.iter().all(|(_, v)| !v.contains(proxy.token())),
+        "the proxy token went upstream: {:?}",
+        seen.headers
+    );
+    let sent: serde_json::Value = serde_json::from_str(&request_body()).unwrap();
+    assert_eq!(seen.body, sent);
+}
+
+#[tokio::test]
+async fn a_wrong_or_missing_token_is_refused_and_nothing_is_forwarded() {
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![Step::Reply(Reply::text("never"))],
+    );
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let url = format!("{}/responses", proxy.base_url());
+    let wrong = format!("Bearer {}x", proxy.token());
+    let bare = proxy.token().to_string();
+    for auth in [None, Some(wrong.as_str()), Some(bare.as_str())] {
+        let answer = post(&url, auth, request_body()).await;
+        assert_eq!(answer.status(), 401, "authorization {auth:?}");
+        let body: serde_json::Value = serde_json::from_str(&answer.text().await.unwrap()).unwrap();
+        assert_eq!(body["error"]["type"], "invalid_api_key");
+    }
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_path_outside_v1_is_not_found() {
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![Step::Reply(Reply::text("never"))],
+    );
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let bearer = format!("Bearer {}", proxy.token());
+    let root = proxy.base_url().replace("/v1", "");
+    for path in ["/responses", "/v2/responses", "/v1"] {
+        let answer = post(&format!("{root}{path}"), Some(&bearer), request_body()).await;
+        assert_eq!(answer.status(), 404, "path {path}");
+    }
+    // Dot segments, which reqwest would resolve before sending.
+    for path in ["/v1/a/../../admin", "/v1/%2E%2e/admin", "/v1/./responses"] {
+        let answer = raw_head(&proxy, "GET", path, None).await;
+        assert!(answer.starts_with("HTTP/1.1 404"), "path {path}: {answer}");
+    }
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_a_bad_gateway_that_keeps_the_key() {
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = gone.local_addr().unwrap();
+    drop(gone);
+    let proxy = KeyProxy::start(&format!("http://{addr}/v1"), real_key())
+        .await
+        .unwrap();
+    let bearer = format!("Bearer {}", proxy.token());
+    let url = format!("{}/responses", proxy.base_url());
+    let answer = post(&url, Some(&bearer), request_body()).await;
+    assert_eq!(answer.status(), 502);
+    let body = answer.text().await.unwrap();
+    assert!(body.contains(&addr.to_string()), "{body}");
+    assert!(!body.contains(KEY), "{body}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["error"]["type"], "upstream_unreachable");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_before_it_is_read() {
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![Step::Reply(Reply::text("never"))],
+    );
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let answer = raw_head(&proxy, "POST", "/v1/responses", Some(MAX_REQUEST_BODY + 1)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn requests_share_one_kept_alive_connection() {
+    let steps = vec![
+        Step::Reply(Reply::text("one")),
+        Step::Reply(Reply::text("two")),
+    ];
+    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let addr = proxy.base_url().replace("http://", "").replace("/v1", "");
+    let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    let conn = tokio::spawn(conn);
+    for text in ["one", "two"] {
+        timeout(WAIT, sender.ready()).await.unwrap().unwrap();
+        let req = hyper::Request::post("/v1/responses")
+            .header("host", &addr)
+            .header("authorization", format!("Bearer {}", proxy.token()))
+            .body(Full::new(Bytes::from(request_body())))
+            .unwrap();
+        let answer = timeout(WAIT, sender.send_request(req))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        let body = timeout(WAIT, answer.into_body().collect())
+            .await
+            .unwrap()
+            .unwrap()
+            .to_bytes();
+        assert!(String::from_utf8_lossy(&body).contains(text));
+    }
+    assert!(!conn.is_finished(), "the connection was closed");
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// One connection's request as the upstream received it: head and body.
+struct Received {
+    head: String,
+    body: Vec<u8>,
+}
+
+/// A hand-written upstream on 127.0.0.1 for one request: it answers with a chunked
+/// `text/event-stream` whose `first` chunk it sends at once and whose `rest` it
+/// sends once `go` fires. Returns the base URL and the request it received.
+async fn held_upstream(
+    first: &'static str,
+    rest: &'static str,
+    go: oneshot::Receiver<()>,
+) -> (String, oneshot::Receiver<Received>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (tell, received) = oneshot::channel();
+    tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut buf = Vec::new();
+        let end = loop {
+            let mut chunk = [0u8; 4096];
+            let n = conn.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "the request ended early");
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        let mut body = buf[end..].to_vec();
+        body.resize(len, 0);
+        conn.read_exact(&mut body[buf.len() - end..]).await.unwrap();
+        let _ = tell.send(Received { head, body });
+        let chunk = |s: &str| format!("{:x}\r\n{s}\r\n", s.len());
+        let start = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{}",
+            chunk(first)
+        );
+        conn.write_all(start.as_bytes()).await.unwrap();
+        conn.flush().await.unwrap();
+        let _ = go.await;
+        let end = format!("{}0\r\n\r\n", chunk(rest));
+        conn.write_all(end.as_bytes()).await.unwrap();
+        conn.flush().await.unwrap();
+    });
+    (base, received)
+}
+
+#[tokio::test]
+async fn a_stream_is_relayed_as_it_comes() {
+    const FIRST: &str = "event: response.created\ndata: {\"n\":1}\n\n";
+    const REST: &str = "event: response.completed\ndata: {\"n\":2}\n\n";
+    let (go, held) = oneshot::channel();
+    let (upstream, _) = held_upstream(FIRST, REST, held).await;
+    let proxy = KeyProxy::start(&upstream, real_key()).await.unwrap();
+    let bearer = format!("Bearer {}", proxy.token());
+    let url = format!("{}/responses", proxy.base_url());
+    let mut answer = post(&url, Some(&bearer), request_body()).await;
+    let mut got = Vec::new();
+    while got.len() < FIRST.len() {
+        let chunk = timeout(WAIT, answer.chunk())
+            .await
+            .expect("the first event before the rest is released")
+            .unwrap()
+            .expect("more body");
+        got.extend_from_slice(&chunk);
+    }
+    assert_eq!(String::from_utf8_lossy(&got), FIRST);
+    go.send(()).unwrap();
+    while let Some(chunk) = timeout(WAIT, answer.chunk()).await.unwrap().unwrap() {
+        got.extend_from_slice(&chunk);
+    }
+    assert_eq!(String::from_utf8_lossy(&got), format!("{FIRST}{REST}"));
+}
+
+#[tokio::test]
+async fn a_compressed_body_passes_untouched_and_the_token_stays() {
+    let (go, held) = oneshot::channel();
+    go.send(()).unwrap();
+    let (upstream, received) = held_upstream("data: {}\n\n", "data: {}\n\n", held).await;
+    // The key in a header of its own: the client's authorization must still go.
+    let key = vec![("x-api-key".to_string(), KEY.to_string())];
+    let proxy = KeyProxy::start(&upstream, key).await.unwrap();
+    // A zstd frame's magic number, then bytes that are not UTF-8.
+    let body: Vec<u8> = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xff, 0xfe, 0x80, 0x0a];
+    let answer = timeout(
+        WAIT,
+        reqwest::Client::new()
+            .post(format!("{}/responses", proxy.base_url()))
+            .bearer_auth(proxy.token())
+            .header("content-encoding", "zstd")
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(answer.status(), 200);
+    let received = timeout(WAIT, received).await.unwrap().unwrap();
+    assert_eq!(received.body, body);
+    assert!(received.head.contains("\r\ncontent-encoding: zstd\r\n"));
+    let key = format!("\r\nx-api-key: {}\r\n", KEY.to_ascii_lowercase());
+    assert!(received.head.contains(&key), "{}", received.head);
+    assert!(
+        !received.head.contains("authorization"),
+        "{}",
+        received.head
+    );
+    assert!(!received.head.contains(&proxy.token().to_ascii_lowercase()));
+}
+
+#[tokio::test]
+async fn the_token_is_fresh_and_no_secret_shows_in_debug() {
+    let a = KeyProxy::start("http://127.0.0.1:9/v1", real_key())
+        .await
+        .unwrap();
+    let b = KeyProxy::start("http://127.0.0.1:9/v1", real_key())
+        .await
+        .unwrap();
+    assert!(a.token().len() >= 32);
+    assert!(a.token().chars().all(|c| c.is_ascii_alphanumeric()));
+    assert_ne!(a.token(), b.token());
+    assert!(a.base_url().starts_with("http://127.0.0.1:"));
+    assert!(a.base_url().ends_with("/v1"));
+    let shown = format!("{a:?}");
+    assert!(
+        !shown.contains(a.token()) && !shown.contains(KEY),
+        "{shown}"
+    );
+}
+
+#[tokio::test]
+async fn dropping_the_proxy_stops_it() {
+    let proxy = KeyProxy::start("http://127.0.0.1:9/v1", real_key())
+        .await
+        .unwrap();
+    let addr = proxy.base_url().replace("http://", "").replace("/v1", "");
+    drop(proxy);
+    // The accept loop ends at its next turn; then its port refuses connections.
+    timeout(WAIT, async {
+        while tokio::net::TcpStream::connect(&addr).await.is_ok() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the port closes once the proxy is dropped");
+}
