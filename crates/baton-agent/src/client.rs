@@ -210,7 +210,7 @@ impl ModelClient {
 }
 
 /// `retry-after-ms` or `retry-after` (seconds, possibly fractional).
-fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
     let get = |k: &str| {
         h.get(k)
             .and_then(|v| v.to_str().ok())
@@ -227,7 +227,7 @@ fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
 /// The latest of the rate-limit reset headers, from now: Anthropic's
 /// `anthropic-ratelimit-*-reset` (RFC 3339 times; `-unified-reset` in Unix seconds)
 /// and OpenAI's `x-ratelimit-reset-*` (durations such as `6m0s`, `1.5s`, `20ms`).
-fn reset_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn reset_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
     let now = std::time::SystemTime::now();
     let mut latest: Option<Duration> = None;
     for (name, value) in h {

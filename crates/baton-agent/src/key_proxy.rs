@@ -64,6 +64,8 @@ pub struct KeyProxy {
     addr: SocketAddr,
     token: String,
     upstream: String,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
     _stop: DropGuard,
 }
 
@@ -85,6 +87,8 @@ struct Shared {
     /// Added to every forwarded request, marked sensitive.
     headers: Vec<(HeaderName, HeaderValue)>,
     client: reqwest::Client,
+    /// When the upstream's last rate or quota limit (429) said it resets.
+    limit: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl KeyProxy {
@@ -124,15 +128,68 @@ impl KeyProxy {
             upstream: upstream.clone(),
             headers,
             client,
+            limit: std::sync::Mutex::new(None),
         });
         let stop = CancellationToken::new();
-        tokio::spawn(accept_loop(listener, shared, stop.clone()));
+        tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
         Ok(KeyProxy {
             addr,
             token,
             upstream,
+            shared,
+            stop: stop.clone(),
             _stop: stop.drop_guard(),
         })
+    }
+
+    /// [`KeyProxy::start`] on a thread of its own with its own runtime, for callers
+    /// outside one (a command sets its backend up before its runtime starts); the
+    /// thread ends when the proxy is dropped.
+    ///
+    /// # Errors
+    /// As [`KeyProxy::start`], or when the thread or its runtime cannot start.
+    pub fn spawn(
+        upstream: &str,
+        upstream_headers: Vec<(String, String)>,
+    ) -> std::io::Result<KeyProxy> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let upstream = upstream.to_string();
+        std::thread::Builder::new()
+            .name("baton-key-proxy".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    match KeyProxy::start(&upstream, upstream_headers).await {
+                        Ok(p) => {
+                            let stopped = p.stop.clone();
+                            if tx.send(Ok(p)).is_ok() {
+                                stopped.cancelled().await;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                });
+            })?;
+        rx.recv()
+            .map_err(|_| std::io::Error::other("the key proxy's thread ended at start"))?
+    }
+
+    /// How long until the limit the upstream last answered 429 with resets, when
+    /// it named one that has not passed.
+    pub fn limit_reset(&self) -> Option<Duration> {
+        let until = (*self.shared.limit.lock().ok()?)?;
+        until.checked_duration_since(std::time::Instant::now())
     }
 
     /// The base URL to give the client: `http://127.0.0.1:PORT/v1`.
@@ -241,7 +298,16 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
         .send()
         .await;
     match sent {
-        Ok(answer) => relay(answer),
+        Ok(answer) => {
+            if answer.status() == StatusCode::TOO_MANY_REQUESTS
+                && let Some(d) = crate::client::reset_after(answer.headers())
+                    .or_else(|| crate::client::retry_after(answer.headers()))
+                && let Ok(mut limit) = shared.limit.lock()
+            {
+                *limit = Some(std::time::Instant::now() + d);
+            }
+            relay(answer)
+        }
         Err(e) => {
             let msg = format!(
                 "key proxy: cannot reach the upstream {}: {}",

@@ -379,3 +379,26 @@ async fn dropping_the_proxy_stops_it() {
     .await
     .expect("the port closes once the proxy is dropped");
 }
+
+/// A proxy started on a thread of its own (as a command sets its backend up before
+/// its runtime) serves, and remembers when the upstream's quota resets: Codex
+/// reports a 429 only in words, so baton learns the reset here.
+#[tokio::test]
+async fn a_spawned_proxy_remembers_when_a_quota_resets() {
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![Step::quota_wall(Duration::from_secs(30))],
+    );
+    let proxy = KeyProxy::spawn(&server.openai_base_url(), real_key()).unwrap();
+    assert_eq!(proxy.limit_reset(), None);
+    let url = format!("{}/responses", proxy.base_url());
+    let auth = format!("Bearer {}", proxy.token());
+    let answer = post(&url, Some(&auth), request_body()).await;
+    assert_eq!(answer.status(), 429);
+    let reset = proxy.limit_reset().expect("the reset is remembered");
+    assert!(
+        reset > Duration::from_secs(20) && reset <= Duration::from_secs(30),
+        "{reset:?}"
+    );
+    drop(proxy);
+}

@@ -1,0 +1,558 @@
+//! A session run by an installed agent CLI instead of baton's own loop, recorded as
+//! baton's transcript. What every CLI shares lives here: starting it in its own
+//! process group, following its JSON event stream (and its stderr) line by line,
+//! the turn and wall-time limits, stopping it and the commands it started, and
+//! recording turns and tool results. Each CLI is one module that says how to start
+//! it and what its lines mean ([`claude`], [`codex`]); `docs/cli-backends.md` says
+//! what a third one needs.
+//!
+//! baton's rules reach inside a CLI through its `PreToolUse` hook (both CLIs speak
+//! the same hook JSON): the hook's command line is `baton hook pre-tool-use …`,
+//! judging by a copy of `baton.toml` frozen when the run started.
+
+pub mod claude;
+pub mod codex;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use baton_tools::{ProcessRegistry, ToolOutput};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{Block, StopReason, Usage};
+use crate::pricing::PriceTable;
+use crate::session::{AgentError, Limits, Observer, Outcome, SessionResult};
+use crate::transcript::{Event, Transcript, TranscriptError};
+
+pub use claude::{PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, SHELL_PREFIX_VAR};
+
+/// Which agent CLI, with what that CLI needs besides the shared parts.
+#[derive(Debug, Clone)]
+pub enum Cli {
+    /// Claude Code (`claude -p --output-format stream-json`).
+    ClaudeCode,
+    /// Codex (`codex exec --json`), run whole inside baton's sandbox.
+    Codex(codex::Codex),
+}
+
+impl Cli {
+    /// The provider name in config and transcripts.
+    pub fn provider(&self) -> &'static str {
+        match self {
+            Cli::ClaudeCode => claude::PROVIDER,
+            Cli::Codex(_) => codex::PROVIDER,
+        }
+    }
+}
+
+/// One session through an agent CLI.
+pub struct CliSession<'a> {
+    /// Which CLI.
+    pub cli: Cli,
+    /// The CLI's program.
+    pub program: PathBuf,
+    /// The project directory (canonical); the CLI runs there.
+    pub project_dir: PathBuf,
+    /// Model name passed to the CLI.
+    pub model: String,
+    /// Limits: `max_turns` and `max_duration` are enforced; a token limit is not
+    /// (the CLIs report tokens only as they go, or at the end).
+    pub limits: Limits,
+    /// The shell command the `PreToolUse` hook runs (baton's own judgement).
+    pub hook_command: String,
+    /// `{"mcpServers": {...}}`, when MCP servers are configured.
+    pub mcp_config: Option<Value>,
+    /// Environment for the CLI besides baton's own (e.g. the API key baton holds).
+    pub env: Vec<(String, String)>,
+    /// The baton executable whose `--sandbox-shell` confines the CLI's commands.
+    pub baton_exe: PathBuf,
+    /// The sandbox spec (JSON, for `BATON_SANDBOX`) when the CLI's commands run
+    /// through baton's sandbox launcher; `None` runs them as the CLI does.
+    pub command_sandbox: Option<String>,
+    /// Told what happens.
+    pub observer: &'a dyn Observer,
+    /// Prices for each turn's cost.
+    pub prices: &'a PriceTable,
+}
+
+/// How to start the CLI for the sessions of a project (set up once per command).
+#[derive(Debug, Clone)]
+pub struct CliBackend {
+    /// Which CLI.
+    pub cli: Cli,
+    /// The CLI's program (a path, or a name looked up on `PATH`).
+    pub program: PathBuf,
+    /// Model name passed to the CLI.
+    pub model: String,
+    /// The baton executable the hook runs.
+    pub baton_exe: PathBuf,
+    /// Environment for the CLI besides baton's own (e.g. the API key baton holds).
+    pub env: Vec<(String, String)>,
+    /// `{"mcpServers": {...}}`, when MCP servers are configured.
+    pub mcp_config: Option<Value>,
+    /// The sandbox spec (JSON, for `BATON_SANDBOX`) when the CLI's commands run
+    /// through baton's sandbox launcher (`[sandbox] enabled` and the kernel enforces it).
+    pub command_sandbox: Option<String>,
+    /// The copy of `baton.toml` taken when baton started, outside the project, which
+    /// the hook judges by (`--config`); `None` lets the hook read the project's.
+    pub hook_config: Option<PathBuf>,
+    /// What must live as long as the backend (the sandbox's PID namespace, which the
+    /// CLI's commands join; Codex's key proxy).
+    pub keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+    /// The CLI's shell commands run in baton's bubblewrap sandbox and the run's PID
+    /// namespace: its hook judges them as baton judges its own (`--bubblewrap`).
+    pub bubblewrap: bool,
+}
+
+impl CliBackend {
+    /// A session in `project_dir` whose tool calls are judged by `baton hook
+    /// pre-tool-use` with `hook_args` (e.g. `--feature-list NAME`, `--read-only`).
+    pub fn session<'a>(
+        &self,
+        project_dir: &Path,
+        hook_args: &[String],
+        limits: Limits,
+        observer: &'a dyn Observer,
+        prices: &'a PriceTable,
+    ) -> CliSession<'a> {
+        let mut hook = format!(
+            "{} hook pre-tool-use --dir {}",
+            shell_quote(&self.baton_exe.display().to_string()),
+            shell_quote(&project_dir.display().to_string())
+        );
+        if let Some(c) = &self.hook_config {
+            hook.push_str(" --config ");
+            hook.push_str(&shell_quote(&c.display().to_string()));
+        }
+        // The verifier's read-only commands get a sandbox of their own, outside the
+        // run's PID namespace: judged without what that namespace bounds.
+        if self.bubblewrap && !hook_args.iter().any(|a| a == "--read-only") {
+            hook.push_str(" --bubblewrap");
+        }
+        for a in hook_args {
+            hook.push(' ');
+            hook.push_str(&shell_quote(a));
+        }
+        CliSession {
+            cli: self.cli.clone(),
+            program: self.program.clone(),
+            project_dir: project_dir.to_path_buf(),
+            model: self.model.clone(),
+            limits,
+            hook_command: hook,
+            mcp_config: self.mcp_config.clone(),
+            env: self.env.clone(),
+            baton_exe: self.baton_exe.clone(),
+            command_sandbox: self.command_sandbox.clone(),
+            observer,
+            prices,
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> AgentError + '_ {
+    move |source| {
+        AgentError::Transcript(TranscriptError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// Quote `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// What the stream has told so far.
+#[derive(Default)]
+struct Progress {
+    turns: u32,
+    /// The assistant message being assembled: (id, blocks, usage).
+    pending: Option<(String, Vec<Block>, Usage)>,
+    /// Tool calls by id, for naming results and timing them.
+    calls: HashMap<String, (String, Instant)>,
+    final_text: String,
+    usage: Usage,
+    cost: f64,
+    /// The CLI's final event (Claude Code's `result`, Codex's `turn.completed` or
+    /// `turn.failed`), when it came.
+    result: Option<Value>,
+    /// Usage and cost the CLI reported for the whole session, when it did.
+    totals: Option<(Usage, Option<f64>)>,
+}
+
+/// How one CLI is started and read.
+struct Start {
+    cmd: tokio::process::Command,
+    /// Written to the CLI's stdin, which is then closed.
+    stdin: Option<String>,
+    /// What to remove when the session ends (Codex's home for the session).
+    scratch: Option<PathBuf>,
+}
+
+impl CliSession<'_> {
+    /// Run one session to its end, recording it in `transcript`; stop early (the CLI's
+    /// process group is killed) once `stop` is cancelled.
+    pub async fn run_until(
+        &self,
+        transcript: &mut Transcript,
+        system: &str,
+        prompt: &str,
+        stop: &CancellationToken,
+    ) -> Result<SessionResult, AgentError> {
+        transcript.record(Event::SessionStart {
+            session: transcript.number(),
+            provider: self.cli.provider().to_string(),
+            model: self.model.clone(),
+            project_dir: self.project_dir.display().to_string(),
+            system: system.to_string(),
+            tools: Vec::new(),
+        })?;
+        transcript.record(Event::User {
+            content: vec![Block::Text {
+                text: prompt.to_string(),
+            }],
+        })?;
+        let mut p = Progress::default();
+        let result = self.drive(transcript, system, prompt, stop, &mut p).await;
+        // A turn still being assembled (the CLI was stopped) is recorded as it stood.
+        let flushed = self.flush(transcript, &mut p);
+        let result = result.and_then(|o| flushed.map(|()| o));
+        let (outcome_name, error) = match &result {
+            Ok(o) => (o.name(), None),
+            Err(e) => ("error", Some(e.to_string())),
+        };
+        let (usage, cost) = match &p.totals {
+            Some((u, c)) => (*u, c.unwrap_or(p.cost)),
+            None => (p.usage, p.cost),
+        };
+        transcript.record(Event::SessionEnd {
+            outcome: outcome_name.to_string(),
+            turns: p.turns,
+            usage,
+            cost_usd: cost,
+            final_text: p.final_text.clone(),
+            error,
+        })?;
+        let outcome = result?;
+        Ok(SessionResult {
+            outcome,
+            final_text: p.final_text,
+            turns: p.turns,
+            usage,
+            cost_usd: cost,
+            session: transcript.number(),
+            transcript: transcript.path().to_path_buf(),
+        })
+    }
+
+    /// Start the CLI, follow its stream to the end, and say how it ended.
+    async fn drive(
+        &self,
+        transcript: &mut Transcript,
+        system: &str,
+        prompt: &str,
+        stop: &CancellationToken,
+        p: &mut Progress,
+    ) -> Result<Outcome, AgentError> {
+        let n = transcript.number();
+        let start = match &self.cli {
+            Cli::ClaudeCode => self.claude_command(n, system, prompt)?,
+            Cli::Codex(c) => self.codex_command(c, n, system, prompt)?,
+        };
+        let scratch = start.scratch.clone();
+        let ended = self.follow(start, transcript, stop, p).await;
+        if let Some(dir) = scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let (ended, status, stderr) = ended?;
+        if let Some(o) = ended {
+            return Ok(o);
+        }
+        match &self.cli {
+            Cli::ClaudeCode => self.claude_outcome(p, &status, &stderr),
+            Cli::Codex(c) => self.codex_outcome(c, p, &status, &stderr),
+        }
+    }
+
+    /// Spawn the CLI and read its stdout (events) and stderr (lines) until it ends,
+    /// `stop` is cancelled, the wall time or the turns run out. Returns how it was
+    /// cut short (if it was), its exit status (as text) and its stderr.
+    async fn follow(
+        &self,
+        start: Start,
+        transcript: &mut Transcript,
+        stop: &CancellationToken,
+        p: &mut Progress,
+    ) -> Result<(Option<Outcome>, String, String), AgentError> {
+        let Start { mut cmd, stdin, .. } = start;
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| AgentError::Cli {
+            program: self.program.display().to_string(),
+            message: format!(
+                "cannot start it: {e}; is {} installed (`baton doctor`)?",
+                self.cli.provider()
+            ),
+        })?;
+        let owner = ProcessRegistry::new();
+        if let Some(pid) = child.id() {
+            owner.adopt(pid);
+        }
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            // Written off the reading path: a CLI that reads its input late must not
+            // stall the stream.
+            tokio::spawn(async move {
+                let _ = pipe.write_all(text.as_bytes()).await;
+                let _ = pipe.shutdown().await;
+            });
+        }
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            return Err(self.cli_err("no output pipes".to_string()));
+        };
+        let mut lines = BufReader::new(stdout).lines();
+        let mut errs = BufReader::new(stderr).lines();
+        let mut err_text = String::new();
+        let mut err_open = true;
+        let deadline = self
+            .limits
+            .max_duration
+            .map(|d| tokio::time::Instant::now() + d);
+        let ended = loop {
+            if p.turns > self.limits.max_turns && matches!(self.cli, Cli::Codex(_)) {
+                break Some(Outcome::MaxTurns);
+            }
+            tokio::select! {
+                l = lines.next_line() => match l {
+                    Ok(Some(line)) => self.event(transcript, p, &line)?,
+                    Ok(None) => break None,
+                    Err(e) => return Err(self.cli_err(format!("reading its output: {e}"))),
+                },
+                l = errs.next_line(), if err_open => match l {
+                    Ok(Some(line)) => {
+                        self.stderr_line(transcript, p, &line)?;
+                        if err_text.len() < 64 * 1024 {
+                            err_text.push_str(&line);
+                            err_text.push('\n');
+                        }
+                    }
+                    _ => err_open = false,
+                },
+                () = stop.cancelled() => break Some(Outcome::Interrupted),
+                () = sleep_until(deadline) => break Some(Outcome::TimeLimit),
+            }
+        };
+        if ended.is_some() {
+            owner.shutdown(Duration::from_secs(2)).await;
+        }
+        // What the CLI still says on stderr after its stream ended (its last words).
+        while err_open {
+            match tokio::time::timeout(Duration::from_secs(2), errs.next_line()).await {
+                Ok(Ok(Some(line))) if err_text.len() < 64 * 1024 => {
+                    self.stderr_line(transcript, p, &line)?;
+                    err_text.push_str(&line);
+                    err_text.push('\n');
+                }
+                Ok(Ok(Some(_))) => {}
+                _ => err_open = false,
+            }
+        }
+        let status = child.wait().await;
+        // The CLI's own children (commands it ran in the background) go with it.
+        owner.shutdown(Duration::from_secs(2)).await;
+        let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+        Ok((ended, status, err_text))
+    }
+
+    fn cli_err(&self, message: String) -> AgentError {
+        AgentError::Cli {
+            program: self.program.display().to_string(),
+            message: message.trim().to_string(),
+        }
+    }
+
+    /// One line of the CLI's event stream.
+    fn event(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        line: &str,
+    ) -> Result<(), AgentError> {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return Ok(()); // Not an event (the CLI may print other things).
+        };
+        match &self.cli {
+            Cli::ClaudeCode => self.claude_event(transcript, p, v),
+            Cli::Codex(_) => self.codex_event(transcript, p, v),
+        }
+    }
+
+    /// One line of the CLI's stderr (Codex says there which calls its hook refused).
+    fn stderr_line(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        line: &str,
+    ) -> Result<(), AgentError> {
+        match &self.cli {
+            Cli::ClaudeCode => Ok(()),
+            Cli::Codex(_) => self.codex_stderr(transcript, p, line),
+        }
+    }
+
+    /// Record a tool call's result.
+    fn tool_result(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        id: String,
+        text: String,
+        is_error: bool,
+        refused: bool,
+    ) -> Result<(), AgentError> {
+        let (name, took) = p
+            .calls
+            .remove(&id)
+            .map_or((String::new(), Duration::ZERO), |(n, t)| (n, t.elapsed()));
+        let out = ToolOutput {
+            content: text.clone(),
+            is_error,
+            images: Vec::new(),
+        };
+        self.observer.tool_end(&name, &out, refused, took);
+        transcript.record(Event::ToolResult {
+            turn: p.turns,
+            tool_use_id: id,
+            name,
+            content: text,
+            is_error,
+            refused,
+            duration_ms: took.as_millis() as u64,
+            evidence: Vec::new(),
+        })?;
+        Ok(())
+    }
+
+    /// Record the assistant message being assembled as one turn.
+    fn flush(&self, transcript: &mut Transcript, p: &mut Progress) -> Result<(), AgentError> {
+        let Some((_, content, usage)) = p.pending.take() else {
+            return Ok(());
+        };
+        p.turns += 1;
+        let turn = p.turns;
+        let cost = self.prices.cost(&self.model, &usage);
+        p.usage.input_tokens += usage.input_tokens;
+        p.usage.output_tokens += usage.output_tokens;
+        p.usage.cache_read_tokens += usage.cache_read_tokens;
+        p.usage.cache_write_tokens += usage.cache_write_tokens;
+        p.cost += cost;
+        transcript.record(Event::Request {
+            turn,
+            messages: turn as usize * 2 - 1,
+        })?;
+        let calls = crate::model::tool_calls_of(&content);
+        let text = crate::model::text_of(&content);
+        if !text.is_empty() {
+            self.observer.assistant_text(&text, !calls.is_empty());
+            p.final_text = text;
+        }
+        transcript.record(Event::Assistant {
+            turn,
+            content,
+            stop_reason: if calls.is_empty() {
+                StopReason::EndTurn
+            } else {
+                StopReason::ToolUse
+            },
+            usage,
+            cost_usd: cost,
+        })?;
+        self.observer.turn_end(turn, &usage, cost);
+        for (id, name, input) in calls {
+            self.observer.tool_start(&name, &input);
+            p.calls.insert(id, (name, Instant::now()));
+        }
+        Ok(())
+    }
+
+    /// Record one whole assistant turn (`blocks`, without usage of its own).
+    fn turn(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        blocks: Vec<Block>,
+    ) -> Result<(), AgentError> {
+        self.flush(transcript, p)?;
+        p.pending = Some((String::new(), blocks, Usage::default()));
+        self.flush(transcript, p)
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The last few lines of the CLI's stderr, for an error message.
+fn tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+/// When a usage limit resets, from the words `…|<unix seconds>` some CLIs end
+/// their message with. Other wordings ("resets 3pm") name a local time without a
+/// date and are not trusted.
+fn reset_of(said: &str) -> Option<Duration> {
+    let (_, unix) = said.rsplit_once('|')?;
+    let unix: u64 = unix.trim().parse().ok()?;
+    let at = std::time::UNIX_EPOCH.checked_add(Duration::from_secs(unix))?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_single_quotes() {
+        assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
+    }
+
+    #[test]
+    fn a_reset_is_read_only_from_unix_seconds() {
+        let later = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 600;
+        let d = reset_of(&format!("Claude AI usage limit reached|{later}")).unwrap();
+        assert!(
+            d > Duration::from_secs(590) && d <= Duration::from_secs(600),
+            "{d:?}"
+        );
+        assert_eq!(reset_of("You've hit your limit · resets 3pm"), None);
+    }
+
+    #[test]
+    fn the_tail_is_the_last_five_lines() {
+        let s = (1..=8).map(|i| format!("l{i}\n\n")).collect::<String>();
+        assert_eq!(tail(&s), "l4 | l5 | l6 | l7 | l8");
+    }
+}
