@@ -33,7 +33,7 @@ impl Provider {
             "openai" => Ok(Self::OpenAi),
             "openai-responses" => Ok(Self::OpenAiResponses),
             other => Err(ModelError::Config(format!(
-                "unknown provider {other:?}; expected \"anthropic\", \"openai\", \"openai-responses\" or \"claude-code\""
+                "unknown provider {other:?}; expected \"anthropic\", \"openai\", \"openai-responses\", \"claude-code\" or \"codex\""
             ))),
         }
     }

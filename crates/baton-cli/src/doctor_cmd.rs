@@ -94,6 +94,11 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             result: claude(&dir),
         },
         Check {
+            name: "codex",
+            required: cfg.agent.provider.as_deref() == Some("codex"),
+            result: codex(&dir),
+        },
+        Check {
             name: "landlock",
             required: false,
             result: landlock(),
@@ -146,6 +151,17 @@ fn claude(dir: &Path) -> Result<String, Missing> {
     probe(&program, &["--version"], dir)
         .map(|v| format!("{program}: {v}"))
         .map_err(|why| missing(why, "npm install -g @anthropic-ai/claude-code"))
+}
+
+/// The Codex CLI of `provider = "codex"` (`$BATON_CODEX`, else `codex`).
+fn codex(dir: &Path) -> Result<String, Missing> {
+    let program = std::env::var("BATON_CODEX")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "codex".to_string());
+    probe(&program, &["--version"], dir)
+        .map(|v| format!("{program}: {v}"))
+        .map_err(|why| missing(why, "npm install -g @openai/codex"))
 }
 
 fn node(dir: &Path) -> Result<String, Missing> {

@@ -153,8 +153,15 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
 }
 
 /// Why a file tool's write may not happen: outside the project, or in `.git/` or
-/// `.baton/` (the built-in tools refuse the same in themselves).
+/// `.baton/` (the built-in tools refuse the same in themselves). Codex's
+/// `apply_patch` writes every file its patch names.
 fn confinement(dir: &Path, tool: &str, input: &Value) -> Option<String> {
+    if tool == "apply_patch" {
+        let patch = input["command"]
+            .as_str()
+            .or_else(|| input["input"].as_str())?;
+        return patch_paths(patch).find_map(|path| paths::resolve_for_write(dir, path).err());
+    }
     let key = match tool {
         "Write" | "Edit" | "MultiEdit" => "file_path",
         "NotebookEdit" => "notebook_path",
@@ -162,4 +169,38 @@ fn confinement(dir: &Path, tool: &str, input: &Value) -> Option<String> {
     };
     let path = input[key].as_str()?;
     paths::resolve_for_write(dir, path).err()
+}
+
+/// The files a Codex patch adds, updates, deletes or moves to.
+fn patch_paths(patch: &str) -> impl Iterator<Item = &str> {
+    const HEADS: [&str; 4] = [
+        "*** Add File: ",
+        "*** Update File: ",
+        "*** Delete File: ",
+        "*** Move to: ",
+    ];
+    patch
+        .lines()
+        .filter_map(|l| HEADS.iter().find_map(|h| l.strip_prefix(h)).map(str::trim))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_is_judged_by_every_file_it_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        let inside = "*** Begin Patch\n*** Add File: src/a.txt\n+hi\n*** End Patch\n";
+        assert_eq!(
+            confinement(&dir, "apply_patch", &json!({"command": inside})),
+            None
+        );
+        let git = "*** Begin Patch\n*** Update File: src/a.txt\n*** Move to: .git/hooks/pre-commit\n@@\n-a\n+b\n*** End Patch\n";
+        let why = confinement(&dir, "apply_patch", &json!({"command": git})).unwrap();
+        assert!(why.contains(".git"), "{why}");
+        let out = "*** Begin Patch\n*** Add File: ../elsewhere.txt\n+x\n*** End Patch\n";
+        assert!(confinement(&dir, "apply_patch", &json!({"command": out})).is_some());
+    }
 }

@@ -74,6 +74,8 @@ pub enum AgentKind {
     Model(Provider),
     /// The Claude Code CLI, driven as a session backend.
     ClaudeCode,
+    /// The Codex CLI, driven as a session backend inside the sandbox.
+    Codex,
 }
 
 /// The provider from the flag, `BATON_PROVIDER` or `baton.toml`, in that order
@@ -91,13 +93,23 @@ pub fn agent_kind(cfg: &Config, provider_flag: Option<&str>) -> anyhow::Result<A
     if name == cli_session::PROVIDER {
         return Ok(AgentKind::ClaudeCode);
     }
+    if name == cli_session::codex::PROVIDER {
+        return Ok(AgentKind::Codex);
+    }
     Ok(AgentKind::Model(Provider::parse(&name)?))
 }
 
-/// The agent CLI backend when the provider is `claude-code`: the program is
-/// `$BATON_CLAUDE` or `claude` on `PATH`; the API key baton holds (if any) is handed
-/// to it, else the CLI uses its own login (a subscription). MCP servers of
-/// `baton.toml` (the browser among them) go to it as `--mcp-config`.
+/// The agent CLI backend when the provider is `claude-code` or `codex`.
+///
+/// Claude Code: the program is `$BATON_CLAUDE` or `claude` on `PATH`; the API key
+/// baton holds (if any) is handed to it, else the CLI uses its own login (a
+/// subscription); its shell commands go through baton's sandbox one by one.
+///
+/// Codex: the program is `$BATON_CODEX` or `codex` on `PATH`; it runs whole inside
+/// the sandbox and reaches the provider (`OPENAI_BASE_URL`, the Responses API) only
+/// through baton's key proxy, so the key `OPENAI_API_KEY` never enters the sandbox.
+///
+/// MCP servers of `baton.toml` (the browser among them) go to either.
 pub fn cli_backend(
     cfg: &Config,
     dir: &Path,
@@ -105,16 +117,24 @@ pub fn cli_backend(
     provider_flag: Option<&str>,
     model_flag: Option<&str>,
 ) -> anyhow::Result<Option<CliBackend>> {
-    if agent_kind(cfg, provider_flag)? != AgentKind::ClaudeCode {
+    let kind = agent_kind(cfg, provider_flag)?;
+    if !matches!(kind, AgentKind::ClaudeCode | AgentKind::Codex) {
         return Ok(None);
     }
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let default_model = match kind {
+        AgentKind::Codex => Provider::OpenAiResponses.default_model(),
+        _ => Provider::Anthropic.default_model(),
+    };
     let model = model_flag
         .map(str::to_string)
         .or_else(|| env("BATON_MODEL"))
         .or_else(|| cfg.agent.model.clone())
-        .unwrap_or_else(|| Provider::Anthropic.default_model().to_string());
-    let keys = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+        .unwrap_or_else(|| default_model.to_string());
+    let keys: &[&str] = match kind {
+        AgentKind::Codex => &[],
+        _ => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
+    };
     let specs = baton_mcp::specs_from_config(cfg, dir);
     let mcp_config = if specs.is_empty() {
         None
@@ -169,8 +189,27 @@ pub fn cli_backend(
     let bubblewrap = join.is_some();
     let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset, join));
     let hook_config = freeze_config(&project)?;
+    let mut keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
+    let (cli, program) = match kind {
+        AgentKind::Codex => {
+            let (codex, proxy) = codex_link(&project, secrets)?;
+            keep_alive.push(proxy);
+            (
+                cli_session::Cli::Codex(codex),
+                env("BATON_CODEX").map_or_else(|| PathBuf::from("codex"), PathBuf::from),
+            )
+        }
+        _ => (
+            cli_session::Cli::ClaudeCode,
+            env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
+        ),
+    };
+    if let Some(l) = launcher {
+        keep_alive.push(std::sync::Arc::new(l));
+    }
     Ok(Some(CliBackend {
-        program: env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
+        cli,
+        program,
         model,
         baton_exe,
         env: keys
@@ -180,10 +219,40 @@ pub fn cli_backend(
         mcp_config,
         command_sandbox,
         hook_config: Some(hook_config),
-        keep_alive: launcher
-            .map(|l| std::sync::Arc::new(l) as std::sync::Arc<dyn std::any::Any + Send + Sync>),
+        keep_alive,
         bubblewrap,
     }))
+}
+
+/// Codex's way to the provider: baton's key proxy on 127.0.0.1, forwarding to
+/// `OPENAI_BASE_URL` (default OpenAI's) with `OPENAI_API_KEY`, which stays in baton.
+fn codex_link(
+    project: &Path,
+    secrets: &crate::secrets::Secrets,
+) -> anyhow::Result<(
+    cli_session::codex::Codex,
+    std::sync::Arc<dyn std::any::Any + Send + Sync>,
+)> {
+    let p = Provider::OpenAiResponses;
+    let upstream = std::env::var(p.base_url_var())
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| p.default_base_url().to_string());
+    let headers = secrets
+        .get(p.key_var())
+        .map(|k| vec![("authorization".to_string(), format!("Bearer {k}"))])
+        .unwrap_or_default();
+    let proxy = baton_agent::key_proxy::KeyProxy::spawn(&upstream, headers)
+        .context("cannot start the key proxy for Codex")?;
+    let proxy = std::sync::Arc::new(proxy);
+    let seen = std::sync::Arc::clone(&proxy);
+    let codex = cli_session::codex::Codex {
+        base_url: proxy.base_url(),
+        token: proxy.token().to_string(),
+        homes: baton_policy::sandbox::private_home(project).join(".baton-codex"),
+        limit_reset: std::sync::Arc::new(move || seen.limit_reset()),
+    };
+    Ok((codex, proxy))
 }
 
 /// Copy the project's `baton.toml`, as baton loaded it for this command, to baton's
@@ -215,10 +284,7 @@ pub fn client_config(
 ) -> anyhow::Result<ClientConfig> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let AgentKind::Model(provider) = agent_kind(cfg, provider_flag)? else {
-        bail!(
-            "provider {:?} is an agent CLI, not a model API",
-            cli_session::PROVIDER
-        );
+        bail!("the provider is an agent CLI (claude-code or codex), not a model API");
     };
     let model = model_flag
         .map(str::to_string)

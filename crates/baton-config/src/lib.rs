@@ -466,11 +466,12 @@ impl Config {
             && p != "openai"
             && p != "openai-responses"
             && p != "claude-code"
+            && p != "codex"
         {
             return Err(invalid(
                 "agent.provider",
                 &format!(
-                    "unknown provider {p:?}; expected \"anthropic\", \"openai\", \"openai-responses\" or \"claude-code\""
+                    "unknown provider {p:?}; expected \"anthropic\", \"openai\", \"openai-responses\", \"claude-code\" or \"codex\""
                 ),
             ));
         }
@@ -689,7 +690,7 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             err,
-            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\", \"openai\", \"openai-responses\" or \"claude-code\""
+            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\", \"openai\", \"openai-responses\", \"claude-code\" or \"codex\""
         );
         let err = Config::from_toml_str("[prices.m]\ninput = -1.0\n", "baton.toml")
             .err()

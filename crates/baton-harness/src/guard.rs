@@ -85,7 +85,7 @@ pub struct ReadOnly<'a> {
 impl ToolGate for ReadOnly<'_> {
     fn check(&self, tool: &str, input: &Value) -> GateDecision {
         match tool {
-            "Write" | "Edit" => GateDecision::Refuse(
+            "Write" | "Edit" | "apply_patch" => GateDecision::Refuse(
                 "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict.".into(),
             ),
             // Browser tools can write files (a screenshot's `filename`); the verifier's

@@ -69,15 +69,14 @@ fn the_worker_image_installs_every_part_baton_doctor_looks_for_at_cis_versions()
     let ci = repo(".ci/run");
     let (apt, npm) = what_doctor_installs();
     // The doctor names them all (git, bash, node, the MCP server, Chromium, the
-    // Claude Code CLI, bubblewrap): the test cannot pass by reading nothing.
+    // Claude Code and Codex CLIs, bubblewrap): the test cannot pass by reading nothing.
     for want in ["git", "bash", "nodejs", "chromium", "bubblewrap"] {
         assert!(apt.contains(&want.to_string()), "doctor said {apt:?}");
     }
     assert!(npm.iter().any(|p| p == "@playwright/mcp"), "{npm:?}");
-    assert!(
-        npm.iter().any(|p| p == "@anthropic-ai/claude-code"),
-        "{npm:?}"
-    );
+    for cli in ["@anthropic-ai/claude-code", "@openai/codex"] {
+        assert!(npm.iter().any(|p| p == cli), "{npm:?}");
+    }
     let image_apt = words_after(&docker, "apt-get install");
     for p in &apt {
         assert!(

@@ -1,6 +1,7 @@
 mod boundary;
 mod browser;
 mod claude_code;
+mod codex;
 mod deploy;
 mod endurance;
 mod events;

@@ -1,0 +1,296 @@
+//! Claude Code as a session backend: `claude -p --output-format stream-json
+//! --verbose`, with baton's `PreToolUse` hook in a settings file written under
+//! `.baton/` for the session and `--max-turns` for the turn limit.
+//!
+//! With the OS sandbox on, the CLI's own shell commands (its `Bash`, and its hooks) go
+//! through baton's launcher: `CLAUDE_CODE_SHELL_PREFIX` is `<baton> --sandbox-shell`,
+//! which the CLI runs as `'<baton>' --sandbox-shell '<its command string>'`; the
+//! launcher reads the sandbox spec from `BATON_SANDBOX`, confines itself, removes the
+//! secret variables and becomes `bash -c '<its command string>'`. The CLI itself,
+//! which holds the key, stays outside.
+//!
+//! The stream's events become transcript events: each assistant message (merged by
+//! message id) a `request` + `assistant` turn with its usage and cost from the price
+//! table, each tool result a `tool_result` (a hook refusal marked `refused`), and the
+//! CLI's final `result` the `session_end` with its outcome, usage and total cost.
+
+use serde_json::{Value, json};
+
+use super::{CliSession, Progress, Start, io_err, reset_of, tail};
+use crate::model::{Block, Usage};
+use crate::session::{AgentError, Outcome};
+use crate::transcript::Transcript;
+
+/// The provider name of this backend in config and transcripts.
+pub const PROVIDER: &str = "claude-code";
+
+/// The variable that makes Claude Code run each shell command as `'<program>' <flag>
+/// '<command string>'` (a prefix ending in ` -…` is split into program and flag).
+pub const SHELL_PREFIX_VAR: &str = "CLAUDE_CODE_SHELL_PREFIX";
+
+/// baton's flag for running a CLI's command string in its sandbox.
+pub const SANDBOX_SHELL_FLAG: &str = "--sandbox-shell";
+
+/// The variable holding the sandbox spec (JSON) for `baton --sandbox-shell`.
+pub const SANDBOX_SPEC_VAR: &str = "BATON_SANDBOX";
+
+/// The prefix Claude Code gives a tool result its `PreToolUse` hook refused.
+const HOOK_REFUSAL: &str = "hook error: ";
+
+/// Where the per-session files for the CLI live, inside the project.
+const CLI_DIR: &str = baton_records::layout::CLAUDE_CODE;
+
+impl CliSession<'_> {
+    /// Write the session's settings and say how to start Claude Code.
+    pub(super) fn claude_command(
+        &self,
+        n: u32,
+        system: &str,
+        prompt: &str,
+    ) -> Result<Start, AgentError> {
+        let dir = self.project_dir.join(CLI_DIR);
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let settings = dir.join(format!("{n:04}-settings.json"));
+        let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": self.hook_command}
+        ]}]}});
+        std::fs::write(&settings, hooks.to_string()).map_err(io_err(&settings))?;
+        let mut cmd = tokio::process::Command::new(&self.program);
+        cmd.current_dir(&self.project_dir)
+            .args(["-p", "--output-format", "stream-json", "--verbose"])
+            .args(["--model", &self.model])
+            .args(["--max-turns", &self.limits.max_turns.to_string()])
+            .arg("--settings")
+            .arg(&settings)
+            // Only the user's settings besides baton's: the project's .claude/ files are
+            // writable by the agent and could override the shell prefix (the sandbox)
+            // or the hooks; likewise only baton's MCP servers, not a project .mcp.json.
+            .args(["--setting-sources", "user", "--strict-mcp-config"])
+            .args(["--append-system-prompt", system]);
+        if let Some(mcp) = &self.mcp_config {
+            let path = dir.join(format!("{n:04}-mcp.json"));
+            std::fs::write(&path, mcp.to_string()).map_err(io_err(&path))?;
+            cmd.arg("--mcp-config").arg(&path);
+        }
+        cmd.arg("--")
+            .arg(prompt)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env_remove(SHELL_PREFIX_VAR)
+            .env_remove(SANDBOX_SPEC_VAR);
+        if let Some(spec) = &self.command_sandbox {
+            let prefix = format!("{} {SANDBOX_SHELL_FLAG}", self.baton_exe.display());
+            cmd.env(SHELL_PREFIX_VAR, prefix)
+                .env(SANDBOX_SPEC_VAR, spec);
+        }
+        Ok(Start {
+            cmd,
+            stdin: None,
+            scratch: None,
+        })
+    }
+
+    /// How the session ended, from the CLI's `result` event.
+    pub(super) fn claude_outcome(
+        &self,
+        p: &Progress,
+        status: &str,
+        stderr: &str,
+    ) -> Result<Outcome, AgentError> {
+        let Some(r) = &p.result else {
+            return Err(self.cli_err(format!(
+                "it ended ({status}) without a result: {}",
+                tail(stderr)
+            )));
+        };
+        match r["subtype"].as_str().unwrap_or_default() {
+            "success" if r["is_error"] != json!(true) => Ok(Outcome::Completed),
+            "error_max_turns" => Ok(Outcome::MaxTurns),
+            _ if usage_limited(r) => Err(AgentError::UsageLimit {
+                program: self.program.display().to_string(),
+                message: r["result"].as_str().unwrap_or("rate limited").to_string(),
+                reset_in: r["result"].as_str().and_then(reset_of),
+            }),
+            other => {
+                let said = r["result"]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| r["errors"].as_array().map(|e| format!("{e:?}")))
+                    .unwrap_or_default();
+                let kind = match other {
+                    "success" => "error".to_string(),
+                    o => o.replace('_', " "),
+                };
+                Err(self.cli_err(format!(
+                    "the CLI reported an {kind}: {said} {}",
+                    tail(stderr)
+                )))
+            }
+        }
+    }
+
+    /// One event of Claude Code's stream.
+    pub(super) fn claude_event(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        v: Value,
+    ) -> Result<(), AgentError> {
+        // Subagents' messages are theirs, not this conversation's.
+        if !v["parent_tool_use_id"].is_null() {
+            return Ok(());
+        }
+        match v["type"].as_str().unwrap_or_default() {
+            "assistant" => {
+                let msg = &v["message"];
+                let id = msg["id"].as_str().unwrap_or_default().to_string();
+                if p.pending.as_ref().is_some_and(|(pid, _, _)| *pid != id) {
+                    self.flush(transcript, p)?;
+                }
+                let blocks = msg["content"]
+                    .as_array()
+                    .map(|c| c.iter().filter_map(block_of).collect::<Vec<_>>())
+                    .unwrap_or_default();
+                let usage = usage_of(&msg["usage"]);
+                match &mut p.pending {
+                    Some((_, b, u)) => {
+                        b.extend(blocks);
+                        *u = usage;
+                    }
+                    None => p.pending = Some((id, blocks, usage)),
+                }
+            }
+            "user" => {
+                self.flush(transcript, p)?;
+                let content = v["message"]["content"].as_array().cloned();
+                for b in content.unwrap_or_default() {
+                    if b["type"] != "tool_result" {
+                        continue;
+                    }
+                    let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
+                    let text = result_text(&b["content"]);
+                    let is_error = b["is_error"] == json!(true);
+                    let refused = is_error && text.contains(HOOK_REFUSAL);
+                    self.tool_result(transcript, p, id, text, is_error, refused)?;
+                }
+            }
+            "result" => {
+                self.flush(transcript, p)?;
+                if let Some(t) = v["result"].as_str() {
+                    p.final_text = t.to_string();
+                }
+                p.totals = Some((usage_of(&v["usage"]), v["total_cost_usd"].as_f64()));
+                p.result = Some(v);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Whether the CLI's `result` says a usage or rate limit stopped it: an API error
+/// 429/529 (an API key's rate limit, overload), or a subscription's usage limit.
+fn usage_limited(r: &Value) -> bool {
+    if matches!(r["api_error_status"].as_u64(), Some(429 | 529)) {
+        return true;
+    }
+    let said = r["result"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    [
+        "usage limit",
+        "hit your limit",
+        "rate limit",
+        "request rejected (429)",
+    ]
+    .iter()
+    .any(|k| said.contains(k))
+}
+
+/// Anthropic usage JSON as baton's [`Usage`].
+fn usage_of(u: &Value) -> Usage {
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    Usage {
+        input_tokens: n("input_tokens"),
+        output_tokens: n("output_tokens"),
+        cache_read_tokens: n("cache_read_input_tokens"),
+        cache_write_tokens: n("cache_creation_input_tokens"),
+    }
+}
+
+/// A content block of the CLI's stream as baton's [`Block`] (unknown kinds dropped).
+fn block_of(b: &Value) -> Option<Block> {
+    let s = |k: &str| b[k].as_str().unwrap_or_default().to_string();
+    match b["type"].as_str()? {
+        "text" => Some(Block::Text { text: s("text") }),
+        "thinking" => Some(Block::Thinking {
+            thinking: s("thinking"),
+            signature: s("signature"),
+        }),
+        "redacted_thinking" => Some(Block::RedactedThinking { data: s("data") }),
+        "tool_use" => Some(Block::ToolUse {
+            id: s("id"),
+            name: s("name"),
+            input: b["input"].clone(),
+        }),
+        _ => None,
+    }
+}
+
+/// A tool result's content (a string, or text blocks) as text.
+fn result_text(c: &Value) -> String {
+    match c {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_content_in_either_shape() {
+        assert_eq!(result_text(&json!("x")), "x");
+        assert_eq!(
+            result_text(&json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])),
+            "a\nb"
+        );
+    }
+
+    #[test]
+    fn usage_limits_are_recognised() {
+        assert!(usage_limited(
+            &json!({"api_error_status": 429, "result": "API Error: Request rejected (429)"})
+        ));
+        assert!(usage_limited(
+            &json!({"result": "Claude AI usage limit reached|1767225600"})
+        ));
+        assert!(usage_limited(
+            &json!({"result": "You've hit your limit · resets 3pm (UTC)"})
+        ));
+        assert!(!usage_limited(
+            &json!({"api_error_status": 400, "result": "API Error: 400 bad request"})
+        ));
+    }
+
+    #[test]
+    fn usage_from_the_stream() {
+        let u = usage_of(&json!({"input_tokens": 3, "output_tokens": 4,
+            "cache_read_input_tokens": 5, "cache_creation_input_tokens": 6}));
+        assert_eq!(
+            (
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_tokens
+            ),
+            (3, 4, 5, 6)
+        );
+    }
+}

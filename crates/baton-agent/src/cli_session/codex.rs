@@ -1,0 +1,417 @@
+//! Codex as a session backend: `codex exec --json`, run whole inside baton's
+//! sandbox.
+//!
+//! Codex applies its patches itself and runs its commands as its own children, so
+//! baton does not confine its commands one by one (as it does Claude Code's): the
+//! CLI process is started through `baton --sandbox-shell`, and everything it does,
+//! its file edits and every command, is bounded by the run's sandbox (and, with
+//! bubblewrap, joins the run's PID namespace). Its own sandbox and approvals are
+//! off (`--dangerously-bypass-approvals-and-sandbox`, which its docs name for
+//! "environments that are externally sandboxed").
+//!
+//! The key stays outside: Codex talks to baton's key proxy on 127.0.0.1
+//! ([`crate::key_proxy`]) with a token of the run's, and the proxy forwards each
+//! request to the provider with the real key. Codex's home (`CODEX_HOME`) is a
+//! fresh directory per session inside the agent's private home, removed after it;
+//! the user's `~/.codex/config.toml` is not loaded (`--ignore-user-config`) and
+//! nothing is persisted (`--ephemeral`).
+//!
+//! baton's rules reach inside through Codex's `PreToolUse` hook (Claude Code's hook
+//! JSON: `Bash` with `command`, `apply_patch` with the patch), given with `-c`.
+//! Refused calls appear only on Codex's stderr (`… blocked by PreToolUse hook: …`),
+//! which is read line by line for them.
+//!
+//! The `--json` events become transcript events: a `command_execution` item a
+//! `Bash` turn and its result, a `file_change` an `apply_patch` turn, an
+//! `agent_message` a text turn, and `turn.completed`'s usage the session's (Codex
+//! gives none per turn). Codex has no turn limit of its own: baton counts the calls
+//! and stops it past `max_turns`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{
+    CliSession, Progress, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, Start, io_err, shell_quote, tail,
+};
+use crate::model::{Block, Usage};
+use crate::session::{AgentError, Outcome};
+use crate::transcript::Transcript;
+
+/// The provider name of this backend in config and transcripts.
+pub const PROVIDER: &str = "codex";
+
+/// The variable Codex reads its "API key" from: the key proxy's token.
+pub const TOKEN_VAR: &str = "BATON_CODEX_TOKEN";
+
+/// What Codex says on stderr when its `PreToolUse` hook refused a call.
+const HOOK_REFUSAL: &str = "blocked by PreToolUse hook: ";
+
+/// What a Codex session needs besides the shared parts.
+#[derive(Clone)]
+pub struct Codex {
+    /// Base URL of baton's key proxy (`http://127.0.0.1:PORT/v1`).
+    pub base_url: String,
+    /// The token Codex presents to the proxy: its only "key".
+    pub token: String,
+    /// Where each session's Codex home is made (inside the agent's private home).
+    pub homes: PathBuf,
+    /// How long until the provider's last stated limit resets (the proxy saw it).
+    pub limit_reset: Arc<dyn Fn() -> Option<Duration> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Codex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Codex")
+            .field("base_url", &self.base_url)
+            .field("homes", &self.homes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A string as a TOML basic string (JSON's escapes are TOML's).
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
+impl CliSession<'_> {
+    /// Make the session's Codex home and say how to start Codex in the sandbox.
+    pub(super) fn codex_command(
+        &self,
+        c: &Codex,
+        n: u32,
+        system: &str,
+        prompt: &str,
+    ) -> Result<Start, AgentError> {
+        let home = c.homes.join(format!("{n:04}"));
+        let _ = std::fs::remove_dir_all(&home);
+        std::fs::create_dir_all(&home).map_err(io_err(&home))?;
+        let mut args: Vec<String> = [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+            "--ephemeral",
+            "--ignore-user-config",
+            "--color",
+            "never",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(["-C".into(), self.project_dir.display().to_string()]);
+        args.extend(["-m".into(), self.model.clone()]);
+        let provider = [
+            "model_provider=\"baton\"".to_string(),
+            "model_providers.baton.name=\"baton\"".to_string(),
+            format!("model_providers.baton.base_url={}", toml_str(&c.base_url)),
+            "model_providers.baton.wire_api=\"responses\"".to_string(),
+            format!("model_providers.baton.env_key=\"{TOKEN_VAR}\""),
+            // A quota is baton's to wait out; a few retries of a blip are Codex's.
+            "model_providers.baton.request_max_retries=2".to_string(),
+            "model_providers.baton.stream_max_retries=2".to_string(),
+            format!("developer_instructions={}", toml_str(system)),
+            format!(
+                "hooks.PreToolUse=[{{matcher=\"*\", hooks=[{{type=\"command\", command={}}}]}}]",
+                toml_str(&self.hook_command)
+            ),
+            "web_search=\"disabled\"".to_string(),
+        ];
+        for kv in provider {
+            args.extend(["-c".into(), kv]);
+        }
+        if let Some(servers) = self
+            .mcp_config
+            .as_ref()
+            .and_then(|m| m["mcpServers"].as_object())
+        {
+            for (name, s) in servers {
+                args.extend([
+                    "-c".into(),
+                    format!("mcp_servers.{name}={}", toml_inline(s)),
+                ]);
+            }
+        }
+        // The prompt comes on stdin.
+        args.push("-".into());
+        let mut cmd = match &self.command_sandbox {
+            Some(spec) => {
+                let mut script =
+                    format!("exec {}", shell_quote(&self.program.display().to_string()));
+                for a in &args {
+                    script.push(' ');
+                    script.push_str(&shell_quote(a));
+                }
+                let mut cmd = tokio::process::Command::new(&self.baton_exe);
+                cmd.arg(SANDBOX_SHELL_FLAG)
+                    .arg(script)
+                    .env(SANDBOX_SPEC_VAR, spec);
+                cmd
+            }
+            None => {
+                let mut cmd = tokio::process::Command::new(&self.program);
+                cmd.args(&args).env_remove(SANDBOX_SPEC_VAR);
+                cmd
+            }
+        };
+        cmd.current_dir(&self.project_dir)
+            .env("CODEX_HOME", &home)
+            .env(TOKEN_VAR, &c.token);
+        Ok(Start {
+            cmd,
+            stdin: Some(prompt.to_string()),
+            scratch: Some(home),
+        })
+    }
+
+    /// How the session ended, from Codex's last turn event.
+    pub(super) fn codex_outcome(
+        &self,
+        c: &Codex,
+        p: &Progress,
+        status: &str,
+        stderr: &str,
+    ) -> Result<Outcome, AgentError> {
+        let Some(r) = &p.result else {
+            return Err(self.cli_err(format!(
+                "it ended ({status}) without finishing its turn: {}",
+                tail(stderr)
+            )));
+        };
+        if r["type"] == "turn.completed" {
+            return Ok(Outcome::Completed);
+        }
+        let said = r["error"]["message"]
+            .as_str()
+            .or_else(|| r["message"].as_str())
+            .unwrap_or("no message")
+            .to_string();
+        if usage_limited(&said) {
+            return Err(AgentError::UsageLimit {
+                program: self.program.display().to_string(),
+                message: said,
+                reset_in: (c.limit_reset)(),
+            });
+        }
+        Err(self.cli_err(format!("Codex reported an error: {said} {}", tail(stderr))))
+    }
+
+    /// One event of Codex's `--json` stream.
+    pub(super) fn codex_event(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        v: Value,
+    ) -> Result<(), AgentError> {
+        let item = &v["item"];
+        let id = item["id"].as_str().unwrap_or_default().to_string();
+        match (
+            v["type"].as_str().unwrap_or_default(),
+            item["type"].as_str(),
+        ) {
+            ("item.started", Some("command_execution")) => {
+                let input = json!({"command": item["command"]});
+                self.turn(
+                    transcript,
+                    p,
+                    vec![Block::ToolUse {
+                        id,
+                        name: "Bash".into(),
+                        input,
+                    }],
+                )?;
+            }
+            ("item.completed", Some("command_execution")) => {
+                if !p.calls.contains_key(&id) {
+                    let input = json!({"command": item["command"]});
+                    self.turn(
+                        transcript,
+                        p,
+                        vec![Block::ToolUse {
+                            id: id.clone(),
+                            name: "Bash".into(),
+                            input,
+                        }],
+                    )?;
+                }
+                let text = item["aggregated_output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let failed = item["exit_code"].as_i64().is_some_and(|c| c != 0)
+                    || item["status"] == "failed";
+                self.tool_result(transcript, p, id, text, failed, false)?;
+            }
+            ("item.completed", Some("file_change")) => {
+                let input = json!({"changes": item["changes"]});
+                self.turn(
+                    transcript,
+                    p,
+                    vec![Block::ToolUse {
+                        id: id.clone(),
+                        name: "apply_patch".into(),
+                        input,
+                    }],
+                )?;
+                let failed = item["status"] == "failed";
+                let text = if failed {
+                    "the patch failed"
+                } else {
+                    "patch applied"
+                };
+                self.tool_result(transcript, p, id, text.to_string(), failed, false)?;
+            }
+            ("item.completed", Some("mcp_tool_call")) => {
+                let name = format!(
+                    "mcp__{}__{}",
+                    item["server"].as_str().unwrap_or_default(),
+                    item["tool"].as_str().unwrap_or_default()
+                );
+                self.turn(
+                    transcript,
+                    p,
+                    vec![Block::ToolUse {
+                        id: id.clone(),
+                        name,
+                        input: item["arguments"].clone(),
+                    }],
+                )?;
+                let failed = item["status"] == "failed" || !item["error"].is_null();
+                let text = if failed {
+                    item["error"].to_string()
+                } else {
+                    item["result"].to_string()
+                };
+                self.tool_result(transcript, p, id, text, failed, false)?;
+            }
+            ("item.completed", Some("agent_message")) => {
+                let text = item["text"].as_str().unwrap_or_default().to_string();
+                self.turn(transcript, p, vec![Block::Text { text }])?;
+            }
+            ("turn.completed", _) => {
+                let usage = usage_of(&v["usage"]);
+                p.totals = Some((usage, Some(self.prices.cost(&self.model, &usage))));
+                p.result = Some(v);
+            }
+            ("turn.failed", _) | ("error", _)
+                if p.result.as_ref().is_none_or(|r| r["type"] != "turn.failed") =>
+            {
+                p.result = Some(v);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One line of Codex's stderr: a call its hook refused becomes a refused turn.
+    pub(super) fn codex_stderr(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        line: &str,
+    ) -> Result<(), AgentError> {
+        let Some((_, rest)) = line.split_once(HOOK_REFUSAL) else {
+            return Ok(());
+        };
+        let (reason, command) = rest.rsplit_once(". Command: ").unwrap_or((rest, ""));
+        let id = format!("refused-{}", p.turns + 1);
+        let input = json!({"command": command});
+        self.turn(
+            transcript,
+            p,
+            vec![Block::ToolUse {
+                id: id.clone(),
+                name: "Bash".into(),
+                input,
+            }],
+        )?;
+        self.tool_result(transcript, p, id, reason.to_string(), true, true)
+    }
+}
+
+/// Whether Codex's error says a quota or rate limit stopped it.
+fn usage_limited(said: &str) -> bool {
+    let s = said.to_ascii_lowercase();
+    [
+        "quota",
+        "rate limit",
+        "usage limit",
+        "429",
+        "too many requests",
+    ]
+    .iter()
+    .any(|k| s.contains(k))
+}
+
+/// `turn.completed`'s usage as baton's [`Usage`]: cached input tokens are cache reads.
+fn usage_of(u: &Value) -> Usage {
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    let cached = n("cached_input_tokens");
+    Usage {
+        input_tokens: n("input_tokens").saturating_sub(cached),
+        output_tokens: n("output_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: n("cache_write_input_tokens"),
+    }
+}
+
+/// A JSON object of strings, string lists and string maps as a TOML inline table.
+fn toml_inline(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}={}", toml_str(k), toml_inline(v)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+        Value::Array(a) => {
+            let parts: Vec<String> = a.iter().map(toml_inline).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::String(s) => toml_str(s),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_recognised_in_codexs_words() {
+        assert!(usage_limited(
+            "Quota exceeded. Check your plan and billing details."
+        ));
+        assert!(usage_limited(
+            "exceeded retry limit, last status: 429 Too Many Requests"
+        ));
+        assert!(!usage_limited("unexpected status 400 Bad Request"));
+    }
+
+    #[test]
+    fn cached_input_is_a_cache_read() {
+        let u = usage_of(
+            &json!({"input_tokens": 300, "cached_input_tokens": 200, "output_tokens": 60}),
+        );
+        assert_eq!(
+            (u.input_tokens, u.cache_read_tokens, u.output_tokens),
+            (100, 200, 60)
+        );
+    }
+
+    #[test]
+    fn mcp_servers_become_inline_tables() {
+        let t =
+            toml_inline(&json!({"command": "env", "args": ["-C", "/x y"], "env": {"A": "b\"c"}}));
+        assert_eq!(
+            t,
+            r#"{"command"="env", "args"=["-C", "/x y"], "env"={"A"="b\"c"}}"#
+        );
+        let parsed: toml::Value = toml::from_str(&format!("x = {t}")).unwrap();
+        assert_eq!(parsed["x"]["env"]["A"].as_str(), Some("b\"c"));
+    }
+}

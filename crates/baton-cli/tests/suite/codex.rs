@@ -1,0 +1,467 @@
+//! `provider = "codex"` with the real Codex CLI (installed by `.ci/run` into
+//! `.ci/npm`, or named by `$BATON_TEST_CODEX`) against the scripted Responses API
+//! server on 127.0.0.1. Codex runs whole inside baton's sandbox and reaches the
+//! server only through baton's key proxy; its commands are judged by baton's hook.
+//! Missing CLI: the tests fail on CI (`CI=true`) and are skipped with a note
+//! elsewhere.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use baton_agent::transcript::Event;
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use serde_json::{Value, json};
+
+use super::*;
+
+/// The key baton holds in these tests; Codex must never see it.
+const KEY: &str = "sk-openai-test";
+
+/// The Codex CLI, or `None` (after a note) where it is not installed.
+fn codex(test: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("BATON_TEST_CODEX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/npm/node_modules/.bin/codex")
+        });
+    if path.exists() {
+        return Some(path);
+    }
+    baton_testkit::skip(
+        test,
+        &format!(
+            "missing the Codex CLI at {} (npm install --prefix .ci/npm @openai/codex, or set BATON_TEST_CODEX)",
+            path.display()
+        ),
+    );
+    None
+}
+
+/// `baton ARGS` with provider codex against `server` (the Responses API).
+fn baton_codex(cli: &PathBuf, server: &ScriptedServer, args: &[&str]) -> Output {
+    baton(server, Wire::OpenAiResponses)
+        .env("BATON_PROVIDER", "codex")
+        .env("BATON_CODEX", cli)
+        .env("BATON_MODEL", "gpt-5-codex")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A shell call that writes `script` to `probe.sh` and runs it: what a hijacked
+/// session does to get past the policy's reading of its commands.
+fn script(body: &str) -> Step {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(body);
+    sh(&format!(
+        "echo {b64} | base64 -d > probe.sh && bash probe.sh"
+    ))
+}
+
+/// Whether the key can be found in any environment or command line in reach (the
+/// pattern's brackets keep `grep` from finding its own command line).
+const KEY_PROBE: &str = "if (env; cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline) 2>/dev/null | grep -q 'sk-openai-tes[t]'; then echo KEY-SEEN; else echo key-hidden; fi\n";
+
+/// A Codex shell call (its `exec_command` tool).
+fn sh(cmd: &str) -> Step {
+    Step::Reply(Reply::tool("exec_command", json!({"cmd": cmd})))
+}
+
+/// The tool results of a transcript: (content, is_error, refused).
+fn results(t: &[baton_agent::transcript::Record]) -> Vec<(String, bool, bool)> {
+    t.iter()
+        .filter_map(|r| match &r.event {
+            Event::ToolResult {
+                content,
+                is_error,
+                refused,
+                ..
+            } => Some((content.clone(), *is_error, *refused)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What Codex sent the model as a call's output, in request `i`.
+fn outputs(server: &ScriptedServer, i: usize) -> Vec<String> {
+    server.requests()[i].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["type"] == "function_call_output")
+        .map(|x| x["output"].to_string())
+        .collect()
+}
+
+#[test]
+fn codex_exec_runs_in_the_sandbox_and_never_holds_the_key() {
+    let Some(cli) = codex("codex_exec_runs_in_the_sandbox_and_never_holds_the_key") else {
+        return;
+    };
+    let p = Project::new();
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![
+            script(&format!("echo built > out.txt\n{KEY_PROBE}")),
+            Step::Reply(Reply::text("Built it.")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(&cli, &server, &["exec", dir, "--prompt", "build it"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0);
+    assert_eq!(p.file("out.txt"), "built\n");
+    // The provider got the real key, from baton's proxy; Codex had only a token.
+    for r in server.requests() {
+        let auth = r.header("authorization").unwrap_or_default();
+        assert_eq!(auth, format!("Bearer {KEY}"));
+    }
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    match &t[0].event {
+        Event::SessionStart { provider, .. } => assert_eq!(provider, "codex"),
+        e => panic!("{e:?}"),
+    }
+    let r = results(&t);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].0.contains("key-hidden"), "{r:?}");
+    assert!(!r[0].1 && !r[0].2, "{r:?}");
+    // The session's usage is Codex's: 2 requests of 100 in and 20 out.
+    match &t.last().unwrap().event {
+        Event::SessionEnd {
+            outcome,
+            usage,
+            final_text,
+            ..
+        } => {
+            assert_eq!(outcome, "completed");
+            assert_eq!(final_text, "Built it.");
+            assert!(usage.output_tokens > 0, "{usage:?}");
+        }
+        e => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn codex_refused_command_is_refused_by_batons_hook() {
+    let Some(cli) = codex("codex_refused_command_is_refused_by_batons_hook") else {
+        return;
+    };
+    let p = Project::new();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![
+            sh("git push origin main"),
+            Step::Reply(Reply::text("I could not.")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(&cli, &server, &["exec", dir, "--prompt", "ship it"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The model was told why, in baton's words.
+    let told = outputs(&server, 1).join("\n");
+    assert!(told.contains("Refused by baton's policy"), "{told}");
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    let r = results(&t);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert!(r[0].1 && r[0].2, "{r:?}");
+    assert!(r[0].0.contains("Refused by baton's policy"), "{r:?}");
+}
+
+/// A feature list of `n` failing features.
+fn feature_list(n: usize) -> String {
+    let list: Vec<Value> = (1..=n)
+        .map(|i| {
+            json!({"category": "functional", "description": format!("Feature {i}"),
+                   "steps": [format!("check feature {i}")], "passes": false})
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+/// The initializer through Codex: the list, init.sh and the notes, committed.
+fn initializer(n: usize) -> Vec<Step> {
+    vec![
+        sh(&format!(
+            "cat > feature_list.json <<'EOF'\n{}EOF\nprintf '#!/usr/bin/env bash\\necho ready\\n' > init.sh && chmod +x init.sh && echo 'Session 1: list and init.sh.' > claude-progress.txt && git add -A && git commit -qm 'Initial feature list'",
+            feature_list(n)
+        )),
+        Step::Reply(Reply::text("Initialized.")),
+    ]
+}
+
+/// A coding session through Codex that builds feature `n` and flips it.
+fn build(n: usize) -> Step {
+    sh(&format!(
+        "./init.sh && mkdir -p src && echo 'feature {n}' > src/feature{n}.txt && sed -i '0,/\"passes\": false/s//\"passes\": true/' feature_list.json && echo 'Session: feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature {n}'"
+    ))
+}
+
+fn project(features: usize) -> Project {
+    let p = Project::with_toml(&format!(
+        "[project]\nfeatures = {features}\nmin_features = {features}\n[run]\npause_secs = 0\nstall_sessions = 3\n"
+    ));
+    std::fs::write(p.path().join("app_spec.txt"), "Two features.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    assert!(git.success());
+    p
+}
+
+fn status(dir: &str) -> Value {
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", dir, "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&status.stdout).unwrap()
+}
+
+/// A whole run through Codex, initializer to complete, with an edited feature
+/// undone, a refused command and a quota waited out on the way.
+#[test]
+fn codex_whole_run_with_a_tamper_a_refusal_and_a_quota_wait_completes() {
+    let Some(cli) = codex("codex_whole_run_with_a_tamper_a_refusal_and_a_quota_wait_completes")
+    else {
+        return;
+    };
+    let p = project(2);
+    let mut steps = initializer(2);
+    // Session 2 meets the provider's quota wall first (Codex gives up, baton waits).
+    steps.push(Step::QuotaWall {
+        reset_in: std::time::Duration::from_secs(3),
+        retry_after: true,
+        hard: true,
+    });
+    // Then: a refused push, an edit of feature 2's description, and feature 1.
+    steps.push(sh("git push origin main"));
+    steps.push(sh(
+        "sed -i 's/\"Feature 2\"/\"Feature 2 (easy)\"/' feature_list.json",
+    ));
+    steps.push(build(1));
+    steps.push(Step::Reply(Reply::text("Feature 1 works.")));
+    steps.push(build(2));
+    steps.push(Step::Reply(Reply::text("Feature 2 works.")));
+    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(&cli, &server, &["run", dir, "--json"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    assert!(err.contains("every feature passes"), "{err}");
+    let events = stdout(&out);
+    assert!(
+        events.lines().any(|l| l.contains("\"type\":\"waiting\"")),
+        "{events}"
+    );
+    // The edit was undone; both flips stand.
+    assert_eq!(
+        p.file("feature_list.json"),
+        feature_list(2).replace("\"passes\": false", "\"passes\": true")
+    );
+    let s = status(dir);
+    assert_eq!(
+        (s["passing"].clone(), s["total"].clone()),
+        (json!(2), json!(2))
+    );
+    let sessions = s["sessions"].as_array().unwrap();
+    let outcomes: Vec<_> = sessions.iter().map(|x| x["outcome"].clone()).collect();
+    assert_eq!(
+        outcomes,
+        [
+            json!("completed"),
+            json!("usage_limit"),
+            json!("completed"),
+            json!("completed")
+        ],
+        "{sessions:?}"
+    );
+    assert!(
+        sessions[1]["waited_secs"].as_f64().unwrap() >= 2.0,
+        "{}",
+        sessions[1]
+    );
+    assert_eq!(sessions[2]["flipped"], json!([1]));
+    assert_eq!(sessions[3]["flipped"], json!([2]));
+    let state = state(&p);
+    let g = &state["sessions"][2]["gates"];
+    assert_eq!(
+        g["violations"],
+        json!(["feature 2: \"description\" was changed"]),
+        "{g}"
+    );
+    assert_eq!(g["refusals"], 1, "{g}");
+    for n in 1..=4 {
+        assert_consistent(&p.transcript(n));
+    }
+}
+
+/// A hijacked Codex session tries to read the key, plant a git hook, rewrite
+/// baton.toml and run a refused command: none of it lands.
+#[test]
+fn a_hijacked_codex_session_cannot_reach_the_key_git_or_baton_toml() {
+    let Some(cli) = codex("a_hijacked_codex_session_cannot_reach_the_key_git_or_baton_toml") else {
+        return;
+    };
+    if !super::bwrap("a_hijacked_codex_session_cannot_reach_the_key_git_or_baton_toml") {
+        return;
+    }
+    let p = project(1);
+    let toml_before = p.file("baton.toml");
+    let mut steps = initializer(1);
+    steps.push(script(&format!(
+        "{KEY_PROBE}echo '#!/bin/sh' > .git/hooks/pre-commit && echo HOOK-PLANTED\n\
+         echo '[notify]' >> baton.toml && echo TOML-WRITTEN\n\
+         git config core.hooksPath /tmp && echo CONFIG-WRITTEN\ntrue\n"
+    )));
+    steps.push(sh("git push origin main"));
+    steps.push(Step::Reply(Reply::text("Done.")));
+    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(&cli, &server, &["run", dir, "--max-sessions", "2"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let t = p.transcript(2);
+    let r = results(&t);
+    assert_eq!(r.len(), 2, "{r:?}");
+    let said = &r[0].0;
+    assert!(
+        said.contains("key-hidden") && !said.contains("KEY-SEEN"),
+        "{said}"
+    );
+    for planted in ["HOOK-PLANTED", "TOML-WRITTEN", "CONFIG-WRITTEN"] {
+        assert!(!said.contains(planted), "{planted}: {said}");
+    }
+    assert!(!p.path().join(".git/hooks/pre-commit").exists());
+    assert_eq!(p.file("baton.toml"), toml_before);
+    assert!(r[1].2, "not refused: {r:?}");
+}
+
+#[test]
+fn doctor_lists_codex_and_requires_it_for_its_provider() {
+    let p = Project::with_toml("[agent]\nprovider = \"codex\"\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["doctor", p.path().to_str().unwrap()])
+        .env("BATON_CODEX", "/nonexistent/codex")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("  missing  codex       /nonexistent/codex not found"),
+        "{text}"
+    );
+    assert!(text.contains("npm install -g @openai/codex"), "{text}");
+    let Some(cli) = codex("doctor_lists_codex_and_requires_it_for_its_provider") else {
+        return;
+    };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["doctor", p.path().to_str().unwrap()])
+        .env("BATON_CODEX", &cli)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("  ok       codex       "), "{text}");
+}
+
+/// Whether Codex's request `r` is of a session whose feature is `n`: the brief (a
+/// user message after Codex's own) names it under "Your feature", or first under
+/// "Next failing features".
+fn codex_is_for(r: &baton_testkit::RecordedRequest, n: usize) -> bool {
+    let wanted = format!("Feature {}:", baton_testkit::scenario::parallel::token(n));
+    let Some(brief) = r.body["input"].as_array().and_then(|items| {
+        items
+            .iter()
+            .filter(|i| i["role"] == "user")
+            .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
+            .filter_map(|c| c["text"].as_str().map(str::to_string))
+            .find(|t| t.contains("## Your feature") || t.contains("## Next failing features"))
+    }) else {
+        return false;
+    };
+    if let Some(at) = brief.find("## Your feature") {
+        let section = &brief[at + 3..];
+        return section
+            .split("\n## ")
+            .next()
+            .unwrap_or(section)
+            .contains(&wanted);
+    }
+    let at = brief.find("## Next failing features").unwrap_or(0);
+    brief[at..]
+        .lines()
+        .skip(1)
+        .find(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .is_some_and(|first| first.contains(&wanted))
+}
+
+/// `--agents 2` with Codex: each working copy gets a Codex of its own (its sandbox,
+/// key proxy and hook), and both features are merged.
+#[test]
+fn codex_agents_in_working_copies_finish_a_project() {
+    use baton_testkit::scenario::parallel::{list, token};
+    let Some(cli) = codex("codex_agents_in_working_copies_finish_a_project") else {
+        return;
+    };
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 0\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    let git = |args: &[&str]| baton_testkit::git(p.path(), args);
+    git(&["init", "-q"]);
+    let mut b = ScriptedServer::builder(Wire::OpenAiResponses);
+    for n in 1..=2 {
+        let t = token(n);
+        b = b.when(
+            move |r| codex_is_for(r, n),
+            vec![
+                sh(&format!(
+                    "mkdir -p src && echo 'page {t}' > src/{t}.txt && sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json && echo 'Session: {t} done.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'"
+                )),
+                Step::Reply(Reply::text(&format!("{t} works."))),
+            ],
+        );
+    }
+    let init = vec![
+        sh(&format!(
+            "cat > feature_list.json <<'EOF'\n{}EOF\nprintf '#!/usr/bin/env bash\\necho ready\\n' > init.sh && chmod +x init.sh && echo log > shared.txt && echo 'Session 1.' > claude-progress.txt && git add -A && git commit -qm 'Initial feature list'",
+            list(2, 0)
+        )),
+        Step::Reply(Reply::text("Initialized.")),
+    ];
+    let server = b.start(init);
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(
+        &cli,
+        &server,
+        &[
+            "run",
+            dir,
+            "--agents",
+            "2",
+            "--max-sessions",
+            "6",
+            "--quiet",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("2 agents"), "{err}");
+    for f in ["src/F01.txt", "src/F02.txt"] {
+        assert!(p.path().join(f).is_file(), "{f}\n{err}");
+    }
+    assert_eq!(git(&["status", "--porcelain"]), "");
+    let s = status(dir);
+    assert_eq!(s["passing"], 2, "{s}");
+}
