@@ -55,6 +55,9 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         args.model.as_deref(),
     )?;
     if let Some(backend) = backend {
+        for line in crate::setup::cli_caveats(&backend) {
+            eprintln!("baton: {line}");
+        }
         return run_cli(&dir, &cfg, &backend, &args);
     }
     let client = ModelClient::new(crate::setup::client_config(

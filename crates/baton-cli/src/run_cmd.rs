@@ -262,6 +262,9 @@ fn prepare<'s>(
         args.flags.provider.as_deref(),
         args.flags.model.as_deref(),
     )?;
+    for line in cli.iter().flat_map(crate::setup::cli_caveats) {
+        eprintln!("baton: {line}");
+    }
     let agents = args.agents.unwrap_or(cfg.run.agents);
     if agents == 0 {
         bail!("--agents must be at least 1");

@@ -224,6 +224,26 @@ pub fn cli_backend(
     }))
 }
 
+/// What an agent CLI backend does not give that baton's own loop does, said once
+/// when a command starts (docs/cli-backends.md says the same).
+pub fn cli_caveats(b: &CliBackend) -> Vec<&'static str> {
+    let mut said = Vec::new();
+    if let cli_session::Cli::Codex(_) = b.cli {
+        said.push(
+            "note: with codex, an apply_patch of the feature list is checked after the session (the gates undo what it may not change), not refused on the spot",
+        );
+        said.push(
+            "note: codex reports tokens once per session, so cost and the budget move at each session's end",
+        );
+        if b.command_sandbox.is_none() {
+            said.push(
+                "warning: codex runs without baton's sandbox ([sandbox] is off, or the kernel lacks Landlock): only baton's hook judges its edits and commands, and it holds the key proxy's token",
+            );
+        }
+    }
+    said
+}
+
 /// Codex's way to the provider: baton's key proxy on 127.0.0.1, forwarding to
 /// `OPENAI_BASE_URL` (default OpenAI's) with `OPENAI_API_KEY`, which stays in baton.
 fn codex_link(

@@ -111,6 +111,12 @@ fn codex_exec_runs_in_the_sandbox_and_never_holds_the_key() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.remaining(), 0);
     assert_eq!(p.file("out.txt"), "built\n");
+    // What Codex cannot give is said at start.
+    assert!(
+        stderr(&out).contains("baton: note: with codex, an apply_patch of the feature list is checked after the session"),
+        "{}",
+        stderr(&out)
+    );
     // The provider got the real key, from baton's proxy; Codex had only a token.
     for r in server.requests() {
         let auth = r.header("authorization").unwrap_or_default();

@@ -323,3 +323,61 @@ fn openai_responses_request_shape_reasoning_replay_and_usage() {
         stdout(&log)
     );
 }
+
+/// A whole run on baton's own loop over the Responses API, initializer to
+/// complete, with an edited feature undone, a refused command and a quota waited
+/// out on the way (the same trials the Codex backend's whole run meets).
+#[test]
+fn openai_responses_whole_run_with_a_tamper_a_refusal_and_a_quota_wait_completes() {
+    use super::run::{features, honest, initializer, new_project};
+    let wire = Wire::OpenAiResponses;
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::quota_wall(std::time::Duration::from_secs(2)));
+    // Session 2: feature 1 honestly, then a push (refused) and an edit of feature
+    // 2's description (undone after the session).
+    let mut session = honest(1, &[true, false, false]);
+    let done = session.pop().unwrap();
+    steps.extend(session);
+    steps.push(Step::Reply(Reply::tools(&[
+        ("Bash", json!({"command": "git push origin main"})),
+        (
+            "Bash",
+            json!({"command": "sed -i 's/\"Feature 2\"/\"Feature 2 (easy)\"/' feature_list.json"}),
+        ),
+    ])));
+    steps.push(done);
+    steps.extend(honest(2, &[true, true, false]));
+    steps.extend(honest(3, &[true, true, true]));
+    let server = baton_testkit::ScriptedServer::start(wire, steps);
+    let out = baton(&server, wire)
+        .arg("run")
+        .arg(p.path())
+        .arg("--json")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    assert!(server.refused("quota") >= 1);
+    assert!(
+        stdout(&out)
+            .lines()
+            .any(|l| l.contains("\"type\":\"waiting\"")),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(p.file("feature_list.json"), features(&[true, true, true]));
+    let s = state(&p);
+    let g = &s["sessions"][1]["gates"];
+    assert_eq!(
+        g["violations"],
+        json!(["feature 2: \"description\" was changed"]),
+        "{g}"
+    );
+    assert_eq!(g["refusals"], 1, "{g}");
+    assert_eq!(g["flipped"], json!([1]), "{g}");
+    for n in 1..=4 {
+        assert_consistent(&p.transcript(n));
+    }
+}
