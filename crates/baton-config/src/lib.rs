@@ -378,14 +378,20 @@ impl Config {
     pub fn load(project_dir: &Path) -> Result<Self, ConfigError> {
         let path = project_dir.join(CONFIG_FILE);
         match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                let cfg = Self::from_toml_str(&text, &path)?;
-                cfg.validate_programs(project_dir, &path)?;
-                Ok(cfg)
-            }
+            Ok(text) => Self::for_project(project_dir, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(source) => Err(ConfigError::Read { path, source }),
         }
+    }
+
+    /// `text` taken as `project_dir`'s `baton.toml`, judged as [`Config::load`]
+    /// judges the file (program paths inside the project refused): for a copy of
+    /// the file kept elsewhere.
+    pub fn for_project(project_dir: &Path, text: &str) -> Result<Self, ConfigError> {
+        let path = project_dir.join(CONFIG_FILE);
+        let cfg = Self::from_toml_str(text, &path)?;
+        cfg.validate_programs(project_dir, &path)?;
+        Ok(cfg)
     }
 
     /// Parse the text of a `baton.toml`; `path` is used in error messages only.
