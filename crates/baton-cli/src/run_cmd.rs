@@ -186,6 +186,7 @@ fn run_locked(
         if (p.agents > 1 || args.remote.is_some()) && matches!(what, What::Run) {
             let main = AgentParts {
                 tools: tools.clone(),
+                kernel_binds: guard.policy.bubblewrap(),
                 policy: Box::new(guard.policy),
                 cli: p.cli.clone(),
             };
@@ -202,7 +203,8 @@ fn run_locked(
         })
         .with_observer(&*p.view)
         .with_stop(stop)
-        .with_opts(run_options(&args));
+        .with_opts(run_options(&args))
+        .with_kernel_binds(guard.policy.bubblewrap());
         enum Ended<'p> {
             Run(Result<RunEnd, baton_harness::HarnessError>),
             Plan(
@@ -751,6 +753,7 @@ impl Workspace for Copies<'_> {
         };
         Ok(AgentParts {
             tools,
+            kernel_binds: guard.policy.bubblewrap(),
             policy: Box::new(guard.policy),
             cli,
         })

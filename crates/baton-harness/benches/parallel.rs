@@ -148,6 +148,7 @@ fn run(agents: u32, kind: Kind) -> (Duration, Duration) {
             max_sessions: Some(max),
             ..RunOptions::default()
         },
+        kernel_binds: false,
     };
     let whole = |max: u32| async move {
         if agents == 1 {

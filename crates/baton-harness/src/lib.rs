@@ -12,9 +12,9 @@
 //! - **The gates after a session** — `gates` (ledger, tree, notes, flips),
 //!   `proof` (a flip's proof: base check, checks, the verifier's session),
 //!   [`checks`] (verify commands and the sweep), [`verifier`] (what the verifier is
-//!   told, and its verdicts read back), `leftovers`, `boundary` and [`guard`] (what
-//!   the agent may not change; every tool-call gate, the verifier's read-only one
-//!   included), [`block`] (`BlockFeature`).
+//!   told, and its verdicts read back), `leftovers`, [`boundary`] and [`guard`] (what
+//!   the agent may not change, and `baton.toml` after a crash; every tool-call
+//!   gate, the verifier's read-only one included), [`block`] (`BlockFeature`).
 //! - **The planner** — [`plan`] (the planner session for `baton new --idea`,
 //!   `baton plan` and list-append sessions; `plan/check.rs`, what its work is
 //!   checked against), [`edit`] (`baton accept`: a person's edit of the list),
@@ -40,7 +40,7 @@
 //! ```
 
 pub mod block;
-mod boundary;
+pub mod boundary;
 pub mod brief;
 pub mod checks;
 pub mod edit;

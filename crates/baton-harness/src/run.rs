@@ -224,6 +224,9 @@ pub struct Runner<'a> {
     pub stop: CancellationToken,
     /// Command-line limits.
     pub opts: RunOptions,
+    /// The agent's commands run under bubblewrap's read-only binds of git's
+    /// guarded files and `baton.toml` ([`Runner::with_kernel_binds`]).
+    pub kernel_binds: bool,
 }
 
 /// The waits of a run for an agent CLI's usage limit to reset.
@@ -268,7 +271,19 @@ impl<'a> Runner<'a> {
             tools: parts.tools,
             stop: CancellationToken::new(),
             opts: RunOptions::default(),
+            kernel_binds: false,
         }
+    }
+
+    /// Whether the agent's commands run under bubblewrap's read-only binds
+    /// (`SandboxLauncher::bubblewrap`; default no): recorded in the snapshot a
+    /// run saves, so that after a crash a changed `baton.toml` is known to be the
+    /// user's edit only where nothing the agent ran could write it
+    /// ([`crate::boundary::ConfigVerdict`]).
+    #[must_use]
+    pub fn with_kernel_binds(mut self, binds: bool) -> Self {
+        self.kernel_binds = binds;
+        self
     }
 
     /// Sessions shown to `observer` as they go.
@@ -681,7 +696,9 @@ impl Runner<'_> {
             }
         }
         git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
-        let snap = Snapshot::take(dir)?;
+        // An agent CLI's own file tools run outside the binds.
+        let binds = self.kernel_binds && matches!(self.backend, Backend::Loop(_));
+        let snap = Snapshot::take(dir)?.with_kernel_binds(binds);
         snap.save(&saved)?;
         Ok(snap)
     }

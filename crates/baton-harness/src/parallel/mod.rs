@@ -84,6 +84,9 @@ pub struct AgentParts {
     /// servers), when the run drives one (provider `claude-code`) instead of
     /// baton's own loop.
     pub cli: Option<baton_agent::cli_session::CliBackend>,
+    /// The working copy's commands run under bubblewrap's read-only binds
+    /// ([`Runner::with_kernel_binds`]).
+    pub kernel_binds: bool,
 }
 
 impl AgentParts {
@@ -110,7 +113,8 @@ impl AgentParts {
             policy: &*self.policy,
             tools: self.tools.clone(),
             reporter,
-        }))
+        })
+        .with_kernel_binds(self.kernel_binds))
     }
 }
 

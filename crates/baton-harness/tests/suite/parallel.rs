@@ -945,6 +945,7 @@ async fn working_sessions_finish_a_project_with_one_agent_and_with_two() {
                     max_sessions: Some(20),
                     ..RunOptions::default()
                 },
+                kernel_binds: false,
             }
             .run()
             .await

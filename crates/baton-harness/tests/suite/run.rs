@@ -75,6 +75,7 @@ impl Project {
                 max_sessions: Some(max_sessions),
                 ..RunOptions::default()
             },
+            kernel_binds: false,
         };
         let end = runner.run().await.unwrap();
         let said = lines.0.lock().unwrap().join("\n");

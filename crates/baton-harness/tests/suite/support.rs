@@ -62,6 +62,7 @@ impl Workspace for Plain {
             tools: Toolbox::new(ctx),
             policy: Box::new(AllowAll),
             cli: None,
+            kernel_binds: false,
         })
     }
 }
