@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use baton_config::Config;
 use baton_policy::sandbox::{self, Support};
 
 /// Arguments of `baton doctor`.
@@ -49,7 +48,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             dir.display()
         );
     }
-    let cfg = Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     let browser_required = args.browser || cfg.browser.enabled;
     let why_browser = if cfg.browser.enabled {
         "the browser is enabled in baton.toml"

@@ -46,7 +46,7 @@ fn system_prompt(dir: &Path) -> String {
 /// Run `baton exec`.
 pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     let dir = crate::setup::project_dir(&args.dir, "")?;
-    let cfg = Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     let backend = crate::setup::cli_backend(
         &cfg,
         &dir,

@@ -114,7 +114,7 @@ fn pre_tool_use(a: &PreToolUseArgs, input: &str) -> anyhow::Result<Value> {
                 .with_context(|| format!("cannot read {}", path.display()))?;
             Config::from_toml_str(&text, path)?
         }
-        None => Config::load(&dir)?,
+        None => crate::setup::load_config(&dir)?,
     };
     let policy = Policy::new(&cfg.policy, &dir)?.with_bubblewrap(a.bubblewrap);
     // A command beyond the checker's limits (or one it failed on) blocks with exit 2,

@@ -144,7 +144,7 @@ pub fn webhook(cfg: &NotifyConfig) -> Option<String> {
 /// `baton notify test DIR`: send a sample event to the project's command and webhook.
 pub fn test(dir: &Path) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
-    let cfg = baton_config::Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     send_now(&cfg.notify, webhook(&cfg.notify), &dir)?;
     eprintln!("baton: the test notification was delivered");
     Ok(())

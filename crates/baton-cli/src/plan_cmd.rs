@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::bail;
-use baton_config::Config;
 use baton_harness::files::Files;
 use baton_harness::new::{Browser, Kind};
 use baton_harness::plan::Plan;
@@ -198,7 +197,7 @@ pub struct PlanArgs {
 /// Run `baton plan`.
 pub fn plan(args: PlanArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     let dir = crate::setup::project_dir(&args.dir, crate::setup::CREATE_HINT)?;
-    let cfg = Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     crate::run_cmd::require_project(&dir, &cfg)?;
     let plan = match (&args.spec, &args.idea) {
         (Some(file), None) => Plan::More(baton_harness::new::read_spec(file)?),
@@ -225,7 +224,7 @@ pub fn accept(dir: &Path, yes: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn accept_locked(dir: &Path, yes: bool) -> anyhow::Result<ExitCode> {
-    let cfg = Config::load(dir)?;
+    let cfg = crate::setup::load_config(dir)?;
     let files = Files::new(dir.to_path_buf(), cfg.project);
     let edit = baton_harness::edit::read(&files)?;
     if edit.is_empty() {

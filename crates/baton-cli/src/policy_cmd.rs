@@ -56,7 +56,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<ExitCode> {
 
 fn check(a: &CheckArgs) -> anyhow::Result<ExitCode> {
     let (dir, cfg) = match &a.dir {
-        Some(d) => (d.clone(), Config::load(d)?),
+        Some(d) => (d.clone(), crate::setup::load_config(d)?),
         None => (
             std::env::current_dir().context("cannot read the current directory")?,
             Config::default(),

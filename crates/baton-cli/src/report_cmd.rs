@@ -4,7 +4,6 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use baton_config::Config;
 use baton_report::{Options, Records};
 
 /// Arguments of `baton report`.
@@ -25,7 +24,7 @@ pub struct ReportArgs {
 /// Run `baton report`.
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(&args.dir, "")?;
-    let cfg = Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     crate::run_cmd::require_project(&dir, &cfg)?;
     if args
         .budget_usd

@@ -129,7 +129,9 @@ pub fn run_what(
             "baton: note: the lock of {previous} was left behind (it ended without releasing it); taking over"
         );
     }
-    let result = run_locked(args, secrets, dir, what);
+    // Before anything loads baton.toml: an agent's change left by a killed run goes.
+    let result =
+        crate::setup::recover_config(&dir).and_then(|()| run_locked(args, secrets, dir, what));
     lock.release();
     result
 }
@@ -240,7 +242,7 @@ fn prepare<'s>(
     secrets: &'s crate::secrets::Secrets,
     dir: PathBuf,
 ) -> anyhow::Result<Prepared<'s>> {
-    let cfg = Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     // Read before the secrets are scrubbed from baton's environment (the variable is
     // one of them: the agent never gets it).
     let webhook = crate::notify::webhook(&cfg.notify);
@@ -597,7 +599,7 @@ pub fn unblock(dir: &Path, feature: &str, note: Option<&str>) -> anyhow::Result<
     };
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
     let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton unblock")?;
-    let cfg = Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     let files = Files::new(dir, cfg.project);
     let done = baton_harness::block::unblock(&files, feature);
     lock.release();
@@ -618,7 +620,7 @@ pub fn unblock(dir: &Path, feature: &str, note: Option<&str>) -> anyhow::Result<
 /// a run may be going, and it takes the queue as it finds it.
 pub fn tell(dir: &Path, text: &str) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
-    let cfg = Config::load(&dir)?;
+    let cfg = crate::setup::load_config(&dir)?;
     require_project(&dir, &cfg)?;
     let files = Files::new(dir, cfg.project);
     baton_harness::tell::queue(&files, text)?;
@@ -651,7 +653,7 @@ pub fn status(dir: &Path, json: bool) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
     // A mistake in baton.toml does not hide where the project stands: say what is
     // wrong and show it with the default settings (the file names included).
-    let cfg = Config::load(&dir).unwrap_or_else(|e| {
+    let cfg = crate::setup::load_config(&dir).unwrap_or_else(|e| {
         eprintln!(
             "baton: warning: {e}
 baton: showing the status with the default settings; fix baton.toml before `baton run`"

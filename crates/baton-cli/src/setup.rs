@@ -9,6 +9,7 @@ use anyhow::{Context as _, bail};
 use baton_agent::cli_session::{self, CliBackend};
 use baton_agent::client::{ClientConfig, Provider};
 use baton_config::Config;
+use baton_harness::boundary::ConfigSource;
 use baton_policy::SessionGuard;
 use baton_tools::{ToolContext, Toolbox};
 
@@ -23,6 +24,52 @@ pub fn project_dir(dir: &Path, hint: &str) -> anyhow::Result<PathBuf> {
     }
     dir.canonicalize()
         .with_context(|| format!("cannot resolve {}", dir.display()))
+}
+
+/// What a command that may not put `baton.toml` back says when it goes by the
+/// saved copy instead ([`load_config`]).
+pub const CONFIG_NOT_TRUSTED: &str = "baton.toml was changed since the last run started, and that run has not ended cleanly; the agent's commands could write it then (it was not bound read-only by bubblewrap), so this command goes by baton.toml as that run found it. The run's gates, or the next `baton run`, put it back and keep the changed file aside";
+
+/// `dir`'s `baton.toml` as a command may load it and run what it names: the
+/// file, unless it changed after a run that has not ended cleanly while the
+/// agent's commands could write it; then the copy baton saved when that run
+/// started, with a warning (nothing is changed: the next `baton run` puts the
+/// file back). See `baton_harness::boundary`.
+pub fn load_config(dir: &Path) -> anyhow::Result<Config> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    match baton_harness::boundary::config_source(&dir)? {
+        ConfigSource::File => Ok(Config::load(&dir)?),
+        ConfigSource::Saved(bytes) => {
+            eprintln!("baton: warning: {CONFIG_NOT_TRUSTED}");
+            match bytes {
+                Some(b) => Ok(Config::for_project(&dir, &String::from_utf8_lossy(&b))?),
+                None => Ok(Config::default()),
+            }
+        }
+    }
+}
+
+/// Before a command that holds `dir`'s lock loads `baton.toml`: one an agent could
+/// have changed before a run was killed is put back as that run found it, the
+/// changed file kept aside, and the user told how to keep it if it was theirs
+/// (`baton_harness::boundary::recover_config`).
+pub fn recover_config(dir: &Path) -> anyhow::Result<()> {
+    let Some(r) = baton_harness::boundary::recover_config(dir)? else {
+        return Ok(());
+    };
+    let what = &r.what;
+    let config = dir.join(baton_config::CONFIG_FILE);
+    match &r.kept {
+        Some(kept) => eprintln!(
+            "baton: {what} after a run that did not end cleanly, while the agent's commands could write it (it was not bound read-only by bubblewrap); baton cannot tell your edit from the agent's, so it put back baton.toml as that run found it and kept the changed file as {kept}.\nbaton: if the change was yours: cp {} {}, then run baton again",
+            dir.join(kept).display(),
+            config.display()
+        ),
+        None => eprintln!(
+            "baton: {what} after a run that did not end cleanly, while the agent's commands could write it (it was not bound read-only by bubblewrap); baton put back baton.toml as that run found it (what stood there was not a plain file; nothing kept)"
+        ),
+    }
+    Ok(())
 }
 
 /// The single-threaded async runtime every command runs on.

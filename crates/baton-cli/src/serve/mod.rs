@@ -105,7 +105,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut projects = Vec::new();
     for dir in &args.dirs {
         let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
-        let cfg = Config::load(&dir).unwrap_or_else(|e| {
+        let cfg = crate::setup::load_config(&dir).unwrap_or_else(|e| {
             eprintln!(
                 "baton: warning: {e}; showing {} with the default settings",
                 dir.display()

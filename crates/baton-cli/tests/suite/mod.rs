@@ -1,4 +1,5 @@
 mod boundary;
+mod boundary_crash;
 mod browser;
 mod claude_code;
 mod codex;
