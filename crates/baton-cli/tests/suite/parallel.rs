@@ -269,3 +269,74 @@ fn a_working_copy_that_cannot_be_prepared_stops_the_run_with_its_cause() {
     assert_eq!(err.matches("agent 1 takes feature #").count(), 1, "{err}");
     assert_eq!(git(&p, &["for-each-ref", "refs/baton/claims/"]).trim(), "");
 }
+
+/// An agent commits a change to `baton.toml` past its gates: into the index and
+/// its branch only, hidden from `git status`, the working file untouched (what the
+/// agent's own `git` may do even where bubblewrap keeps the file read-only). The
+/// branch is never merged, so the project's `baton.toml`, which the next run
+/// loads and runs `[notify] command` from, stays the user's.
+#[test]
+fn a_branch_that_changes_baton_toml_is_never_merged_into_the_project() {
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nagents = 2\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git(&p, &["init", "-q"]);
+    let before = p.file("baton.toml");
+    let script = "#!/bin/sh\nset -e\nblob=$(printf '[notify]\\ncommand = [\"touch\", \"/tmp/baton-never\"]\\n' | cat baton.toml - | git hash-object -w --stdin)\ngit update-index --add --cacheinfo \"100644,$blob,baton.toml\"\ngit update-index --skip-worktree baton.toml\ngit commit -qm 'Tune the settings'\necho committed\n";
+    let mut cheat = vec![Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            serde_json::json!({"file_path": "scripts/tune.sh", "content": script}),
+        ),
+        (
+            "Bash",
+            serde_json::json!({"command": "bash scripts/tune.sh 2>&1"}),
+        ),
+    ]))];
+    cheat.extend(session(1, false));
+    // The feature back in the queue: its next session, from the main branch.
+    cheat.extend(session(1, false));
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(20))
+        .when(|r| is_for(r, 1), cheat)
+        .when(|r| is_for(r, 2), session(2, false))
+        .start(initializer(&list(2, 0)));
+    let out = baton(&server, Wire::Anthropic)
+        .args(["run", "--quiet"])
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let said: Vec<String> = server
+        .requests()
+        .iter()
+        .flat_map(|r| tool_results(Wire::Anthropic, &r.body))
+        .map(|(_, text, _)| text)
+        .collect();
+    assert!(said.iter().any(|t| t.contains("committed")), "{said:?}");
+    assert_eq!(p.file("baton.toml"), before);
+    assert!(
+        !git(&p, &["log", "-p", "HEAD", "--", "baton.toml"]).contains("[notify]"),
+        "the agent's baton.toml reached the main branch"
+    );
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.path().join(".baton/state.json")).unwrap())
+            .unwrap();
+    let refused: Vec<&Value> = state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["integration"]["outcome"] == "conflict")
+        .collect();
+    assert_eq!(refused.len(), 1, "{state}");
+    assert!(
+        refused[0]["integration"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("baton.toml"),
+        "{state}"
+    );
+}

@@ -373,6 +373,15 @@ pub(super) fn prepare(dir: &Path, id: u32, start: &Start) -> Result<(), HarnessE
         }
     }
     let branch = format!("baton/agent-{id}");
+    // The index is the last session's, flags the agent set included (a
+    // `skip-worktree` entry would stop the checkout): dropped, and made afresh
+    // from `at` by the checkout.
+    let index = dir.join(".git/index");
+    match std::fs::remove_file(&index) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(crate::error::io(&index)(e)),
+    }
     // `-f -B`: the branch reset to `at`, the index and tracked files with it.
     git(dir, &["checkout", "-q", "-f", "-B", &branch, &at])?;
     git(dir, &["clean", "-q", "-fd"])?;

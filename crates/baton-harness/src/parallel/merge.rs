@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use baton_config::CONFIG_FILE;
 use baton_records::{FeatureList, Integration, IntegrationOutcome, layout};
 
 use super::remote::Remote;
@@ -287,6 +288,20 @@ impl Parallel<'_> {
             } else if path != names.feature_list {
                 conflicts.push(path.to_string());
             }
+        }
+        // baton.toml is the user's alone, and the project's next run loads it and
+        // runs what it names outside the sandbox: a branch that changes it (in its
+        // commits, past the gates' check of the working file) is never merged.
+        let user = git_async(
+            tree,
+            &["diff", "--cached", "--name-only", before, "--", CONFIG_FILE],
+        )
+        .await?;
+        if !user.trim().is_empty() {
+            conflicts.retain(|c| c != CONFIG_FILE);
+            conflicts.push(format!(
+                "{CONFIG_FILE} (the user's alone: a branch that changes it is never merged)"
+            ));
         }
         if !conflicts.is_empty() {
             let _ = git_async(tree, &["merge", "--abort"]).await;
