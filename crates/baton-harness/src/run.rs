@@ -181,7 +181,8 @@ pub trait Reporter: Send + Sync {
 pub enum Backend<'a> {
     /// baton's own agent loop, with this model client.
     Loop(&'a ModelClient),
-    /// An agent CLI (provider `claude-code`); baton's rules apply through its hook.
+    /// An agent CLI (provider `claude-code` or `codex`); baton's rules apply through
+    /// its hook.
     Cli(CliBackend),
 }
 
@@ -696,8 +697,15 @@ impl Runner<'_> {
             }
         }
         git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
-        // An agent CLI's own file tools run outside the binds.
-        let binds = self.kernel_binds && matches!(self.backend, Backend::Loop(_));
+        // Claude Code's own file tools run outside the binds; Codex runs whole
+        // inside them (when they hold for its commands at all).
+        let binds = self.kernel_binds
+            && match &self.backend {
+                Backend::Loop(_) => true,
+                Backend::Cli(b) => {
+                    matches!(b.cli, baton_agent::cli_session::Cli::Codex(_)) && b.bubblewrap
+                }
+            };
         let snap = Snapshot::take(dir)?.with_kernel_binds(binds);
         snap.save(&saved)?;
         Ok(snap)
