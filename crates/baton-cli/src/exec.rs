@@ -54,11 +54,16 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         args.provider.as_deref(),
         args.model.as_deref(),
     )?;
+    // git's config and hooks and baton.toml as they were: a session may not leave
+    // a change there for the user's own git, or the next run, to trust.
+    let guarded = Guarded::take(&dir);
     if let Some(backend) = backend {
         for line in crate::setup::cli_caveats(&backend) {
             eprintln!("baton: {line}");
         }
-        return run_cli(&dir, &cfg, &backend, &args);
+        let code = run_cli(&dir, &cfg, &backend, &args);
+        guarded.restore();
+        return code;
     }
     let client = ModelClient::new(crate::setup::client_config(
         &cfg,
@@ -103,8 +108,41 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         if stopped > 0 {
             eprintln!("baton: stopped {stopped} background process group(s) left by the session");
         }
+        guarded.restore();
         finish(&dir, &transcript, result)
     })
+}
+
+/// The files baton guards (git's config, hooks and info, `baton.toml`) as they were
+/// before the session; where bubblewrap binds them read-only there is nothing to
+/// undo, and without it (Landlock alone) this puts back what the session changed.
+struct Guarded(Option<baton_harness::boundary::Snapshot>);
+
+impl Guarded {
+    fn take(dir: &Path) -> Self {
+        match baton_harness::boundary::Snapshot::take(dir) {
+            Ok(s) => Self(Some(s)),
+            Err(e) => {
+                eprintln!(
+                    "baton: warning: cannot record git's config and hooks before the session ({e}); what it changes there stays"
+                );
+                Self(None)
+            }
+        }
+    }
+
+    /// Put back what the session changed, and say what that was.
+    fn restore(&self) {
+        let Some(s) = &self.0 else { return };
+        match s.restore() {
+            Ok(changed) if changed.is_empty() => {}
+            Ok(changed) => eprintln!(
+                "baton: the session changed what baton guards; put back as it was: {}",
+                changed.join("; ")
+            ),
+            Err(e) => eprintln!("baton: warning: cannot put back git's config and hooks: {e}"),
+        }
+    }
 }
 
 /// The session limits of `baton exec`.

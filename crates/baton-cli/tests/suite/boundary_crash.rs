@@ -207,3 +207,44 @@ fn a_users_edit_of_baton_toml_after_a_crash_is_kept_where_the_kernel_kept_the_ag
     assert!(!p.path().join(".baton/replaced").exists());
     assert_eq!(boundary_entries(&p), Vec::<String>::new());
 }
+
+/// `baton exec` without bubblewrap: a session's script plants a git hook and
+/// rewrites baton.toml (Landlock alone cannot keep it out); after the session both
+/// are as they were, and baton says so.
+#[test]
+fn an_exec_session_leaves_no_git_hook_or_baton_toml_change_behind() {
+    let p = Project::new();
+    baton_testkit::git(p.path(), &["init", "-q"]);
+    let bin = tempfile::tempdir().unwrap();
+    let path = without_bwrap(bin.path());
+    let before = p.file("baton.toml");
+    let script = "#!/bin/sh\nprintf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit\nchmod +x .git/hooks/pre-commit\nprintf '\\n[notify]\\ncommand = [\"true\"]\\n' >> baton.toml\necho planted\n";
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Write",
+                    json!({"file_path": "scripts/plant.sh", "content": script}),
+                ),
+                ("Bash", json!({"command": "bash scripts/plant.sh"})),
+            ])),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let out = baton(&server, Wire::Anthropic)
+        .env("PATH", &path)
+        .args(["exec", p.path().to_str().unwrap(), "--prompt", "go"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    assert!(r[1].1.contains("planted"), "the script did not run: {r:?}");
+    assert!(!p.path().join(".git/hooks/pre-commit").exists(), "{err}");
+    assert_eq!(p.file("baton.toml"), before);
+    assert!(
+        err.contains("the session changed what baton guards; put back as it was"),
+        "{err}"
+    );
+}
