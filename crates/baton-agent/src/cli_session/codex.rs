@@ -214,28 +214,12 @@ impl CliSession<'_> {
         ) {
             ("item.started", Some("command_execution")) => {
                 let input = json!({"command": item["command"]});
-                self.turn(
-                    transcript,
-                    p,
-                    vec![Block::ToolUse {
-                        id,
-                        name: "Bash".into(),
-                        input,
-                    }],
-                )?;
+                self.call(transcript, p, id, "Bash".into(), input)?;
             }
             ("item.completed", Some("command_execution")) => {
                 if !p.calls.contains_key(&id) {
                     let input = json!({"command": item["command"]});
-                    self.turn(
-                        transcript,
-                        p,
-                        vec![Block::ToolUse {
-                            id: id.clone(),
-                            name: "Bash".into(),
-                            input,
-                        }],
-                    )?;
+                    self.call(transcript, p, id.clone(), "Bash".into(), input)?;
                 }
                 let text = item["aggregated_output"]
                     .as_str()
@@ -247,15 +231,7 @@ impl CliSession<'_> {
             }
             ("item.completed", Some("file_change")) => {
                 let input = json!({"changes": item["changes"]});
-                self.turn(
-                    transcript,
-                    p,
-                    vec![Block::ToolUse {
-                        id: id.clone(),
-                        name: "apply_patch".into(),
-                        input,
-                    }],
-                )?;
+                self.call(transcript, p, id.clone(), "apply_patch".into(), input)?;
                 let failed = item["status"] == "failed";
                 let text = if failed {
                     "the patch failed"
@@ -270,15 +246,7 @@ impl CliSession<'_> {
                     item["server"].as_str().unwrap_or_default(),
                     item["tool"].as_str().unwrap_or_default()
                 );
-                self.turn(
-                    transcript,
-                    p,
-                    vec![Block::ToolUse {
-                        id: id.clone(),
-                        name,
-                        input: item["arguments"].clone(),
-                    }],
-                )?;
+                self.call(transcript, p, id.clone(), name, item["arguments"].clone())?;
                 let failed = item["status"] == "failed" || !item["error"].is_null();
                 let text = if failed {
                     item["error"].to_string()
@@ -319,15 +287,7 @@ impl CliSession<'_> {
         let (reason, command) = rest.rsplit_once(". Command: ").unwrap_or((rest, ""));
         let id = format!("refused-{}", p.turns + 1);
         let input = json!({"command": command});
-        self.turn(
-            transcript,
-            p,
-            vec![Block::ToolUse {
-                id: id.clone(),
-                name: "Bash".into(),
-                input,
-            }],
-        )?;
+        self.call(transcript, p, id.clone(), "Bash".into(), input)?;
         self.tool_result(transcript, p, id, reason.to_string(), true, true)
     }
 }

@@ -487,6 +487,18 @@ impl CliSession<'_> {
         Ok(())
     }
 
+    /// Record one whole assistant turn that makes one tool call.
+    fn call(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        id: String,
+        name: String,
+        input: Value,
+    ) -> Result<(), AgentError> {
+        self.turn(transcript, p, vec![Block::ToolUse { id, name, input }])
+    }
+
     /// Record one whole assistant turn (`blocks`, without usage of its own).
     fn turn(
         &self,
