@@ -15,30 +15,12 @@ use super::*;
 
 /// The Claude Code CLI, or `None` (after a note) where it is not installed.
 fn claude(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("BATON_TEST_CLAUDE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/npm/node_modules/.bin/claude")
-        });
-    if path.exists() {
-        return Some(path);
-    }
-    // Installed on the PATH (`npm install -g @anthropic-ai/claude-code`).
-    if let Some(found) = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("claude"))
-            .find(|c| c.is_file())
-    }) {
-        return Some(found);
-    }
-    baton_testkit::skip(
+    agent_cli(
         test,
-        &format!(
-            "missing the Claude Code CLI at {} or on PATH (npm install -g @anthropic-ai/claude-code, or set BATON_TEST_CLAUDE)",
-            path.display()
-        ),
-    );
-    None
+        "claude",
+        "BATON_TEST_CLAUDE",
+        "@anthropic-ai/claude-code",
+    )
 }
 
 /// `baton ARGS` with provider claude-code against `server`, the CLI's home in `home`.
@@ -194,17 +176,6 @@ fn claude_code_refused_command_is_refused_by_batons_hook() {
     assert!(refused[0].0.contains("rm -rf .git"), "{refused:?}");
 }
 
-/// A feature list of `n` failing features.
-fn feature_list(n: usize) -> String {
-    let list: Vec<serde_json::Value> = (1..=n)
-        .map(|i| {
-            json!({"category": "functional", "description": format!("Feature {i}"),
-                   "steps": [format!("check feature {i}")], "passes": false})
-        })
-        .collect();
-    serde_json::to_string_pretty(&list).unwrap() + "\n"
-}
-
 #[test]
 fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
     let Some(cli) = claude("claude_code_whole_run_initializer_and_coding_sessions_complete") else {
@@ -226,7 +197,7 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
         Step::Reply(Reply::tools(&[
             (
                 "Write",
-                json!({"file_path": "feature_list.json", "content": feature_list(2)}),
+                json!({"file_path": "feature_list.json", "content": failing_features(2)}),
             ),
             (
                 "Write",
@@ -333,7 +304,7 @@ fn claude_code_usage_limit_pauses_the_run_until_the_reset() {
         Step::Reply(Reply::tools(&[
             (
                 "Write",
-                json!({"file_path": "feature_list.json", "content": feature_list(1)}),
+                json!({"file_path": "feature_list.json", "content": failing_features(1)}),
             ),
             (
                 "Write",

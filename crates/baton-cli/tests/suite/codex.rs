@@ -19,22 +19,7 @@ const KEY: &str = "sk-openai-test";
 
 /// The Codex CLI, or `None` (after a note) where it is not installed.
 fn codex(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("BATON_TEST_CODEX")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.ci/npm/node_modules/.bin/codex")
-        });
-    if path.exists() {
-        return Some(path);
-    }
-    baton_testkit::skip(
-        test,
-        &format!(
-            "missing the Codex CLI at {} (npm install --prefix .ci/npm @openai/codex, or set BATON_TEST_CODEX)",
-            path.display()
-        ),
-    );
-    None
+    agent_cli(test, "codex", "BATON_TEST_CODEX", "@openai/codex")
 }
 
 /// `baton ARGS` with provider codex against `server` (the Responses API).
@@ -181,23 +166,12 @@ fn codex_refused_command_is_refused_by_batons_hook() {
     assert!(r[0].0.contains("Refused by baton's policy"), "{r:?}");
 }
 
-/// A feature list of `n` failing features.
-fn feature_list(n: usize) -> String {
-    let list: Vec<Value> = (1..=n)
-        .map(|i| {
-            json!({"category": "functional", "description": format!("Feature {i}"),
-                   "steps": [format!("check feature {i}")], "passes": false})
-        })
-        .collect();
-    serde_json::to_string_pretty(&list).unwrap() + "\n"
-}
-
 /// The initializer through Codex: the list, init.sh and the notes, committed.
 fn initializer(n: usize) -> Vec<Step> {
     vec![
         sh(&format!(
             "cat > feature_list.json <<'EOF'\n{}EOF\nprintf '#!/usr/bin/env bash\\necho ready\\n' > init.sh && chmod +x init.sh && echo 'Session 1: list and init.sh.' > claude-progress.txt && git add -A && git commit -qm 'Initial feature list'",
-            feature_list(n)
+            failing_features(n)
         )),
         Step::Reply(Reply::text("Initialized.")),
     ]
@@ -273,7 +247,7 @@ fn codex_whole_run_with_a_tamper_a_refusal_and_a_quota_wait_completes() {
     // The edit was undone; both flips stand.
     assert_eq!(
         p.file("feature_list.json"),
-        feature_list(2).replace("\"passes\": false", "\"passes\": true")
+        failing_features(2).replace("\"passes\": false", "\"passes\": true")
     );
     let s = status(dir);
     assert_eq!(

@@ -373,3 +373,46 @@ pub fn fake_home() -> tempfile::TempDir {
         .tempdir_in(base)
         .unwrap()
 }
+
+/// A feature list of `n` failing features, each with one step (the agent CLIs'
+/// whole-run tests).
+pub fn failing_features(n: usize) -> String {
+    let list: Vec<Value> = (1..=n)
+        .map(|i| {
+            serde_json::json!({"category": "functional", "description": format!("Feature {i}"),
+                   "steps": [format!("check feature {i}")], "passes": false})
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap() + "\n"
+}
+
+/// An agent CLI for the tests: `$<var>`, else `.ci/npm/node_modules/.bin/<name>`,
+/// else `<name>` on `PATH`; `None` (after a note, or a failure under `CI=true`)
+/// where it is not installed.
+pub fn agent_cli(test: &str, name: &str, var: &str, package: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os(var)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../.ci/npm/node_modules/.bin")
+                .join(name)
+        });
+    if path.exists() {
+        return Some(path);
+    }
+    if let Some(found) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|c| c.is_file())
+    }) {
+        return Some(found);
+    }
+    baton_testkit::skip(
+        test,
+        &format!(
+            "missing the {name} CLI at {} or on PATH (npm install --prefix .ci/npm {package}, or set {var})",
+            path.display()
+        ),
+    );
+    None
+}
