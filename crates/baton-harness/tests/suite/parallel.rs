@@ -284,14 +284,30 @@ async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found
     // The checks of a sweep run in the integration worktree, `.baton/integrate`
     // (a copy's gates run them in the copy).
     let merging = "case \"$(pwd)\" in */.baton/integrate)";
+    // #1's first sweep waits (up to 20 s) until the others' own gates have passed
+    // their checks, i.e. until their sessions have ended, then a moment more: they
+    // end while #1 is merged however slow the machine is.
+    let ended = |n: usize| outside.path().join(format!("ended-{n}"));
+    for n in 2..=3usize {
+        features[n - 1]["verify"] = format!(
+            "test -f src/F0{n}.txt && {{ case \"$(pwd)\" in */.baton/integrate) ;; *) touch {};; esac; }}",
+            ended(n).display()
+        )
+        .into();
+    }
+    let all_ended = (2..=4)
+        .map(|n| format!("[ -e {} ]", ended(n).display()))
+        .collect::<Vec<_>>()
+        .join(" && ");
     features[0]["verify"] = format!(
-        "{merging} [ -e {s} ] || {{ touch {s}; sleep 3; }};; esac; test -f src/F01.txt",
+        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 200); do {all_ended} && break; sleep 0.1; done; sleep 1; }};; esac; test -f src/F01.txt",
         s = slept.display()
     )
     .into();
     features[3]["verify"] = format!(
-        "{merging} echo run >> {};; esac; test -f src/F04.txt && ! test -f src/F02.txt",
-        log.display()
+        "{merging} echo run >> {};; *) test -f src/F04.txt && touch {};; esac; test -f src/F04.txt && ! test -f src/F02.txt",
+        log.display(),
+        ended(4).display()
     )
     .into();
     let text = serde_json::to_string_pretty(&features).unwrap() + "\n";
