@@ -300,7 +300,7 @@ async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found
         .collect::<Vec<_>>()
         .join(" && ");
     features[0]["verify"] = format!(
-        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 200); do {all_ended} && break; sleep 0.1; done; sleep 1; }};; esac; test -f src/F01.txt",
+        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 200); do {all_ended} && break; sleep 0.1; done; sleep 2; }};; esac; test -f src/F01.txt",
         s = slept.display()
     )
     .into();
@@ -391,16 +391,29 @@ async fn a_conflicting_session_is_requeued_before_its_batch_is_swept() {
     let outside = tempfile::tempdir().unwrap();
     let mut features: Vec<serde_json::Value> = serde_json::from_str(&list(3, 0)).unwrap();
     let merging = "case \"$(pwd)\" in */.baton/integrate)";
-    for (n, secs) in [(1usize, 3), (3, 2)] {
-        let slept = outside.path().join(format!("slept-{n}"));
-        features[n - 1]["verify"] = format!(
-            "{merging} [ -e {s} ] || {{ touch {s}; sleep {secs}; }};; esac; test -f src/{t}.txt",
-            s = slept.display(),
-            t = token(n)
-        )
-        .into();
-    }
-    features[1]["verify"] = "grep -q F02 shared.txt".into();
+    // #1's first sweep waits (up to 20 s) until #2's and #3's own gates have
+    // passed their checks (their sessions ended), then two seconds more; #3's sleeps
+    // in the batch's sweep.
+    let slept = |n: usize| outside.path().join(format!("slept-{n}"));
+    let ended = |n: usize| outside.path().join(format!("ended-{n}"));
+    features[0]["verify"] = format!(
+        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 200); do [ -e {e2} ] && [ -e {e3} ] && break; sleep 0.1; done; sleep 2; }};; esac; test -f src/F01.txt",
+        s = slept(1).display(),
+        e2 = ended(2).display(),
+        e3 = ended(3).display()
+    )
+    .into();
+    features[2]["verify"] = format!(
+        "{merging} [ -e {s} ] || {{ touch {s}; sleep 2; }};; *) test -f src/F03.txt && touch {e};; esac; test -f src/F03.txt",
+        s = slept(3).display(),
+        e = ended(3).display()
+    )
+    .into();
+    features[1]["verify"] = format!(
+        "{merging} ;; *) grep -q F02 shared.txt && touch {e};; esac; grep -q F02 shared.txt",
+        e = ended(2).display()
+    )
+    .into();
     let text = serde_json::to_string_pretty(&features).unwrap() + "\n";
     let mut b = ScriptedServer::builder(Wire::Anthropic);
     for n in 1..=3usize {
