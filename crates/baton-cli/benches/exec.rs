@@ -6,8 +6,20 @@
 //! `bash -c echo` processes spawned directly, and a 0-tool session (process start
 //! plus one model round trip). Absolute times on shared machines are noise; the
 //! ratios and the per-turn overhead are the figures to read.
+//!
+//! Then the same scripted work through the two agent CLIs baton can drive, as rows
+//! against baton's own loop of the same run: Claude Code (`BATON_PROVIDER=claude-code`,
+//! `.ci/npm/node_modules/.bin/claude` or `$BATON_TEST_CLAUDE`, one `Bash` call a turn
+//! on Anthropic's wire) and Codex (`BATON_PROVIDER=codex`,
+//! `.ci/npm/node_modules/.bin/codex` or `$BATON_TEST_CODEX`, one `exec_command` call a
+//! turn on the Responses wire). For each: median wall and CPU of the 50-turn and the
+//! 0-turn session over [`CLI_RUNS`] runs (they are slow), its per-turn cost, and the
+//! ratios of its 50-turn wall and its per-turn wall to baton's. A CLI that is not
+//! installed is reported as skipped; one whose session fails, as failed.
 #![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "exec/cli.rs"]
+mod cli;
 mod support;
 
 use std::process::{Command, Stdio};
@@ -18,9 +30,11 @@ use serde_json::json;
 
 const TURNS: usize = 50;
 const RUNS: usize = 7;
+/// Runs of each CLI's sessions: a CLI session takes seconds, not milliseconds.
+const CLI_RUNS: usize = 3;
 
 /// CPU time (user + system) and peak RSS (KiB) of all waited-for children so far.
-fn children_usage() -> (Duration, u64) {
+pub(crate) fn children_usage() -> (Duration, u64) {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: getrusage writes into the struct we own; RUSAGE_CHILDREN is valid.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
@@ -30,23 +44,30 @@ fn children_usage() -> (Duration, u64) {
     (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss as u64)
 }
 
-struct Sample {
-    wall: Duration,
-    cpu: Duration,
+pub(crate) struct Sample {
+    pub(crate) wall: Duration,
+    pub(crate) cpu: Duration,
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
+pub(crate) fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
 }
 
-fn baton_session(tool_turns: usize) -> Sample {
+/// A project directory holding the bench's `baton.toml` (`$BATON_BENCH_TOML`, or
+/// short retry delays).
+pub(crate) fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("baton.toml"),
         std::env::var("BATON_BENCH_TOML").unwrap_or_else(|_| "[retry]\nbase_delay_ms = 5\n".into()),
     )
     .unwrap();
+    dir
+}
+
+fn baton_session(tool_turns: usize) -> Sample {
+    let dir = project();
     let mut steps: Vec<Step> = (0..tool_turns)
         .map(|i| {
             Step::Reply(Reply::tool(
@@ -101,7 +122,7 @@ fn bash_baseline() -> Sample {
     }
 }
 
-fn ms(d: Duration) -> String {
+pub(crate) fn ms(d: Duration) -> String {
     format!("{:8.1} ms", d.as_secs_f64() * 1000.0)
 }
 
@@ -176,4 +197,10 @@ fn main() {
         per_turn_wall.as_secs_f64() * 1e3,
         check(per_turn_wall < Duration::from_millis(1))
     );
+    cli::rows(&cli::Baton {
+        full_wall: fw,
+        per_turn_wall,
+        bash_wall: bw,
+        bash_cpu: bc,
+    });
 }
