@@ -475,6 +475,80 @@ pub fn dirty_paths(dir: &Path) -> Result<Vec<String>, HarnessError> {
     Ok(dirty(dir)?.into_iter().map(|d| d.path).collect())
 }
 
+/// Clear the skip-worktree and assume-unchanged bits of every index entry that
+/// has one: with them a session can hide a change from `git status`, and so from
+/// the gates' commit of leftovers and from the user. Returns the paths.
+pub fn unhide(dir: &Path) -> Result<Vec<String>, HarnessError> {
+    let listed = git(dir, &["ls-files", "-v", "-z"])?;
+    let mut skipped = Vec::new();
+    let mut assumed = Vec::new();
+    for e in listed.split('\0') {
+        let Some((tag, path)) = e.split_once(' ') else {
+            continue;
+        };
+        if tag == "S" || tag == "s" {
+            skipped.push(path.to_string());
+        }
+        if !tag.is_empty() && tag.chars().all(|c| c.is_ascii_lowercase()) {
+            assumed.push(path.to_string());
+        }
+    }
+    // One bit per call: git applies only the last of the two flags.
+    for (paths, flag) in [
+        (&skipped, "--no-skip-worktree"),
+        (&assumed, "--no-assume-unchanged"),
+    ] {
+        if paths.is_empty() {
+            continue;
+        }
+        let mut input = paths.join("\0").into_bytes();
+        input.push(0);
+        git_with_input(dir, &["update-index", "-z", flag, "--stdin"], &input)?;
+    }
+    let mut hidden = skipped;
+    for p in assumed {
+        if !hidden.contains(&p) {
+            hidden.push(p);
+        }
+    }
+    Ok(hidden)
+}
+
+/// When the commits since `before` changed `path` (a file baton guards, whose
+/// work-tree copy baton's snapshot has just put back), commit the work-tree copy
+/// again, so history holds baton's file for a clone, a worker or a checkout.
+/// Returns what was done, for the record.
+pub fn restore_committed(
+    dir: &Path,
+    before: &str,
+    path: &str,
+    session: u32,
+) -> Result<Option<String>, HarnessError> {
+    let same = git(
+        dir,
+        &[
+            "diff",
+            "--quiet",
+            "--no-ext-diff",
+            "--no-textconv",
+            before,
+            "HEAD",
+            "--",
+            path,
+        ],
+    );
+    if same.is_ok() {
+        return Ok(None);
+    }
+    let msg = format!(
+        "baton: put back {path} after session {session}\n\nThe session's commits changed {path}, a file baton guards; this commit restores it as baton's snapshot holds it."
+    );
+    commit(dir, &msg, &[path], &[])?;
+    Ok(Some(format!(
+        "{path} was changed in the session's commits; put back in a commit of baton's"
+    )))
+}
+
 /// Every changed, new or deleted path of the work tree, and whether git tracks it.
 pub fn dirty(dir: &Path) -> Result<Vec<crate::leftovers::Dirty>, HarnessError> {
     let out = git(
@@ -561,6 +635,29 @@ pub fn commits_since(dir: &Path, from: Option<&str>) -> usize {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    /// Both ways of hiding a change from `git status` are undone, each path named
+    /// once, and the change shows again.
+    #[test]
+    fn hidden_changes_are_made_visible() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        git(dir, &["init", "-q"]).unwrap();
+        prepare(dir, "t", "t@localhost").unwrap();
+        for f in ["a", "b", "c"] {
+            std::fs::write(dir.join(f), "1\n").unwrap();
+        }
+        commit(dir, "files", &[], &[]).unwrap();
+        git(dir, &["update-index", "--skip-worktree", "a"]).unwrap();
+        git(dir, &["update-index", "--assume-unchanged", "b"]).unwrap();
+        for f in ["a", "b"] {
+            std::fs::write(dir.join(f), "2\n").unwrap();
+        }
+        assert!(dirty_paths(dir).unwrap().is_empty());
+        assert_eq!(unhide(dir).unwrap(), ["a", "b"]);
+        assert_eq!(dirty_paths(dir).unwrap(), ["a", "b"]);
+        assert!(unhide(dir).unwrap().is_empty());
+    }
 
     /// More paths than a command line holds (over 2 MB of them) are committed:
     /// the leftover commit names every file it keeps.

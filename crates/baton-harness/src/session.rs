@@ -271,6 +271,22 @@ impl Runner<'_> {
             (SessionKind::Coding, Some(before)) => git::rejoin(&self.files.dir, before, ip.number)?,
             _ => None,
         };
+        let mut undone = undone;
+        // Nothing stays hidden from git status (and so from the leftovers' commit),
+        // and history holds baton's baton.toml, whatever the session committed.
+        for path in git::unhide(&self.files.dir)? {
+            undone.push(format!(
+                "{path} was hidden from git status (skip-worktree or assume-unchanged); made visible"
+            ));
+        }
+        if let Some(before) = ip.head_before.as_deref() {
+            undone.extend(git::restore_committed(
+                &self.files.dir,
+                before,
+                baton_config::CONFIG_FILE,
+                ip.number,
+            )?);
+        }
         let mut g = Gates::ledger(&self.files, ip.number, base.as_ref())?;
         g.report.boundary = undone;
         g.report.rewound = rewound;

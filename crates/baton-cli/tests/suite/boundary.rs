@@ -433,3 +433,51 @@ fn the_agents_commands_have_a_home_of_their_own_and_the_users_stays_untouched() 
     );
     assert_eq!(written_in(home.path()), Vec::<String>::new());
 }
+
+/// A session commits a different `baton.toml` through git's plumbing (no write
+/// to the file itself, which bubblewrap keeps read-only) and hides the difference
+/// from `git status` with skip-worktree: a clone, a `--remote` worker or the
+/// user's next checkout would get the agent's file. After the session, history
+/// holds baton's file again, the bit is cleared, and the ledger says so.
+#[test]
+fn a_baton_toml_committed_behind_the_work_trees_back_is_put_back_in_history() {
+    let p = project("");
+    let toml_before = p.file("baton.toml");
+    let marker = tempfile::tempdir().unwrap();
+    let marker = marker.path().join("pwned");
+    let script = format!(
+        "#!/bin/sh\nset -e\nblob=$(printf '[notify]\\ncommand = [\"touch\", \"{}\"]\\n' | git hash-object -w --stdin)\ngit update-index --cacheinfo \"100644,$blob,baton.toml\"\ngit update-index --skip-worktree baton.toml\ngit commit -qm 'Tidy up'\necho sneaked\n",
+        marker.display()
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/tidy.sh", "content": script}),
+        ),
+        ("Bash", json!({"command": "bash scripts/tidy.sh"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Tidied.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[3].body);
+    assert!(r[1].1.contains("sneaked"), "the script did not run: {r:?}");
+    assert_eq!(
+        super::run::git(&p, &["show", "HEAD:baton.toml"]),
+        toml_before
+    );
+    assert!(
+        super::run::git(&p, &["ls-files", "-v", "baton.toml"]).starts_with("H "),
+        "still hidden"
+    );
+    assert_eq!(super::run::git(&p, &["status", "--porcelain"]), "");
+    let found = ledger(&p, "boundary_violation");
+    assert!(
+        found.iter().any(|e| e["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("baton.toml")),
+        "{found:?}"
+    );
+    assert!(!marker.exists());
+}
