@@ -23,7 +23,8 @@ pub struct ExecArgs {
     #[arg(long)]
     prompt: String,
     /// Model provider: anthropic, openai (chat completions), openai-responses (the
-    /// OpenAI Responses API) or claude-code (an installed Claude Code CLI).
+    /// OpenAI Responses API), claude-code (an installed Claude Code CLI) or codex (an
+    /// installed Codex CLI).
     #[arg(long)]
     provider: Option<String>,
     /// Model name (default: baton.toml, else the provider's default).

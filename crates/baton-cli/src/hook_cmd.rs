@@ -1,12 +1,15 @@
-//! `baton hook pre-tool-use`: baton's rules inside an agent CLI. Claude Code runs it
-//! before every tool call (a `PreToolUse` hook in the settings file baton writes for a
-//! `claude-code` session) with the call as JSON on stdin; baton answers with the
-//! hook's JSON on stdout: `permissionDecision` `deny` with the reason, or `allow`.
+//! `baton hook pre-tool-use`: baton's rules inside an agent CLI. Claude Code and
+//! Codex run it before every tool call (a `PreToolUse` hook in the settings file
+//! baton writes for a `claude-code` session, or given with `-c` to `codex exec`)
+//! with the call as JSON on stdin; baton answers with the hook's JSON on stdout:
+//! `permissionDecision` `deny` with the reason, or `allow`.
 //!
 //! The judgement is the built-in loop's: the command policy of the project's
 //! `baton.toml` (and its `Read` rules), write confinement of the file tools (inside
 //! the project, never in `.git/` or `.baton/`), and in coding sessions the
-//! feature-list guard (`--feature-list NAME`); for the verifier no edits (`--read-only`). Claude Code's tool names are baton's.
+//! feature-list guard (`--feature-list NAME`); for the verifier no edits (`--read-only`).
+//! Claude Code's tool names are baton's; Codex's shell calls come as `Bash`, its
+//! patches as `apply_patch`, judged by every file they write.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};

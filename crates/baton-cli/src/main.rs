@@ -154,8 +154,9 @@ enum Command {
     /// sandbox where it works and [sandbox] is on; exit 0 allowed, 1 refused).
     Policy(policy_cmd::PolicyArgs),
     /// Check the parts baton uses outside itself: git, bash, Node, @playwright/mcp (run
-    /// as [browser] command would run it), Chromium, Landlock and the Claude Code CLI
-    /// (required with provider claude-code), with the command to install what is missing.
+    /// as [browser] command would run it), Chromium, Landlock, bubblewrap and the
+    /// Claude Code and Codex CLIs (each required with its provider), with the command
+    /// to install what is missing.
     ///
     /// The browser's parts are required when DIR's baton.toml enables the browser (or
     /// with --browser). Exit codes: 0 every required part is present; 1 otherwise.

@@ -27,7 +27,8 @@ const PROCESSES_FILE: &str = baton_records::layout::PROCESSES;
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ModelFlags {
     /// Model provider: anthropic, openai (chat completions), openai-responses (the
-    /// OpenAI Responses API) or claude-code (an installed Claude Code CLI).
+    /// OpenAI Responses API), claude-code (an installed Claude Code CLI) or codex (an
+    /// installed Codex CLI).
     #[arg(long)]
     pub provider: Option<String>,
     /// Model name.
