@@ -182,7 +182,10 @@ pub fn cli_backend(
         AgentKind::Codex => &[],
         _ => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
     };
-    let specs = baton_mcp::specs_from_config(cfg, dir);
+    let mut specs = baton_mcp::specs_from_config(cfg, dir);
+    if kind == AgentKind::Codex {
+        inside_the_sandbox(&mut specs, dir)?;
+    }
     let mcp_config = if specs.is_empty() {
         None
     } else {
@@ -269,6 +272,29 @@ pub fn cli_backend(
         keep_alive,
         bubblewrap,
     }))
+}
+
+/// Codex starts the MCP servers itself, inside the sandbox, where `.baton/` is
+/// read-only: the browser's output files go to the agent's private home instead,
+/// and its temporary files (the profile, whose socket path must stay short) to the
+/// sandbox's temp dir; its configuration, written by baton, stays where it is.
+fn inside_the_sandbox(specs: &mut [baton_mcp::ServerSpec], dir: &Path) -> anyhow::Result<()> {
+    let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let output = baton_policy::sandbox::private_home(&project).join(".baton-codex/mcp-output");
+    std::fs::create_dir_all(&output)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    let own = dir
+        .join(baton_records::layout::PLAYWRIGHT)
+        .join("output")
+        .display()
+        .to_string();
+    for s in specs.iter_mut() {
+        s.env.remove("TMPDIR");
+        for a in s.args.iter_mut().filter(|a| **a == own) {
+            *a = output.display().to_string();
+        }
+    }
+    Ok(())
 }
 
 /// What an agent CLI backend does not give that baton's own loop does, said once

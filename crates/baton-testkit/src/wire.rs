@@ -261,6 +261,12 @@ fn responses(reply: &Reply, seq: usize) -> Vec<String> {
                 input_json,
             } => {
                 let item_id = format!("fc_{seq:03}_{i}");
+                // `NAMESPACE::name` is a call of a tool in a namespace (as Codex
+                // offers an MCP server's tools): the item names both.
+                let (namespace, name) = match name.split_once("::") {
+                    Some((ns, n)) => (Some(ns), n),
+                    None => (None, name.as_str()),
+                };
                 let call_id = if id.is_empty() {
                     format!("call_{seq:03}_{i}")
                 } else {
@@ -268,8 +274,8 @@ fn responses(reply: &Reply, seq: usize) -> Vec<String> {
                 };
                 ev(
                     "response.output_item.added",
-                    json!({"output_index": i, "item": {
-                    "id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}}),
+                    json!({"output_index": i, "item": with_namespace(json!({
+                    "id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}), namespace)}),
                 );
                 for p in pieces(input_json) {
                     ev(
@@ -283,7 +289,10 @@ fn responses(reply: &Reply, seq: usize) -> Vec<String> {
                         json!({"item_id": item_id, "output_index": i, "arguments": input_json}),
                     );
                 }
-                json!({"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": name, "arguments": input_json})
+                with_namespace(
+                    json!({"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": name, "arguments": input_json}),
+                    namespace,
+                )
             }
         };
         ev(
@@ -307,6 +316,14 @@ fn responses(reply: &Reply, seq: usize) -> Vec<String> {
         ev("response.completed", json!({"response": r}));
     }
     out
+}
+
+/// `item` with `"namespace": ns` when there is one.
+fn with_namespace(mut item: Value, namespace: Option<&str>) -> Value {
+    if let Some(ns) = namespace {
+        item["namespace"] = json!(ns);
+    }
+    item
 }
 
 /// The SSE error event of each wire.

@@ -445,3 +445,64 @@ fn codex_agents_in_working_copies_finish_a_project() {
     let s = status(dir);
     assert_eq!(s["passing"], 2, "{s}");
 }
+
+/// Codex drives the real browser (`[browser]`'s Playwright MCP server and
+/// Chromium, which Codex starts inside the sandbox): the page's title comes back,
+/// and baton's hook refuses a `file://` URL as it does in its own loop.
+#[test]
+fn codex_drives_the_real_browser_inside_the_sandbox() {
+    let Some(cli) = codex("codex_drives_the_real_browser_inside_the_sandbox") else {
+        return;
+    };
+    let Some(parts) =
+        baton_testkit::browser::browser_parts("codex_drives_the_real_browser_inside_the_sandbox")
+    else {
+        return;
+    };
+    let p = Project::with_toml(&format!(
+        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        parts.chromium.display().to_string(),
+        parts.cli.display().to_string()
+    ));
+    // `NAMESPACE::name`: Codex offers an MCP server's tools in a namespace.
+    let browse = |url: &str| {
+        Step::Reply(Reply::tool(
+            "mcp__playwright::browser_navigate",
+            json!({"url": url}),
+        ))
+    };
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![
+            browse("data:text/html,<title>Greeter</title><p>hello</p>"),
+            browse("file:///etc/hostname"),
+            Step::Reply(Reply::text("Seen in the browser.")),
+        ],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(&cli, &server, &["exec", dir, "--prompt", "look"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = outputs(&server, 1).join("\n");
+    assert!(page.contains("Page Title: Greeter"), "{page}");
+    let refused = outputs(&server, 2).join("\n");
+    assert!(refused.contains("Refused by baton's policy"), "{refused}");
+    assert!(refused.contains("file://"), "{refused}");
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    let calls: Vec<String> = t
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::Assistant { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|b| match b {
+            baton_agent::model::Block::ToolUse { name, .. } => Some(name),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        calls.contains(&"mcp__playwright__browser_navigate".to_string()),
+        "{calls:?}"
+    );
+}
