@@ -517,7 +517,8 @@ pub fn unhide(dir: &Path) -> Result<Vec<String>, HarnessError> {
 /// When the commits since `before` changed `path` (a file baton guards, whose
 /// work-tree copy baton's snapshot has just put back), commit the work-tree copy
 /// again, so history holds baton's file for a clone, a worker or a checkout.
-/// Returns what was done, for the record.
+/// Returns what was done, for the record (nothing when history already holds
+/// baton's file).
 pub fn restore_committed(
     dir: &Path,
     before: &str,
@@ -543,10 +544,11 @@ pub fn restore_committed(
     let msg = format!(
         "baton: put back {path} after session {session}\n\nThe session's commits changed {path}, a file baton guards; this commit restores it as baton's snapshot holds it."
     );
-    commit(dir, &msg, &[path], &[])?;
-    Ok(Some(format!(
-        "{path} was changed in the session's commits; put back in a commit of baton's"
-    )))
+    // Nothing to put back when the session committed the file as baton holds it
+    // (a change of the user's that was not committed yet).
+    Ok(commit(dir, &msg, &[path], &[])?.map(|_| {
+        format!("{path} was changed in the session's commits; put back in a commit of baton's")
+    }))
 }
 
 /// Every changed, new or deleted path of the work tree, and whether git tracks it.

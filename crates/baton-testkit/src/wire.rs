@@ -259,41 +259,7 @@ fn responses(reply: &Reply, seq: usize) -> Vec<String> {
                 id,
                 name,
                 input_json,
-            } => {
-                let item_id = format!("fc_{seq:03}_{i}");
-                // `NAMESPACE::name` is a call of a tool in a namespace (as Codex
-                // offers an MCP server's tools): the item names both.
-                let (namespace, name) = match name.split_once("::") {
-                    Some((ns, n)) => (Some(ns), n),
-                    None => (None, name.as_str()),
-                };
-                let call_id = if id.is_empty() {
-                    format!("call_{seq:03}_{i}")
-                } else {
-                    id.clone()
-                };
-                ev(
-                    "response.output_item.added",
-                    json!({"output_index": i, "item": with_namespace(json!({
-                    "id": item_id, "type": "function_call", "status": "in_progress", "call_id": call_id, "name": name, "arguments": ""}), namespace)}),
-                );
-                for p in pieces(input_json) {
-                    ev(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": item_id, "output_index": i, "delta": p}),
-                    );
-                }
-                if status == "completed" {
-                    ev(
-                        "response.function_call_arguments.done",
-                        json!({"item_id": item_id, "output_index": i, "arguments": input_json}),
-                    );
-                }
-                with_namespace(
-                    json!({"id": item_id, "type": "function_call", "status": status, "call_id": call_id, "name": name, "arguments": input_json}),
-                    namespace,
-                )
-            }
+            } => function_call_events(&mut ev, (seq, i), id, name, input_json, status),
         };
         ev(
             "response.output_item.done",
@@ -318,9 +284,54 @@ fn responses(reply: &Reply, seq: usize) -> Vec<String> {
     out
 }
 
-/// `item` with `"namespace": ns` when there is one.
-fn with_namespace(mut item: Value, namespace: Option<&str>) -> Value {
-    if let Some(ns) = namespace {
+/// The events of one function call on the Responses wire (`at`: the reply's
+/// sequence number and the item's index); returns the finished item.
+fn function_call_events(
+    ev: &mut dyn FnMut(&str, Value),
+    at: (usize, usize),
+    id: &str,
+    name: &str,
+    input_json: &str,
+    status: &str,
+) -> Value {
+    let (seq, i) = at;
+    let item_id = format!("fc_{seq:03}_{i}");
+    let call_id = if id.is_empty() {
+        format!("call_{seq:03}_{i}")
+    } else {
+        id.to_string()
+    };
+    let call = |status: &str, args: &str| {
+        function_call(
+            json!({"id": item_id, "type": "function_call", "status": status,
+            "call_id": call_id, "name": name, "arguments": args}),
+        )
+    };
+    ev(
+        "response.output_item.added",
+        json!({"output_index": i, "item": call("in_progress", "")}),
+    );
+    for p in pieces(input_json) {
+        ev(
+            "response.function_call_arguments.delta",
+            json!({"item_id": item_id, "output_index": i, "delta": p}),
+        );
+    }
+    if status == "completed" {
+        ev(
+            "response.function_call_arguments.done",
+            json!({"item_id": item_id, "output_index": i, "arguments": input_json}),
+        );
+    }
+    call(status, input_json)
+}
+
+/// A function call item; a `name` of the form `NAMESPACE::name` is a call of a tool
+/// in a namespace (as Codex offers an MCP server's tools), and the item names both.
+fn function_call(mut item: Value) -> Value {
+    let full = item["name"].as_str().unwrap_or_default().to_string();
+    if let Some((ns, name)) = full.split_once("::") {
+        item["name"] = json!(name);
         item["namespace"] = json!(ns);
     }
     item
