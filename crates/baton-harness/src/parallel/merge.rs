@@ -291,13 +291,17 @@ impl Parallel<'_> {
         }
         // baton.toml is the user's alone, and the project's next run loads it and
         // runs what it names outside the sandbox: a branch that changes it (in its
-        // commits, past the gates' check of the working file) is never merged.
+        // commits, past the gates' check of the working file) is never merged, nor
+        // one any commit of which did (the gates put it back in a later commit, but
+        // the agent's file would stand in the project's history).
         let user = git_async(
             tree,
             &["diff", "--cached", "--name-only", before, "--", CONFIG_FILE],
         )
         .await?;
-        if !user.trim().is_empty() {
+        let range = format!("{before}..{}", b.theirs);
+        let touched = git_async(tree, &["log", "--format=%H", &range, "--", CONFIG_FILE]).await?;
+        if !user.trim().is_empty() || !touched.trim().is_empty() {
             conflicts.retain(|c| c != CONFIG_FILE);
             conflicts.push(format!(
                 "{CONFIG_FILE} (the user's alone: a branch that changes it is never merged)"
