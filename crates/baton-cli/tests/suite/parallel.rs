@@ -340,3 +340,57 @@ fn a_branch_that_changes_baton_toml_is_never_merged_into_the_project() {
         "{state}"
     );
 }
+
+/// An agent's working copy lies inside the main project (`.baton/agents/`), and a
+/// project in a writable tree such as /tmp is writable to Landlock: a script of
+/// the agent's reaches for the main project's git hooks and baton.toml. With
+/// bubblewrap both are read-only to it.
+#[test]
+fn an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml() {
+    if !super::bwrap("an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml") {
+        return;
+    }
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nagents = 2\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git(&p, &["init", "-q"]);
+    let before = p.file("baton.toml");
+    let script = "#!/bin/sh\nmain=$(cd ../../.. && pwd)\nprintf '#!/bin/sh\\n' > \"$main/.git/hooks/post-merge\" 2>/dev/null && echo HOOK-PLANTED\necho '[notify]' >> \"$main/baton.toml\" 2>/dev/null && echo TOML-WRITTEN\necho tried\n";
+    let mut reach = vec![Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            serde_json::json!({"file_path": "scripts/reach.sh", "content": script}),
+        ),
+        (
+            "Bash",
+            serde_json::json!({"command": "bash scripts/reach.sh"}),
+        ),
+    ]))];
+    reach.extend(session(1, false));
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(20))
+        .when(|r| is_for(r, 1), reach)
+        .when(|r| is_for(r, 2), session(2, false))
+        .start(initializer(&list(2, 0)));
+    let out = baton(&server, Wire::Anthropic)
+        .args(["run", "--quiet"])
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let said: Vec<String> = server
+        .requests()
+        .iter()
+        .flat_map(|r| tool_results(Wire::Anthropic, &r.body))
+        .map(|(_, text, _)| text)
+        .filter(|t| t.contains("tried"))
+        .collect();
+    assert_eq!(said.len(), 1, "the script did not run: {said:?}");
+    assert!(!said[0].contains("HOOK-PLANTED"), "{said:?}");
+    assert!(!said[0].contains("TOML-WRITTEN"), "{said:?}");
+    assert!(!p.path().join(".git/hooks/post-merge").exists());
+    assert_eq!(p.file("baton.toml"), before);
+}

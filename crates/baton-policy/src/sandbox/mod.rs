@@ -51,13 +51,34 @@ pub const PROTECTED: &[&str] = &[
 pub const NAMESPACE_VAR: &str = "BATON_IN_NAMESPACE";
 
 /// The paths of [`PROTECTED`] that exist in `project` as plain files or
-/// directories (a symlink is never bound: the gates undo it).
+/// directories (a symlink is never bound: the gates undo it). For a parallel run's
+/// working copy, which lies in the main project's `.baton/agents/`, also the main
+/// project's but its `.baton/` (which holds the copy): Landlock alone leaves them
+/// writable when the project lies in a writable tree such as /tmp.
 pub fn protected_paths(project: &Path) -> Vec<PathBuf> {
-    PROTECTED
-        .iter()
-        .map(|p| project.join(p))
-        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() || m.is_file()))
-        .collect()
+    let exists =
+        |p: &PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() || m.is_file());
+    let mut out: Vec<PathBuf> = PROTECTED.iter().map(|p| project.join(p)).collect();
+    if let Some(main) = main_of_copy(project) {
+        out.extend(
+            PROTECTED
+                .iter()
+                .filter(|p| **p != baton_records::layout::DIR)
+                .map(|p| main.join(p)),
+        );
+    }
+    out.retain(exists);
+    out
+}
+
+/// The main project of `project` when it is a parallel run's working copy
+/// (`<main>/.baton/agents/<id>`).
+pub fn main_of_copy(project: &Path) -> Option<PathBuf> {
+    let agents = project.parent()?;
+    if !agents.ends_with(baton_records::layout::AGENTS) {
+        return None;
+    }
+    agents.parent()?.parent().map(Path::to_path_buf)
 }
 
 /// An error setting up the sandbox.
@@ -490,6 +511,38 @@ pub fn exec_confined(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A parallel run's working copy guards the main project's git config, hooks
+    /// and info and its baton.toml too (but its `.baton/`, which holds the copy).
+    #[test]
+    fn a_working_copy_guards_the_main_projects_files_too() {
+        let t = tempfile::tempdir().unwrap();
+        let main = t.path();
+        let copy = main.join(baton_records::layout::AGENTS).join("a1");
+        for d in [main.join(".git/hooks"), copy.join(".git/hooks")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(main.join("baton.toml"), "").unwrap();
+        assert_eq!(main_of_copy(&copy).as_deref(), Some(main));
+        assert_eq!(main_of_copy(main), None);
+        let guarded = protected_paths(&copy);
+        for p in [
+            copy.join(".git/hooks"),
+            main.join(".git/hooks"),
+            main.join("baton.toml"),
+        ] {
+            assert!(guarded.contains(&p), "{p:?} in {guarded:?}");
+        }
+        assert!(!guarded.contains(&main.join(".baton")), "{guarded:?}");
+        assert_eq!(
+            protected_paths(main),
+            [
+                main.join(".git/hooks"),
+                main.join(".baton"),
+                main.join("baton.toml")
+            ]
+        );
+    }
 
     #[test]
     fn launcher_lists_the_spec_and_ends_with_dashdash() {
