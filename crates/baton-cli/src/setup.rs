@@ -242,12 +242,13 @@ pub fn cli_backend(
     let mut keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
     let (cli, program) = match kind {
         AgentKind::Codex => {
+            let program = installed(
+                env("BATON_CODEX").map_or_else(|| PathBuf::from("codex"), PathBuf::from),
+                "npm install -g @openai/codex",
+            )?;
             let (codex, proxy) = codex_link(&project, secrets)?;
             keep_alive.push(proxy);
-            (
-                cli_session::Cli::Codex(codex),
-                env("BATON_CODEX").map_or_else(|| PathBuf::from("codex"), PathBuf::from),
-            )
+            (cli_session::Cli::Codex(codex), program)
         }
         _ => (
             cli_session::Cli::ClaudeCode,
@@ -272,6 +273,27 @@ pub fn cli_backend(
         keep_alive,
         bubblewrap,
     }))
+}
+
+/// `program` as found: a path that exists, or a name on `PATH` (its path). Codex
+/// starts inside the sandbox's shell, where a missing program would only show as
+/// a failed session: say so before the run, with how to install it.
+fn installed(program: PathBuf, install: &str) -> anyhow::Result<PathBuf> {
+    let found = if program.components().count() > 1 {
+        program.is_file().then(|| program.clone())
+    } else {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(&program))
+                .find(|c| c.is_file())
+        })
+    };
+    found.with_context(|| {
+        format!(
+            "{} not found; install it: {install} (`baton doctor` checks)",
+            program.display()
+        )
+    })
 }
 
 /// Codex starts the MCP servers itself, inside the sandbox, where `.baton/` is

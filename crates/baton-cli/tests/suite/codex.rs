@@ -506,3 +506,28 @@ fn codex_drives_the_real_browser_inside_the_sandbox() {
         "{calls:?}"
     );
 }
+
+/// A Codex that is not installed is said before anything runs, with how to
+/// install it (inside the sandbox's shell it would only show as a failed session).
+#[test]
+fn a_missing_codex_is_said_before_the_session() {
+    let p = Project::new();
+    let server = ScriptedServer::start(Wire::OpenAiResponses, vec![]);
+    let out = baton(&server, Wire::OpenAiResponses)
+        .env("BATON_PROVIDER", "codex")
+        .env("BATON_CODEX", "/nonexistent/codex")
+        .args(["exec", p.path().to_str().unwrap(), "--prompt", "hi"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/nonexistent/codex not found; install it: npm install -g @openai/codex"),
+        "{err}"
+    );
+    assert!(
+        !p.path().join(".baton/sessions/0001.jsonl").exists(),
+        "{err}"
+    );
+    assert!(server.requests().is_empty());
+}
