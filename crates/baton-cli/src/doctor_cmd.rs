@@ -248,7 +248,7 @@ pub struct BrowserFound {
 }
 
 /// The first `name` on `PATH` that is a file.
-fn on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())

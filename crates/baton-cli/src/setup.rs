@@ -282,11 +282,7 @@ fn installed(program: PathBuf, install: &str) -> anyhow::Result<PathBuf> {
     let found = if program.components().count() > 1 {
         program.is_file().then(|| program.clone())
     } else {
-        std::env::var_os("PATH").and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(&program))
-                .find(|c| c.is_file())
-        })
+        crate::doctor_cmd::on_path(&program.to_string_lossy())
     };
     found.with_context(|| {
         format!(
@@ -349,10 +345,7 @@ fn codex_link(
     std::sync::Arc<dyn std::any::Any + Send + Sync>,
 )> {
     let p = Provider::OpenAiResponses;
-    let upstream = std::env::var(p.base_url_var())
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| p.default_base_url().to_string());
+    let upstream = base_url(p);
     let headers = secrets
         .get(p.key_var())
         .map(|k| vec![("authorization".to_string(), format!("Bearer {k}"))])
@@ -390,6 +383,15 @@ pub fn freeze_config(project: &Path) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The provider's base URL: its variable (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`)
+/// when set, else its default.
+fn base_url(provider: Provider) -> String {
+    std::env::var(provider.base_url_var())
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| provider.default_base_url().to_string())
+}
+
 /// Settings resolved from flags, environment and `baton.toml`, in that order.
 pub fn client_config(
     cfg: &Config,
@@ -408,8 +410,7 @@ pub fn client_config(
         .unwrap_or_else(|| provider.default_model().to_string());
     Ok(ClientConfig {
         provider,
-        base_url: env(provider.base_url_var())
-            .unwrap_or_else(|| provider.default_base_url().to_string()),
+        base_url: base_url(provider),
         api_key: secrets.get(provider.key_var()),
         max_output_tokens: cfg
             .agent
