@@ -343,10 +343,7 @@ impl CliSession<'_> {
                 l = errs.next_line(), if err_open => match l {
                     Ok(Some(line)) => {
                         self.stderr_line(transcript, p, &line)?;
-                        if err_text.len() < 64 * 1024 {
-                            err_text.push_str(&line);
-                            err_text.push('\n');
-                        }
+                        keep_tail(&mut err_text, &line);
                     }
                     _ => err_open = false,
                 },
@@ -357,15 +354,15 @@ impl CliSession<'_> {
         if ended.is_some() {
             owner.shutdown(Duration::from_secs(2)).await;
         }
-        // What the CLI still says on stderr after its stream ended (its last words).
+        // What the CLI still says on stderr after its stream ended (its last words),
+        // for 2 s at most in all: a background child holding the pipe may write on.
+        let last_words = tokio::time::Instant::now() + Duration::from_secs(2);
         while err_open {
-            match tokio::time::timeout(Duration::from_secs(2), errs.next_line()).await {
-                Ok(Ok(Some(line))) if err_text.len() < 64 * 1024 => {
+            match tokio::time::timeout_at(last_words, errs.next_line()).await {
+                Ok(Ok(Some(line))) => {
                     self.stderr_line(transcript, p, &line)?;
-                    err_text.push_str(&line);
-                    err_text.push('\n');
+                    keep_tail(&mut err_text, &line);
                 }
-                Ok(Ok(Some(_))) => {}
                 _ => err_open = false,
             }
         }
@@ -519,6 +516,22 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
+/// The most of the CLI's stderr kept for its error message: the end, where it
+/// says why it stopped.
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// Append `line` to `text`, keeping only its last [`STDERR_KEPT`] bytes (whole
+/// lines).
+fn keep_tail(text: &mut String, line: &str) {
+    text.push_str(line);
+    text.push('\n');
+    if text.len() > STDERR_KEPT {
+        let over = text.len() - STDERR_KEPT;
+        let cut = text[over..].find('\n').map_or(text.len(), |i| over + i + 1);
+        text.drain(..cut);
+    }
+}
+
 /// The last few lines of the CLI's stderr, for an error message.
 fn tail(stderr: &str) -> String {
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -560,6 +573,20 @@ mod tests {
             "{d:?}"
         );
         assert_eq!(reset_of("You've hit your limit · resets 3pm"), None);
+    }
+
+    #[test]
+    fn stderr_keeps_its_end_in_whole_lines() {
+        let mut text = String::new();
+        for i in 0..20_000 {
+            keep_tail(&mut text, &format!("line {i}"));
+        }
+        assert!(text.len() <= STDERR_KEPT, "{}", text.len());
+        assert!(text.starts_with("line ") && text.ends_with("line 19999\n"));
+        assert_eq!(
+            tail(&text),
+            "line 19995 | line 19996 | line 19997 | line 19998 | line 19999"
+        );
     }
 
     #[test]
