@@ -270,6 +270,32 @@ fn a_working_copy_that_cannot_be_prepared_stops_the_run_with_its_cause() {
     assert_eq!(git(&p, &["for-each-ref", "refs/baton/claims/"]).trim(), "");
 }
 
+/// A committed-to-be project of two features for two agents.
+fn two_agents() -> Project {
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nagents = 2\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git(&p, &["init", "-q"]);
+    p
+}
+
+/// One turn that writes `script` to `path` and runs it with bash (`redirect`
+/// appended): past what the policy reads of a command.
+fn script_run(path: &str, script: &str, redirect: &str) -> Step {
+    Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            serde_json::json!({"file_path": path, "content": script}),
+        ),
+        (
+            "Bash",
+            serde_json::json!({"command": format!("bash {path}{redirect}")}),
+        ),
+    ]))
+}
+
 /// An agent commits a change to `baton.toml` past its gates: into the index and
 /// its branch only, hidden from `git status`, the working file untouched (what the
 /// agent's own `git` may do even where bubblewrap keeps the file read-only). The
@@ -277,24 +303,10 @@ fn a_working_copy_that_cannot_be_prepared_stops_the_run_with_its_cause() {
 /// loads and runs `[notify] command` from, stays the user's.
 #[test]
 fn a_branch_that_changes_baton_toml_is_never_merged_into_the_project() {
-    let p = Project::with_toml(
-        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nagents = 2\n",
-    );
-    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
-    git(&p, &["init", "-q"]);
+    let p = two_agents();
     let before = p.file("baton.toml");
     let script = "#!/bin/sh\nset -e\nblob=$(printf '[notify]\\ncommand = [\"touch\", \"/tmp/baton-never\"]\\n' | cat baton.toml - | git hash-object -w --stdin)\ngit update-index --add --cacheinfo \"100644,$blob,baton.toml\"\ngit update-index --skip-worktree baton.toml\ngit commit -qm 'Tune the settings'\necho committed\n";
-    let mut cheat = vec![Step::Reply(Reply::tools(&[
-        (
-            "Write",
-            serde_json::json!({"file_path": "scripts/tune.sh", "content": script}),
-        ),
-        (
-            "Bash",
-            serde_json::json!({"command": "bash scripts/tune.sh 2>&1"}),
-        ),
-    ]))];
+    let mut cheat = vec![script_run("scripts/tune.sh", script, " 2>&1")];
     cheat.extend(session(1, false));
     // The feature back in the queue: its next session, from the main branch.
     cheat.extend(session(1, false));
@@ -350,24 +362,10 @@ fn an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml() {
     if !super::bwrap("an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml") {
         return;
     }
-    let p = Project::with_toml(
-        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nagents = 2\n",
-    );
-    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
-    git(&p, &["init", "-q"]);
+    let p = two_agents();
     let before = p.file("baton.toml");
     let script = "#!/bin/sh\nmain=$(cd ../../.. && pwd)\nprintf '#!/bin/sh\\n' > \"$main/.git/hooks/post-merge\" 2>/dev/null && echo HOOK-PLANTED\necho '[notify]' >> \"$main/baton.toml\" 2>/dev/null && echo TOML-WRITTEN\necho tried\n";
-    let mut reach = vec![Step::Reply(Reply::tools(&[
-        (
-            "Write",
-            serde_json::json!({"file_path": "scripts/reach.sh", "content": script}),
-        ),
-        (
-            "Bash",
-            serde_json::json!({"command": "bash scripts/reach.sh"}),
-        ),
-    ]))];
+    let mut reach = vec![script_run("scripts/reach.sh", script, "")];
     reach.extend(session(1, false));
     let server = ScriptedServer::builder(Wire::Anthropic)
         .think_time(Duration::from_millis(20))
