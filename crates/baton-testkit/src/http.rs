@@ -176,10 +176,18 @@ impl RecordedRequest {
         }
     }
 
-    /// The text of the first message: the session's prompt (its brief).
+    /// The text of the first message: the session's prompt (its brief). System and
+    /// developer messages are not it, nor the environment context Codex sends
+    /// before the prompt.
     pub fn first_user_text(&self) -> String {
         let msgs = self.messages();
-        let Some(first) = msgs.iter().find(|m| m["role"] != "system") else {
+        let Some(first) = msgs.iter().find(|m| {
+            m["role"] != "system"
+                && m["role"] != "developer"
+                && !m["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("<environment_context>"))
+        }) else {
             return String::new();
         };
         match &first["content"] {

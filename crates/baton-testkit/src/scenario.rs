@@ -180,7 +180,15 @@ pub fn honest_verifier(r: &RecordedRequest) -> Option<Step> {
             let command = format!(
                 "if test -s src/feature{n}.txt; then echo CHECKED-$(({n}))-present; else echo CHECKED-$(({n}))-missing; fi"
             );
-            let reply = Reply::tool("Bash", json!({ "command": command }));
+            // Codex's shell tool where it is offered, else baton's (and Claude Code's).
+            let codex = r.body["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "exec_command"));
+            let reply = if codex {
+                Reply::tool("exec_command", json!({ "cmd": command }))
+            } else {
+                Reply::tool("Bash", json!({ "command": command }))
+            };
             Some(Step::Reply(if last_line.is_empty() {
                 reply
             } else {

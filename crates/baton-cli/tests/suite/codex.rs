@@ -354,37 +354,6 @@ fn doctor_lists_codex_and_requires_it_for_its_provider() {
     assert!(text.contains("  ok       codex       "), "{text}");
 }
 
-/// Whether Codex's request `r` is of a session whose feature is `n`: the brief (a
-/// user message after Codex's own) names it under "Your feature", or first under
-/// "Next failing features".
-fn codex_is_for(r: &baton_testkit::RecordedRequest, n: usize) -> bool {
-    let wanted = format!("Feature {}:", baton_testkit::scenario::parallel::token(n));
-    let Some(brief) = r.body["input"].as_array().and_then(|items| {
-        items
-            .iter()
-            .filter(|i| i["role"] == "user")
-            .flat_map(|i| i["content"].as_array().cloned().unwrap_or_default())
-            .filter_map(|c| c["text"].as_str().map(str::to_string))
-            .find(|t| t.contains("## Your feature") || t.contains("## Next failing features"))
-    }) else {
-        return false;
-    };
-    if let Some(at) = brief.find("## Your feature") {
-        let section = &brief[at + 3..];
-        return section
-            .split("\n## ")
-            .next()
-            .unwrap_or(section)
-            .contains(&wanted);
-    }
-    let at = brief.find("## Next failing features").unwrap_or(0);
-    brief[at..]
-        .lines()
-        .skip(1)
-        .find(|l| l.starts_with(|c: char| c.is_ascii_digit()))
-        .is_some_and(|first| first.contains(&wanted))
-}
-
 /// `--agents 2` with Codex: each working copy gets a Codex of its own (its sandbox,
 /// key proxy and hook), and both features are merged.
 #[test]
@@ -404,7 +373,7 @@ fn codex_agents_in_working_copies_finish_a_project() {
     for n in 1..=2 {
         let t = token(n);
         b = b.when(
-            move |r| codex_is_for(r, n),
+            move |r| baton_testkit::scenario::parallel::is_for(r, n),
             vec![
                 sh(&format!(
                     "mkdir -p src && echo 'page {t}' > src/{t}.txt && sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json && echo 'Session: {t} done.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'"
@@ -530,4 +499,60 @@ fn a_missing_codex_is_said_before_the_session() {
         "{err}"
     );
     assert!(server.requests().is_empty());
+}
+
+/// The false-flip scenario of `proof.rs` through Codex under the settings `baton
+/// new` writes: a coding session builds feature 1 and flips 1 and 4; the verifier,
+/// a read-only Codex session of its own, finds nothing behind #4; the run really
+/// finishes, and every flip the ledger accepts is the verifier's.
+#[test]
+fn codex_a_false_flip_under_baton_new_defaults_is_caught() {
+    let Some(cli) = codex("codex_a_false_flip_under_baton_new_defaults_is_caught") else {
+        return;
+    };
+    let (_t, dir) = super::proof::new_project("cli");
+    let flip = |ns: &[usize]| {
+        ns.iter()
+            .map(|n| format!("sed -i '/\"description\": \"Feature {n}\"/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    };
+    let build = |n: usize, flips: &[usize]| {
+        vec![
+            sh(&format!(
+                "./init.sh && mkdir -p src && echo 'feature {n}' > src/feature{n}.txt && {} && echo 'Session: feature {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature {n}'",
+                flip(flips)
+            )),
+            Step::Reply(Reply::text(&format!("Feature {n} works."))),
+        ]
+    };
+    let mut steps = vec![
+        sh(&format!(
+            "cat > feature_list.json <<'EOF'\n{}EOF\nprintf '#!/usr/bin/env bash\\necho ready\\n' > init.sh && chmod +x init.sh && echo 'Session 1: list and init.sh.' > claude-progress.txt && git add -A && git commit -qm 'Initial feature list'",
+            baton_testkit::scenario::features(&[false; 4])
+        )),
+        Step::Reply(Reply::text("Initialized.")),
+    ];
+    steps.extend(build(1, &[1, 4]));
+    for n in 2..=4 {
+        steps.extend(build(n, &[n]));
+    }
+    let server = ScriptedServer::builder(Wire::OpenAiResponses)
+        .respond(baton_testkit::scenario::honest_verifier)
+        .start(steps);
+    let out = baton_codex(&cli, &server, &["run", dir.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    assert!(err.contains("verifier rejected #4"), "{err}");
+    let ledger = std::fs::read_to_string(dir.join(".baton/ledger.jsonl")).unwrap();
+    let flips: Vec<Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &Value| e["kind"] == "flip")
+        .collect();
+    assert_eq!(flips.len(), 4, "{ledger}");
+    for f in &flips {
+        assert_eq!(f["proof"]["by"], "verifier", "{f}");
+    }
 }
