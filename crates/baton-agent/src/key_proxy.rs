@@ -1,11 +1,16 @@
 //! A loopback reverse proxy that keeps a model provider's API key out of a sandbox.
 //!
 //! An agent CLI run inside the kernel sandbox (Codex) is pointed at
-//! [`KeyProxy::base_url`](crate::key_proxy::KeyProxy::base_url) with
-//! [`KeyProxy::token`](crate::key_proxy::KeyProxy::token) as its API key. The proxy, outside
-//! the sandbox, accepts only requests that carry that token, and forwards each one to
-//! the real upstream with the real credentials in their place. The key itself never
-//! enters the sandbox, and never appears in an error body or in `Debug` output.
+//! [`KeyProxy::base_url`](crate::key_proxy::KeyProxy::base_url) with the token of a
+//! [`Grant`](crate::key_proxy::Grant) as its API key: one grant per session, revoked
+//! when it is dropped. The proxy, outside the sandbox, accepts only requests that
+//! carry a live grant's token, and forwards each one to the real upstream with the
+//! real credentials in their place. The key itself never enters the sandbox, and
+//! never appears in an error body or in `Debug` output.
+//!
+//! Each grant counts what its requests cost, as the provider said in its answers
+//! ([`Metered`]): whatever in the session holds the token, the CLI or a command that
+//! read it, what it spends is counted.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -16,8 +21,11 @@
 //!     vec![("authorization".into(), format!("Bearer {key}"))],
 //! )
 //! .await?;
-//! // Give the sandboxed CLI `proxy.base_url()` and `proxy.token()`; the proxy stops
-//! // when `proxy` is dropped.
+//! let grant = proxy.grant();
+//! // Give the sandboxed CLI `proxy.base_url()` and `grant.token()`; the token is
+//! // refused once `grant` is dropped, and the proxy stops when `proxy` is.
+//! let spent = grant.metered().total();
+//! # let _ = spent;
 //! # Ok(()) }
 //! ```
 
@@ -37,6 +45,10 @@ use rand::Rng as _;
 use subtle::ConstantTimeEq as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+mod meter;
+pub use meter::Metered;
+use meter::{Metering, Tally};
 
 /// The largest request body forwarded (64 MiB); a larger one is answered 413.
 pub const MAX_REQUEST_BODY: u64 = 64 * 1024 * 1024;
@@ -62,7 +74,6 @@ type ProxyBody = UnsyncBoxBody<Bytes, std::io::Error>;
 /// A running key proxy on `127.0.0.1`; it stops serving when dropped.
 pub struct KeyProxy {
     addr: SocketAddr,
-    token: String,
     upstream: String,
     shared: Arc<Shared>,
     stop: CancellationToken,
@@ -74,14 +85,53 @@ impl std::fmt::Debug for KeyProxy {
         f.debug_struct("KeyProxy")
             .field("addr", &self.addr)
             .field("upstream", &self.upstream)
-            .field("token", &"<redacted>")
             .finish_non_exhaustive()
+    }
+}
+
+/// A token the proxy accepts until the grant is dropped, and what was spent with it.
+pub struct Grant {
+    token: String,
+    tally: Tally,
+    shared: std::sync::Weak<Shared>,
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grant")
+            .field("token", &"<redacted>")
+            .field("metered", &self.metered())
+            .finish()
+    }
+}
+
+impl Grant {
+    /// The token the client sends as `authorization: Bearer <token>`.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// What the requests sent with this token have cost so far, as the provider
+    /// reported in its answers (an answer still streaming is counted once it ends).
+    pub fn metered(&self) -> Metered {
+        self.tally.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for Grant {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade()
+            && let Ok(mut grants) = shared.grants.lock()
+        {
+            grants.retain(|(t, _)| *t != self.token);
+        }
     }
 }
 
 /// What every connection's handler needs.
 struct Shared {
-    token: String,
+    /// The live grants' tokens, each with its tally.
+    grants: std::sync::Mutex<Vec<(String, Tally)>>,
     /// The upstream base URL without a trailing `/`.
     upstream: String,
     /// Added to every forwarded request, marked sensitive.
@@ -92,8 +142,8 @@ struct Shared {
 }
 
 impl KeyProxy {
-    /// Listen on a free port of `127.0.0.1` with a fresh random token, forwarding
-    /// authorised requests under `/v1/` to `upstream` (a base URL such as
+    /// Listen on a free port of `127.0.0.1`, forwarding requests with a live
+    /// grant's token under `/v1/` to `upstream` (a base URL such as
     /// `https://api.openai.com/v1`) with `upstream_headers` added (the real
     /// credentials, e.g. `("authorization", "Bearer sk-…")`).
     ///
@@ -117,14 +167,9 @@ impl KeyProxy {
             .map_err(|e| std::io::Error::other(format!("cannot build the HTTP client: {e}")))?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
-        let token: String = rand::rng()
-            .sample_iter(rand::distr::Alphanumeric)
-            .take(TOKEN_LEN)
-            .map(char::from)
-            .collect();
         let upstream = upstream.trim_end_matches('/').to_string();
         let shared = Arc::new(Shared {
-            token: token.clone(),
+            grants: std::sync::Mutex::new(Vec::new()),
             upstream: upstream.clone(),
             headers,
             client,
@@ -134,7 +179,6 @@ impl KeyProxy {
         tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
         Ok(KeyProxy {
             addr,
-            token,
             upstream,
             shared,
             stop: stop.clone(),
@@ -197,9 +241,23 @@ impl KeyProxy {
         format!("http://{}/v1", self.addr)
     }
 
-    /// The session token the client must send as `authorization: Bearer <token>`.
-    pub fn token(&self) -> &str {
-        &self.token
+    /// A fresh random token the proxy accepts until the grant is dropped (one per
+    /// session: nothing keeps using a session's token after it).
+    pub fn grant(&self) -> Grant {
+        let token: String = rand::rng()
+            .sample_iter(rand::distr::Alphanumeric)
+            .take(TOKEN_LEN)
+            .map(char::from)
+            .collect();
+        let tally = Tally::default();
+        if let Ok(mut grants) = self.shared.grants.lock() {
+            grants.push((token.clone(), tally.clone()));
+        }
+        Grant {
+            token,
+            tally,
+            shared: Arc::downgrade(&self.shared),
+        }
     }
 }
 
@@ -254,13 +312,13 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, stop: Cancella
 
 /// Answer one request: refuse it, or forward it and relay the answer as it comes.
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> {
-    if !authorised(req.headers(), &shared.token) {
+    let Some(tally) = granted(req.headers(), shared) else {
         return error(
             StatusCode::UNAUTHORIZED,
             "invalid_api_key",
-            "key proxy: missing or wrong bearer token",
+            "key proxy: missing, wrong or revoked bearer token",
         );
-    }
+    };
     let Some(url) = upstream_url(&shared.upstream, req.uri()) else {
         return error(
             StatusCode::NOT_FOUND,
@@ -290,6 +348,9 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
     for (name, value) in &shared.headers {
         headers.append(name.clone(), value.clone());
     }
+    if let Ok(mut m) = tally.lock() {
+        m.requests += 1;
+    }
     let sent = shared
         .client
         .request(parts.method, url)
@@ -306,9 +367,12 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             {
                 *limit = Some(std::time::Instant::now() + d);
             }
-            relay(answer)
+            relay(answer, tally)
         }
         Err(e) => {
+            if let Ok(mut m) = tally.lock() {
+                m.unreported += 1;
+            }
             let msg = format!(
                 "key proxy: cannot reach the upstream {}: {}",
                 shared.upstream,
@@ -319,14 +383,19 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
     }
 }
 
-/// Whether `headers` carry exactly `authorization: Bearer <token>`, compared in
-/// constant time.
-fn authorised(headers: &HeaderMap, token: &str) -> bool {
-    let Some(given) = headers.get(header::AUTHORIZATION) else {
-        return false;
-    };
-    let expected = format!("Bearer {token}");
-    bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+/// The tally of the live grant whose token `headers` carry exactly as
+/// `authorization: Bearer <token>`, each compared in constant time.
+fn granted(headers: &HeaderMap, shared: &Shared) -> Option<Tally> {
+    let given = headers.get(header::AUTHORIZATION)?.as_bytes();
+    let grants = shared.grants.lock().ok()?;
+    let mut found = None;
+    for (token, tally) in grants.iter() {
+        let expected = format!("Bearer {token}");
+        if bool::from(given.ct_eq(expected.as_bytes())) {
+            found = Some(tally.clone());
+        }
+    }
+    found
 }
 
 /// `{upstream}/<rest>?<query>` for a request to `/v1/<rest>?<query>`; `None` for
@@ -374,12 +443,19 @@ fn forwarded(headers: &HeaderMap, also: &[HeaderName]) -> HeaderMap {
 }
 
 /// The upstream's answer with its status and end-to-end headers, its body relayed
-/// chunk by chunk as it arrives.
-fn relay(answer: reqwest::Response) -> Response<ProxyBody> {
+/// chunk by chunk as it arrives, and what it reports it cost added to `tally`.
+fn relay(answer: reqwest::Response, tally: Tally) -> Response<ProxyBody> {
     let status = answer.status();
     let headers = forwarded(answer.headers(), &[]);
-    let chunks = answer
-        .bytes_stream()
+    let kind = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let length = answer
+        .content_length()
+        .and_then(|n| usize::try_from(n).ok());
+    let chunks = Metering::new(Box::pin(answer.bytes_stream()), &kind, length, tally)
         .map_ok(Frame::data)
         .map_err(std::io::Error::other);
     let mut response = Response::new(StreamBody::new(chunks).boxed_unsync());

@@ -128,13 +128,7 @@ pub(crate) async fn read_stream(r: &mut SseReader) -> Result<ModelResponse, Mode
             });
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-            let prompt = u["prompt_tokens"].as_u64().unwrap_or(0);
-            let cached = u["prompt_tokens_details"]["cached_tokens"]
-                .as_u64()
-                .unwrap_or(0);
-            usage.input_tokens = prompt.saturating_sub(cached);
-            usage.cache_read_tokens = cached;
-            usage.output_tokens = u["completion_tokens"].as_u64().unwrap_or(0);
+            usage = usage_of(u);
         }
         let Some(choice) = v["choices"].as_array().and_then(|c| c.first()) else {
             continue;
@@ -197,4 +191,18 @@ pub(crate) async fn read_stream(r: &mut SseReader) -> Result<ModelResponse, Mode
         usage,
         invalid_inputs,
     })
+}
+
+/// A chat completion's `usage` as a [`Usage`]: cached prompt tokens are cache reads.
+pub(crate) fn usage_of(u: &Value) -> Usage {
+    let prompt = u["prompt_tokens"].as_u64().unwrap_or(0);
+    let cached = u["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap_or(0);
+    Usage {
+        input_tokens: prompt.saturating_sub(cached),
+        output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    }
 }

@@ -228,7 +228,7 @@ fn stream_error(r: &SseReader, err: &Value) -> ModelError {
 }
 
 /// Take `response.usage` into a [`Usage`]: cached input tokens are cache reads.
-fn usage_of(u: &Value) -> Usage {
+pub(crate) fn usage_of(u: &Value) -> Usage {
     let input = u["input_tokens"].as_u64().unwrap_or(0);
     let cached = u["input_tokens_details"]["cached_tokens"]
         .as_u64()

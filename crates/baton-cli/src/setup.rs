@@ -246,9 +246,10 @@ pub fn cli_backend(
                 env("BATON_CODEX").map_or_else(|| PathBuf::from("codex"), PathBuf::from),
                 "npm install -g @openai/codex",
             )?;
-            let (codex, proxy) = codex_link(&project, secrets)?;
-            keep_alive.push(proxy);
-            (cli_session::Cli::Codex(codex), program)
+            (
+                cli_session::Cli::Codex(codex_link(&project, secrets)?),
+                program,
+            )
         }
         _ => (
             cli_session::Cli::ClaudeCode,
@@ -324,7 +325,7 @@ pub fn cli_caveats(b: &CliBackend) -> Vec<&'static str> {
             "note: with codex, an apply_patch of the feature list is checked after the session (the gates undo what it may not change), not refused on the spot",
         );
         said.push(
-            "note: codex reports tokens once per session, so cost and the budget move at each session's end",
+            "note: with codex, a session's tokens are counted at its end (what baton's key proxy saw the provider report), so cost and the budget move then",
         );
         if b.command_sandbox.is_none() {
             said.push(
@@ -336,14 +337,12 @@ pub fn cli_caveats(b: &CliBackend) -> Vec<&'static str> {
 }
 
 /// Codex's way to the provider: baton's key proxy on 127.0.0.1, forwarding to
-/// `OPENAI_BASE_URL` (default OpenAI's) with `OPENAI_API_KEY`, which stays in baton.
+/// `OPENAI_BASE_URL` (default OpenAI's) with `OPENAI_API_KEY`, which stays in baton;
+/// the proxy lives as long as the backend.
 fn codex_link(
     project: &Path,
     secrets: &crate::secrets::Secrets,
-) -> anyhow::Result<(
-    cli_session::codex::Codex,
-    std::sync::Arc<dyn std::any::Any + Send + Sync>,
-)> {
+) -> anyhow::Result<cli_session::codex::Codex> {
     let p = Provider::OpenAiResponses;
     let upstream = base_url(p);
     let headers = secrets
@@ -352,15 +351,10 @@ fn codex_link(
         .unwrap_or_default();
     let proxy = baton_agent::key_proxy::KeyProxy::spawn(&upstream, headers)
         .context("cannot start the key proxy for Codex")?;
-    let proxy = std::sync::Arc::new(proxy);
-    let seen = std::sync::Arc::clone(&proxy);
-    let codex = cli_session::codex::Codex {
-        base_url: proxy.base_url(),
-        token: proxy.token().to_string(),
+    Ok(cli_session::codex::Codex {
+        proxy: std::sync::Arc::new(proxy),
         homes: baton_policy::sandbox::private_home(project).join(".baton-codex"),
-        limit_reset: std::sync::Arc::new(move || seen.limit_reset()),
-    };
-    Ok((codex, proxy))
+    })
 }
 
 /// Copy the project's `baton.toml`, as baton loaded it for this command, to baton's

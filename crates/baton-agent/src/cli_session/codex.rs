@@ -10,8 +10,10 @@
 //! "environments that are externally sandboxed").
 //!
 //! The key stays outside: Codex talks to baton's key proxy on 127.0.0.1
-//! ([`crate::key_proxy`]) with a token of the run's, and the proxy forwards each
-//! request to the provider with the real key. Codex's home (`CODEX_HOME`) is a
+//! ([`crate::key_proxy`]) with a token of the session's own, revoked when it ends,
+//! and the proxy forwards each request to the provider with the real key. The
+//! session's usage is what the proxy saw the provider report for that token, so a
+//! command that read the token and asked the model itself is counted too. Codex's home (`CODEX_HOME`) is a
 //! fresh directory per session inside the agent's private home, removed after it;
 //! the user's `~/.codex/config.toml` is not loaded (`--ignore-user-config`) and
 //! nothing is persisted (`--ephemeral`).
@@ -23,19 +25,19 @@
 //!
 //! The `--json` events become transcript events: a `command_execution` item a
 //! `Bash` turn and its result, a `file_change` an `apply_patch` turn, an
-//! `agent_message` a text turn, and `turn.completed`'s usage the session's (Codex
-//! gives none per turn). Codex has no turn limit of its own: baton counts the calls
+//! `agent_message` a text turn; `turn.completed`'s usage stands for the session's
+//! only when the proxy saw no answer report any (Codex gives none per turn). Codex has no turn limit of its own: baton counts the calls
 //! and stops it past `max_turns`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{
     CliSession, Progress, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, Start, io_err, shell_quote, tail,
 };
+use crate::key_proxy::{Grant, KeyProxy};
 use crate::model::{Block, Usage};
 use crate::session::{AgentError, Outcome};
 use crate::transcript::Transcript;
@@ -50,25 +52,13 @@ pub const TOKEN_VAR: &str = "BATON_CODEX_TOKEN";
 const HOOK_REFUSAL: &str = "blocked by PreToolUse hook: ";
 
 /// What a Codex session needs besides the shared parts.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Codex {
-    /// Base URL of baton's key proxy (`http://127.0.0.1:PORT/v1`).
-    pub base_url: String,
-    /// The token Codex presents to the proxy: its only "key".
-    pub token: String,
+    /// baton's key proxy: each session gets a grant of its own, whose token is
+    /// Codex's only "key".
+    pub proxy: Arc<KeyProxy>,
     /// Where each session's Codex home is made (inside the agent's private home).
     pub homes: PathBuf,
-    /// How long until the provider's last stated limit resets (the proxy saw it).
-    pub limit_reset: Arc<dyn Fn() -> Option<Duration> + Send + Sync>,
-}
-
-impl std::fmt::Debug for Codex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Codex")
-            .field("base_url", &self.base_url)
-            .field("homes", &self.homes)
-            .finish_non_exhaustive()
-    }
 }
 
 /// A string as a TOML basic string (JSON's escapes are TOML's).
@@ -81,6 +71,7 @@ impl CliSession<'_> {
     pub(super) fn codex_command(
         &self,
         c: &Codex,
+        grant: &Grant,
         n: u32,
         system: &str,
         prompt: &str,
@@ -107,7 +98,10 @@ impl CliSession<'_> {
         let provider = [
             "model_provider=\"baton\"".to_string(),
             "model_providers.baton.name=\"baton\"".to_string(),
-            format!("model_providers.baton.base_url={}", toml_str(&c.base_url)),
+            format!(
+                "model_providers.baton.base_url={}",
+                toml_str(&c.proxy.base_url())
+            ),
             "model_providers.baton.wire_api=\"responses\"".to_string(),
             format!("model_providers.baton.env_key=\"{TOKEN_VAR}\""),
             // A quota is baton's to wait out; a few retries of a blip are Codex's.
@@ -159,7 +153,7 @@ impl CliSession<'_> {
         };
         cmd.current_dir(&self.project_dir)
             .env("CODEX_HOME", &home)
-            .env(TOKEN_VAR, &c.token);
+            .env(TOKEN_VAR, grant.token());
         Ok(Start {
             cmd,
             stdin: Some(prompt.to_string()),
@@ -193,7 +187,7 @@ impl CliSession<'_> {
             return Err(AgentError::UsageLimit {
                 program: self.program.display().to_string(),
                 message: said,
-                reset_in: (c.limit_reset)(),
+                reset_in: c.proxy.limit_reset(),
             });
         }
         Err(self.cli_err(format!("Codex reported an error: {said} {}", tail(stderr))))
@@ -272,6 +266,27 @@ impl CliSession<'_> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The session's usage and cost as the key proxy saw the provider report them
+    /// for its grant; `None` when no answer reported any (Codex's own count stands).
+    pub(super) fn codex_metered(&self, grant: &Grant) -> Option<(Usage, Option<f64>)> {
+        let m = grant.metered();
+        if m.by_model.is_empty() {
+            return None;
+        }
+        let cost = m
+            .by_model
+            .iter()
+            .map(|(model, u)| {
+                // An answer that named no model, or one without a price, is priced
+                // as the session's model.
+                let priced = self.prices.lookup(model).is_some();
+                self.prices
+                    .cost(if priced { model } else { &self.model }, u)
+            })
+            .sum();
+        Some((m.total(), Some(cost)))
     }
 
     /// One line of Codex's stderr: a call its hook refused becomes a refused turn.

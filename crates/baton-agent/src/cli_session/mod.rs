@@ -101,7 +101,7 @@ pub struct CliBackend {
     /// the hook judges by (`--config`); `None` lets the hook read the project's.
     pub hook_config: Option<PathBuf>,
     /// What must live as long as the backend (the sandbox's PID namespace, which the
-    /// CLI's commands join; Codex's key proxy).
+    /// CLI's commands join).
     pub keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
     /// The CLI's shell commands run in baton's bubblewrap sandbox and the run's PID
     /// namespace: its hook judges them as baton judges its own (`--bubblewrap`).
@@ -261,14 +261,23 @@ impl CliSession<'_> {
         p: &mut Progress,
     ) -> Result<Outcome, AgentError> {
         let n = transcript.number();
-        let start = match &self.cli {
-            Cli::ClaudeCode => self.claude_command(n, system, prompt)?,
-            Cli::Codex(c) => self.codex_command(c, n, system, prompt)?,
+        // Codex's token for this session only: revoked when `grant` drops at the end.
+        let grant = match &self.cli {
+            Cli::Codex(c) => Some(c.proxy.grant()),
+            Cli::ClaudeCode => None,
+        };
+        let start = match (&self.cli, &grant) {
+            (Cli::Codex(c), Some(g)) => self.codex_command(c, g, n, system, prompt)?,
+            _ => self.claude_command(n, system, prompt)?,
         };
         let scratch = start.scratch.clone();
         let ended = self.follow(start, transcript, stop, p).await;
         if let Some(dir) = scratch {
             let _ = std::fs::remove_dir_all(dir);
+        }
+        // What the provider said the session's token spent, whoever spent it.
+        if let Some(metered) = grant.as_ref().and_then(|g| self.codex_metered(g)) {
+            p.totals = Some(metered);
         }
         let (ended, status, stderr) = ended?;
         if let Some(o) = ended {

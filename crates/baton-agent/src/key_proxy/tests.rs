@@ -47,12 +47,13 @@ async fn post(url: &str, auth: Option<&str>, body: String) -> reqwest::Response 
 /// The proxy's first answer to a request head written as is (no body follows),
 /// authorised, with `content-length` when given.
 async fn raw_head(proxy: &KeyProxy, method: &str, path: &str, len: Option<u64>) -> String {
+    let grant = proxy.grant();
     let addr = proxy.base_url().replace("http://", "").replace("/v1", "");
     let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let len = len.map_or(String::new(), |n| format!("content-length: {n}\r\n"));
     let head = format!(
         "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\n{len}\r\n",
-        proxy.token()
+        grant.token()
     );
     conn.write_all(head.as_bytes()).await.unwrap();
     let mut answer = vec![0u8; 256];
@@ -71,7 +72,8 @@ async fn forwards_with_the_real_key_and_relays_the_stream_byte_for_byte() {
     let proxy = KeyProxy::start(&via.openai_base_url(), real_key())
         .await
         .unwrap();
-    let bearer = format!("Bearer {}", proxy.token());
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
 
     let url = format!("{}/responses?trace=1", proxy.base_url());
     let proxied = post(&url, Some(&bearer), request_body()).await;
@@ -101,7 +103,7 @@ async fn forwards_with_the_real_key_and_relays_the_stream_byte_for_byte() {
     let host = via.base_url().replace("http://", "");
     assert_eq!(seen.header("host"), Some(host.as_str()));
     assert!(
-        seen.headers.iter().all(|(_, v)| !v.contains(proxy.token())),
+        seen.headers.iter().all(|(_, v)| !v.contains(grant.token())),
         "the proxy token went upstream: {:?}",
         seen.headers
     );
@@ -118,9 +120,10 @@ async fn a_wrong_or_missing_token_is_refused_and_nothing_is_forwarded() {
     let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
         .await
         .unwrap();
+    let grant = proxy.grant();
     let url = format!("{}/responses", proxy.base_url());
-    let wrong = format!("Bearer {}x", proxy.token());
-    let bare = proxy.token().to_string();
+    let wrong = format!("Bearer {}x", grant.token());
+    let bare = grant.token().to_string();
     for auth in [None, Some(wrong.as_str()), Some(bare.as_str())] {
         let answer = post(&url, auth, request_body()).await;
         assert_eq!(answer.status(), 401, "authorization {auth:?}");
@@ -139,7 +142,8 @@ async fn a_path_outside_v1_is_not_found() {
     let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
         .await
         .unwrap();
-    let bearer = format!("Bearer {}", proxy.token());
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
     let root = proxy.base_url().replace("/v1", "");
     for path in ["/responses", "/v2/responses", "/v1"] {
         let answer = post(&format!("{root}{path}"), Some(&bearer), request_body()).await;
@@ -161,7 +165,8 @@ async fn an_unreachable_upstream_is_a_bad_gateway_that_keeps_the_key() {
     let proxy = KeyProxy::start(&format!("http://{addr}/v1"), real_key())
         .await
         .unwrap();
-    let bearer = format!("Bearer {}", proxy.token());
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
     let url = format!("{}/responses", proxy.base_url());
     let answer = post(&url, Some(&bearer), request_body()).await;
     assert_eq!(answer.status(), 502);
@@ -196,6 +201,7 @@ async fn requests_share_one_kept_alive_connection() {
     let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
         .await
         .unwrap();
+    let grant = proxy.grant();
     let addr = proxy.base_url().replace("http://", "").replace("/v1", "");
     let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let (mut sender, conn) =
@@ -207,7 +213,7 @@ async fn requests_share_one_kept_alive_connection() {
         timeout(WAIT, sender.ready()).await.unwrap().unwrap();
         let req = hyper::Request::post("/v1/responses")
             .header("host", &addr)
-            .header("authorization", format!("Bearer {}", proxy.token()))
+            .header("authorization", format!("Bearer {}", grant.token()))
             .body(Full::new(Bytes::from(request_body())))
             .unwrap();
         let answer = timeout(WAIT, sender.send_request(req))
@@ -286,7 +292,8 @@ async fn a_stream_is_relayed_as_it_comes() {
     let (go, held) = oneshot::channel();
     let (upstream, _) = held_upstream(FIRST, REST, held).await;
     let proxy = KeyProxy::start(&upstream, real_key()).await.unwrap();
-    let bearer = format!("Bearer {}", proxy.token());
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
     let url = format!("{}/responses", proxy.base_url());
     let mut answer = post(&url, Some(&bearer), request_body()).await;
     let mut got = Vec::new();
@@ -314,13 +321,14 @@ async fn a_compressed_body_passes_untouched_and_the_token_stays() {
     // The key in a header of its own: the client's authorization must still go.
     let key = vec![("x-api-key".to_string(), KEY.to_string())];
     let proxy = KeyProxy::start(&upstream, key).await.unwrap();
+    let grant = proxy.grant();
     // A zstd frame's magic number, then bytes that are not UTF-8.
     let body: Vec<u8> = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xff, 0xfe, 0x80, 0x0a];
     let answer = timeout(
         WAIT,
         reqwest::Client::new()
             .post(format!("{}/responses", proxy.base_url()))
-            .bearer_auth(proxy.token())
+            .bearer_auth(grant.token())
             .header("content-encoding", "zstd")
             .header("content-type", "application/json")
             .body(body.clone())
@@ -340,23 +348,21 @@ async fn a_compressed_body_passes_untouched_and_the_token_stays() {
         "{}",
         received.head
     );
-    assert!(!received.head.contains(&proxy.token().to_ascii_lowercase()));
+    assert!(!received.head.contains(&grant.token().to_ascii_lowercase()));
 }
 
 #[tokio::test]
 async fn the_token_is_fresh_and_no_secret_shows_in_debug() {
-    let a = KeyProxy::start("http://127.0.0.1:9/v1", real_key())
+    let proxy = KeyProxy::start("http://127.0.0.1:9/v1", real_key())
         .await
         .unwrap();
-    let b = KeyProxy::start("http://127.0.0.1:9/v1", real_key())
-        .await
-        .unwrap();
+    let (a, b) = (proxy.grant(), proxy.grant());
     assert!(a.token().len() >= 32);
     assert!(a.token().chars().all(|c| c.is_ascii_alphanumeric()));
     assert_ne!(a.token(), b.token());
-    assert!(a.base_url().starts_with("http://127.0.0.1:"));
-    assert!(a.base_url().ends_with("/v1"));
-    let shown = format!("{a:?}");
+    assert!(proxy.base_url().starts_with("http://127.0.0.1:"));
+    assert!(proxy.base_url().ends_with("/v1"));
+    let shown = format!("{proxy:?} {a:?}");
     assert!(
         !shown.contains(a.token()) && !shown.contains(KEY),
         "{shown}"
@@ -390,9 +396,10 @@ async fn a_spawned_proxy_remembers_when_a_quota_resets() {
         vec![Step::quota_wall(Duration::from_secs(30))],
     );
     let proxy = KeyProxy::spawn(&server.openai_base_url(), real_key()).unwrap();
+    let grant = proxy.grant();
     assert_eq!(proxy.limit_reset(), None);
     let url = format!("{}/responses", proxy.base_url());
-    let auth = format!("Bearer {}", proxy.token());
+    let auth = format!("Bearer {}", grant.token());
     let answer = post(&url, Some(&auth), request_body()).await;
     assert_eq!(answer.status(), 429);
     let reset = proxy.limit_reset().expect("the reset is remembered");
@@ -401,4 +408,79 @@ async fn a_spawned_proxy_remembers_when_a_quota_resets() {
         "{reset:?}"
     );
     drop(proxy);
+}
+
+/// Each grant counts what its own requests cost, read from the answers the
+/// provider streamed; a dropped grant's token is refused and nothing is forwarded.
+#[tokio::test]
+async fn each_grant_meters_its_own_answers_and_a_dropped_one_is_refused() {
+    let steps = vec![
+        Step::Reply(Reply::text("one").with_usage(100, 20, 400, 0)),
+        Step::Reply(Reply::text("two").with_usage(7, 3, 0, 0)),
+        Step::Reply(Reply::text("never")),
+    ];
+    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let (a, b) = (proxy.grant(), proxy.grant());
+    let url = format!("{}/responses", proxy.base_url());
+    for grant in [&a, &b] {
+        let auth = format!("Bearer {}", grant.token());
+        let answer = post(&url, Some(&auth), request_body()).await;
+        assert_eq!(answer.status(), 200);
+        answer.bytes().await.unwrap();
+    }
+    // The answer's end is counted as the stream is dropped, just after the client
+    // has read it: wait for it, boundedly.
+    let settled = |g: &super::Grant| g.metered().requests == 1 && g.metered().total().total() > 0;
+    timeout(WAIT, async {
+        while !(settled(&a) && settled(&b)) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("both answers metered");
+    let (ma, mb) = (a.metered(), b.metered());
+    let ua = ma.total();
+    assert_eq!(
+        (ua.input_tokens, ua.cache_read_tokens, ua.output_tokens),
+        (100, 400, 20),
+        "{ma:?}"
+    );
+    assert_eq!(mb.total().input_tokens + mb.total().output_tokens, 10);
+    assert_eq!(ma.unreported, 0);
+    let revoked = format!("Bearer {}", a.token());
+    drop(a);
+    let answer = post(&url, Some(&revoked), request_body()).await;
+    assert_eq!(answer.status(), 401);
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// An answer without usage (an error) counts as a request that reported none.
+#[tokio::test]
+async fn an_answer_without_usage_is_counted_as_unreported() {
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![Step::quota_wall(Duration::from_secs(30))],
+    );
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let grant = proxy.grant();
+    let auth = format!("Bearer {}", grant.token());
+    let url = format!("{}/responses", proxy.base_url());
+    let answer = post(&url, Some(&auth), request_body()).await;
+    assert_eq!(answer.status(), 429);
+    answer.bytes().await.unwrap();
+    timeout(WAIT, async {
+        while grant.metered().unreported == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the answer is settled");
+    let m = grant.metered();
+    assert_eq!((m.requests, m.unreported), (1, 1));
+    assert_eq!(m.total().total(), 0);
 }
