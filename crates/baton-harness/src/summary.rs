@@ -112,10 +112,18 @@ pub fn summarize(dir: &std::path::Path, number: u32) -> Summary {
             Event::SessionEnd {
                 outcome,
                 final_text,
+                usage,
+                cost_usd,
                 ..
             } => {
                 s.outcome = Some(outcome);
                 s.final_text = final_text;
+                // A CLI's session reports its whole usage only here (Codex gives
+                // none per turn; Claude Code's total counts its subagents too).
+                if usage.total() > s.usage.total() {
+                    s.usage = usage;
+                }
+                s.cost = s.cost.max(cost_usd);
             }
             _ => {}
         }

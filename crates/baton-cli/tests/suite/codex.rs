@@ -327,6 +327,84 @@ fn a_hijacked_codex_session_cannot_reach_the_key_git_or_baton_toml() {
     assert!(r[1].2, "not refused: {r:?}");
 }
 
+/// A command that finds the session's proxy token and base URL in Codex's process
+/// (its environment and `-c` arguments), keeps them in the agent's home, and asks
+/// the model itself with them.
+const STEAL: &str = r#"for f in /proc/[0-9]*/environ; do
+  t=$(tr '\0' '\n' < "$f" 2>/dev/null | sed -n 's/^BATON_CODEX_TOKEN=//p')
+  u=$(tr '\0' '\n' < "${f%environ}cmdline" 2>/dev/null | sed -n 's/^model_providers.baton.base_url="\(.*\)"$/\1/p')
+  [ -n "$t" ] && [ -n "$u" ] && break
+done
+echo "$t $u" > "$HOME/stolen"
+curl -s -o /dev/null -w 'STOLEN-%{http_code}\n' -H "authorization: Bearer $t" -H 'content-type: application/json' "$u/responses" -d '{"model":"gpt-5-codex","input":"stolen-request","stream":true}'
+"#;
+
+/// What a session spends with its token outside Codex is counted as the session's
+/// (the key proxy reads every answer's usage), and the token dies with the
+/// session: the next session's use of it is refused before it reaches the provider.
+#[test]
+fn a_codex_sessions_token_is_metered_whoever_uses_it_and_dies_with_the_session() {
+    let Some(cli) =
+        codex("a_codex_sessions_token_is_metered_whoever_uses_it_and_dies_with_the_session")
+    else {
+        return;
+    };
+    let p = project(1);
+    let mut steps = initializer(1);
+    steps.insert(1, script(STEAL));
+    steps.push(script(
+        "read t u < \"$HOME/stolen\"\ncurl -s -o /dev/null -w 'OLD-TOKEN-%{http_code}\\n' -H \"authorization: Bearer $t\" -H 'content-type: application/json' \"$u/responses\" -d '{\"model\":\"gpt-5-codex\",\"input\":\"stolen-request\",\"stream\":true}'\n",
+    ));
+    steps.push(build(1));
+    steps.push(Step::Reply(Reply::text("Feature 1 works.")));
+    let stolen = |r: &baton_testkit::RecordedRequest| r.body["input"] == "stolen-request";
+    let big = Reply::text("spent").with_usage(0, 1_000_000, 0, 0);
+    let server = ScriptedServer::builder(Wire::OpenAiResponses)
+        .when(stolen, vec![Step::Reply(big.clone()), Step::Reply(big)])
+        .start(steps);
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(&cli, &server, &["run", dir]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(server.remaining(), 0, "{err}");
+    let asked = |s: &ScriptedServer| {
+        s.requests()
+            .iter()
+            .filter(|r| r.body["input"] == "stolen-request")
+            .count()
+    };
+    assert_eq!(asked(&server), 1, "the old token reached the provider");
+    let said = |n: u32| -> String {
+        results(&p.transcript(n))
+            .iter()
+            .map(|r| r.0.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(said(1).contains("STOLEN-200"), "{}", said(1));
+    assert!(said(2).contains("OLD-TOKEN-401"), "{}", said(2));
+    // Session 1 is charged the million output tokens Codex never reported.
+    let end = |n: u32| {
+        p.transcript(n)
+            .into_iter()
+            .find_map(|r| match r.event {
+                Event::SessionEnd {
+                    usage, cost_usd, ..
+                } => Some((usage, cost_usd)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (usage, cost) = end(1);
+    assert!(usage.output_tokens >= 1_000_000, "{usage:?}");
+    assert!(cost >= 1.0, "{cost}");
+    let (usage, _) = end(2);
+    assert!(usage.output_tokens < 1_000, "{usage:?}");
+    let s = state(&p);
+    let spent = s["sessions"][0]["usage"]["output_tokens"].as_u64().unwrap();
+    assert!(spent >= 1_000_000, "{}", s["sessions"][0]);
+}
+
 #[test]
 fn doctor_lists_codex_and_requires_it_for_its_provider() {
     let p = Project::with_toml("[agent]\nprovider = \"codex\"\n");
