@@ -264,3 +264,68 @@ fn the_spawner_starts_each_command_confined_in_the_runs_namespace() {
     );
     rt.block_on(ctx.processes.shutdown(Duration::from_secs(2)));
 }
+
+/// An agent CLI's shell commands and hooks join the run's namespace one process
+/// each, often several at once (Claude Code runs a hook per parallel tool call).
+/// When a protected file was replaced since the last join, every one of them
+/// renews its bind: they must not trip over each other's unmount and bind (one
+/// failing join is a hook that failed, and Claude Code then refuses the call).
+#[test]
+fn joins_at_once_after_a_protected_file_was_replaced_all_succeed() {
+    let test = "joins_at_once_after_a_protected_file_was_replaced_all_succeed";
+    if !super::landlock(test) || !super::bwrap(test) {
+        return;
+    }
+    let project = baton_testkit::temp_project().unwrap();
+    let project = project.path().canonicalize().unwrap();
+    let (_ctx, launcher) = setup(&project);
+    let target = launcher.join_target().expect("the namespace starts");
+    let spec = serde_json::json!({
+        "join": target,
+        "project": project.display().to_string(),
+        "writable": [],
+        "network": "open",
+        "read_only": false,
+        "unset": [],
+    })
+    .to_string();
+    for round in 0..20 {
+        // git's lock-and-rename, outside the sandbox.
+        let text = format!("[core]\n\tbare = false\n# round {round}\n");
+        std::fs::write(project.join(".git/config.lock"), &text).unwrap();
+        std::fs::rename(
+            project.join(".git/config.lock"),
+            project.join(".git/config"),
+        )
+        .unwrap();
+        let joins: Vec<_> = (0..12)
+            .map(|_| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+                    .args(["--sandbox-shell", "cat .git/config; echo x >> .git/config"])
+                    .env("BATON_SANDBOX", &spec)
+                    .current_dir(&project)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for j in joins {
+            let out = j.wait_with_output().unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                said.contains(&format!("# round {round}")),
+                "round {round}: {said}{err}"
+            );
+            assert!(
+                err.contains("Read-only file system"),
+                "round {round}: {err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(project.join(".git/config")).unwrap(),
+            text
+        );
+    }
+}
