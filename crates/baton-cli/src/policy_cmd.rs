@@ -141,7 +141,7 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
         if args.serve {
             return Ok(serve(&spec, target));
         }
-        return Ok(join(&spec, target, &args.command, &args.unset));
+        return Ok(join(&spec, target, &args.command, &args.unset, None));
     }
     let err = exec_confined(&spec, &args.command, &args.unset);
     eprintln!("baton: {err}");
@@ -150,18 +150,27 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
 
 /// Run `command` in the namespace `target` holds; the exit code is the command's
 /// (126 when it could not be started there, with the reason on stderr).
-fn join(spec: &SandboxSpec, target: i32, command: &[OsString], unset: &[String]) -> ExitCode {
+fn join(
+    spec: &SandboxSpec,
+    target: i32,
+    command: &[OsString],
+    unset: &[String],
+    log: Option<LauncherLog>,
+) -> ExitCode {
     #[cfg(target_os = "linux")]
     match baton_policy::namespace::join(spec, target, command, unset) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(e) => {
+            if let Some(log) = log {
+                log.say(&e.to_string());
+            }
             eprintln!("baton: {e}");
             ExitCode::from(126)
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (spec, target, command, unset);
+        let _ = (spec, target, command, unset, log);
         eprintln!("baton: --join needs Linux");
         ExitCode::from(126)
     }
@@ -207,17 +216,46 @@ pub fn shell_spec(spec: &SandboxSpec, unset: &[String], join: Option<i32>) -> St
 pub fn sandbox_shell(args: &[OsString]) -> ExitCode {
     match shell_command(args) {
         Ok((spec, command, unset, join_target)) => {
+            // Opened before anything is confined: a hook's stderr reaches nobody
+            // (Claude Code only says the hook gave no answer), so a failure to
+            // start the command is also written where baton reads it.
+            let log = LauncherLog::open(&spec.project);
             // The verifier's read-only commands get a namespace of their own (the
             // run's shared one keeps the project writable).
             if let Some(target) = join_target.filter(|_| !spec.read_only) {
-                return join(&spec, target, &command, &unset);
+                return join(&spec, target, &command, &unset, Some(log));
             }
             let err = exec_confined(&spec, &command, &unset);
+            log.say(&err.to_string());
             eprintln!("baton: {err}");
         }
         Err(e) => eprintln!("baton: {e:#}"),
     }
     ExitCode::from(126)
+}
+
+/// `baton --sandbox-shell`'s record of why it could not start a command, in
+/// baton's state dir (see [`baton_agent::cli_session::LAUNCHER_LOG`]).
+struct LauncherLog(Option<std::fs::File>);
+
+impl LauncherLog {
+    fn open(project: &std::path::Path) -> LauncherLog {
+        let dir = baton_config::state_dir(project);
+        let _ = std::fs::create_dir_all(&dir);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(baton_agent::cli_session::LAUNCHER_LOG))
+            .ok();
+        LauncherLog(file)
+    }
+
+    fn say(&self, what: &str) {
+        use std::io::Write as _;
+        if let Some(mut f) = self.0.as_ref() {
+            let _ = writeln!(f, "pid {}: {}", std::process::id(), what.replace('\n', " "));
+        }
+    }
 }
 
 type ShellCommand = (SandboxSpec, Vec<OsString>, Vec<String>, Option<i32>);

@@ -37,6 +37,11 @@ pub const SANDBOX_SPEC_VAR: &str = "BATON_SANDBOX";
 /// The prefix Claude Code gives a tool result its `PreToolUse` hook refused.
 const HOOK_REFUSAL: &str = "hook error: ";
 
+/// Where, in baton's state dir for the project, `baton --sandbox-shell` appends why
+/// it could not start a command (its stderr goes to the CLI, which shows a hook's
+/// to nobody).
+pub const LAUNCHER_LOG: &str = "sandbox-shell.log";
+
 /// Where the per-session files for the CLI live, inside the project.
 const CLI_DIR: &str = baton_records::layout::CLAUDE_CODE;
 
@@ -167,11 +172,29 @@ impl CliSession<'_> {
                         continue;
                     }
                     let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
-                    let text = result_text(&b["content"]);
+                    let mut text = result_text(&b["content"]);
                     let is_error = b["is_error"] == json!(true);
-                    let refused = is_error && text.contains(HOOK_REFUSAL);
+                    let mut refused = is_error && text.contains(HOOK_REFUSAL);
+                    if let Some(why) = p.no_verdict.remove(&id) {
+                        // Claude Code refused it for want of baton's answer.
+                        refused = is_error;
+                        text = format!("{text}\n(baton's PreToolUse hook gave no answer: {why})");
+                    }
                     self.tool_result(transcript, p, id, text, is_error, refused)?;
                 }
+            }
+            // baton's hook gave no usable answer (it failed to start, or timed out):
+            // Claude Code falls back on its permissions, which refuse in `-p`.
+            "system" if v["tag"] == "hook_no_verdict" => {
+                let nv = &v["hook_no_verdict"];
+                let id = nv["tool_use_id"].as_str().unwrap_or_default().to_string();
+                let why = if nv["timed_out"] == json!(true) {
+                    "it timed out".to_string()
+                } else {
+                    self.launcher_failure()
+                        .map_or("it failed".to_string(), |l| format!("it failed: {l}"))
+                };
+                p.no_verdict.insert(id, why);
             }
             "result" => {
                 self.flush(transcript, p)?;
@@ -184,6 +207,21 @@ impl CliSession<'_> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+impl CliSession<'_> {
+    /// The last line the sandbox launcher logged, when it logged one in the last
+    /// minute (why the hook's process could not start).
+    fn launcher_failure(&self) -> Option<String> {
+        let path = baton_config::state_dir(&self.project_dir).join(LAUNCHER_LOG);
+        let meta = std::fs::metadata(&path).ok()?;
+        let age = meta.modified().ok()?.elapsed().unwrap_or_default();
+        if age > std::time::Duration::from_secs(60) {
+            return None;
+        }
+        let text = std::fs::read_to_string(&path).ok()?;
+        text.lines().last().map(str::to_string)
     }
 }
 
@@ -253,6 +291,55 @@ fn result_text(c: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Write whose hook gave no answer: Claude Code 2.1.332's own lines (its
+    /// `hook_no_verdict` notice, then the permission refusal as the result), as it
+    /// printed them with a hook that exited 126.
+    #[test]
+    fn a_call_refused_for_want_of_the_hooks_answer_is_recorded_refused_with_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let prices = crate::pricing::PriceTable::new(&Default::default());
+        let backend = super::super::CliBackend {
+            cli: super::super::Cli::ClaudeCode,
+            program: "claude".into(),
+            model: "m".into(),
+            baton_exe: "baton".into(),
+            env: Vec::new(),
+            mcp_config: None,
+            command_sandbox: None,
+            hook_config: None,
+            keep_alive: Vec::new(),
+            bubblewrap: false,
+        };
+        let limits = crate::session::Limits::from_config(&baton_config::AgentConfig::default(), 10);
+        let quiet = crate::session::Quiet;
+        let s = backend.session(dir.path(), &[], limits, &quiet, &prices);
+        let mut t = Transcript::create_next(dir.path()).unwrap();
+        let mut p = super::super::Progress::default();
+        let lines = [
+            r#"{"type":"assistant","message":{"id":"msg_0001","type":"message","role":"assistant","model":"scripted","content":[{"type":"tool_use","id":"toolu_001_0","name":"Write","input":{"file_path":"a.txt","content":"a\n"}}],"stop_reason":null,"usage":{"input_tokens":100,"output_tokens":1}},"parent_tool_use_id":null}"#,
+            r#"{"type":"system","subtype":"informational","content":"A hook gave no usable answer, so it didn't check this action.","level":"warning","tag":"hook_no_verdict","hook_no_verdict":{"hook_event":"PreToolUse","tool_use_id":"toolu_001_0","timed_out":false}}"#,
+            r#"{"type":"system","subtype":"permission_denied","tool_name":"Write","tool_use_id":"toolu_001_0","message":"Claude requested permissions to write to /tmp/x/a.txt, but you haven't granted it yet."}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"Claude requested permissions to write to /tmp/x/a.txt, but you haven't granted it yet.","is_error":true,"tool_use_id":"toolu_001_0"}]},"parent_tool_use_id":null}"#,
+        ];
+        for l in lines {
+            s.claude_event(&mut t, &mut p, serde_json::from_str(l).unwrap())
+                .unwrap();
+        }
+        let records = crate::transcript::read(t.path()).unwrap();
+        let found = records.iter().find_map(|r| match &r.event {
+            crate::transcript::Event::ToolResult {
+                content, refused, ..
+            } => Some((content.clone(), *refused)),
+            _ => None,
+        });
+        let (content, refused) = found.expect("the result is recorded");
+        assert!(refused, "{content}");
+        assert!(
+            content.contains("baton's PreToolUse hook gave no answer: it failed"),
+            "{content}"
+        );
+    }
 
     #[test]
     fn result_content_in_either_shape() {

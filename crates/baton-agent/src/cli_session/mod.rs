@@ -28,7 +28,7 @@ use crate::pricing::PriceTable;
 use crate::session::{AgentError, Limits, Observer, Outcome, SessionResult};
 use crate::transcript::{Event, Transcript, TranscriptError};
 
-pub use claude::{PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, SHELL_PREFIX_VAR};
+pub use claude::{LAUNCHER_LOG, PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, SHELL_PREFIX_VAR};
 
 /// Which agent CLI, with what that CLI needs besides the shared parts.
 #[derive(Debug, Clone)]
@@ -184,6 +184,8 @@ struct Progress {
     result: Option<Value>,
     /// Usage and cost the CLI reported for the whole session, when it did.
     totals: Option<(Usage, Option<f64>)>,
+    /// Calls whose `PreToolUse` hook gave no answer, with why (Claude Code).
+    no_verdict: HashMap<String, String>,
 }
 
 /// How one CLI is started and read.

@@ -834,7 +834,8 @@ fn claude_code_a_false_flip_under_baton_new_defaults_is_caught() {
         .start(steps);
     let home = tempfile::tempdir().unwrap();
     let out = baton_cc(&cli, &server, home.path(), &["run", dir.to_str().unwrap()]);
-    let err = stderr(&out);
+    // What the sessions were refused, and why, beside baton's own words.
+    let err = format!("{}\nrefused: {:?}", stderr(&out), refusals(&dir));
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(server.remaining(), 0, "{err}");
     assert!(err.contains("verifier rejected #4"), "{err}");
@@ -854,4 +855,25 @@ fn claude_code_a_false_flip_under_baton_new_defaults_is_caught() {
     for f in &flips {
         assert_eq!(f["proof"]["by"], "verifier", "{f}");
     }
+}
+
+/// Every refused tool result in the project's transcripts.
+fn refusals(dir: &std::path::Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir.join(".baton/sessions")) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    paths
+        .iter()
+        .flat_map(|p| baton_agent::transcript::read(p).unwrap_or_default())
+        .filter_map(|r| match r.event {
+            Event::ToolResult {
+                content,
+                refused: true,
+                ..
+            } => Some(content),
+            _ => None,
+        })
+        .collect()
 }

@@ -329,3 +329,50 @@ fn joins_at_once_after_a_protected_file_was_replaced_all_succeed() {
         );
     }
 }
+
+/// A command an agent CLI's shell prefix could not start is written down where
+/// baton reads it (Claude Code shows a hook's stderr to nobody): here, a join of a
+/// namespace whose holder is gone.
+#[test]
+fn a_command_the_launcher_cannot_start_is_logged_in_batons_state_dir() {
+    let project = baton_testkit::temp_project().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let spec = serde_json::json!({
+        "join": i32::MAX,
+        "project": project.path().display().to_string(),
+        "writable": [],
+        "network": "open",
+        "read_only": false,
+        "unset": [],
+    })
+    .to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["--sandbox-shell", "echo ran"])
+        .env("BATON_SANDBOX", &spec)
+        .env("XDG_STATE_HOME", state.path())
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(126));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ran"));
+    let logs: Vec<_> = walk(state.path())
+        .into_iter()
+        .filter(|p| p.ends_with(baton_agent::cli_session::LAUNCHER_LOG))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let text = std::fs::read_to_string(&logs[0]).unwrap();
+    assert!(text.contains("cannot join the run's namespace"), "{text}");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
