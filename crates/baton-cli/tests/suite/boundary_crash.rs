@@ -16,7 +16,7 @@ use super::*;
 
 /// A `PATH` whose first `bwrap` does not work: baton's commands run under Landlock
 /// alone, as on a machine without bubblewrap.
-fn without_bwrap(bin: &Path) -> std::ffi::OsString {
+pub(super) fn without_bwrap(bin: &Path) -> std::ffi::OsString {
     let fake = bin.join("bwrap");
     std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();

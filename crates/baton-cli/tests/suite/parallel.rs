@@ -355,16 +355,35 @@ fn a_branch_that_changes_baton_toml_is_never_merged_into_the_project() {
 
 /// An agent's working copy lies inside the main project (`.baton/agents/`), and a
 /// project in a writable tree such as /tmp is writable to Landlock: a script of
-/// the agent's reaches for the main project's git hooks and baton.toml. With
-/// bubblewrap both are read-only to it.
+/// the agent's reaches for the main project's git hooks, baton.toml and records.
+/// None of them is writable from the copy, which gets a temp dir of its own.
 #[test]
 fn an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml() {
     if !super::bwrap("an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml") {
         return;
     }
+    reach_for_the_main_project(None);
+}
+
+/// The same without bubblewrap, under Landlock alone, which cannot make part of a
+/// writable tree read-only: the copy's commands may not write the tree that holds
+/// the main project (/tmp here), and get a temp dir of their own instead.
+#[test]
+fn without_bubblewrap_an_agent_cannot_write_the_main_project_either() {
+    if !super::landlock("without_bubblewrap_an_agent_cannot_write_the_main_project_either") {
+        return;
+    }
+    let bin = tempfile::tempdir().unwrap();
+    let path = super::boundary_crash::without_bwrap(bin.path());
+    reach_for_the_main_project(Some(&path));
+}
+
+/// A two-agent run whose agent 1 runs a script that tries the main project's git
+/// hooks and baton.toml (and a temp file); `path` replaces baton's `PATH`.
+fn reach_for_the_main_project(path: Option<&std::ffi::OsStr>) {
     let p = two_agents();
     let before = p.file("baton.toml");
-    let script = "#!/bin/sh\nmain=$(cd ../../.. && pwd)\nprintf '#!/bin/sh\\n' > \"$main/.git/hooks/post-merge\" 2>/dev/null && echo HOOK-PLANTED\necho '[notify]' >> \"$main/baton.toml\" 2>/dev/null && echo TOML-WRITTEN\necho tried\n";
+    let script = "#!/bin/sh\nmain=$(cd ../../.. && pwd)\nprintf '#!/bin/sh\\n' > \"$main/.git/hooks/post-merge\" 2>/dev/null && echo HOOK-PLANTED\necho '[notify]' >> \"$main/baton.toml\" 2>/dev/null && echo TOML-WRITTEN\necho '{}' > \"$main/.baton/planted.json\" 2>/dev/null && echo RECORDS-WRITTEN\nt=$(mktemp) && echo x > \"$t\" && echo TEMP-OK\necho tried\n";
     let mut reach = vec![script_run("scripts/reach.sh", script, "")];
     reach.extend(session(1, false));
     let server = ScriptedServer::builder(Wire::Anthropic)
@@ -372,11 +391,11 @@ fn an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml() {
         .when(|r| is_for(r, 1), reach)
         .when(|r| is_for(r, 2), session(2, false))
         .start(initializer(&list(2, 0)));
-    let out = baton(&server, Wire::Anthropic)
-        .args(["run", "--quiet"])
-        .arg(p.path())
-        .output()
-        .unwrap();
+    let mut cmd = baton(&server, Wire::Anthropic);
+    if let Some(path) = path {
+        cmd.env("PATH", path);
+    }
+    let out = cmd.args(["run", "--quiet"]).arg(p.path()).output().unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let said: Vec<String> = server
@@ -387,8 +406,11 @@ fn an_agent_cannot_write_the_main_projects_git_hooks_or_baton_toml() {
         .filter(|t| t.contains("tried"))
         .collect();
     assert_eq!(said.len(), 1, "the script did not run: {said:?}");
+    assert!(said[0].contains("TEMP-OK"), "{said:?}");
     assert!(!said[0].contains("HOOK-PLANTED"), "{said:?}");
     assert!(!said[0].contains("TOML-WRITTEN"), "{said:?}");
+    assert!(!said[0].contains("RECORDS-WRITTEN"), "{said:?}");
+    assert!(!p.path().join(".baton/planted.json").exists());
     assert!(!p.path().join(".git/hooks/post-merge").exists());
     assert_eq!(p.file("baton.toml"), before);
 }

@@ -152,7 +152,9 @@ pub fn private_home(project: &Path) -> PathBuf {
 /// The environment a confined command gets for its home: `HOME` is
 /// [`private_home`]; the user's git config (`GIT_CONFIG_GLOBAL`, so commits keep
 /// the user's identity) and toolchain managers ([`TOOLCHAIN_HOMES`]) are named
-/// where they exist and the variable is not set already.
+/// where they exist and the variable is not set already; and for a parallel run's
+/// copy whose temp dir holds the main project (not writable from it, see
+/// `write_rules`), `TMPDIR` is `<private home>/tmp`.
 pub fn home_env(spec: &SandboxSpec) -> Vec<(&'static str, OsString)> {
     home_env_in(spec, &|k| std::env::var_os(k))
 }
@@ -164,6 +166,16 @@ pub fn home_env_in(
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Vec<(&'static str, OsString)> {
     let mut env = vec![("HOME", private_home(&spec.project).into_os_string())];
+    if let Some(main) = main_of_copy(&spec.project) {
+        let tmp = var("TMPDIR")
+            .map(PathBuf::from)
+            .filter(|t| t.is_absolute())
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        let own = private_home(&spec.project).join("tmp");
+        if main.starts_with(&tmp) && std::fs::create_dir_all(&own).is_ok() {
+            env.push(("TMPDIR", own.into_os_string()));
+        }
+    }
     let Some(user) = var("HOME").map(PathBuf::from).filter(|h| h.is_absolute()) else {
         return env;
     };
@@ -318,6 +330,14 @@ pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
 
 /// Where sandboxed processes may write: the project (unless read-only), the temp
 /// dirs, the package caches, `[sandbox] writable` and a few devices.
+///
+/// A parallel run's working copy lies inside the main project
+/// (`.baton/agents/<id>`), which may lie inside a tree the commands may write (a
+/// project in /tmp). Landlock cannot make part of a writable tree read-only, and
+/// bubblewrap's binds cover only the main project's git config, hooks and
+/// `baton.toml`, not its records in `.baton/`: so from a copy no tree that holds the
+/// main project is writable but the copy itself, and the commands get a temp dir
+/// of their own ([`home_env_in`]).
 fn write_rules(spec: &SandboxSpec) -> Vec<PathBuf> {
     let mut write = Vec::new();
     if !spec.read_only {
@@ -326,6 +346,9 @@ fn write_rules(spec: &SandboxSpec) -> Vec<PathBuf> {
     write.extend(temp_dirs());
     write.push(private_home(&spec.project));
     write.extend(spec.writable.iter().cloned());
+    if let Some(main) = main_of_copy(&spec.project) {
+        write.retain(|w| *w == spec.project || !main.starts_with(w));
+    }
     for dev in [
         "/dev/null",
         "/dev/zero",
