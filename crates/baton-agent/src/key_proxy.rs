@@ -93,6 +93,7 @@ impl std::fmt::Debug for KeyProxy {
 pub struct Grant {
     token: String,
     tally: Tally,
+    limit: u64,
     shared: std::sync::Weak<Shared>,
 }
 
@@ -112,9 +113,15 @@ impl Grant {
     }
 
     /// What the requests sent with this token have cost so far, as the provider
-    /// reported in its answers (an answer still streaming is counted once it ends).
+    /// reported in its answers (an answer counts as the part that reports its usage
+    /// passes).
     pub fn metered(&self) -> Metered {
         self.tally.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// Whether the grant's token limit is reached, so its requests are refused.
+    pub fn spent(&self) -> bool {
+        self.limit > 0 && self.metered().total().total() >= self.limit
     }
 }
 
@@ -123,15 +130,15 @@ impl Drop for Grant {
         if let Some(shared) = self.shared.upgrade()
             && let Ok(mut grants) = shared.grants.lock()
         {
-            grants.retain(|(t, _)| *t != self.token);
+            grants.retain(|(t, _, _)| *t != self.token);
         }
     }
 }
 
 /// What every connection's handler needs.
 struct Shared {
-    /// The live grants' tokens, each with its tally.
-    grants: std::sync::Mutex<Vec<(String, Tally)>>,
+    /// The live grants' tokens, each with its tally and its token limit (0: none).
+    grants: std::sync::Mutex<Vec<(String, Tally, u64)>>,
     /// The upstream base URL without a trailing `/`.
     upstream: String,
     /// Added to every forwarded request, marked sensitive.
@@ -244,6 +251,13 @@ impl KeyProxy {
     /// A fresh random token the proxy accepts until the grant is dropped (one per
     /// session: nothing keeps using a session's token after it).
     pub fn grant(&self) -> Grant {
+        self.grant_limited(0)
+    }
+
+    /// [`KeyProxy::grant`] whose requests are refused (400, `token_limit`) once
+    /// the answers to it have reported `limit` tokens of every kind in all (0: no
+    /// limit): a session's token limit, held between its model requests.
+    pub fn grant_limited(&self, limit: u64) -> Grant {
         let token: String = rand::rng()
             .sample_iter(rand::distr::Alphanumeric)
             .take(TOKEN_LEN)
@@ -251,11 +265,12 @@ impl KeyProxy {
             .collect();
         let tally = Tally::default();
         if let Ok(mut grants) = self.shared.grants.lock() {
-            grants.push((token.clone(), tally.clone()));
+            grants.push((token.clone(), tally.clone(), limit));
         }
         Grant {
             token,
             tally,
+            limit,
             shared: Arc::downgrade(&self.shared),
         }
     }
@@ -312,13 +327,20 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, stop: Cancella
 
 /// Answer one request: refuse it, or forward it and relay the answer as it comes.
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> {
-    let Some(tally) = granted(req.headers(), shared) else {
+    let Some((tally, limit)) = granted(req.headers(), shared) else {
         return error(
             StatusCode::UNAUTHORIZED,
             "invalid_api_key",
             "key proxy: missing, wrong or revoked bearer token",
         );
     };
+    let spent = tally.lock().map_or(0, |m| m.total().total());
+    if limit > 0 && spent >= limit {
+        let msg = format!(
+            "key proxy: this session's token limit is spent ({spent} of {limit} tokens; [agent] max_session_tokens)"
+        );
+        return error(StatusCode::BAD_REQUEST, "token_limit", &msg);
+    }
     let Some(url) = upstream_url(&shared.upstream, req.uri()) else {
         return error(
             StatusCode::NOT_FOUND,
@@ -383,16 +405,16 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
     }
 }
 
-/// The tally of the live grant whose token `headers` carry exactly as
-/// `authorization: Bearer <token>`, each compared in constant time.
-fn granted(headers: &HeaderMap, shared: &Shared) -> Option<Tally> {
+/// The tally and token limit of the live grant whose token `headers` carry
+/// exactly as `authorization: Bearer <token>`, each compared in constant time.
+fn granted(headers: &HeaderMap, shared: &Shared) -> Option<(Tally, u64)> {
     let given = headers.get(header::AUTHORIZATION)?.as_bytes();
     let grants = shared.grants.lock().ok()?;
     let mut found = None;
-    for (token, tally) in grants.iter() {
+    for (token, tally, limit) in grants.iter() {
         let expected = format!("Bearer {token}");
         if bool::from(given.ct_eq(expected.as_bytes())) {
-            found = Some(tally.clone());
+            found = Some((tally.clone(), *limit));
         }
     }
     found

@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::key_proxy;
 use crate::model::{Block, StopReason, Usage};
 use crate::pricing::PriceTable;
 use crate::session::{AgentError, Limits, Observer, Outcome, SessionResult};
@@ -59,8 +60,9 @@ pub struct CliSession<'a> {
     pub project_dir: PathBuf,
     /// Model name passed to the CLI.
     pub model: String,
-    /// Limits: `max_turns` and `max_duration` are enforced; a token limit is not
-    /// (the CLIs report tokens only as they go, or at the end).
+    /// Limits: `max_turns` and `max_duration` are enforced; the token limit only
+    /// for Codex, whose requests go through baton's key proxy (Claude Code reports
+    /// tokens only as it goes).
     pub limits: Limits,
     /// The shell command the `PreToolUse` hook runs (baton's own judgement).
     pub hook_command: String,
@@ -265,7 +267,7 @@ impl CliSession<'_> {
         let n = transcript.number();
         // Codex's token for this session only: revoked when `grant` drops at the end.
         let grant = match &self.cli {
-            Cli::Codex(c) => Some(c.proxy.grant()),
+            Cli::Codex(c) => Some(c.proxy.grant_limited(self.limits.max_tokens)),
             Cli::ClaudeCode => None,
         };
         let start = match (&self.cli, &grant) {
@@ -284,6 +286,10 @@ impl CliSession<'_> {
         let (ended, status, stderr) = ended?;
         if let Some(o) = ended {
             return Ok(o);
+        }
+        // The proxy refused the session's requests past its token limit.
+        if grant.as_ref().is_some_and(key_proxy::Grant::spent) {
+            return Ok(Outcome::TokenLimit);
         }
         match &self.cli {
             Cli::ClaudeCode => self.claude_outcome(p, &status, &stderr),

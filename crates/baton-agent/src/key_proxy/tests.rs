@@ -484,3 +484,40 @@ async fn an_answer_without_usage_is_counted_as_unreported() {
     assert_eq!((m.requests, m.unreported), (1, 1));
     assert_eq!(m.total().total(), 0);
 }
+
+/// A limited grant's requests are refused once its answers reported the limit,
+/// before they reach the provider; another grant goes on.
+#[tokio::test]
+async fn a_grant_past_its_token_limit_is_refused_before_the_provider() {
+    let steps = vec![
+        Step::Reply(Reply::text("one").with_usage(90, 20, 0, 0)),
+        Step::Reply(Reply::text("two")),
+    ];
+    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let (limited, other) = (proxy.grant_limited(100), proxy.grant());
+    let url = format!("{}/responses", proxy.base_url());
+    let auth = format!("Bearer {}", limited.token());
+    let answer = post(&url, Some(&auth), request_body()).await;
+    assert_eq!(answer.status(), 200);
+    answer.bytes().await.unwrap();
+    assert!(limited.spent(), "{:?}", limited.metered());
+    let refused = post(&url, Some(&auth), request_body()).await;
+    assert_eq!(refused.status(), 400);
+    let body: serde_json::Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+    assert_eq!(body["error"]["type"], "token_limit");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("110 of 100 tokens"),
+        "{body}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    let auth = format!("Bearer {}", other.token());
+    let answer = post(&url, Some(&auth), request_body()).await;
+    assert_eq!(answer.status(), 200);
+    assert!(!other.spent());
+}

@@ -133,6 +133,41 @@ fn codex_exec_runs_in_the_sandbox_and_never_holds_the_key() {
     }
 }
 
+/// `[agent] max_session_tokens` holds for Codex: once the answers to a session's
+/// token have reported that many tokens, the key proxy refuses its next request
+/// (it never reaches the provider) and the session ends `token_limit`.
+#[test]
+fn codex_sessions_stop_at_their_token_limit_at_the_key_proxy() {
+    let Some(cli) = codex("codex_sessions_stop_at_their_token_limit_at_the_key_proxy") else {
+        return;
+    };
+    let p = Project::with_toml("[agent]\nmax_session_tokens = 1000\n");
+    let first = Reply::tool("exec_command", json!({"cmd": "echo one > one.txt"}))
+        .with_usage(1500, 20, 0, 0);
+    let server = ScriptedServer::start(
+        Wire::OpenAiResponses,
+        vec![Step::Reply(first), Step::Reply(Reply::text("never"))],
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = baton_codex(&cli, &server, &["exec", dir, "--prompt", "build it"]);
+    let err = stderr(&out);
+    assert_eq!(server.requests().len(), 1, "{err}");
+    assert_eq!(p.file("one.txt"), "one\n");
+    let t = p.transcript(1);
+    let end = t
+        .iter()
+        .find_map(|r| match &r.event {
+            Event::SessionEnd { outcome, usage, .. } => Some((outcome.clone(), *usage)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(end.0, "token_limit", "{err}");
+    assert_eq!(end.1.input_tokens, 1500);
+    // A limit, as for baton's own loop.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("token_limit"), "{err}");
+}
+
 #[test]
 fn codex_refused_command_is_refused_by_batons_hook() {
     let Some(cli) = codex("codex_refused_command_is_refused_by_batons_hook") else {
