@@ -127,6 +127,17 @@ impl CliSession<'_> {
                     "-c".into(),
                     format!("mcp_servers.{name}={}", toml_inline(s)),
                 ]);
+                // Each server is waited for before the first turn, as long as
+                // baton's own loop waits for one (60 s to start, 120 s a call):
+                // Codex would otherwise go on without a server slower than its 10 s
+                // and answer the model's first call of it "unsupported call".
+                for kv in [
+                    "required=true",
+                    "startup_timeout_sec=60.0",
+                    "tool_timeout_sec=120.0",
+                ] {
+                    args.extend(["-c".into(), format!("mcp_servers.{name}.{kv}")]);
+                }
             }
         }
         // The prompt comes on stdin.

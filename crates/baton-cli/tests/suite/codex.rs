@@ -530,7 +530,9 @@ fn codex_agents_in_working_copies_finish_a_project() {
 
 /// Codex drives the real browser (`[browser]`'s Playwright MCP server and
 /// Chromium, which Codex starts inside the sandbox): the page's title comes back,
-/// and baton's hook refuses a `file://` URL as it does in its own loop.
+/// and baton's hook refuses a `file://` URL as it does in its own loop. The server
+/// takes 11 s to start, past Codex's own 10 s default (a loaded machine's node):
+/// Codex waits as long as baton's own loop would (60 s).
 #[test]
 fn codex_drives_the_real_browser_inside_the_sandbox() {
     let Some(cli) = codex("codex_drives_the_real_browser_inside_the_sandbox") else {
@@ -542,7 +544,7 @@ fn codex_drives_the_real_browser_inside_the_sandbox() {
         return;
     };
     let p = Project::with_toml(&format!(
-        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"sh\", \"-c\", \"sleep 11; exec node \\\"$@\\\"\", \"sh\", {:?}]\n",
         parts.chromium.display().to_string(),
         parts.cli.display().to_string()
     ));
