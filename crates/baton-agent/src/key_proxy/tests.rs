@@ -24,6 +24,15 @@ fn real_key() -> Vec<(String, String)> {
     ]
 }
 
+/// The scripted Responses server with `steps`, and a proxy to it with the real key.
+async fn proxied(steps: Vec<Step>) -> (ScriptedServer, KeyProxy) {
+    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
+    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    (server, proxy)
+}
+
 fn request_body() -> String {
     serde_json::json!({"model": "gpt-test", "input": "hi", "stream": true}).to_string()
 }
@@ -113,13 +122,7 @@ async fn forwards_with_the_real_key_and_relays_the_stream_byte_for_byte() {
 
 #[tokio::test]
 async fn a_wrong_or_missing_token_is_refused_and_nothing_is_forwarded() {
-    let server = ScriptedServer::start(
-        Wire::OpenAiResponses,
-        vec![Step::Reply(Reply::text("never"))],
-    );
-    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
-        .await
-        .unwrap();
+    let (server, proxy) = proxied(vec![Step::Reply(Reply::text("never"))]).await;
     let grant = proxy.grant();
     let url = format!("{}/responses", proxy.base_url());
     let wrong = format!("Bearer {}x", grant.token());
@@ -135,13 +138,7 @@ async fn a_wrong_or_missing_token_is_refused_and_nothing_is_forwarded() {
 
 #[tokio::test]
 async fn a_path_outside_v1_is_not_found() {
-    let server = ScriptedServer::start(
-        Wire::OpenAiResponses,
-        vec![Step::Reply(Reply::text("never"))],
-    );
-    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
-        .await
-        .unwrap();
+    let (server, proxy) = proxied(vec![Step::Reply(Reply::text("never"))]).await;
     let grant = proxy.grant();
     let bearer = format!("Bearer {}", grant.token());
     let root = proxy.base_url().replace("/v1", "");
@@ -179,13 +176,7 @@ async fn an_unreachable_upstream_is_a_bad_gateway_that_keeps_the_key() {
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_refused_before_it_is_read() {
-    let server = ScriptedServer::start(
-        Wire::OpenAiResponses,
-        vec![Step::Reply(Reply::text("never"))],
-    );
-    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
-        .await
-        .unwrap();
+    let (server, proxy) = proxied(vec![Step::Reply(Reply::text("never"))]).await;
     let answer = raw_head(&proxy, "POST", "/v1/responses", Some(MAX_REQUEST_BODY + 1)).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     assert!(server.requests().is_empty());
@@ -197,10 +188,7 @@ async fn requests_share_one_kept_alive_connection() {
         Step::Reply(Reply::text("one")),
         Step::Reply(Reply::text("two")),
     ];
-    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
-    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
-        .await
-        .unwrap();
+    let (server, proxy) = proxied(steps).await;
     let grant = proxy.grant();
     let addr = proxy.base_url().replace("http://", "").replace("/v1", "");
     let tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
@@ -419,10 +407,7 @@ async fn each_grant_meters_its_own_answers_and_a_dropped_one_is_refused() {
         Step::Reply(Reply::text("two").with_usage(7, 3, 0, 0)),
         Step::Reply(Reply::text("never")),
     ];
-    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
-    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
-        .await
-        .unwrap();
+    let (server, proxy) = proxied(steps).await;
     let (a, b) = (proxy.grant(), proxy.grant());
     let url = format!("{}/responses", proxy.base_url());
     for grant in [&a, &b] {
@@ -460,13 +445,7 @@ async fn each_grant_meters_its_own_answers_and_a_dropped_one_is_refused() {
 /// An answer without usage (an error) counts as a request that reported none.
 #[tokio::test]
 async fn an_answer_without_usage_is_counted_as_unreported() {
-    let server = ScriptedServer::start(
-        Wire::OpenAiResponses,
-        vec![Step::quota_wall(Duration::from_secs(30))],
-    );
-    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
-        .await
-        .unwrap();
+    let (_server, proxy) = proxied(vec![Step::quota_wall(Duration::from_secs(30))]).await;
     let grant = proxy.grant();
     let auth = format!("Bearer {}", grant.token());
     let url = format!("{}/responses", proxy.base_url());
@@ -493,10 +472,7 @@ async fn a_grant_past_its_token_limit_is_refused_before_the_provider() {
         Step::Reply(Reply::text("one").with_usage(90, 20, 0, 0)),
         Step::Reply(Reply::text("two")),
     ];
-    let server = ScriptedServer::start(Wire::OpenAiResponses, steps);
-    let proxy = KeyProxy::start(&server.openai_base_url(), real_key())
-        .await
-        .unwrap();
+    let (server, proxy) = proxied(steps).await;
     let (limited, other) = (proxy.grant_limited(100), proxy.grant());
     let url = format!("{}/responses", proxy.base_url());
     let auth = format!("Bearer {}", limited.token());
