@@ -715,13 +715,7 @@ fn claude_code_agents_in_working_copies_finish_a_project() {
     let Some(cli) = claude("claude_code_agents_in_working_copies_finish_a_project") else {
         return;
     };
-    let p = Project::with_toml(
-        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 0\n",
-    );
-    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
-    let git = |args: &[&str]| baton_testkit::git(p.path(), args);
-    git(&["init", "-q"]);
+    let p = two_feature_project();
     let mut b = ScriptedServer::builder(Wire::Anthropic);
     for n in 1..=2 {
         b = b.when(move |r| is_for(r, n), session(n, false));
@@ -729,27 +723,9 @@ fn claude_code_agents_in_working_copies_finish_a_project() {
     let server = b.start(initializer(&list(2, 0)));
     let home = tempfile::tempdir().unwrap();
     let dir = p.path().to_str().unwrap();
-    let out = baton_cc(
-        &cli,
-        &server,
-        home.path(),
-        &[
-            "run",
-            dir,
-            "--agents",
-            "2",
-            "--max-sessions",
-            "6",
-            "--quiet",
-        ],
-    );
+    let out = baton_cc(&cli, &server, home.path(), &two_agents_run(dir));
+    assert_two_agents_finished(&p, &out);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("2 agents"), "{err}");
-    for f in ["src/F01.txt", "src/F02.txt"] {
-        assert!(p.path().join(f).is_file(), "{f}\n{err}");
-    }
-    assert_eq!(git(&["status", "--porcelain"]), "");
     // Each copy's sessions ran the CLI with a hook judging in that copy.
     let mut copies = 0;
     for k in ["a1", "a2"] {

@@ -475,13 +475,7 @@ fn codex_agents_in_working_copies_finish_a_project() {
     let Some(cli) = codex("codex_agents_in_working_copies_finish_a_project") else {
         return;
     };
-    let p = Project::with_toml(
-        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 0\n",
-    );
-    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
-    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
-    let git = |args: &[&str]| baton_testkit::git(p.path(), args);
-    git(&["init", "-q"]);
+    let p = two_feature_project();
     let mut b = ScriptedServer::builder(Wire::OpenAiResponses);
     for n in 1..=2 {
         let t = token(n);
@@ -504,26 +498,8 @@ fn codex_agents_in_working_copies_finish_a_project() {
     ];
     let server = b.start(init);
     let dir = p.path().to_str().unwrap();
-    let out = baton_codex(
-        &cli,
-        &server,
-        &[
-            "run",
-            dir,
-            "--agents",
-            "2",
-            "--max-sessions",
-            "6",
-            "--quiet",
-        ],
-    );
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("2 agents"), "{err}");
-    for f in ["src/F01.txt", "src/F02.txt"] {
-        assert!(p.path().join(f).is_file(), "{f}\n{err}");
-    }
-    assert_eq!(git(&["status", "--porcelain"]), "");
+    let out = baton_codex(&cli, &server, &two_agents_run(dir));
+    assert_two_agents_finished(&p, &out);
     let s = status(dir);
     assert_eq!(s["passing"], 2, "{s}");
 }

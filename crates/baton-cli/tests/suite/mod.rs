@@ -416,3 +416,40 @@ pub fn agent_cli(test: &str, name: &str, var: &str, package: &str) -> Option<std
     );
     None
 }
+
+/// A project of two features for a `--agents 2` run through an agent CLI: its
+/// `baton.toml`, spec, `.gitignore` and an empty repository.
+pub fn two_feature_project() -> Project {
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 0\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    baton_testkit::git(p.path(), &["init", "-q"]);
+    p
+}
+
+/// `baton run DIR` with two agents, six sessions at most, quietly.
+pub fn two_agents_run(dir: &str) -> [&str; 7] {
+    [
+        "run",
+        dir,
+        "--agents",
+        "2",
+        "--max-sessions",
+        "6",
+        "--quiet",
+    ]
+}
+
+/// What a two-agent run of [`two_feature_project`] leaves when it finished: exit
+/// 0, both agents said, both features built and merged, a clean tree.
+pub fn assert_two_agents_finished(p: &Project, out: &Output) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("2 agents"), "{err}");
+    for f in ["src/F01.txt", "src/F02.txt"] {
+        assert!(p.path().join(f).is_file(), "{f}\n{err}");
+    }
+    assert_eq!(baton_testkit::git(p.path(), &["status", "--porcelain"]), "");
+}
