@@ -190,9 +190,17 @@ fn main() -> ExitCode {
     }
     // Defense in depth where the kernel honours it: no dumping, no reading our memory.
     let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
-    // Claude Code runs each shell command of a sandboxed claude-code session as
-    // `baton --sandbox-shell '<command string>'` (see cli_session).
+    // Claude Code runs each shell command and MCP server of a sandboxed claude-code
+    // session as `baton-sandbox-shell '<command string>'` (a link to baton), and
+    // Codex runs as `baton --sandbox-shell '<command string>'` (see cli_session).
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let called = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == baton_agent::cli_session::SANDBOX_SHELL_NAME);
+    if called {
+        return policy_cmd::sandbox_shell(&argv[1..]);
+    }
     if argv
         .get(1)
         .is_some_and(|a| a == baton_agent::cli_session::SANDBOX_SHELL_FLAG)

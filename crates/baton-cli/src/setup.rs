@@ -182,8 +182,16 @@ pub fn cli_backend(
         AgentKind::Codex => &[],
         _ => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
     };
+    // The CLI's shell commands go through baton's sandbox as the built-in Bash's do.
+    let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let (spec, warning) = baton_policy::session_sandbox(&cfg.sandbox, &project);
+    if let Some(w) = warning {
+        eprintln!("baton: warning: {w}");
+    }
     let mut specs = baton_mcp::specs_from_config(cfg, dir);
-    if kind == AgentKind::Codex {
+    // Codex runs whole in the sandbox, and Claude Code starts its MCP servers
+    // through its shell prefix, so in the sandbox too when there is one.
+    if kind == AgentKind::Codex || spec.is_some() {
         inside_the_sandbox(&mut specs, dir)?;
     }
     let mcp_config = if specs.is_empty() {
@@ -216,12 +224,6 @@ pub fn cli_backend(
         }
         Some(serde_json::json!({ "mcpServers": servers }))
     };
-    // The CLI's shell commands go through baton's sandbox as the built-in Bash's do.
-    let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let (spec, warning) = baton_policy::session_sandbox(&cfg.sandbox, &project);
-    if let Some(w) = warning {
-        eprintln!("baton: warning: {w}");
-    }
     let unset = baton_policy::secret_env(&cfg.policy);
     if let Err(e) = crate::secrets::scrub_configured(&cfg.policy.secret_env) {
         eprintln!(
@@ -293,13 +295,14 @@ fn installed(program: PathBuf, install: &str) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// Codex starts the MCP servers itself, inside the sandbox, where `.baton/` is
-/// read-only: the browser's output files go to the agent's private home instead,
-/// and its temporary files (the profile, whose socket path must stay short) to the
+/// The CLI starts the MCP servers itself, inside the sandbox (Codex, whole; Claude
+/// Code runs them through its shell prefix), where `.baton/` is read-only: the
+/// browser's output files go to the agent's private home instead, and its
+/// temporary files (the profile, whose socket path must stay short) to the
 /// sandbox's temp dir; its configuration, written by baton, stays where it is.
 fn inside_the_sandbox(specs: &mut [baton_mcp::ServerSpec], dir: &Path) -> anyhow::Result<()> {
     let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let output = baton_policy::sandbox::private_home(&project).join(".baton-codex/mcp-output");
+    let output = baton_policy::sandbox::private_home(&project).join(".baton-mcp/output");
     std::fs::create_dir_all(&output)
         .with_context(|| format!("cannot create {}", output.display()))?;
     let own = dir

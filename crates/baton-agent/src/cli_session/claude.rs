@@ -14,6 +14,8 @@
 //! table, each tool result a `tool_result` (a hook refusal marked `refused`), and the
 //! CLI's final `result` the `session_end` with its outcome, usage and total cost.
 
+use std::path::PathBuf;
+
 use serde_json::{Value, json};
 
 use super::{CliSession, Progress, Start, io_err, reset_of, tail};
@@ -30,6 +32,12 @@ pub const SHELL_PREFIX_VAR: &str = "CLAUDE_CODE_SHELL_PREFIX";
 
 /// baton's flag for running a CLI's command string in its sandbox.
 pub const SANDBOX_SHELL_FLAG: &str = "--sandbox-shell";
+
+/// The name under which baton behaves as `baton --sandbox-shell` (a link to it in
+/// baton's state dir is Claude Code's shell prefix: Claude Code splits a flag off
+/// the prefix for its shell commands, but not for its MCP servers, which it then
+/// cannot start).
+pub const SANDBOX_SHELL_NAME: &str = "baton-sandbox-shell";
 
 /// The variable holding the sandbox spec (JSON) for `baton --sandbox-shell`.
 pub const SANDBOX_SPEC_VAR: &str = "BATON_SANDBOX";
@@ -75,7 +83,11 @@ impl CliSession<'_> {
         if let Some(mcp) = &self.mcp_config {
             let path = dir.join(format!("{n:04}-mcp.json"));
             std::fs::write(&path, mcp.to_string()).map_err(io_err(&path))?;
-            cmd.arg("--mcp-config").arg(&path);
+            // The servers' tools offered as they are, not deferred behind the CLI's
+            // tool search: baton's brief names them (`mcp__playwright__…`).
+            cmd.arg("--mcp-config")
+                .arg(&path)
+                .env("ENABLE_TOOL_SEARCH", "false");
         }
         cmd.arg("--")
             .arg(prompt)
@@ -83,8 +95,7 @@ impl CliSession<'_> {
             .env_remove(SHELL_PREFIX_VAR)
             .env_remove(SANDBOX_SPEC_VAR);
         if let Some(spec) = &self.command_sandbox {
-            let prefix = format!("{} {SANDBOX_SHELL_FLAG}", self.baton_exe.display());
-            cmd.env(SHELL_PREFIX_VAR, prefix)
+            cmd.env(SHELL_PREFIX_VAR, self.sandbox_shell_link()?)
                 .env(SANDBOX_SPEC_VAR, spec);
         }
         Ok(Start {
@@ -211,6 +222,22 @@ impl CliSession<'_> {
 }
 
 impl CliSession<'_> {
+    /// `<state dir>/bin/baton-sandbox-shell`, a link to this baton made (or made
+    /// anew) here: out of the sandbox's reach, like the rest of the state dir.
+    fn sandbox_shell_link(&self) -> Result<PathBuf, AgentError> {
+        let dir = baton_config::state_dir(&self.project_dir).join("bin");
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let link = dir.join(SANDBOX_SHELL_NAME);
+        if std::fs::read_link(&link).is_ok_and(|t| t == self.baton_exe) {
+            return Ok(link);
+        }
+        let fresh = dir.join(format!(".{SANDBOX_SHELL_NAME}.{}", std::process::id()));
+        let _ = std::fs::remove_file(&fresh);
+        std::os::unix::fs::symlink(&self.baton_exe, &fresh).map_err(io_err(&fresh))?;
+        std::fs::rename(&fresh, &link).map_err(io_err(&link))?;
+        Ok(link)
+    }
+
     /// The last line the sandbox launcher logged, when it logged one in the last
     /// minute (why the hook's process could not start).
     fn launcher_failure(&self) -> Option<String> {

@@ -29,7 +29,10 @@ use crate::pricing::PriceTable;
 use crate::session::{AgentError, Limits, Observer, Outcome, SessionResult};
 use crate::transcript::{Event, Transcript, TranscriptError};
 
-pub use claude::{LAUNCHER_LOG, PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, SHELL_PREFIX_VAR};
+pub use claude::{
+    LAUNCHER_LOG, PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SHELL_NAME, SANDBOX_SPEC_VAR,
+    SHELL_PREFIX_VAR,
+};
 
 /// Which agent CLI, with what that CLI needs besides the shared parts.
 #[derive(Debug, Clone)]

@@ -853,3 +853,71 @@ fn refusals(dir: &std::path::Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// Claude Code drives the real browser (`[browser]`'s Playwright MCP server and
+/// Chromium, which the CLI starts from baton's `--mcp-config`): the page's title
+/// comes back, and baton's hook refuses a `file://` URL as in its own loop.
+#[test]
+fn claude_code_drives_the_real_browser() {
+    let Some(cli) = claude("claude_code_drives_the_real_browser") else {
+        return;
+    };
+    let Some(parts) = baton_testkit::browser::browser_parts("claude_code_drives_the_real_browser")
+    else {
+        return;
+    };
+    let p = Project::with_toml(&format!(
+        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        parts.chromium.display().to_string(),
+        parts.cli.display().to_string()
+    ));
+    let browse = |url: &str| {
+        Step::Reply(Reply::tool(
+            "mcp__playwright__browser_navigate",
+            json!({"url": url}),
+        ))
+    };
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            browse("data:text/html,<title>Greeter</title><p>hello</p>"),
+            browse("file:///etc/hostname"),
+            Step::Reply(Reply::text("Seen in the browser.")),
+        ],
+    );
+    let home = tempfile::tempdir().unwrap();
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(
+        &cli,
+        &server,
+        home.path(),
+        &["exec", dir, "--prompt", "look"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // What the CLI sent back to the model after call `i` (its tool result).
+    let said = |i: usize| {
+        server.requests()[i].body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m.to_string())
+            .unwrap_or_default()
+    };
+    assert!(said(1).contains("Page Title: Greeter"), "{}", said(1));
+    assert!(said(2).contains("Refused by baton's policy"), "{}", said(2));
+    assert!(said(2).contains("file://"), "{}", said(2));
+    let t = p.transcript(1);
+    assert_consistent(&t);
+    let refused: Vec<String> = t
+        .iter()
+        .filter_map(|r| match &r.event {
+            Event::ToolResult {
+                name,
+                refused: true,
+                ..
+            } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused, ["mcp__playwright__browser_navigate"], "{err}");
+}
