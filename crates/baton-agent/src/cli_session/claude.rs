@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{CliSession, Progress, Start, io_err, reset_of, tail};
+use super::{CliSession, Progress, Start, io_err, reset_of, result_text, tail};
 use crate::model::{Block, Usage};
 use crate::session::{AgentError, Outcome};
 use crate::transcript::Transcript;
@@ -183,6 +183,7 @@ impl CliSession<'_> {
                         continue;
                     }
                     let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
+                    let images = super::images_of(&b["content"]);
                     let mut text = result_text(&b["content"]);
                     let is_error = b["is_error"] == json!(true);
                     let mut refused = is_error && text.contains(HOOK_REFUSAL);
@@ -191,7 +192,12 @@ impl CliSession<'_> {
                         refused = is_error;
                         text = format!("{text}\n(baton's PreToolUse hook gave no answer: {why})");
                     }
-                    self.tool_result(transcript, p, id, text, is_error, refused)?;
+                    let out = baton_tools::ToolOutput {
+                        content: text,
+                        is_error,
+                        images,
+                    };
+                    self.tool_output(transcript, p, id, out, refused)?;
                 }
             }
             // baton's hook gave no usable answer (it failed to start, or timed out):
@@ -299,19 +305,6 @@ fn block_of(b: &Value) -> Option<Block> {
             input: b["input"].clone(),
         }),
         _ => None,
-    }
-}
-
-/// A tool result's content (a string, or text blocks) as text.
-fn result_text(c: &Value) -> String {
-    match c {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 

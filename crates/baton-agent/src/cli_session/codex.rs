@@ -256,9 +256,14 @@ impl CliSession<'_> {
                 let text = if failed {
                     item["error"].to_string()
                 } else {
-                    item["result"].to_string()
+                    super::result_text(&item["result"]["content"])
                 };
-                self.tool_result(transcript, p, id, text, failed, false)?;
+                let out = baton_tools::ToolOutput {
+                    content: text,
+                    is_error: failed,
+                    images: super::images_of(&item["result"]["content"]),
+                };
+                self.tool_output(transcript, p, id, out, false)?;
             }
             ("item.completed", Some("agent_message")) => {
                 let text = item["text"].as_str().unwrap_or_default().to_string();

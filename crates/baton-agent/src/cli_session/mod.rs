@@ -168,6 +168,44 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> AgentError + '_ {
     }
 }
 
+/// The text of a tool result's content: a string, or its text blocks joined.
+pub(super) fn result_text(c: &Value) -> String {
+    match c {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The images of a tool result's content blocks, in Anthropic's shape (`source`
+/// with `media_type` and `data`) or MCP's (`data`, `mimeType`).
+fn images_of(content: &Value) -> Vec<baton_tools::Image> {
+    let Some(blocks) = content.as_array() else {
+        return Vec::new();
+    };
+    blocks
+        .iter()
+        .filter(|b| b["type"] == "image")
+        .filter_map(|b| {
+            let data = b["source"]["data"]
+                .as_str()
+                .or_else(|| b["data"].as_str())?;
+            let media = b["source"]["media_type"]
+                .as_str()
+                .or_else(|| b["mimeType"].as_str())
+                .unwrap_or("image/png");
+            Some(baton_tools::Image {
+                media_type: media.to_string(),
+                data: data.to_string(),
+            })
+        })
+        .collect()
+}
+
 /// Quote `s` for a POSIX shell.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -179,8 +217,9 @@ struct Progress {
     turns: u32,
     /// The assistant message being assembled: (id, blocks, usage).
     pending: Option<(String, Vec<Block>, Usage)>,
-    /// Tool calls by id, for naming results and timing them.
-    calls: HashMap<String, (String, Instant)>,
+    /// Tool calls by id, for naming results, timing them and keeping evidence:
+    /// (name, started, input).
+    calls: HashMap<String, (String, Instant, Value)>,
     final_text: String,
     usage: Usage,
     cost: f64,
@@ -191,6 +230,8 @@ struct Progress {
     totals: Option<(Usage, Option<f64>)>,
     /// Calls whose `PreToolUse` hook gave no answer, with why (Claude Code).
     no_verdict: HashMap<String, String>,
+    /// Tool results recorded so far (names evidence files apart).
+    results: usize,
 }
 
 /// How one CLI is started and read.
@@ -429,7 +470,7 @@ impl CliSession<'_> {
         }
     }
 
-    /// Record a tool call's result.
+    /// Record a tool call's result (text only).
     fn tool_result(
         &self,
         transcript: &mut Transcript,
@@ -439,25 +480,50 @@ impl CliSession<'_> {
         is_error: bool,
         refused: bool,
     ) -> Result<(), AgentError> {
-        let (name, took) = p
-            .calls
-            .remove(&id)
-            .map_or((String::new(), Duration::ZERO), |(n, t)| (n, t.elapsed()));
         let out = ToolOutput {
-            content: text.clone(),
+            content: text,
             is_error,
             images: Vec::new(),
         };
+        self.tool_output(transcript, p, id, out, refused)
+    }
+
+    /// Record a tool call's result; what a browser call showed (its text, its
+    /// screenshots) is kept as evidence as in baton's own loop.
+    fn tool_output(
+        &self,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        id: String,
+        out: ToolOutput,
+        refused: bool,
+    ) -> Result<(), AgentError> {
+        let (name, took, input) = p
+            .calls
+            .remove(&id)
+            .map_or((String::new(), Duration::ZERO, Value::Null), |(n, t, i)| {
+                (n, t.elapsed(), i)
+            });
         self.observer.tool_end(&name, &out, refused, took);
+        let evidence = crate::session::keep_evidence(
+            &self.project_dir,
+            transcript.number(),
+            p.turns,
+            p.results,
+            &name,
+            &input,
+            &out,
+        );
+        p.results += 1;
         transcript.record(Event::ToolResult {
             turn: p.turns,
             tool_use_id: id,
             name,
-            content: text,
-            is_error,
+            content: out.content,
+            is_error: out.is_error,
             refused,
             duration_ms: took.as_millis() as u64,
-            evidence: Vec::new(),
+            evidence,
         })?;
         Ok(())
     }
@@ -499,7 +565,7 @@ impl CliSession<'_> {
         self.observer.turn_end(turn, &usage, cost);
         for (id, name, input) in calls {
             self.observer.tool_start(&name, &input);
-            p.calls.insert(id, (name, Instant::now()));
+            p.calls.insert(id, (name, Instant::now(), input));
         }
         Ok(())
     }

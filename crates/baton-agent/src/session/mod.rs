@@ -8,6 +8,7 @@
 //! tool calls in `tools`.
 
 mod tools;
+pub(crate) use tools::keep_evidence;
 mod turn;
 mod window;
 

@@ -116,7 +116,7 @@ pub(super) struct Bounds<'a> {
 /// Keep what a verifying tool call showed: every image (a screenshot) and, for tools
 /// from MCP servers (the browser), the call and its text, under
 /// `.baton/evidence/<session>/`. Returns the files written, relative to the project.
-fn keep_evidence(
+pub(crate) fn keep_evidence(
     project: &std::path::Path,
     session: u32,
     turn: u32,

@@ -882,6 +882,10 @@ fn claude_code_drives_the_real_browser() {
         vec![
             browse("data:text/html,<title>Greeter</title><p>hello</p>"),
             browse("file:///etc/hostname"),
+            Step::Reply(Reply::tool(
+                "mcp__playwright__browser_take_screenshot",
+                json!({}),
+            )),
             Step::Reply(Reply::text("Seen in the browser.")),
         ],
     );
@@ -920,4 +924,5 @@ fn claude_code_drives_the_real_browser() {
         })
         .collect();
     assert_eq!(refused, ["mcp__playwright__browser_navigate"], "{err}");
+    super::assert_screenshot_kept(p.path(), &t);
 }

@@ -536,6 +536,10 @@ fn codex_drives_the_real_browser_inside_the_sandbox() {
         vec![
             browse("data:text/html,<title>Greeter</title><p>hello</p>"),
             browse("file:///etc/hostname"),
+            Step::Reply(Reply::tool(
+                "mcp__playwright::browser_take_screenshot",
+                json!({}),
+            )),
             Step::Reply(Reply::text("Seen in the browser.")),
         ],
     );
@@ -565,6 +569,7 @@ fn codex_drives_the_real_browser_inside_the_sandbox() {
         calls.contains(&"mcp__playwright__browser_navigate".to_string()),
         "{calls:?}"
     );
+    assert_screenshot_kept(p.path(), &t);
 }
 
 /// A Codex that is not installed is said before anything runs, with how to

@@ -453,3 +453,24 @@ pub fn assert_two_agents_finished(p: &Project, out: &Output) {
     }
     assert_eq!(baton_testkit::git(p.path(), &["status", "--porcelain"]), "");
 }
+
+/// A session's browser screenshot was kept as evidence, as baton's own loop keeps
+/// one: a PNG under `.baton/evidence/`, named by its tool result.
+pub fn assert_screenshot_kept(project: &std::path::Path, t: &[baton_agent::transcript::Record]) {
+    let kept: Vec<String> = t
+        .iter()
+        .filter_map(|r| match &r.event {
+            baton_agent::transcript::Event::ToolResult { name, evidence, .. }
+                if name.ends_with("browser_take_screenshot") =>
+            {
+                Some(evidence.clone())
+            }
+            _ => None,
+        })
+        .flatten()
+        .filter(|f| f.ends_with(".png"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let png = std::fs::read(project.join(&kept[0])).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "{} is no PNG", kept[0]);
+}
