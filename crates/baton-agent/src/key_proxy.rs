@@ -121,7 +121,7 @@ impl Grant {
 
     /// Whether the grant's token limit is reached, so its requests are refused.
     pub fn spent(&self) -> bool {
-        self.limit > 0 && self.metered().total().total() >= self.limit
+        self.metered().reached(self.limit)
     }
 }
 
@@ -334,8 +334,12 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             "key proxy: missing, wrong or revoked bearer token",
         );
     };
-    let spent = tally.lock().map_or(0, |m| m.total().total());
-    if limit > 0 && spent >= limit {
+    let over = tally
+        .lock()
+        .ok()
+        .filter(|m| m.reached(limit))
+        .map(|m| m.total().total());
+    if let Some(spent) = over {
         let msg = format!(
             "key proxy: this session's token limit is spent ({spent} of {limit} tokens; [agent] max_session_tokens)"
         );

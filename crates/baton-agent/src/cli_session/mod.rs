@@ -309,14 +309,13 @@ impl CliSession<'_> {
         p: &mut Progress,
     ) -> Result<Outcome, AgentError> {
         let n = transcript.number();
-        // Codex's token for this session only: revoked when `grant` drops at the end.
-        let grant = match &self.cli {
-            Cli::Codex(c) => Some(c.proxy.grant_limited(self.limits.max_tokens)),
-            Cli::ClaudeCode => None,
-        };
-        let start = match (&self.cli, &grant) {
-            (Cli::Codex(c), Some(g)) => self.codex_command(c, g, n, system, prompt)?,
-            _ => self.claude_command(n, system, prompt)?,
+        // Codex's token is this session's only: revoked when `grant` drops at the end.
+        let (start, grant) = match &self.cli {
+            Cli::ClaudeCode => (self.claude_command(n, system, prompt)?, None),
+            Cli::Codex(c) => {
+                let g = c.proxy.grant_limited(self.limits.max_tokens);
+                (self.codex_command(c, &g, n, system, prompt)?, Some(g))
+            }
         };
         let scratch = start.scratch.clone();
         let ended = self.follow(start, transcript, stop, p).await;

@@ -41,6 +41,11 @@ impl Metered {
         }
         all
     }
+
+    /// Whether tokens of every kind in all reached `limit` (0: no limit).
+    pub fn reached(&self, limit: u64) -> bool {
+        limit > 0 && self.total().total() >= limit
+    }
 }
 
 /// One grant's running count, shared by its requests in flight.
@@ -76,6 +81,16 @@ struct Reader {
 }
 
 impl Reader {
+    fn new(sse: bool, length: Option<usize>) -> Self {
+        Reader {
+            sse,
+            length,
+            buf: Vec::new(),
+            skipping: false,
+            found: Vec::new(),
+        }
+    }
+
     fn feed(&mut self, mut chunk: &[u8]) {
         if !self.sse {
             if !self.skipping {
@@ -165,13 +180,7 @@ impl<S> Metering<S> {
     pub(super) fn new(inner: S, content_type: &str, length: Option<usize>, tally: Tally) -> Self {
         Metering {
             inner,
-            reader: Reader {
-                sse: content_type.starts_with("text/event-stream"),
-                length,
-                buf: Vec::new(),
-                skipping: false,
-                found: Vec::new(),
-            },
+            reader: Reader::new(content_type.starts_with("text/event-stream"), length),
             tally,
             reported: false,
             done: false,
@@ -237,13 +246,7 @@ mod tests {
     use super::*;
 
     fn read(sse: bool, chunks: &[&[u8]]) -> Vec<(String, Usage)> {
-        let mut r = Reader {
-            sse,
-            length: None,
-            buf: Vec::new(),
-            skipping: false,
-            found: Vec::new(),
-        };
+        let mut r = Reader::new(sse, None);
         for c in chunks {
             r.feed(c);
         }
@@ -282,13 +285,7 @@ mod tests {
     #[test]
     fn a_json_body_of_known_length_is_read_as_its_last_byte_passes() {
         let body = b"{\"usage\": {\"input_tokens\": 7, \"output_tokens\": 2}}";
-        let mut r = Reader {
-            sse: false,
-            length: Some(body.len()),
-            buf: Vec::new(),
-            skipping: false,
-            found: Vec::new(),
-        };
+        let mut r = Reader::new(false, Some(body.len()));
         r.feed(&body[..10]);
         assert!(r.found.is_empty());
         r.feed(&body[10..]);
