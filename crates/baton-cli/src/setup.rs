@@ -217,10 +217,18 @@ pub fn cli_backend(
                 s.command.clone(),
             ];
             args.extend(s.args.iter().cloned());
-            servers.insert(
-                s.name.clone(),
-                serde_json::json!({"command": "env", "args": args, "env": s.env}),
-            );
+            let mut server = serde_json::json!({"command": "env", "args": args, "env": s.env});
+            if kind == AgentKind::Codex {
+                // Each server is waited for before the first turn, as long as baton's
+                // own loop waits for one: Codex would otherwise go on without a server
+                // slower than its 10 s and answer the model's first call of it
+                // "unsupported call".
+                let hub = baton_mcp::HubOptions::default();
+                server["required"] = true.into();
+                server["startup_timeout_sec"] = hub.start_timeout.as_secs_f64().into();
+                server["tool_timeout_sec"] = hub.call_timeout.as_secs_f64().into();
+            }
+            servers.insert(s.name.clone(), server);
         }
         Some(serde_json::json!({ "mcpServers": servers }))
     };

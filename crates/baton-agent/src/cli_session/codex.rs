@@ -13,10 +13,10 @@
 //! ([`crate::key_proxy`]) with a token of the session's own, revoked when it ends,
 //! and the proxy forwards each request to the provider with the real key. The
 //! session's usage is what the proxy saw the provider report for that token, so a
-//! command that read the token and asked the model itself is counted too. Codex's home (`CODEX_HOME`) is a
-//! fresh directory per session inside the agent's private home, removed after it;
-//! the user's `~/.codex/config.toml` is not loaded (`--ignore-user-config`) and
-//! nothing is persisted (`--ephemeral`).
+//! command that read the token and asked the model itself is counted too. Codex's
+//! home (`CODEX_HOME`) is a fresh directory per session inside the agent's private
+//! home, removed after it; the user's `~/.codex/config.toml` is not loaded
+//! (`--ignore-user-config`) and nothing is persisted (`--ephemeral`).
 //!
 //! baton's rules reach inside through Codex's `PreToolUse` hook (Claude Code's hook
 //! JSON: `Bash` with `command`, `apply_patch` with the patch), given with `-c`.
@@ -25,9 +25,10 @@
 //!
 //! The `--json` events become transcript events: a `command_execution` item a
 //! `Bash` turn and its result, a `file_change` an `apply_patch` turn, an
-//! `agent_message` a text turn; `turn.completed`'s usage stands for the session's
-//! only when the proxy saw no answer report any (Codex gives none per turn). Codex has no turn limit of its own: baton counts the calls
-//! and stops it past `max_turns`.
+//! `agent_message` a text turn, an `mcp_tool_call` a call whose text and images are
+//! kept as evidence; `turn.completed`'s usage stands for the session's only when the
+//! proxy saw no answer report any (Codex gives none per turn). Codex has no turn
+//! limit of its own: baton counts the calls and stops it past `max_turns`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -127,17 +128,6 @@ impl CliSession<'_> {
                     "-c".into(),
                     format!("mcp_servers.{name}={}", toml_inline(s)),
                 ]);
-                // Each server is waited for before the first turn, as long as
-                // baton's own loop waits for one (60 s to start, 120 s a call):
-                // Codex would otherwise go on without a server slower than its 10 s
-                // and answer the model's first call of it "unsupported call".
-                for kv in [
-                    "required=true",
-                    "startup_timeout_sec=60.0",
-                    "tool_timeout_sec=120.0",
-                ] {
-                    args.extend(["-c".into(), format!("mcp_servers.{name}.{kv}")]);
-                }
             }
         }
         // The prompt comes on stdin.
@@ -349,7 +339,8 @@ fn usage_of(u: &Value) -> Usage {
     }
 }
 
-/// A JSON object of strings, string lists and string maps as a TOML inline table.
+/// A JSON object of strings, string lists, string maps, numbers and booleans as a
+/// TOML inline table.
 fn toml_inline(v: &Value) -> String {
     match v {
         Value::Object(m) => {
@@ -396,13 +387,16 @@ mod tests {
 
     #[test]
     fn mcp_servers_become_inline_tables() {
-        let t =
-            toml_inline(&json!({"command": "env", "args": ["-C", "/x y"], "env": {"A": "b\"c"}}));
+        let t = toml_inline(
+            &json!({"command": "env", "args": ["-C", "/x y"], "env": {"A": "b\"c"}, "required": true, "startup_timeout_sec": 60.0}),
+        );
         assert_eq!(
             t,
-            r#"{"command"="env", "args"=["-C", "/x y"], "env"={"A"="b\"c"}}"#
+            r#"{"command"="env", "args"=["-C", "/x y"], "env"={"A"="b\"c"}, "required"=true, "startup_timeout_sec"=60.0}"#
         );
         let parsed: toml::Value = toml::from_str(&format!("x = {t}")).unwrap();
         assert_eq!(parsed["x"]["env"]["A"].as_str(), Some("b\"c"));
+        assert_eq!(parsed["x"]["required"].as_bool(), Some(true));
+        assert_eq!(parsed["x"]["startup_timeout_sec"].as_float(), Some(60.0));
     }
 }
