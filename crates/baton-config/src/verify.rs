@@ -29,6 +29,11 @@ pub struct VerifyConfig {
     pub turns_per_feature: u32,
     /// The most turns one verifier session may take, however many features.
     pub max_turns: u32,
+    /// Files a check reads besides the ones baton finds itself (the paths its
+    /// command names, the project's test files and test runners' configuration):
+    /// globs relative to the project. A session that changes one proves no flip by
+    /// check; the verifier judges it instead.
+    pub protect: Vec<String>,
 }
 
 impl Default for VerifyConfig {
@@ -43,6 +48,7 @@ impl Default for VerifyConfig {
             model: None,
             turns_per_feature: 30,
             max_turns: 200,
+            protect: Vec::new(),
         }
     }
 }

@@ -53,6 +53,9 @@ pub struct Extras {
     pub max_turns: u32,
     /// A person's guidance queued with `baton tell`.
     pub told: Vec<crate::tell::Told>,
+    /// The target's check as baton ran it on the session's base commit, before the
+    /// work.
+    pub base_check: Option<baton_records::BaseCheck>,
 }
 
 /// Processes shown at most.
@@ -79,7 +82,7 @@ pub fn brief_with(
     if let Some(run) = sweep {
         sweep_found(&mut b, files, run);
     }
-    next_features(&mut b, list, state);
+    next_features(&mut b, list, state, extras.base_check.as_ref());
     set_aside(&mut b, list, state);
     recent_commits(&mut b, files);
     progress_notes(&mut b, files);
@@ -374,7 +377,12 @@ fn sweep_found(b: &mut String, files: &Files, run: &CheckRun) {
 
 /// The feature to take (the claimed one in a parallel run), with its steps,
 /// verify command and earlier attempts, and the next few after it.
-fn next_features(b: &mut String, list: &FeatureList, state: &State) {
+fn next_features(
+    b: &mut String,
+    list: &FeatureList,
+    state: &State,
+    base: Option<&baton_records::BaseCheck>,
+) {
     if state.claim.is_some() {
         let _ = writeln!(
             b,
@@ -423,6 +431,23 @@ fn next_features(b: &mut String, list: &FeatureList, state: &State) {
                     "   verify: `{}` (baton runs it to confirm the flip)",
                     cut(&v, 200)
                 );
+                match base.filter(|c| c.feature == i + 1 && c.command == v) {
+                    Some(c) if c.passed => {
+                        let _ = writeln!(
+                            b,
+                            "   #{}'s check already passes before your work (baton ran it just now), so it cannot prove the flip: the independent verifier will judge it",
+                            i + 1
+                        );
+                    }
+                    Some(_) => {
+                        let _ = writeln!(
+                            b,
+                            "   #{}'s check fails before your work (baton ran it just now): make it pass, without changing what it runs",
+                            i + 1
+                        );
+                    }
+                    None => {}
+                }
             }
             None => {
                 let _ = writeln!(

@@ -104,18 +104,27 @@ impl<'a> Gates<'a> {
 
     /// Step 3, proof by checks: a new flip whose verify command passed just now is
     /// proven when that command was in the accepted list before the session (not
-    /// one the agent added with its flip) and failed on the session's base commit
-    /// (`base`, run before the work). One that passed there already proves
-    /// nothing: recorded as vacuous. Returns the flips still without proof.
+    /// one the agent added with its flip), failed on the session's base commit
+    /// (`base`, run before the work), was not written by a coding session, tests
+    /// more than that paths exist, and reads nothing the session changed since
+    /// `base_commit` (its tests, their configuration, a path the command names,
+    /// `inputs`). One that passed at the base proves nothing: recorded as vacuous;
+    /// the others that fail a rule are recorded with why (`weak_checks`). Returns
+    /// the flips still without proof. Runs after the leftover commit, so the
+    /// session's changes are all in `base_commit..HEAD`.
     pub fn prove_by_checks(
         &mut self,
         accepted: Option<&FeatureList>,
         base: Option<&BaseCheck>,
+        base_commit: Option<&str>,
+        inputs: &crate::scrutiny::Inputs,
     ) -> Vec<usize> {
         let Some(list) = &self.list else {
             return Vec::new();
         };
         let mut unproven = Vec::new();
+        let mut ledger = None;
+        let mut changes = None;
         for &n in &self.report.flipped {
             let now = crate::checks::command_of(list, n - 1);
             let before = accepted.and_then(|a| crate::checks::command_of(a, n - 1));
@@ -126,17 +135,54 @@ impl<'a> Gates<'a> {
                         && b.feature == n
                         && b.command == *cmd =>
                 {
-                    if b.passed {
+                    let ledger = ledger.get_or_insert_with(|| {
+                        baton_records::ledger::read(&self.files.ledger()).unwrap_or_default()
+                    });
+                    let author = check_author(ledger, n, cmd);
+                    let changes =
+                        changes.get_or_insert_with(|| changed_since(&self.files.dir, base_commit));
+                    let weak = if b.passed {
                         self.report.vacuous.push(n);
-                        false
+                        None
+                    } else if crate::scrutiny::existence_only(cmd) {
+                        Some("its verify command only tests that paths exist, which proves no behaviour".to_string())
+                    } else if author.coder {
+                        Some(format!(
+                            "its verify command was written by {}, so it is a regression check, not proof",
+                            author.who
+                        ))
                     } else {
-                        self.report.proofs.push((
-                            n,
-                            Proof::Check {
-                                command: cmd.clone(),
-                            },
-                        ));
-                        true
+                        match changes {
+                            Err(e) => Some(format!(
+                                "baton could not tell what the session changed ({e}), so its check is not taken as proof"
+                            )),
+                            Ok(c) => {
+                                let touched = inputs.touched(cmd, c);
+                                (!touched.is_empty()).then(|| {
+                                    format!(
+                                        "the session changed what its verify command runs or reads ({}), so the check proves nothing for it",
+                                        touched.join("; ")
+                                    )
+                                })
+                            }
+                        }
+                    };
+                    match weak {
+                        Some(why) => {
+                            self.report.weak_checks.push((n, why));
+                            false
+                        }
+                        None if b.passed => false,
+                        None => {
+                            self.report.proofs.push((
+                                n,
+                                Proof::Check {
+                                    command: cmd.clone(),
+                                    author: author.who,
+                                },
+                            ));
+                            true
+                        }
                     }
                 }
                 _ => false,
@@ -146,6 +192,15 @@ impl<'a> Gates<'a> {
             }
         }
         unproven
+    }
+
+    /// Record the check the verifier left for feature `n` (1-based) and baton
+    /// replayed: a `check_added` entry by `author`, kept with the flip's proof. The
+    /// feature list itself is left as the agent knows it.
+    pub fn keep_check(&mut self, n: usize, command: &str, author: &str) {
+        self.report
+            .checks_added
+            .push((n, command.to_string(), author.to_string()));
     }
 
     /// Step 5, the flips nothing proved (`unproven`, 1-based, those the verifier
@@ -180,7 +235,10 @@ impl<'a> Gates<'a> {
 
     /// Why nothing proved feature `n`'s flip, in words the next session can act on.
     fn unproven_reason(&self, list: &FeatureList, n: usize, verifier: bool) -> String {
-        let check = if self.report.vacuous.contains(&n) {
+        let weak = self.report.weak_checks.iter().find(|(f, _)| *f == n);
+        let check = if let Some((_, why)) = weak {
+            why.as_str()
+        } else if self.report.vacuous.contains(&n) {
             "its verify command already passed before this session's work, so it proves nothing"
         } else if self.report.verify_added.contains(&n) {
             "its verify command was added with the flip, so it is the claim, not a proof"
@@ -350,6 +408,25 @@ impl<'a> Gates<'a> {
                 head.clone(),
             ))?;
         }
+        for (n, why) in &r.weak_checks {
+            self.files.append_ledger(&entry(
+                LedgerKind::CheckTouched,
+                Some(*n),
+                format!("{}: {why}", desc(*n)),
+                head.clone(),
+            ))?;
+        }
+        let coder = format!("coding session {}", self.session);
+        let added = r
+            .verify_added
+            .iter()
+            .filter_map(|&n| crate::checks::command_of(list, n - 1).map(|c| (n, c, coder.clone())))
+            .chain(r.checks_added.iter().cloned());
+        for (n, command, author) in added {
+            let mut e = entry(LedgerKind::CheckAdded, Some(n), desc(n), head.clone());
+            e.proof = Some(Proof::Check { command, author });
+            self.files.append_ledger(&e)?;
+        }
         for (n, why) in &r.unproven {
             self.files.append_ledger(&entry(
                 LedgerKind::UnverifiedFlip,
@@ -404,4 +481,72 @@ impl<'a> Gates<'a> {
         }
         Ok(())
     }
+}
+
+/// Who wrote a check, as the ledger tells it.
+struct Author {
+    /// In words: `coding session 4`, `the verifier (session 6)`, `the initializer`.
+    who: String,
+    /// A coding session wrote it.
+    coder: bool,
+}
+
+/// Who wrote feature `n`'s check `command`: the last `check_added` entry for it
+/// that names this command (a coding session, or the verifier whose check baton
+/// kept), else whoever wrote the feature (a planner's or a person's `added` or
+/// `amended` entry), else the list's first author, the initializer.
+fn check_author(ledger: &baton_records::ledger::Ledger, n: usize, command: &str) -> Author {
+    let mut out = Author {
+        who: "the initializer".to_string(),
+        coder: false,
+    };
+    for e in ledger.entries.iter().filter(|e| e.feature == Some(n)) {
+        match (e.kind, &e.proof) {
+            (LedgerKind::CheckAdded, Some(Proof::Check { command: c, author })) if c == command => {
+                out = Author {
+                    coder: author.starts_with("coding session"),
+                    who: author.clone(),
+                };
+            }
+            (LedgerKind::Added, _) => {
+                out = Author {
+                    who: format!("the planner or a person (session {})", e.session),
+                    coder: false,
+                };
+            }
+            (LedgerKind::Amended, _) => {
+                out = Author {
+                    who: "a person (baton accept)".to_string(),
+                    coder: false,
+                };
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// What changed in the project from `base` to its head (the session's commits,
+/// leftovers included): each path with `A`, `M`, `D` or `T`.
+fn changed_since(
+    dir: &std::path::Path,
+    base: Option<&str>,
+) -> Result<Vec<crate::scrutiny::Change>, String> {
+    let Some(base) = base else {
+        return Err("the session's base commit is unknown".to_string());
+    };
+    let out = git::git(
+        dir,
+        &["diff", "--name-status", "--no-renames", "-z", base, "HEAD"],
+    )
+    .map_err(|e| e.to_string())?;
+    let mut parts = out.split('\0').filter(|p| !p.is_empty());
+    let mut changes = Vec::new();
+    while let (Some(status), Some(path)) = (parts.next(), parts.next()) {
+        changes.push(crate::scrutiny::Change {
+            status: status.chars().next().unwrap_or('M'),
+            path: path.to_string(),
+        });
+    }
+    Ok(changes)
 }

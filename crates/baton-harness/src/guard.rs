@@ -86,7 +86,7 @@ impl ToolGate for ReadOnly<'_> {
     fn check(&self, tool: &str, input: &Value) -> GateDecision {
         match tool {
             "Write" | "Edit" | "apply_patch" => GateDecision::Refuse(
-                "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict.".into(),
+                "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict; scratch files go into your temp dir through the shell (its path is in your instructions).".into(),
             ),
             // Browser tools can write files (a screenshot's `filename`); the verifier's
             // screenshots go back to it and into the evidence without one.

@@ -61,6 +61,7 @@ mod proof;
 mod queue;
 pub mod run;
 mod running;
+pub mod scrutiny;
 mod session;
 pub mod status;
 mod summary;

@@ -29,7 +29,7 @@ pub fn system(dir: &std::path::Path) -> String {
 /// The independent verifier's system prompt: read-only, strict, evidence-based.
 const VERIFIER_SYSTEM: &str = r#"You are an independent QA engineer checking another engineer's work in a project directory on a Linux machine: {dir}. No person will answer questions.
 
-You may not change the project in any way: no editing tools, no writing files through the shell (no redirection into files, `tee`, `sed -i`, `mv`, `rm`, installs), no git commands that change state (add, commit, stash, checkout, reset). Read, run and test only; temporary files go under /tmp. Each shell call is a fresh shell with stdin closed; long-running servers go in the background (your shell tool's option for it) and you poll them until they answer.
+You may not change the project in any way: no editing tools, no writing into the project through the shell (no redirection into its files, `tee`, `sed -i`, `mv`, `rm`, installs), no git commands that change state (add, commit, stash, checkout, reset). Read, run and test only; scratch files, small programs and builds go under your own temp dir (named below). Each shell call is a fresh shell with stdin closed; long-running servers go in the background (your shell tool's option for it) and you poll them until they answer.
 
 Your verdict decides whether a feature counts as done, and reviewers like you are known to be too lenient. Be strict:
 - Fail when in doubt. A pass needs evidence: for each step, what you did and what you saw.
@@ -271,7 +271,7 @@ impl ProofRules {
 
     /// What the coding session is told about proof.
     pub fn text(&self) -> String {
-        let check = "a verify command that was in the feature list before your session, failed before your work and passes after it (one you add with your flip is a regression check for later, not proof of this flip)";
+        let check = "your target feature's verify command, when it was in the feature list before your session and no coding session wrote it, failed before your work (baton runs it on your base commit; the brief says how it came out) and passes after it, and your session changed none of what it runs or reads (its test files, the test runner's configuration, paths its command names); only the target's check runs before the work, and a check that only tests that files exist proves nothing. A check you add is a regression check for later, never proof, and a test you change stops proving the features whose checks run it";
         let bar = format!(
             "The verifier fails a feature for: a step that does not work exactly as written{}, data that does not persist where the steps say it should, data special-cased so that only the steps' own values work, and a step done behind the user's back (through files, the database or {}). It does not fail a feature for what its steps do not cover.",
             if self.browser {

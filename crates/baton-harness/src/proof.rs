@@ -68,12 +68,18 @@ impl Runner<'_> {
         deadline: Option<Instant>,
     ) -> Result<(f64, Option<AgentError>), HarnessError> {
         let app_started = g.verify(&self.checker()).await;
-        let unproven = g.prove_by_checks(accepted, ip.base_check.as_ref());
         // What the start script ran for the checks stops before baton's git.
         if app_started {
             self.stop_processes().await;
         }
         g.commit_leftovers()?;
+        let inputs = crate::scrutiny::Inputs::new(&self.cfg.verify.protect);
+        let unproven = g.prove_by_checks(
+            accepted,
+            ip.base_check.as_ref(),
+            ip.head_before.as_deref(),
+            &inputs,
+        );
         let verify = &self.cfg.verify;
         let mut done = (0.0, None);
         if verify.agent && !unproven.is_empty() {
@@ -125,6 +131,11 @@ impl Runner<'_> {
         ));
         let kind = self.cfg.project.kind.as_str();
         let browser = self.cfg.browser.enabled && kind == "web";
+        // Its scratch space: a temp dir of its own (`TMPDIR`), gone after it.
+        let scratch = tempfile::Builder::new()
+            .prefix("baton-verifier-")
+            .tempdir()
+            .map_err(crate::error::io(&std::env::temp_dir()))?;
         let prompt = verifier::prompt(&verifier::Brief {
             list: &current,
             features: flips,
@@ -132,6 +143,7 @@ impl Runner<'_> {
             browser,
             base,
             app,
+            scratch: Some(scratch.path().display().to_string()),
         });
         let system = prompts::verifier_system(&self.files.dir);
         // Another model for the verifier: its own client in baton's loop.
@@ -145,7 +157,12 @@ impl Runner<'_> {
         };
         // The verifier's commands see the project read-only (kernel-enforced where
         // the sandbox runs).
-        let ro_tools = self.read_only_tools();
+        let mut ro_tools = self.read_only_tools();
+        let mut ctx = ro_tools.context().clone();
+        ctx.env.retain(|(k, _)| k != "TMPDIR");
+        ctx.env
+            .push(("TMPDIR".into(), scratch.path().display().to_string()));
+        ro_tools = ro_tools.with_context(ctx);
         let result = self
             .run_agent(
                 Agent {
@@ -178,8 +195,18 @@ impl Runner<'_> {
             .then(|| verifier::parse_verdict(&result.final_text))
             .flatten();
         let walked = verifier::walk(transcript.path());
-        let (proofs, rejected) =
-            verifier::judge(flips, finals.as_deref(), &walked, browser, session);
+        let (proofs, mut rejected) = verifier::judge(
+            flips,
+            finals.as_deref(),
+            &walked,
+            verifier::Needs::of(kind, browser),
+            session,
+        );
+        // What the verifier started stops before baton replays its checks.
+        self.stop_processes().await;
+        let proofs = self
+            .replay(g, &current, proofs, base, session, &mut rejected)
+            .await;
         if !rejected.is_empty() {
             self.reporter.line(&format!(
                 "  verifier rejected {}",
@@ -189,6 +216,139 @@ impl Runner<'_> {
         g.reject(rejected);
         g.report.proofs.extend(proofs);
         Ok((result.cost_usd, None))
+    }
+
+    /// baton's own run of the checks the verifier left with its passes: each must
+    /// pass on the session's head and fail on its base commit (`base`, in a copy
+    /// of the project at that commit), run as baton runs every check (policy,
+    /// sandbox, `init.sh` first). A pass whose check does not is rejected with
+    /// why; one whose check holds is recorded with the proof (and in the ledger
+    /// as `check_added`). Returns the proofs that stand.
+    async fn replay(
+        &self,
+        g: &mut Gates<'_>,
+        list: &FeatureList,
+        proofs: Vec<(usize, baton_records::Proof)>,
+        base: Option<&str>,
+        session: u32,
+        rejected: &mut Vec<(usize, String)>,
+    ) -> Vec<(usize, baton_records::Proof)> {
+        let checks: Vec<(usize, String)> = proofs
+            .iter()
+            .filter_map(|(n, p)| match p {
+                baton_records::Proof::Verifier { check: Some(c), .. } => Some((*n, c.clone())),
+                _ => None,
+            })
+            .collect();
+        if checks.is_empty() {
+            return proofs;
+        }
+        // The checks as verify commands of a copy of the list, run like any check.
+        let mut probe = list.clone();
+        for (n, c) in &checks {
+            if let Some(f) = probe.features.get_mut(n - 1) {
+                f.fields.insert(
+                    baton_records::VERIFY.to_string(),
+                    serde_json::Value::String(c.clone()),
+                );
+            }
+        }
+        let idx: Vec<usize> = checks.iter().map(|(n, _)| n - 1).collect();
+        let head = self.checker().run(&probe, &idx, None).await;
+        self.stop_processes().await;
+        let at_base = match base {
+            Some(b) => self.run_at(b, &probe, &idx).await,
+            None => Err("the session's base commit is unknown".to_string()),
+        };
+        let author = format!("the verifier (session {session})");
+        let mut kept = Vec::new();
+        for (n, proof) in proofs {
+            let Some((_, check)) = checks.iter().find(|(f, _)| *f == n) else {
+                kept.push((n, proof));
+                continue;
+            };
+            let failed_now = head.failed.iter().find(|f| f.feature == n);
+            let why = if let Some(f) = failed_now {
+                Some(format!(
+                    "baton ran the verifier's check `{check}` itself and it failed: {}",
+                    crate::queue::cut(&f.reason, 600)
+                ))
+            } else {
+                match &at_base {
+                    Err(e) => Some(format!(
+                        "baton could not run the verifier's check on the session's base commit ({e}), so it proves nothing"
+                    )),
+                    Ok(run) if run.passed.contains(&n) => Some(format!(
+                        "the verifier's check `{check}` passes on the session's base commit too, before the work, so it proves nothing"
+                    )),
+                    Ok(_) => None,
+                }
+            };
+            match why {
+                Some(why) => {
+                    self.reporter.line(&format!(
+                        "  the verifier's check of #{n} does not hold: {why}"
+                    ));
+                    rejected.push((n, why));
+                }
+                None => {
+                    self.reporter.line(&format!(
+                        "  the verifier's check of #{n} fails before the work and passes now"
+                    ));
+                    g.keep_check(n, check, &author);
+                    kept.push((n, proof));
+                }
+            }
+        }
+        kept
+    }
+
+    /// Run the checks of `features` (0-based) of `list` in a copy of the project
+    /// at `commit`, made for this and removed after: a clone sharing the project's
+    /// objects, in the temp dir (writable to the checks' commands), its processes
+    /// stopped after.
+    async fn run_at(
+        &self,
+        commit: &str,
+        list: &FeatureList,
+        features: &[usize],
+    ) -> Result<baton_records::CheckRun, String> {
+        let copy = tempfile::Builder::new()
+            .prefix("baton-base-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+        let dir = copy.path().to_path_buf();
+        // Made by git inside the sandbox, like every command on the project's
+        // content: a clone sharing the project's objects, at `commit`.
+        let q =
+            |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+        let make = format!(
+            "git clone -q --shared --no-checkout {} {} && git -C {} -c advice.detachedHead=false checkout -q --detach {commit}",
+            q(&self.files.dir),
+            q(&dir),
+            q(&dir)
+        );
+        let out = self
+            .tools
+            .call(
+                "Bash",
+                &serde_json::json!({"command": make, "timeout": 600_000}),
+            )
+            .await;
+        if out.is_error {
+            return Err(format!(
+                "making a copy at {} failed: {}",
+                &commit[..commit.len().min(12)],
+                crate::queue::cut(out.content.trim(), 300)
+            ));
+        }
+        let mut ctx = self.tools.context().clone();
+        ctx.project_dir = dir.canonicalize().unwrap_or(dir.clone());
+        let tools = self.tools.with_context(ctx);
+        let checker = crate::checks::Checker::for_project(&tools, self.policy, &self.cfg, &dir);
+        let run = checker.run(list, features, None).await;
+        self.stop_processes().await;
+        Ok(run)
     }
 
     /// The run's tools with the project read-only for `Bash` (through the sandbox

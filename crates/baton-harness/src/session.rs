@@ -126,6 +126,7 @@ impl Runner<'_> {
                         ),
                         max_turns: self.cfg.agent.max_turns,
                         told: told.clone(),
+                        base_check: ip.base_check.clone(),
                     },
                 ),
                 self.cfg.browser.enabled,

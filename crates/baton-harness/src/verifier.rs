@@ -28,13 +28,15 @@ pub struct Brief<'a> {
     pub base: Option<&'a str>,
     /// What baton's start of the app said (its last lines), or why it failed.
     pub app: Option<String>,
+    /// The verifier's own temp dir (its `TMPDIR`), for scratch files and builds.
+    pub scratch: Option<String>,
 }
 
 /// How the verifier exercises a feature of a project of `kind`.
 fn method(kind: &str, browser: bool) -> &'static str {
     match (kind, browser) {
         ("web", true) => {
-            "in the browser through the mcp__playwright__ tools, as a user: navigate, click and type (never browser_evaluate for a step a user would do), reload to check what must persist, read the console messages, and take a screenshot of what you checked"
+            "in the browser through the mcp__playwright__ tools, as a user: navigate, click and type (never browser_evaluate for a step a user would do), with values of your own besides the steps' values so that special-cased data shows, reload to check what must persist, read the console messages, and take a screenshot of what you checked (without a file name: it is kept as evidence)"
         }
         ("web", false) => {
             "against the running app over HTTP (curl), requesting the pages and calling the routes a user's actions reach, and checking what persists across requests"
@@ -43,10 +45,10 @@ fn method(kind: &str, browser: bool) -> &'static str {
             "by running the program as its users would, with real arguments, input and files, and also with inputs other than the values in the steps, so that special-cased data shows"
         }
         ("library", _) => {
-            "through its public interface: write a small program or test under /tmp that uses it as a caller would, with inputs other than the values in the steps"
+            "through its public interface: write a small program or test under your temp dir that uses it as a caller would, with inputs other than the values in the steps"
         }
         ("service", _) => {
-            "by sending the running service real requests (curl or a small client under /tmp), including inputs other than the values in the steps, and checking what persists"
+            "by sending the running service real requests (curl or a small client under your temp dir), including inputs other than the values in the steps, and checking what persists"
         }
         _ => "by using it as its users would",
     }
@@ -73,19 +75,28 @@ pub fn prompt(b: &Brief<'_>) -> String {
         ),
         None => "baton did not start anything for you: this project has no start script (or it is not run for checks); start what a feature needs under /tmp, or in the background without writing into the project.".to_string(),
     };
+    let needs = Needs::of(b.kind, b.browser);
+    let check = if needs.check {
+        "\"check\" is required with a pass: one shell command, deterministic and under a minute, that exits 0 because the feature works and would have exited non-zero before the session's work (it exercises the behaviour, not only that files exist; use ${PORT:-3000} for the app's port as init.sh does). baton runs it itself on the session's base commit, where it must fail, and on its head, where it must pass, then keeps it as the feature's check"
+    } else {
+        "\"check\" is optional in the browser: where a command can check the feature too (a curl of its route), give it; baton runs it on the session's base commit, where it must fail, and on its head, where it must pass"
+    };
     p.push_str(&format!(
-        "1. Look at what the session changed: {diff}. Note special-cased data, weakened or deleted tests, checks that always pass.\n\
+        "1. Look at what the session changed: {diff}. Note special-cased data, weakened or deleted tests, checks that always pass. Reading the change is not checking a feature.\n\
          2. {app}\n\
          3. For each feature, walk through every step {}, and look at what actually happens.\n\
-         4. Right after checking a feature, write its verdict as one line: VERDICT {{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw at each step\"}}. A feature you run out of time for counts as failed.\n\
+         4. Right after checking a feature, write its verdict as one line: VERDICT {{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw at each step\", \"ran\": [\"each call that showed it works, exactly as you ran it\"], \"check\": \"<command>\"}}. A feature you run out of time for counts as failed.\n\
          5. A feature passes only if every step works as described. Anything missing, broken, faked or only partly done is a fail. Judge the steps as written: something they do not cover (a missing favicon, a style the feature does not ask for) is not a failure.\n\n\
-         baton checks your verdicts: a pass with no tool call of yours since your previous VERDICT line, or whose reason does not say what you ran and saw, counts as a fail{}.\n\n",
+         baton checks your verdicts; a pass that fails any of these counts as a fail: you made tool calls for the feature since your previous VERDICT line, and more than reading the change (git diff, log or status, listing or reading files){}; \"ran\" names only calls you made for this feature (a shell command as you ran it{}), and at least one of them ran without failing; the reason says what you ran and saw; {check}.\n\
+         Scratch files, small programs and builds go under {scratch} (your own temp dir, written through the shell with its path spelled out: baton's policy refuses a write to a path it must compute, such as $TMPDIR/x); the project itself is read-only to you.\n\n",
         method(b.kind, b.browser),
-        if b.browser && b.kind == "web" {
-            "; so does a pass of a feature you did not check in the browser"
+        if needs.browser {
+            "; in the browser you navigated or acted as a user and then looked at the page (a snapshot or a screenshot)"
         } else {
             ""
-        }
+        },
+        if b.browser { "; a browser call as its tool and target, e.g. \"browser_click Add\"" } else { "" },
+        scratch = b.scratch.as_deref().unwrap_or("/tmp"),
     ));
     p.push_str("Features to check:\n");
     for &n in b.features {
@@ -101,8 +112,8 @@ pub fn prompt(b: &Brief<'_>) -> String {
     }
     p.push_str(
         "\nEnd your answer with exactly one JSON object, and nothing after it:\n\
-         {\"results\": [{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw at each step\"}]}\n\
-         with one entry for every feature above.",
+         {\"results\": [{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw at each step\", \"ran\": [...], \"check\": \"...\"}]}\n\
+         with one entry for every feature above, as in its VERDICT line.",
     );
     p
 }
@@ -111,12 +122,107 @@ fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
 
+/// One call the verifier made: its tool, what it ran (a shell command; a browser
+/// tool with its target), whether it succeeded, and what kind of work it was.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The tool.
+    pub tool: String,
+    /// What it ran: the shell command, or `browser_click <target>`.
+    pub text: String,
+    /// It ran and did not fail.
+    pub ok: bool,
+    /// It only inspected (git's history, listings, reading files).
+    pub inspection: bool,
+    /// What it was in the browser.
+    pub browser: Browser,
+}
+
+/// What a call did in the browser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Browser {
+    /// Not a browser call.
+    None,
+    /// Navigated or acted as a user (click, type, a form, a key).
+    Act,
+    /// Looked at the page (a snapshot or a screenshot).
+    Look,
+    /// Anything else (console messages, tabs, waiting).
+    Other,
+}
+
+impl Call {
+    /// The call `tool` with `input`, and whether it succeeded.
+    pub fn new(tool: &str, input: &Value, ok: bool) -> Self {
+        let short = tool.rsplit("__").next().unwrap_or(tool);
+        let browser = if !tool.starts_with("mcp__") {
+            Browser::None
+        } else if matches!(
+            short,
+            "browser_navigate"
+                | "browser_navigate_back"
+                | "browser_click"
+                | "browser_type"
+                | "browser_fill_form"
+                | "browser_press_key"
+                | "browser_select_option"
+                | "browser_hover"
+                | "browser_drag"
+                | "browser_file_upload"
+                | "browser_handle_dialog"
+        ) {
+            Browser::Act
+        } else if matches!(short, "browser_snapshot" | "browser_take_screenshot") {
+            Browser::Look
+        } else {
+            Browser::Other
+        };
+        let text = match crate::scrutiny::command_of_call(tool, input) {
+            Some(c) => c,
+            None => {
+                let target = ["url", "element", "text", "key", "file_path", "pattern"]
+                    .iter()
+                    .find_map(|k| input[*k].as_str());
+                match target {
+                    Some(t) => format!("{short} {t}"),
+                    None => short.to_string(),
+                }
+            }
+        };
+        Self {
+            tool: tool.to_string(),
+            inspection: crate::scrutiny::is_inspection(tool, input),
+            text,
+            ok,
+            browser,
+        }
+    }
+
+    /// Whether `cited` (an entry of a verdict's `ran`) names this call: its
+    /// command as run (spaces aside, or within a wrapper's), or for a browser call
+    /// its tool.
+    fn cited_by(&self, cited: &str) -> bool {
+        let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let (mine, theirs) = (norm(&self.text), norm(cited));
+        if theirs.is_empty() {
+            return false;
+        }
+        if self.browser != Browser::None {
+            let short = self.tool.rsplit("__").next().unwrap_or(&self.tool);
+            return theirs == mine || theirs.starts_with(short);
+        }
+        mine == theirs || (theirs.len() >= 3 && mine.contains(&theirs))
+    }
+}
+
 /// What the verifier ran for a feature: the tools it called (refused calls ran
-/// nothing and are left out), and the evidence files they left.
+/// nothing and are left out), each call, and the evidence files they left.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Work {
     /// Tool name and how often it ran.
     pub tools: BTreeMap<String, u32>,
+    /// Its calls, in order.
+    pub calls: Vec<Call>,
     /// Evidence files (screenshots), relative to the project.
     pub evidence: Vec<String>,
 }
@@ -134,6 +240,35 @@ impl Work {
             })
             .collect()
     }
+
+    /// Whether it walked the feature in the browser: acted as a user and looked
+    /// at the page after.
+    fn browsed(&self) -> bool {
+        let Some(first) = self.calls.iter().position(|c| c.browser == Browser::Act) else {
+            return false;
+        };
+        // Then another action or a look at the page.
+        self.calls[first + 1..]
+            .iter()
+            .any(|c| matches!(c.browser, Browser::Act | Browser::Look))
+    }
+}
+
+/// A verifier's verdict on one feature: pass or fail, its account, the calls it
+/// cites as showing the feature works (`ran`), and the check it leaves for baton
+/// to replay (`check`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Verdict {
+    /// The feature (1-based).
+    pub feature: usize,
+    /// Pass or fail.
+    pub pass: bool,
+    /// What it did and saw.
+    pub reason: String,
+    /// The calls it cites, as it ran them.
+    pub ran: Vec<String>,
+    /// A command that exits 0 when the feature works and non-zero before.
+    pub check: Option<String>,
 }
 
 /// The verifier's session read back: each `VERDICT {...}` line it wrote with the
@@ -141,8 +276,8 @@ impl Work {
 /// the work done after its last verdict line.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Walk {
-    /// Feature, pass, reason, and what it ran for it.
-    pub verdicts: Vec<(usize, bool, String, Work)>,
+    /// Each verdict line and what it ran for it.
+    pub verdicts: Vec<(Verdict, Work)>,
     /// What it ran after its last verdict line.
     pub after_last: Work,
 }
@@ -152,13 +287,19 @@ pub fn walk(transcript: &std::path::Path) -> Walk {
     use baton_agent::transcript::Event;
     let mut out = Walk::default();
     let mut current = Work::default();
+    let mut inputs: BTreeMap<String, Value> = BTreeMap::new();
     let records = baton_agent::transcript::read(transcript).unwrap_or_default();
     for r in records {
         match r.event {
             Event::Assistant { content, .. } => {
                 for b in content {
-                    let baton_agent::model::Block::Text { text } = b else {
-                        continue;
+                    let text = match b {
+                        baton_agent::model::Block::Text { text } => text,
+                        baton_agent::model::Block::ToolUse { id, input, .. } => {
+                            inputs.insert(id, input);
+                            continue;
+                        }
+                        _ => continue,
                     };
                     for line in text.lines() {
                         let Some(json) = line.trim().strip_prefix("VERDICT") else {
@@ -166,21 +307,24 @@ pub fn walk(transcript: &std::path::Path) -> Walk {
                         };
                         if let Some(v) =
                             parse_verdict(&format!("{{\"results\": [{}]}}", json.trim()))
-                            && let Some((n, pass, reason)) = v.into_iter().next()
+                            && let Some(v) = v.into_iter().next()
                         {
-                            out.verdicts.retain(|(f, ..)| *f != n);
-                            out.verdicts
-                                .push((n, pass, reason, std::mem::take(&mut current)));
+                            out.verdicts.retain(|(f, _)| f.feature != v.feature);
+                            out.verdicts.push((v, std::mem::take(&mut current)));
                         }
                     }
                 }
             }
             Event::ToolResult {
+                tool_use_id,
                 name,
+                is_error,
                 refused,
                 evidence,
                 ..
             } if !refused => {
+                let input = inputs.remove(&tool_use_id).unwrap_or(Value::Null);
+                current.calls.push(Call::new(&name, &input, !is_error));
                 *current.tools.entry(name).or_default() += 1;
                 current.evidence.extend(evidence);
             }
@@ -193,11 +337,11 @@ pub fn walk(transcript: &std::path::Path) -> Walk {
 
 /// The `VERDICT {...}` lines the verifier wrote as it went (the last verdict of a
 /// feature wins).
-pub fn verdict_lines(transcript: &std::path::Path) -> Vec<(usize, bool, String)> {
+pub fn verdict_lines(transcript: &std::path::Path) -> Vec<Verdict> {
     walk(transcript)
         .verdicts
         .into_iter()
-        .map(|(n, pass, reason, _)| (n, pass, reason))
+        .map(|(v, _)| v)
         .collect()
 }
 
@@ -205,53 +349,144 @@ pub fn verdict_lines(transcript: &std::path::Path) -> Vec<(usize, bool, String)>
 /// what was run and seen.
 const MIN_REASON_WORDS: usize = 5;
 
-/// What [`judge`] finds: the proofs, then the rejections with their reasons.
+/// What [`judge`] finds: the proofs (a verifier's proof that carries a `check`
+/// still needs baton's replay of it), then the rejections with their reasons.
 pub type Judged = (Vec<(usize, Proof)>, Vec<(usize, String)>);
 
-/// What the verifier's session proves: for each of `features`, either a proof
-/// (a pass backed by tool calls of its own on that feature, and by the browser
-/// where `need_browser`) or a rejection with its reason. `verdicts` are the
-/// final object's, when it gave one; verdict lines fill in the rest.
+/// What a pass must carry, by the project's method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// A web app with the browser: the feature walked in the browser.
+    pub browser: bool,
+    /// A check baton can replay (every method but the browser's).
+    pub check: bool,
+}
+
+impl Needs {
+    /// What a pass needs for a project of `kind`, with the browser or without.
+    pub fn of(kind: &str, browser: bool) -> Self {
+        let browser = browser && kind == "web";
+        Self {
+            browser,
+            check: !browser,
+        }
+    }
+}
+
+/// Why a passing verdict `v`, with `work` behind it, does not count; `None` when
+/// it does.
+fn unearned(v: &Verdict, work: &Work, needs: Needs) -> Option<String> {
+    if work.calls.is_empty() {
+        return Some("the verifier passed it without running anything for it (no tool call before its verdict), so the pass does not count".to_string());
+    }
+    if v.reason.split_whitespace().count() < MIN_REASON_WORDS {
+        return Some(format!(
+            "the verifier's pass does not say what it ran and saw ({:?}), so it does not count",
+            v.reason.trim()
+        ));
+    }
+    if work.calls.iter().all(|c| c.inspection) {
+        return Some("the verifier only inspected the change (git history, listings, reading files) and never exercised the feature, so the pass does not count".to_string());
+    }
+    if needs.browser && !work.browsed() {
+        return Some("the verifier passed it without checking it in the browser (a navigation or action, then the page looked at), so the pass does not count".to_string());
+    }
+    if v.ran.is_empty() {
+        return Some("the verifier's pass does not name the calls that showed the feature works (\"ran\"), so it does not count".to_string());
+    }
+    if let Some(c) = v
+        .ran
+        .iter()
+        .find(|c| !work.calls.iter().any(|k| k.cited_by(c)))
+    {
+        return Some(format!(
+            "the verifier cites `{}`, which it did not run for this feature, so the pass does not count",
+            crate::queue::cut(c.trim(), 200)
+        ));
+    }
+    let exercised = v.ran.iter().any(|c| {
+        work.calls
+            .iter()
+            .any(|k| k.cited_by(c) && k.ok && !k.inspection)
+    });
+    if !exercised {
+        return Some("the calls the verifier cites failed or only inspected the change, so the pass does not count".to_string());
+    }
+    match &v.check {
+        None if needs.check => Some("the verifier left no check for baton to replay (\"check\": a command that passes now and failed before the work), so the pass does not count".to_string()),
+        Some(c) if crate::scrutiny::existence_only(c) => Some(format!(
+            "the verifier's check `{}` only tests that paths exist, which proves no behaviour, so the pass does not count",
+            crate::queue::cut(c, 200)
+        )),
+        _ => None,
+    }
+}
+
+/// What the verifier's session proves: for each of `features`, either a proof (a
+/// pass backed by work of its own on that feature, citing calls it made, with a
+/// check to replay or the browser walk its method asks) or a rejection with its
+/// reason. `verdicts` are the final object's, when it gave one; verdict lines
+/// fill in the rest.
 pub fn judge(
     features: &[usize],
-    verdicts: Option<&[(usize, bool, String)]>,
+    verdicts: Option<&[Verdict]>,
     walk: &Walk,
-    need_browser: bool,
+    needs: Needs,
     session: u32,
 ) -> Judged {
     let mut proofs = Vec::new();
     let mut rejected = Vec::new();
     for &n in features {
-        let line = walk.verdicts.iter().find(|(f, ..)| *f == n);
-        let last = verdicts
-            .and_then(|v| v.iter().find(|(f, _, _)| *f == n))
-            .map(|(_, pass, reason)| (*pass, reason.clone()))
-            .or_else(|| line.map(|(_, pass, reason, _)| (*pass, reason.clone())));
-        let work = line.map_or(&walk.after_last, |(.., w)| w);
+        let line = walk.verdicts.iter().find(|(v, _)| v.feature == n);
+        let last = match (
+            verdicts.and_then(|v| v.iter().find(|v| v.feature == n)),
+            line,
+        ) {
+            (Some(f), Some((l, _))) => {
+                let mut v = f.clone();
+                if v.ran.is_empty() {
+                    v.ran = l.ran.clone();
+                }
+                if v.check.is_none() {
+                    v.check = l.check.clone();
+                }
+                Some(v)
+            }
+            (Some(f), None) => Some(f.clone()),
+            (None, Some((l, _))) => Some(l.clone()),
+            (None, None) => None,
+        };
+        let work = line.map_or(&walk.after_last, |(_, w)| w);
         let verdict = match last {
             None => Err(
                 "the verifier did not reach it (no verdict), so it is not confirmed".to_string(),
             ),
-            Some((false, reason)) if reason.trim().is_empty() => {
+            Some(v) if !v.pass && v.reason.trim().is_empty() => {
                 Err("failed, no reason given".to_string())
             }
-            Some((false, reason)) => Err(reason),
-            Some((true, _)) if work.tools.is_empty() => Err(
-                "the verifier passed it without running anything for it (no tool call before its verdict), so the pass does not count".to_string(),
-            ),
-            Some((true, reason)) if reason.split_whitespace().count() < MIN_REASON_WORDS => Err(format!(
-                "the verifier's pass does not say what it ran and saw ({:?}), so it does not count",
-                reason.trim()
-            )),
-            Some((true, _)) if need_browser && !work.tools.keys().any(|t| t.starts_with("mcp__")) => Err(
-                "the verifier passed it without checking it in the browser, so the pass does not count".to_string(),
-            ),
-            Some((true, reason)) => Ok(Proof::Verifier {
-                session,
-                reason,
-                tools: work.describe(),
-                evidence: work.evidence.clone(),
-            }),
+            Some(v) if !v.pass => Err(v.reason),
+            Some(v) => match unearned(&v, work, needs) {
+                Some(why) => Err(why),
+                None => Ok(Proof::Verifier {
+                    session,
+                    tools: work.describe(),
+                    evidence: work.evidence.clone(),
+                    cited: v
+                        .ran
+                        .iter()
+                        .filter_map(|c| work.calls.iter().find(|k| k.cited_by(c)))
+                        .map(|k| {
+                            format!(
+                                "{} ({})",
+                                crate::queue::cut(&k.text, 200),
+                                if k.ok { "ok" } else { "failed" }
+                            )
+                        })
+                        .collect(),
+                    check: v.check,
+                    reason: v.reason,
+                }),
+            },
         };
         match verdict {
             Ok(p) => proofs.push((n, p)),
@@ -261,9 +496,9 @@ pub fn judge(
     (proofs, rejected)
 }
 
-/// The verdicts in the verifier's final text: (feature, pass, reason). `None` if it
-/// holds no `{"results": [...]}` object.
-pub fn parse_verdict(text: &str) -> Option<Vec<(usize, bool, String)>> {
+/// The verdicts in the verifier's final text. `None` if it holds no
+/// `{"results": [...]}` object.
+pub fn parse_verdict(text: &str) -> Option<Vec<Verdict>> {
     let starts: Vec<usize> = text
         .char_indices()
         .filter(|(_, c)| *c == '{')
@@ -277,14 +512,22 @@ pub fn parse_verdict(text: &str) -> Option<Vec<(usize, bool, String)>> {
             let verdicts = results
                 .iter()
                 .filter_map(|r| {
-                    let n = r.get("feature")?.as_u64()? as usize;
-                    let pass = r.get("pass")?.as_bool()?;
-                    let reason = r
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                    Some((n, pass, reason))
+                    let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_string);
+                    Some(Verdict {
+                        feature: r.get("feature")?.as_u64()? as usize,
+                        pass: r.get("pass")?.as_bool()?,
+                        reason: text("reason").unwrap_or_default(),
+                        ran: match r.get("ran") {
+                            Some(Value::Array(a)) => a
+                                .iter()
+                                .filter_map(Value::as_str)
+                                .map(str::to_string)
+                                .collect(),
+                            Some(Value::String(s)) => vec![s.clone()],
+                            _ => Vec::new(),
+                        },
+                        check: text("check").filter(|c| !c.trim().is_empty()),
+                    })
                 })
                 .collect();
             return Some(verdicts);
@@ -299,65 +542,99 @@ mod tests {
 
     #[test]
     fn verdicts_are_found_after_prose_and_in_fences() {
-        let t = "I checked both.\n```json\n{\"results\": [{\"feature\": 2, \"pass\": true, \"reason\": \"works\"}, {\"feature\": 5, \"pass\": false, \"reason\": \"button does nothing\"}]}\n```";
+        let t = "I checked both.\n```json\n{\"results\": [{\"feature\": 2, \"pass\": true, \"reason\": \"works\", \"ran\": [\"./app list\"], \"check\": \"./app list | grep -q a\"}, {\"feature\": 5, \"pass\": false, \"reason\": \"button does nothing\"}]}\n```";
         let v = parse_verdict(t).unwrap();
         assert_eq!(
             v,
             vec![
-                (2, true, "works".into()),
-                (5, false, "button does nothing".into())
+                Verdict {
+                    feature: 2,
+                    pass: true,
+                    reason: "works".into(),
+                    ran: vec!["./app list".into()],
+                    check: Some("./app list | grep -q a".into()),
+                },
+                Verdict {
+                    feature: 5,
+                    pass: false,
+                    reason: "button does nothing".into(),
+                    ..Verdict::default()
+                },
             ]
         );
         assert_eq!(parse_verdict("all good {not json}"), None);
     }
 
-    fn work(tools: &[&str]) -> Work {
+    fn work(calls: &[(&str, &str)]) -> Work {
         let mut w = Work::default();
-        for t in tools {
-            *w.tools.entry((*t).to_string()).or_default() += 1;
+        for (tool, command) in calls {
+            let input = if *tool == "Bash" {
+                serde_json::json!({ "command": command })
+            } else {
+                serde_json::json!({ "url": command })
+            };
+            w.calls.push(Call::new(tool, &input, true));
+            *w.tools.entry((*tool).to_string()).or_default() += 1;
         }
         w
     }
 
+    fn pass(n: usize, reason: &str, ran: &[&str], check: Option<&str>) -> Verdict {
+        Verdict {
+            feature: n,
+            pass: true,
+            reason: reason.into(),
+            ran: ran.iter().map(|s| s.to_string()).collect(),
+            check: check.map(str::to_string),
+        }
+    }
+
+    const SAID: &str = "ran the program with two todos and saw both listed";
+    const CLI: Needs = Needs {
+        browser: false,
+        check: true,
+    };
+
     #[test]
     fn a_pass_counts_only_with_work_of_its_own_and_an_account_of_it() {
-        let said = "opened the page, added a todo and saw it listed";
+        let run = ("Bash", "./todo add milk && ./todo list");
+        let check = Some("./todo add x && ./todo list | grep -q x");
         let walked = Walk {
             verdicts: vec![
-                (1, true, said.into(), work(&["Bash", "Bash"])),
+                (
+                    pass(1, SAID, &[run.1], check),
+                    work(&[("Bash", "git diff --stat"), run]),
+                ),
                 // Judged right after the previous verdict, with nothing run for it.
-                (2, true, said.into(), Work::default()),
-                (3, true, "works".into(), work(&["Bash"])),
-                (4, false, "button does nothing".into(), work(&["Bash"])),
+                (pass(2, SAID, &[run.1], check), Work::default()),
+                (pass(3, "works", &[run.1], check), work(&[run])),
+                (
+                    Verdict {
+                        feature: 4,
+                        reason: "button does nothing".into(),
+                        ..Verdict::default()
+                    },
+                    work(&[run]),
+                ),
             ],
-            after_last: work(&["Read"]),
+            after_last: work(&[run]),
         };
         // Feature 5 is judged only in the final object: the work after the last
         // verdict line is its.
-        let finals = vec![(5, true, said.to_string())];
-        let (proofs, rejected) = judge(&[1, 2, 3, 4, 5, 6], Some(&finals), &walked, false, 9);
+        let finals = vec![pass(5, SAID, &[run.1], check)];
+        let (proofs, rejected) = judge(&[1, 2, 3, 4, 5, 6], Some(&finals), &walked, CLI, 9);
+        let proven: Vec<usize> = proofs.iter().map(|p| p.0).collect();
+        assert_eq!(proven, vec![1, 5]);
         assert_eq!(
-            proofs,
-            vec![
-                (
-                    1,
-                    Proof::Verifier {
-                        session: 9,
-                        reason: said.into(),
-                        tools: vec!["Bash ×2".into()],
-                        evidence: vec![]
-                    }
-                ),
-                (
-                    5,
-                    Proof::Verifier {
-                        session: 9,
-                        reason: said.into(),
-                        tools: vec!["Read".into()],
-                        evidence: vec![]
-                    }
-                )
-            ]
+            proofs[0].1,
+            Proof::Verifier {
+                session: 9,
+                reason: SAID.into(),
+                tools: vec!["Bash ×2".into()],
+                evidence: vec![],
+                cited: vec!["./todo add milk && ./todo list (ok)".into()],
+                check: check.map(str::to_string),
+            }
         );
         let why: Vec<(usize, &str)> = rejected.iter().map(|(n, w)| (*n, w.as_str())).collect();
         assert_eq!(why.len(), 4, "{why:?}");
@@ -371,19 +648,66 @@ mod tests {
         );
         assert_eq!(why[2], (4, "button does nothing"));
         assert!(why[3].0 == 6 && why[3].1.contains("no verdict"), "{why:?}");
-        // A web app with the browser: a pass needs the browser.
-        let (proofs, rejected) = judge(&[1], None, &walked, true, 9);
-        assert!(proofs.is_empty());
-        assert!(rejected[0].1.contains("in the browser"), "{rejected:?}");
-        let browsed = Walk {
+    }
+
+    #[test]
+    fn a_lazy_verifiers_pass_does_not_count() {
+        let judged = |v: Verdict, w: Work, needs: Needs| {
+            let walked = Walk {
+                verdicts: vec![(v, w)],
+                after_last: Work::default(),
+            };
+            let (proofs, rejected) = judge(&[1], None, &walked, needs, 9);
+            assert!(proofs.is_empty(), "{proofs:?}");
+            rejected[0].1.clone()
+        };
+        let diff = work(&[("Bash", "git diff --stat abc HEAD"), ("Read", "src/x.txt")]);
+        let check = Some("grep -q hi src/x.txt");
+        // Only the diff read, citing a `cat` it never ran.
+        let why = judged(pass(1, SAID, &["cat src/x.txt"], check), diff.clone(), CLI);
+        assert!(why.contains("only inspected"), "{why}");
+        // It ran something, but cites a command it did not run.
+        let ran = work(&[("Bash", "git diff --stat"), ("Bash", "./todo list")]);
+        let why = judged(pass(1, SAID, &["cat src/x.txt"], check), ran.clone(), CLI);
+        assert!(why.contains("cites `cat src/x.txt`"), "{why}");
+        // It cites nothing.
+        let why = judged(pass(1, SAID, &[], check), ran.clone(), CLI);
+        assert!(why.contains("\"ran\""), "{why}");
+        // It cites only its inspection.
+        let why = judged(pass(1, SAID, &["git diff --stat"], check), ran.clone(), CLI);
+        assert!(why.contains("only inspected the change, so"), "{why}");
+        // No check to replay, or one that only tests a path.
+        let why = judged(pass(1, SAID, &["./todo list"], None), ran.clone(), CLI);
+        assert!(why.contains("no check"), "{why}");
+        let why = judged(
+            pass(1, SAID, &["./todo list"], Some("test -f src/x.txt")),
+            ran.clone(),
+            CLI,
+        );
+        assert!(why.contains("only tests that paths exist"), "{why}");
+        // A cited command that failed.
+        let mut failed = ran.clone();
+        failed.calls[1].ok = false;
+        let why = judged(pass(1, SAID, &["./todo list"], check), failed, CLI);
+        assert!(why.contains("failed or only inspected"), "{why}");
+        // A web app with the browser: the pass needs a walk in it.
+        let web = Needs::of("web", true);
+        let why = judged(pass(1, SAID, &["./todo list"], None), ran, web);
+        assert!(why.contains("in the browser"), "{why}");
+        let browsed = work(&[
+            (
+                "mcp__playwright__browser_navigate",
+                "http://127.0.0.1:3000/",
+            ),
+            ("mcp__playwright__browser_take_screenshot", ""),
+        ]);
+        let walked = Walk {
             verdicts: vec![(
-                1,
-                true,
-                said.into(),
-                work(&["mcp__playwright__browser_click"]),
+                pass(1, SAID, &["browser_navigate http://127.0.0.1:3000"], None),
+                browsed,
             )],
             after_last: Work::default(),
         };
-        assert_eq!(judge(&[1], None, &browsed, true, 9).0.len(), 1);
+        assert_eq!(judge(&[1], None, &walked, web, 9).0.len(), 1);
     }
 }

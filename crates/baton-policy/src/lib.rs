@@ -46,6 +46,7 @@ mod places;
 mod rules;
 pub mod sandbox;
 pub mod secrets;
+pub mod simple;
 #[cfg(target_os = "linux")]
 pub mod spawner;
 mod word;

@@ -44,6 +44,11 @@ pub enum Proof {
     Check {
         /// The command.
         command: String,
+        /// Who wrote the check: `the initializer`, `the planner (session 5)`, `a
+        /// person (baton accept)`, `the verifier (session 7)`. Empty in records
+        /// made before baton kept it.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        author: String,
     },
     /// The independent verifier passed it, citing what it ran in its own session.
     Verifier {
@@ -57,6 +62,15 @@ pub enum Proof {
         /// Its evidence files for the feature (screenshots), relative to the project.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         evidence: Vec<String>,
+        /// The calls it cited as showing the feature works, each as it ran them
+        /// with its outcome (`./todo add milk (exit 0)`); baton matched each to a
+        /// call of its own session on this feature.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cited: Vec<String>,
+        /// The check it left, which baton ran itself: it failed on the session's
+        /// base commit and passes on its head.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        check: Option<String>,
     },
     /// Taken on the agent's word: `[verify] trust_agent = true`.
     Trusted,
@@ -66,18 +80,30 @@ impl Proof {
     /// How it was proven, in a few words for people.
     pub fn describe(&self) -> String {
         match self {
-            Self::Check { command } => {
+            Self::Check { command, author } if author.is_empty() => {
                 format!("verify command `{command}` (failed before, passes now)")
+            }
+            Self::Check { command, author } => {
+                format!("verify command `{command}` by {author} (failed before, passes now)")
             }
             Self::Verifier {
                 session,
                 tools,
                 evidence,
+                cited,
+                check,
                 ..
             } => {
                 let mut s = format!("verifier session {session:04}");
                 if !tools.is_empty() {
                     s.push_str(&format!(" ran {}", tools.join(", ")));
+                }
+                if !cited.is_empty() {
+                    let shown: Vec<String> = cited.iter().map(|c| format!("`{c}`")).collect();
+                    s.push_str(&format!(" · cited {}", shown.join(", ")));
+                }
+                if let Some(c) = check {
+                    s.push_str(&format!(" · its check `{c}` failed before, passes now"));
                 }
                 if !evidence.is_empty() {
                     s.push_str(&format!(" · {} screenshot(s)", evidence.len()));
@@ -166,6 +192,17 @@ pub enum LedgerKind {
     VacuousCheck,
     /// A person's guidance (`baton tell`) carried by the session's brief.
     Told,
+    /// A verify command written into the list after it was accepted: by a coding
+    /// session (a regression check, never proof) or kept from the verifier (its
+    /// replayed check). `detail` holds the command, `proof`-less; `author` says who.
+    CheckAdded,
+    /// A flip whose check the session could have shaped: it changed what the check
+    /// runs or reads (a test file, its config, a path the command names), so the
+    /// check proved nothing for it.
+    CheckTouched,
+    /// A verify command baton cannot run here (the policy refuses it): it never
+    /// proves or fails a flip, and the sweep leaves it out.
+    CheckUnrunnable,
 }
 
 /// The ledger as read: its entries in order, and how many lines could not be read
@@ -240,6 +277,9 @@ mod tests {
             (LedgerKind::UnverifiedFlip, "unverified_flip"),
             (LedgerKind::VacuousCheck, "vacuous_check"),
             (LedgerKind::Told, "told"),
+            (LedgerKind::CheckAdded, "check_added"),
+            (LedgerKind::CheckTouched, "check_touched"),
+            (LedgerKind::CheckUnrunnable, "check_unrunnable"),
         ];
         let doc = include_str!("../../../docs/harness.md");
         for (k, name) in kinds {
@@ -269,6 +309,7 @@ mod tests {
             evidence: vec![],
             proof: Some(Proof::Check {
                 command: "true".into(),
+                author: "the initializer".into(),
             }),
         };
         append(&path, &e).unwrap();

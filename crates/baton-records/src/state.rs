@@ -124,6 +124,15 @@ pub struct GateReport {
     /// it was not counted as proof.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vacuous: Vec<usize>,
+    /// Flips whose check proved nothing for this session, with why: the session
+    /// changed what it runs or reads, a coding session wrote it, or it only tests
+    /// that paths exist. Each went to the verifier.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub weak_checks: Vec<(usize, String)>,
+    /// Checks written into the list after it was accepted, each with its feature
+    /// and who wrote it (`coding session 4`, `the verifier (session 6)`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks_added: Vec<(usize, String, String)>,
     /// Files the session left that baton did not commit (dependencies, logs, build
     /// output, files over the size limit), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -153,6 +162,8 @@ impl Default for GateReport {
             proofs: Vec::new(),
             unproven: Vec::new(),
             vacuous: Vec::new(),
+            weak_checks: Vec::new(),
+            checks_added: Vec::new(),
             left_out: Vec::new(),
             rewound: None,
         }

@@ -159,13 +159,16 @@ pub fn honest_verifier(r: &RecordedRequest) -> Option<Step> {
     };
     let verdict = |n: usize, pass: bool| {
         let reason = if pass {
-            format!("ran test -s src/feature{n}.txt and read the file: feature {n} is built")
+            format!(
+                "ran grep on src/feature{n}.txt and it holds 'feature {n}': feature {n} is built"
+            )
         } else {
             format!(
-                "ran test -s src/feature{n}.txt: the file is missing, nothing was built for feature {n}"
+                "ran grep on src/feature{n}.txt: it does not hold 'feature {n}', nothing was built for feature {n}"
             )
         };
-        json!({"feature": n, "pass": pass, "reason": reason})
+        json!({"feature": n, "pass": pass, "reason": reason,
+               "ran": [honest_command(n)], "check": honest_check(n)})
     };
     let done: Vec<(usize, bool)> = features
         .iter()
@@ -177,9 +180,7 @@ pub fn honest_verifier(r: &RecordedRequest) -> Option<Step> {
         .unwrap_or_default();
     match features.iter().find(|&&n| seen(n).is_none()) {
         Some(&n) => {
-            let command = format!(
-                "if test -s src/feature{n}.txt; then echo CHECKED-$(({n}))-present; else echo CHECKED-$(({n}))-missing; fi"
-            );
+            let command = honest_command(n);
             // Codex's shell tool where it is offered, else baton's (and Claude Code's).
             let codex = r.body["tools"]
                 .as_array()
@@ -205,6 +206,74 @@ pub fn honest_verifier(r: &RecordedRequest) -> Option<Step> {
     }
 }
 
+/// A lazy verifier, for [`crate::ServerBuilder::respond`]: for each feature its
+/// prompt names it only reads the change (`git diff --stat`), then passes the
+/// feature with a confident account that cites a `cat` it never ran, and a check
+/// that only tests that the file exists. The verifier LLM judges are known to
+/// be: baton must not believe it. `None` for requests that are not the verifier's.
+pub fn lazy_verifier(r: &RecordedRequest) -> Option<Step> {
+    if !is_verifier(r) {
+        return None;
+    }
+    let features: Vec<usize> = r
+        .first_user_text()
+        .lines()
+        .filter_map(|l| l.strip_prefix("Feature "))
+        .filter_map(|l| l.split_once(" [").and_then(|(n, _)| n.parse().ok()))
+        .collect();
+    let said = format!("{}{}", r.body["messages"], r.body["input"]);
+    let diffs = said.matches("LAZY-DIFF").count();
+    let verdict = |n: usize| {
+        json!({"feature": n, "pass": true,
+               "reason": format!("ran cat src/feature{n}.txt: it holds the expected text, feature {n} works"),
+               "ran": [format!("cat src/feature{n}.txt")],
+               "check": format!("test -f src/feature{n}.txt")})
+    };
+    // One diff per feature, each answered before the next; the sentinel is echoed
+    // so its count in the conversation says how far it got.
+    let tools = r.body["tools"].as_array().cloned().unwrap_or_default();
+    let codex = tools.iter().any(|t| t["name"] == "exec_command");
+    let command = "git diff --stat HEAD~1 HEAD; echo LAZY-DIFF";
+    let reply = |text: &str| {
+        let call = if codex {
+            Reply::tool("exec_command", json!({ "cmd": command }))
+        } else {
+            Reply::tool("Bash", json!({ "command": command }))
+        };
+        if text.is_empty() {
+            call
+        } else {
+            call.with_text(text)
+        }
+    };
+    // Each echo shows up twice in what is sent back (the command and its output).
+    let done = diffs / 2;
+    let line = |k: usize| format!("VERDICT {}\n", verdict(features[k]));
+    Some(Step::Reply(match done {
+        0 => reply(""),
+        k if k < features.len() => reply(&line(k - 1)),
+        k => {
+            let results: Vec<Value> = features.iter().map(|&n| verdict(n)).collect();
+            Reply::text(&format!("{}{}", line(k - 1), json!({ "results": results })))
+        }
+    }))
+}
+
+/// The honest verifier's call for feature `n`: it reads what the feature built
+/// (`src/featureN.txt` holding `feature N`) and prints `CHECKED-N-present` or
+/// `CHECKED-N-missing`, spelled out only by the shell.
+pub fn honest_command(n: usize) -> String {
+    format!(
+        "if grep -qx 'feature {n}' src/feature{n}.txt; then echo CHECKED-$(({n}))-present; else echo CHECKED-$(({n}))-missing; fi"
+    )
+}
+
+/// The check the honest verifier leaves for feature `n`: it fails before the
+/// feature is built and passes after.
+pub fn honest_check(n: usize) -> String {
+    format!("grep -qx 'feature {n}' src/feature{n}.txt")
+}
+
 /// A project for many agents at once: `independent` features that each add a file
 /// of their own, then `shared` features that each append a line to one shared file
 /// (so two of them begun from the same commit conflict). Every feature has a
@@ -227,7 +296,7 @@ pub mod parallel {
                 let (what, verify) = if n <= independent {
                     (
                         format!("Feature {t}: the app has page {t}"),
-                        format!("test -f src/{t}.txt"),
+                        format!("grep -qx 'page {t}' src/{t}.txt"),
                     )
                 } else {
                     (

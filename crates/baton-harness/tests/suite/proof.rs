@@ -113,10 +113,10 @@ async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted(
     let p = Project::with_toml(&format!("{FOUR}[verify]\nagent = false\n"));
     let list = |passes: &[bool]| {
         let checks = [
-            Some("test -f src/feature1.txt"),
+            Some("grep -q built src/feature1.txt"),
             Some("true"),
             None,
-            Some("test -f src/feature4.txt"),
+            Some("grep -q built src/feature4.txt"),
         ];
         let v: Vec<serde_json::Value> = passes
             .iter()
@@ -168,7 +168,8 @@ async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted(
     assert_eq!(
         flips[0].proof,
         Some(Proof::Check {
-            command: "test -f src/feature1.txt".into()
+            command: "grep -q built src/feature1.txt".into(),
+            author: "the initializer".into(),
         })
     );
     let unverified = p.of(LedgerKind::UnverifiedFlip);

@@ -51,7 +51,7 @@ thread_local! {
 }
 
 /// Parse shell source with this thread's bash parser (made on first use).
-fn parse(src: &str) -> Option<Tree> {
+pub(crate) fn parse(src: &str) -> Option<Tree> {
     PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
