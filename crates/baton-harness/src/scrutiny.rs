@@ -65,8 +65,82 @@ const PATH_TESTS: &[&str] = &[
 ];
 
 /// The shell command of a call, for the tools that run one (baton's and Claude
-/// Code's `Bash`, Codex's `exec_command`).
+/// Code's `Bash`, Codex's `exec_command`), out of the `bash -lc '…'` Codex wraps
+/// its commands in.
 pub fn command_of_call(tool: &str, input: &Value) -> Option<String> {
+    let command = shell_command(tool, input)?;
+    Some(unwrap_shell(&command).unwrap_or(command))
+}
+
+/// The script of `bash -c SCRIPT` (or `-lc`, `sh -c`), as the shell would read
+/// its words; `None` for any other command.
+fn unwrap_shell(command: &str) -> Option<String> {
+    let words = split_words(command)?;
+    match words.as_slice() {
+        [shell, flag, script]
+            if matches!(
+                shell.rsplit('/').next(),
+                Some("bash" | "sh" | "zsh" | "dash")
+            ) && matches!(flag.as_str(), "-c" | "-lc" | "-cl") =>
+        {
+            Some(script.clone())
+        }
+        _ => None,
+    }
+}
+
+/// `s` split into words as a POSIX shell quotes them (single quotes, double
+/// quotes with their escapes, backslashes); `None` on an unclosed quote.
+fn split_words(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        match c {
+            '\'' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match it.next()? {
+                        '\'' => break,
+                        ch => w.push(ch),
+                    }
+                }
+            }
+            '"' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match it.next()? {
+                        '"' => break,
+                        '\\' => match it.next()? {
+                            e @ ('"' | '\\' | '$' | '`') => w.push(e),
+                            '\n' => {}
+                            e => {
+                                w.push('\\');
+                                w.push(e);
+                            }
+                        },
+                        ch => w.push(ch),
+                    }
+                }
+            }
+            '\\' => {
+                if let Some(e) = it.next() {
+                    cur.get_or_insert_with(String::new).push(e);
+                }
+            }
+            c if c.is_whitespace() => {
+                if let Some(w) = cur.take() {
+                    words.push(w);
+                }
+            }
+            c => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(cur);
+    Some(words)
+}
+
+fn shell_command(tool: &str, input: &Value) -> Option<String> {
     match tool {
         "Bash" => input["command"].as_str().map(str::to_string),
         "exec_command" => match &input["cmd"] {

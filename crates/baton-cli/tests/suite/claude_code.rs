@@ -926,3 +926,49 @@ fn claude_code_drives_the_real_browser() {
     assert_eq!(refused, ["mcp__playwright__browser_navigate"], "{err}");
     super::assert_screenshot_kept(p.path(), &t);
 }
+
+/// A lazy verifier through Claude Code, under the settings `baton new` writes: the
+/// coder flips feature 1 without building it, and the verifier (a read-only Claude
+/// Code session) only reads the diff and passes it citing a `cat` it never ran.
+/// baton does not believe it: the flip is reverted.
+#[test]
+fn claude_code_a_lazy_verifiers_pass_of_a_flip_nobody_built_does_not_count() {
+    let Some(cli) =
+        claude("claude_code_a_lazy_verifiers_pass_of_a_flip_nobody_built_does_not_count")
+    else {
+        return;
+    };
+    let (_t, dir) = super::proof::new_project("cli");
+    let mut steps =
+        baton_testkit::scenario::initializer(&baton_testkit::scenario::features(&[false; 4]));
+    steps.extend([
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "sed -i '0,/\"passes\": false/ s/\"passes\": false/\"passes\": true/' feature_list.json && echo 'Session: feature 1.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature 1'"}),
+        )),
+        Step::Reply(Reply::text("Feature 1 works.")),
+    ]);
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .respond(baton_testkit::scenario::lazy_verifier)
+        .start(steps);
+    let home = tempfile::tempdir().unwrap();
+    let out = baton_cc(
+        &cli,
+        &server,
+        home.path(),
+        &["run", dir.to_str().unwrap(), "--max-sessions", "2"],
+    );
+    let err = format!("{}\nrefused: {:?}", stderr(&out), refusals(&dir));
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let list = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    assert!(!list.contains("\"passes\": true"), "{list}\n{err}");
+    let rejected = super::proof::entries(&dir, "verifier_rejected");
+    assert_eq!(rejected.len(), 1, "{err}");
+    assert!(
+        rejected[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("only inspected the change"),
+        "{rejected:?}"
+    );
+}

@@ -20,7 +20,7 @@ fn features(passes: &[bool], impossible: bool) -> String {
             let verify = if i == 0 && impossible {
                 "test -f never-there".to_string()
             } else {
-                format!("test -f src/f{}.txt", i + 1)
+                format!("grep -q . src/f{}.txt", i + 1)
             };
             json!({"category": "functional", "description": format!("Feature {}", i + 1),
                    "steps": ["run it"], "verify": verify, "passes": p})
@@ -455,10 +455,10 @@ fn the_initializer_and_the_verifier_are_not_offered_block_feature() {
                 "BlockFeature",
                 json!({"feature": 2, "reason": "looks hard"}),
             ),
-            ("Bash", json!({"command": "test -f src/f1.txt"})),
+            ("Bash", json!({"command": "grep -qx ok src/f1.txt"})),
         ])),
         Step::Reply(Reply::text(
-            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"ran test -f src/f1.txt and the file is there\"}]}",
+            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"ran grep on src/f1.txt and the file says ok\", \"ran\": [\"grep -qx ok src/f1.txt\"], \"check\": \"grep -qx ok src/f1.txt\"}]}",
         )),
     ];
     let (out, server) = run(&p, steps, &["--max-sessions", "2"]);

@@ -16,7 +16,7 @@ fn features(passes: &[bool]) -> String {
         .enumerate()
         .map(|(i, p)| {
             json!({"category": "functional", "description": format!("Feature {}", i + 1),
-                   "steps": ["run it"], "verify": format!("test -f src/f{}.txt", i + 1), "passes": p})
+                   "steps": ["run it"], "verify": format!("grep -qx ok src/f{}.txt", i + 1), "passes": p})
         })
         .collect();
     serde_json::to_string_pretty(&list).unwrap() + "\n"
@@ -121,7 +121,7 @@ fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
     // Shown live, as it happens.
     assert!(
         stderr(&out).contains(
-            "gate: reverted the flip of #2: its verify command `test -f src/f2.txt` failed"
+            "gate: reverted the flip of #2: its verify command `grep -qx ok src/f2.txt` failed"
         ),
         "{}",
         stderr(&out)
@@ -130,8 +130,11 @@ fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
     assert_eq!(g["flipped"], json!([1]));
     assert_eq!(g["verified"], json!([1]));
     assert_eq!(g["verify_failed"][0]["feature"], 2);
-    assert_eq!(g["verify_failed"][0]["command"], "test -f src/f2.txt");
-    assert_eq!(g["verify_failed"][0]["reason"], "Exit code: 1");
+    assert_eq!(g["verify_failed"][0]["command"], "grep -qx ok src/f2.txt");
+    assert_eq!(
+        g["verify_failed"][0]["reason"],
+        "grep: src/f2.txt: No such file or directory\nExit code: 2"
+    );
     // init.sh ran before the checks.
     assert!(p.file("init.log").contains("up"));
     let log = std::process::Command::new("git")
@@ -145,7 +148,7 @@ fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
         "{msg}"
     );
     let brief = prompt_of(&server, 2);
-    assert!(brief.contains("- The flip of #2 was REVERTED: its verify command `test -f src/f2.txt` failed: Exit code: 1"), "{brief}");
+    assert!(brief.contains("- The flip of #2 was REVERTED: its verify command `grep -qx ok src/f2.txt` failed: grep: src/f2.txt: No such file or directory Exit code: 2"), "{brief}");
     assert!(
         brief.contains("- Confirmed by their verify commands: #1."),
         "{brief}"
@@ -190,7 +193,7 @@ fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
         brief.contains("## Regression sweep baton ran just now"),
         "{brief}"
     );
-    assert!(brief.contains("- #1 BROKE and was set back to failing: `test -f src/f1.txt` failed: Exit code: 1. Fix it first."), "{brief}");
+    assert!(brief.contains("- #1 BROKE and was set back to failing: `grep -qx ok src/f1.txt` failed: grep: src/f1.txt: No such file or directory Exit code: 2. Fix it first."), "{brief}");
     // What init.sh said when the sweep ran it (where the app is).
     assert!(
         brief.contains("- ./init.sh ran first and ended with: app ready on http://127.0.0.1:4321"),
@@ -215,8 +218,8 @@ fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
 fn an_agent_may_add_a_verify_command_when_it_flips_and_baton_runs_it() {
     let p = project();
     // Feature list without checks; the agent adds one with its flip.
-    let plain =
-        features(&[false, false, false]).replace(",\n    \"verify\": \"test -f src/f1.txt\"", "");
+    let plain = features(&[false, false, false])
+        .replace(",\n    \"verify\": \"grep -qx ok src/f1.txt\"", "");
     std::fs::write(p.path().join("feature_list.json"), &plain).unwrap();
     let o = std::process::Command::new("git")
         .args(["commit", "-qam", "plain"])
@@ -286,7 +289,7 @@ fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
         Step::Reply(Reply::tools(&[
             (
                 "Bash",
-                json!({"command": "test -f src/f1.txt && echo f1-ok; test -f src/f2.txt || echo f2-missing"}),
+                json!({"command": "grep -qx ok src/f1.txt && echo f1-ok; grep -qx ok src/f2.txt || echo f2-missing"}),
             ),
             (
                 "Write",
@@ -294,7 +297,7 @@ fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
             ),
         ])),
         Step::Reply(Reply::text(
-            "Checked.\n{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"ran test -f src/f1.txt and the file is there\"}, {\"feature\": 2, \"pass\": false, \"reason\": \"src/f2.txt does not exist; nothing implements feature 2\"}]}",
+            "Checked.\n{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"ran grep on src/f1.txt and the file says ok\", \"ran\": [\"grep -qx ok src/f1.txt && echo f1-ok\"], \"check\": \"grep -qx ok src/f1.txt\"}, {\"feature\": 2, \"pass\": false, \"reason\": \"src/f2.txt does not exist; nothing implements feature 2\"}]}",
         )),
         // Next coding session reads its brief.
         Step::Reply(Reply::text("reading")),
@@ -397,11 +400,11 @@ fn a_verifier_out_of_turns_keeps_the_verdicts_it_gave_and_fails_only_what_it_did
         // of its 2 turns.
         Step::Reply(Reply::tool(
             "Bash",
-            json!({"command": "test -f src/f1.txt && echo f1-ok"}),
+            json!({"command": "grep -qx ok src/f1.txt && echo f1-ok"}),
         )),
         Step::Reply(
             Reply::tool("Bash", json!({"command": "ls src"}))
-                .with_text("VERDICT {\"feature\": 1, \"pass\": true, \"reason\": \"src/f1.txt exists and reads ok\"}"),
+                .with_text("VERDICT {\"feature\": 1, \"pass\": true, \"reason\": \"src/f1.txt exists and reads ok\", \"ran\": [\"grep -qx ok src/f1.txt\"], \"check\": \"grep -qx ok src/f1.txt\"}"),
         ),
         Step::Reply(Reply::text("reading")),
     ];
@@ -467,9 +470,13 @@ fn the_verifier_cannot_write_the_project_through_bash() {
                 "Bash",
                 json!({"command": format!("echo fine > {tmp_marker}")}),
             ),
+            (
+                "Bash",
+                json!({"command": "grep -qx ok src/f1.txt && echo f1-ok"}),
+            ),
         ])),
         Step::Reply(Reply::text(
-            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"read src/f1.txt with cat and it says ok\"}]}",
+            "{\"results\": [{\"feature\": 1, \"pass\": true, \"reason\": \"read src/f1.txt with grep and it says ok\", \"ran\": [\"grep -qx ok src/f1.txt && echo f1-ok\"], \"check\": \"grep -qx ok src/f1.txt\"}]}",
         )),
         Step::Reply(Reply::text("reading")),
     ];

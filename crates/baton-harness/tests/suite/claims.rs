@@ -108,6 +108,7 @@ fn every_prompt() -> Vec<(String, String)> {
                     browser,
                     base: Some("0123456789abcdef"),
                     app: None,
+                    scratch: Some("/tmp/baton-verifier-test".into()),
                 }),
             ));
         }

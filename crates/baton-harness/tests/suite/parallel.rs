@@ -484,7 +484,7 @@ async fn a_session_left_unsettled_by_a_killed_run_is_settled_by_the_next() {
     let copy = dir.join(".baton/agents/a1");
     let flip = "sed -i '/\"description\": \"Feature F02:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json";
     let work = format!(
-        "mkdir -p src && echo F02 > src/F02.txt && {flip} && echo 'Session 3: F02.' >> claude-progress.txt && git add -A && git commit -qm 'Implement F02'"
+        "mkdir -p src && echo 'page F02' > src/F02.txt && {flip} && echo 'Session 3: F02.' >> claude-progress.txt && git add -A && git commit -qm 'Implement F02'"
     );
     let out = std::process::Command::new("bash")
         .args(["-c", &work])

@@ -126,6 +126,7 @@ fn verifier_prompt() {
             browser: true,
             base: Some("0123456789abcdef0123"),
             app: Some("Server: http://127.0.0.1:3000".into()),
+            scratch: Some("/tmp/baton-verifier-test".into()),
         })
     );
     // Each kind of project is verified its own way.
@@ -136,6 +137,7 @@ fn verifier_prompt() {
         browser: false,
         base: None,
         app: None,
+        scratch: None,
     });
     assert!(
         cli.contains("inputs other than the values in the steps"),

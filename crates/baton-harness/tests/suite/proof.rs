@@ -68,7 +68,7 @@ async fn a_false_flip_does_not_survive_the_defaults_and_the_project_really_finis
     assert_eq!(rejected.len(), 1, "{rejected:?}");
     assert_eq!((rejected[0].session, rejected[0].feature), (2, Some(4)));
     assert!(
-        rejected[0].detail.contains("file is missing"),
+        rejected[0].detail.contains("nothing was built"),
         "{rejected:?}"
     );
     // Every accepted flip names its proof: the verifier, with what it ran.
