@@ -171,20 +171,26 @@ pub fn is_inspection(tool: &str, input: &Value) -> bool {
 /// Whether every simple command of `command` reads git, lists files or tests
 /// paths (a command that does not parse is not called inspection).
 pub fn inspects(command: &str) -> bool {
+    every_command(command, |name, args| match name {
+        "git" => args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .is_some_and(|sub| GIT_READS.contains(&sub.as_str())),
+        "test" | "[" | "[[" => path_test(args),
+        n => LISTINGS.contains(&n) || n == "cd",
+    })
+}
+
+/// Whether `command` parses, runs something, and `each` holds for every simple
+/// command of it (its program's name and arguments).
+fn every_command(command: &str, each: impl Fn(&str, &[String]) -> bool) -> bool {
     let Some(cmds) = baton_policy::simple::commands(command) else {
         return false;
     };
     !cmds.is_empty()
         && cmds.iter().all(|words| {
             let (name, args) = program(words);
-            match name {
-                "git" => args
-                    .iter()
-                    .find(|a| !a.starts_with('-'))
-                    .is_some_and(|sub| GIT_READS.contains(&sub.as_str())),
-                "test" | "[" | "[[" => path_test(args),
-                n => LISTINGS.contains(&n) || n == "cd",
-            }
+            each(name, args)
         })
 }
 
@@ -192,18 +198,11 @@ pub fn inspects(command: &str) -> bool {
 /// test (`test -f`, `[ -d … ]`) or a listing (`ls`, `stat`). Such a check says
 /// nothing of behaviour, so it proves no flip.
 pub fn existence_only(command: &str) -> bool {
-    let Some(cmds) = baton_policy::simple::commands(command) else {
-        return false;
-    };
-    !cmds.is_empty()
-        && cmds.iter().all(|words| {
-            let (name, args) = program(words);
-            match name {
-                "test" | "[" | "[[" => path_test(args),
-                "ls" | "stat" | "file" | "realpath" | "readlink" | "true" | "cd" => true,
-                _ => false,
-            }
-        })
+    every_command(command, |name, args| match name {
+        "test" | "[" | "[[" => path_test(args),
+        "ls" | "stat" | "file" | "realpath" | "readlink" | "true" | "cd" => true,
+        _ => false,
+    })
 }
 
 /// The program of a simple command and its arguments, past `sudo`-free wrappers

@@ -959,16 +959,5 @@ fn claude_code_a_lazy_verifiers_pass_of_a_flip_nobody_built_does_not_count() {
         &["run", dir.to_str().unwrap(), "--max-sessions", "2"],
     );
     let err = format!("{}\nrefused: {:?}", stderr(&out), refusals(&dir));
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    let list = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
-    assert!(!list.contains("\"passes\": true"), "{list}\n{err}");
-    let rejected = super::proof::entries(&dir, "verifier_rejected");
-    assert_eq!(rejected.len(), 1, "{err}");
-    assert!(
-        rejected[0]["detail"]
-            .as_str()
-            .unwrap()
-            .contains("only inspected the change"),
-        "{rejected:?}"
-    );
+    super::proof::lazy_pass_refused(&dir, &out, &err);
 }

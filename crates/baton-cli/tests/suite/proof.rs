@@ -193,21 +193,26 @@ fn a_lazy_verifier_that_reads_the_diff_and_cites_a_command_it_never_ran_proves_n
             baton_testkit::scenario::lazy_verifier,
             2,
         );
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        let list = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
-        assert!(!list.contains("\"passes\": true"), "{list}");
-        let rejected = entries(&dir, "verifier_rejected");
-        assert_eq!(rejected.len(), 1, "{err}");
-        assert!(
-            rejected[0]["detail"]
-                .as_str()
-                .unwrap()
-                .contains("only inspected the change"),
-            "{rejected:?}"
-        );
-        assert!(entries(&dir, "flip").is_empty(), "{err}");
+        lazy_pass_refused(&dir, &out, &stderr(&out));
     }
+}
+
+/// What a run whose only flip a lazy verifier passed leaves: a limit (exit 2),
+/// nothing passing, the pass rejected because it only inspected, no flip.
+pub(super) fn lazy_pass_refused(dir: &std::path::Path, out: &std::process::Output, err: &str) {
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let list = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    assert!(!list.contains("\"passes\": true"), "{list}\n{err}");
+    let rejected = entries(dir, "verifier_rejected");
+    assert_eq!(rejected.len(), 1, "{err}");
+    assert!(
+        rejected[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("only inspected the change"),
+        "{rejected:?}"
+    );
+    assert!(entries(dir, "flip").is_empty(), "{err}");
 }
 
 #[test]
