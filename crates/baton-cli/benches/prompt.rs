@@ -114,4 +114,11 @@ fn main() {
         builders / 4,
         of("verifier") / 4
     );
+    // The verifier's part of the run's prompt tokens: its checks of a pass (work,
+    // citations, a replayed check) must not make it the run's main cost.
+    let all = (builders + of("verifier")).max(1);
+    println!(
+        "  the verifier's share of the run's prompt tokens: {:.1} % (target <= 25 %)",
+        100.0 * of("verifier") as f64 / all as f64
+    );
 }

@@ -173,8 +173,14 @@ fn run_locked(
             run_id.clone(),
         ));
         // The command policy and OS sandbox, as for `baton exec`, for the whole run.
-        let (tools, guard) =
-            crate::setup::guarded_tools(&p.dir, &p.cfg, Some(Arc::clone(&processes)))?;
+        // A port of its own, as each agent of a parallel run has: init.sh, the
+        // agent's commands and every check agree on where the app listens.
+        let (tools, guard) = crate::setup::guarded_tools_with(
+            &p.dir,
+            &p.cfg,
+            Some(Arc::clone(&processes)),
+            baton_harness::parallel::agent_env(1),
+        )?;
         if let Some(w) = &guard.warning {
             p.view.println(&format!("baton: warning: {w}"));
         }

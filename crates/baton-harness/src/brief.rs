@@ -56,6 +56,9 @@ pub struct Extras {
     /// The target's check as baton ran it on the session's base commit, before the
     /// work.
     pub base_check: Option<baton_records::BaseCheck>,
+    /// The port baton set for the session's commands, `init.sh` and the checks
+    /// (`PORT`), where it set one.
+    pub port: Option<String>,
 }
 
 /// Processes shown at most.
@@ -106,6 +109,12 @@ fn header(b: &mut String, files: &Files, list: &FeatureList, number: u32, extras
         "Files: spec {}, features {}, notes {}, start script {}",
         files.names.spec, files.names.feature_list, files.names.progress, files.names.init_script
     );
+    if let Some(port) = &extras.port {
+        let _ = writeln!(
+            b,
+            "Port: the app listens on $PORT, which is {port} for your commands, init.sh and every check baton runs; a check reaches it as ${{PORT:-3000}}."
+        );
+    }
     if extras.max_turns > 0 {
         let _ = writeln!(
             b,
@@ -432,6 +441,13 @@ fn next_features(
                     cut(&v, 200)
                 );
                 match base.filter(|c| c.feature == i + 1 && c.command == v) {
+                    Some(c) if c.refused.is_some() => {
+                        let _ = writeln!(
+                            b,
+                            "   #{}'s check cannot run here (baton's policy refuses it), so it proves nothing: the independent verifier will judge your flip",
+                            i + 1
+                        );
+                    }
                     Some(c) if c.passed => {
                         let _ = writeln!(
                             b,

@@ -81,7 +81,8 @@ impl Checker<'_> {
     }
 
     /// Run the checks of `features` (0-based indices into `list`) in order, stopping
-    /// when `budget` (if any) is spent. Features without a check are left out.
+    /// when `budget` (if any) is spent. Features without a check are left out; a
+    /// check the policy refuses is not run, and is reported in `refused`.
     pub async fn run(
         &self,
         list: &FeatureList,
@@ -118,7 +119,7 @@ impl Checker<'_> {
         let mut allowed = Vec::new();
         for (i, command) in todo {
             match self.refused(&command) {
-                Some(reason) => run.failed.push(CheckFailure {
+                Some(reason) => run.refused.push(CheckFailure {
                     feature: i + 1,
                     command,
                     reason,
@@ -257,6 +258,43 @@ pub fn passing_checks(list: &FeatureList) -> Vec<usize> {
         .collect()
 }
 
+/// The checks the independent verifier left and baton replayed (failed on the
+/// base commit, passed on the head), from the ledger's `check_added` entries:
+/// feature (1-based) to command, the last for each feature.
+pub fn kept_checks(files: &crate::files::Files) -> BTreeMap<usize, String> {
+    let ledger = baton_records::ledger::read(&files.ledger()).unwrap_or_default();
+    ledger
+        .entries
+        .into_iter()
+        .filter(|e| e.kind == LedgerKind::CheckAdded)
+        .filter_map(|e| match (e.feature, e.proof) {
+            (Some(n), Some(baton_records::Proof::Check { command, author }))
+                if author.starts_with("the verifier") =>
+            {
+                Some((n, command))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `list` with `kept` checks as the verify commands of features that have none:
+/// what a sweep runs. The list baton commits is never this one.
+pub fn with_kept(list: &FeatureList, kept: &BTreeMap<usize, String>) -> FeatureList {
+    let mut probe = list.clone();
+    for (&n, command) in kept {
+        if let Some(f) = probe.features.get_mut(n.wrapping_sub(1))
+            && !f.fields.contains_key(VERIFY)
+        {
+            f.fields.insert(
+                VERIFY.to_string(),
+                serde_json::Value::String(command.clone()),
+            );
+        }
+    }
+    probe
+}
+
 /// When a regression sweep runs.
 #[derive(Debug, Clone, Copy)]
 pub enum Sweep {
@@ -312,7 +350,10 @@ impl Sweeper<'_> {
         let Some(list) = accepted.as_mut() else {
             return Ok(None);
         };
-        let mut passing = passing_checks(list);
+        // The checks the verifier left and baton replayed run too, where the
+        // list has none of its own; what breaks is set back in the list itself.
+        let probe = with_kept(list, &kept_checks(self.files));
+        let mut passing = passing_checks(&probe);
         if passing.is_empty() {
             return Ok(None);
         }
@@ -329,7 +370,7 @@ impl Sweeper<'_> {
                 passing.truncate(self.most);
             }
         }
-        let run = self.checker.run(list, &passing, budget).await;
+        let run = self.checker.run(&probe, &passing, budget).await;
         if budget.is_some() {
             let ran = run.passed.len() + run.failed.len();
             let next = (start % all + ran) % all;

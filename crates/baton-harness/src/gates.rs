@@ -99,6 +99,9 @@ impl<'a> Gates<'a> {
         let failed: Vec<usize> = run.failed.iter().map(|f| f.feature).collect();
         self.revert(&failed);
         self.report.verify_failed = run.failed;
+        // A check the policy refuses here decides nothing: the flip stays, for the
+        // verifier to judge.
+        self.report.unrunnable = run.refused;
         run.init_ran
     }
 
@@ -236,8 +239,13 @@ impl<'a> Gates<'a> {
     /// Why nothing proved feature `n`'s flip, in words the next session can act on.
     fn unproven_reason(&self, list: &FeatureList, n: usize, verifier: bool) -> String {
         let weak = self.report.weak_checks.iter().find(|(f, _)| *f == n);
+        let unrunnable = self.report.unrunnable.iter().find(|f| f.feature == n);
+        let refused;
         let check = if let Some((_, why)) = weak {
             why.as_str()
+        } else if let Some(f) = unrunnable {
+            refused = format!("its verify command cannot run here ({})", f.reason);
+            refused.as_str()
         } else if self.report.vacuous.contains(&n) {
             "its verify command already passed before this session's work, so it proves nothing"
         } else if self.report.verify_added.contains(&n) {
@@ -405,6 +413,14 @@ impl<'a> Gates<'a> {
                     "{}: its verify command already passed on the session's base commit, so it is not counted as proof",
                     desc(n)
                 ),
+                head.clone(),
+            ))?;
+        }
+        for f in &r.unrunnable {
+            self.files.append_ledger(&entry(
+                LedgerKind::CheckUnrunnable,
+                Some(f.feature),
+                format!("`{}` {}", f.command, f.reason),
                 head.clone(),
             ))?;
         }

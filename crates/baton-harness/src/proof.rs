@@ -38,6 +38,18 @@ impl Runner<'_> {
             checker.init_script = None;
         }
         let run = checker.run(list, &[n - 1], None).await;
+        if let Some(r) = run.refused.first() {
+            self.reporter.line(&format!(
+                "base check: #{n}'s verify command cannot run here ({}), so it proves nothing either way",
+                crate::queue::cut(&r.reason, 200)
+            ));
+            return Some(BaseCheck {
+                feature: n,
+                command,
+                passed: false,
+                refused: Some(r.reason.clone()),
+            });
+        }
         let passed = run.passed.contains(&n);
         self.reporter.line(&format!(
             "base check: #{n}'s verify command {} before the work{}",
@@ -52,6 +64,7 @@ impl Runner<'_> {
             feature: n,
             command,
             passed,
+            refused: None,
         })
     }
 
@@ -267,7 +280,11 @@ impl Runner<'_> {
                 kept.push((n, proof));
                 continue;
             };
-            let failed_now = head.failed.iter().find(|f| f.feature == n);
+            let failed_now = head
+                .failed
+                .iter()
+                .chain(&head.refused)
+                .find(|f| f.feature == n);
             let why = if let Some(f) = failed_now {
                 Some(format!(
                     "baton ran the verifier's check `{check}` itself and it failed: {}",
@@ -349,6 +366,64 @@ impl Runner<'_> {
         let run = checker.run(list, features, None).await;
         self.stop_processes().await;
         Ok(run)
+    }
+
+    /// Judge by the command policy every check of `list` that `before` did not
+    /// have (every check when `before` is `None`): one the policy refuses here can
+    /// never pass or fail, so it never proves a flip or finds a regression. Each
+    /// is said once, and recorded (`check_unrunnable`) after session `session`.
+    pub(crate) fn judge_checks(
+        &self,
+        before: Option<&FeatureList>,
+        list: &FeatureList,
+        session: u32,
+    ) -> Result<(), HarnessError> {
+        let mut said: Option<Vec<(usize, String)>> = None;
+        for i in 0..list.features.len() {
+            let Some(command) = crate::checks::command_of(list, i) else {
+                continue;
+            };
+            if before.is_some_and(|b| crate::checks::command_of(b, i).as_ref() == Some(&command)) {
+                continue;
+            }
+            let baton_tools::GateDecision::Refuse(why) = self
+                .policy
+                .check("Bash", &serde_json::json!({ "command": command }))
+            else {
+                continue;
+            };
+            let n = i + 1;
+            let known = said.get_or_insert_with(|| {
+                baton_records::ledger::read(&self.files.ledger())
+                    .unwrap_or_default()
+                    .entries
+                    .into_iter()
+                    .filter(|e| e.kind == baton_records::LedgerKind::CheckUnrunnable)
+                    .filter_map(|e| Some((e.feature?, e.detail)))
+                    .collect()
+            });
+            if known
+                .iter()
+                .any(|(f, d)| *f == n && d.contains(&format!("`{command}`")))
+            {
+                continue;
+            }
+            let why = crate::queue::cut(&why, 400);
+            self.reporter.line(&format!(
+                "#{n}'s verify command cannot run here: baton's policy refuses `{}` ({why}); it will never prove or fail a flip, so the verifier judges #{n}",
+                crate::queue::cut(&command, 120)
+            ));
+            self.files.append_ledger(&baton_records::LedgerEntry {
+                feature: Some(n),
+                ..baton_records::LedgerEntry::new(
+                    session,
+                    baton_records::LedgerKind::CheckUnrunnable,
+                    format!("`{command}` refused by baton's policy: {why}"),
+                )
+            })?;
+            known.push((n, format!("`{command}`")));
+        }
+        Ok(())
     }
 
     /// The run's tools with the project read-only for `Bash` (through the sandbox

@@ -429,6 +429,8 @@ impl Runner<'_> {
         }
         if let Some(list) = &accepted {
             self.refuse_unaccepted_edit(list)?;
+            // Checks a person or a planner wrote since the last run.
+            self.judge_checks(None, list, state.sessions.last().map_or(0, |s| s.number))?;
         }
         Ok((snap, state, accepted))
     }

@@ -127,6 +127,13 @@ impl Runner<'_> {
                         max_turns: self.cfg.agent.max_turns,
                         told: told.clone(),
                         base_check: ip.base_check.clone(),
+                        port: self
+                            .tools
+                            .context()
+                            .env
+                            .iter()
+                            .find(|(k, _)| k == "PORT")
+                            .map(|(_, v)| v.clone()),
                     },
                 ),
                 self.cfg.browser.enabled,
@@ -314,10 +321,14 @@ impl Runner<'_> {
         if summary.turns == 0 {
             gates.notes_updated = true;
         }
+        let before = accepted.clone();
         if ip.kind == SessionKind::Coding {
             *accepted = new_accepted;
         } else {
             *accepted = self.accept_initial(ip.number, &mut gates)?;
+        }
+        if let Some(list) = accepted.as_ref() {
+            self.judge_checks(before.as_ref(), list, ip.number)?;
         }
         let Summary {
             turns,

@@ -77,7 +77,7 @@ pub fn prompt(b: &Brief<'_>) -> String {
     };
     let needs = Needs::of(b.kind, b.browser);
     let check = if needs.check {
-        "\"check\" is required with a pass: one shell command, deterministic and under a minute, that exits 0 because the feature works and would have exited non-zero before the session's work (it exercises the behaviour, not only that files exist; use ${PORT:-3000} for the app's port as init.sh does). baton runs it itself on the session's base commit, where it must fail, and on its head, where it must pass, then keeps it as the feature's check"
+        "\"check\" is required with a pass: one shell command, deterministic and under a minute, that exits 0 because the feature works and would have exited non-zero before the session's work (it exercises the behaviour, not only that files exist; use ${PORT:-3000} for the app's port as init.sh does). baton runs it itself on the session's base commit, where it must fail, and on its head, where it must pass, then keeps it: it runs in every regression sweep after"
     } else {
         "\"check\" is optional in the browser: where a command can check the feature too (a curl of its route), give it; baton runs it on the session's base commit, where it must fail, and on its head, where it must pass"
     };

@@ -59,6 +59,10 @@ pub struct CheckRun {
     pub passed: Vec<usize>,
     /// Checks that failed.
     pub failed: Vec<CheckFailure>,
+    /// Checks the command policy refuses here: not run, so they neither pass nor
+    /// fail (the reason says why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<CheckFailure>,
     /// Features not checked because the time box ran out.
     pub skipped: Vec<usize>,
     /// `init.sh` failed (its output), if it was run and failed.
@@ -133,6 +137,10 @@ pub struct GateReport {
     /// and who wrote it (`coding session 4`, `the verifier (session 6)`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks_added: Vec<(usize, String, String)>,
+    /// Checks of new flips the command policy refuses here: not run, so they
+    /// proved nothing and the flips went to the verifier.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unrunnable: Vec<CheckFailure>,
     /// Files the session left that baton did not commit (dependencies, logs, build
     /// output, files over the size limit), with why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -164,6 +172,7 @@ impl Default for GateReport {
             vacuous: Vec::new(),
             weak_checks: Vec::new(),
             checks_added: Vec::new(),
+            unrunnable: Vec::new(),
             left_out: Vec::new(),
             rewound: None,
         }
@@ -493,6 +502,10 @@ pub struct BaseCheck {
     pub command: String,
     /// Whether it passed there.
     pub passed: bool,
+    /// Why it could not run (the command policy refuses it here); then it proves
+    /// nothing either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// What baton remembers about a failing feature that was handed out and did not

@@ -961,3 +961,16 @@ fn claude_code_a_lazy_verifiers_pass_of_a_flip_nobody_built_does_not_count() {
     let err = format!("{}\nrefused: {:?}", stderr(&out), refusals(&dir));
     super::proof::lazy_pass_refused(&dir, &out, &err);
 }
+
+/// The planted-check and rewritten-test lies of `proof.rs`, through Claude Code:
+/// the gates that refuse them do not depend on the backend.
+#[test]
+fn claude_code_a_planted_check_and_a_rewritten_test_prove_nothing() {
+    let Some(cli) = claude("claude_code_a_planted_check_and_a_rewritten_test_prove_nothing") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let run = |server: &ScriptedServer, args: &[&str]| baton_cc(&cli, server, home.path(), args);
+    super::proof::planted_check(&run);
+    super::proof::rewritten_test(&run);
+}

@@ -124,6 +124,21 @@ fn run_under_defaults(
     verifier: fn(&baton_testkit::RecordedRequest) -> Option<baton_testkit::Step>,
     max: u32,
 ) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
+    run_under_defaults_by(list, more, sessions, verifier, max, &|server, args| {
+        baton(server, Wire::Anthropic).args(args).output().unwrap()
+    })
+}
+
+/// [`run_under_defaults`] with `run` running baton (`baton args…` against the
+/// scripted server): baton's own loop, or an agent CLI.
+pub(super) fn run_under_defaults_by(
+    list: &str,
+    more: &[(&str, &str)],
+    sessions: Vec<Vec<baton_testkit::Step>>,
+    verifier: fn(&baton_testkit::RecordedRequest) -> Option<baton_testkit::Step>,
+    max: u32,
+    run: &dyn Fn(&ScriptedServer, &[&str]) -> std::process::Output,
+) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
     let (t, dir) = new_project("cli");
     let mut steps = baton_testkit::scenario::initializer_writing(
         list,
@@ -137,12 +152,11 @@ fn run_under_defaults(
     let server = ScriptedServer::builder(Wire::Anthropic)
         .respond(verifier)
         .start(steps);
-    let out = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(&dir)
-        .args(["--max-sessions", &max.to_string()])
-        .output()
-        .unwrap();
+    let max = max.to_string();
+    let out = run(
+        &server,
+        &["run", dir.to_str().unwrap(), "--max-sessions", &max],
+    );
     assert_eq!(server.remaining(), 0, "{}", stderr(&out));
     (t, dir, out)
 }
@@ -162,7 +176,16 @@ fn session_writing(files: &[(&str, &str)], list: &str) -> Vec<baton_testkit::Ste
         "Bash",
         json!({"command": "echo 'Session: did the work and verified it.' >> claude-progress.txt && git add -A && git commit -qm 'Work'"}),
     ));
+    // Read first what it writes (Claude Code's Write refuses a file not read).
+    let mut reads: Vec<(&str, serde_json::Value)> =
+        vec![("Read", json!({"file_path": "feature_list.json"}))];
+    reads.extend(
+        files
+            .iter()
+            .map(|(p, _)| ("Read", json!({ "file_path": p }))),
+    );
     vec![
+        Step::Reply(Reply::tools(&reads)),
         Step::Reply(Reply::tools(&calls)),
         Step::Reply(Reply::text("Done: it works.")),
     ]
@@ -217,6 +240,11 @@ pub(super) fn lazy_pass_refused(dir: &std::path::Path, out: &std::process::Outpu
 
 #[test]
 fn a_check_a_coder_planted_on_a_later_feature_does_not_prove_it() {
+    planted_check(&|server, args| baton(server, Wire::Anthropic).args(args).output().unwrap());
+}
+
+/// The planted-check lie, run by `run`, and what must come of it.
+pub(super) fn planted_check(run: &dyn Fn(&ScriptedServer, &[&str]) -> std::process::Output) {
     // Session 2 builds #1 and plants a weak check on #2; session 3 writes a wrong
     // src/feature2.txt and flips #2. The check failed before and passes now, but a
     // coder wrote it: the verifier judges, and fails it.
@@ -224,7 +252,7 @@ fn a_check_a_coder_planted_on_a_later_feature_does_not_prove_it() {
         &[true, false, false, false],
         &[None, Some("grep -q . src/feature2.txt")],
     );
-    let (_t, dir, out) = run_under_defaults(
+    let (_t, dir, out) = run_under_defaults_by(
         &features(&[false; 4]),
         &[],
         vec![
@@ -239,6 +267,7 @@ fn a_check_a_coder_planted_on_a_later_feature_does_not_prove_it() {
         ],
         baton_testkit::scenario::honest_verifier,
         3,
+        run,
     );
     let err = stderr(&out);
     assert!(
@@ -282,10 +311,15 @@ fn a_check_a_coder_planted_on_a_later_feature_does_not_prove_it() {
 
 #[test]
 fn a_test_file_the_session_rewrote_does_not_prove_its_feature() {
+    rewritten_test(&|server, args| baton(server, Wire::Anthropic).args(args).output().unwrap());
+}
+
+/// The rewritten-test lie, run by `run`, and what must come of it.
+pub(super) fn rewritten_test(run: &dyn Fn(&ScriptedServer, &[&str]) -> std::process::Output) {
     // #1's check runs the project's own test; the session rewrites the test to
     // pass and flips #1 without building it.
     let list = with_checks(&[false; 4], &[Some("bash tests/t1.sh")]);
-    let (_t, dir, out) = run_under_defaults(
+    let (_t, dir, out) = run_under_defaults_by(
         &list,
         &[("tests/t1.sh", "grep -qx 'feature 1' src/feature1.txt\n")],
         vec![session_writing(
@@ -294,6 +328,7 @@ fn a_test_file_the_session_rewrote_does_not_prove_its_feature() {
         )],
         baton_testkit::scenario::honest_verifier,
         2,
+        run,
     );
     let err = stderr(&out);
     assert!(
@@ -347,4 +382,169 @@ fn the_brief_says_how_the_targets_check_came_out_before_the_work() {
     assert_eq!(flips[0]["proof"]["by"], "check");
     assert_eq!(flips[0]["proof"]["author"], "the initializer");
     drop(t);
+}
+
+#[test]
+fn a_check_the_policy_refuses_is_said_at_once_and_never_reverts_a_flip() {
+    // #1's check can never run here; #1 is built honestly: the verifier proves it.
+    let list = with_checks(&[false; 4], &[Some("sudo ls src")]);
+    let (_t, dir, out) = run_under_defaults(
+        &list,
+        &[],
+        vec![session_writing(
+            &[("src/feature1.txt", "feature 1\n")],
+            &with_checks(&[true, false, false, false], &[Some("sudo ls src")]),
+        )],
+        baton_testkit::scenario::honest_verifier,
+        2,
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("#1's verify command cannot run here: baton's policy refuses `sudo ls src`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("base check: #1's verify command cannot run here"),
+        "{err}"
+    );
+    let unrunnable = entries(&dir, "check_unrunnable");
+    assert!(!unrunnable.is_empty(), "{err}");
+    assert_eq!(unrunnable[0]["feature"], 1);
+    assert!(entries(&dir, "verify_failed").is_empty(), "{err}");
+    let flips = entries(&dir, "flip");
+    assert_eq!(flips.len(), 1, "{err}");
+    assert_eq!(flips[0]["proof"]["by"], "verifier");
+}
+
+#[test]
+fn the_app_and_its_checks_agree_on_the_port_baton_sets() {
+    // init.sh's own default port (8080) is not the check's (3000): only the PORT
+    // baton sets for a run of one makes them meet.
+    let init = "#!/usr/bin/env bash\nmkdir -p site\nif ! curl -fsS \"http://127.0.0.1:${PORT:-8080}/\" >/dev/null 2>&1; then\n  python3 -m http.server \"${PORT:-8080}\" --bind 127.0.0.1 --directory site >/dev/null 2>&1 &\nfi\nfor i in $(seq 100); do curl -fsS \"http://127.0.0.1:${PORT:-8080}/\" >/dev/null 2>&1 && break; sleep 0.1; done\necho \"app ready on http://127.0.0.1:${PORT:-8080}\"\n";
+    let check = "curl -fsS http://127.0.0.1:${PORT:-3000}/feature1.html | grep -q 'feature 1'";
+    let (t, dir) = new_project("cli");
+    let mut steps = baton_testkit::scenario::initializer_writing(
+        &with_checks(&[false; 4], &[Some(check)]),
+        init,
+        "Session 1: wrote the feature list.\n",
+        &[("site/index.html", "home\n")],
+    );
+    steps.extend(session_writing(
+        &[("site/feature1.html", "feature 1\n")],
+        &with_checks(&[true, false, false, false], &[Some(check)]),
+    ));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(&dir)
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(server.remaining(), 0, "{err}");
+    let brief = server.requests()[2].first_user_text();
+    assert!(
+        brief.contains("Port: the app listens on $PORT, which is 4100"),
+        "{brief}"
+    );
+    let flips = entries(&dir, "flip");
+    assert_eq!(flips.len(), 1, "{err}");
+    assert_eq!(flips[0]["proof"]["by"], "check", "{err}");
+    drop(t);
+}
+
+#[test]
+fn the_verifier_writes_scratch_files_in_a_temp_dir_of_its_own() {
+    // The verifier writes a small program into the temp dir its prompt names and
+    // runs it; the project stays untouched and the pass counts.
+    fn scratch_verifier(r: &baton_testkit::RecordedRequest) -> Option<baton_testkit::Step> {
+        use baton_testkit::{Reply, Step};
+        if !baton_testkit::scenario::is_verifier(r) {
+            return None;
+        }
+        let prompt = r.first_user_text();
+        let dir = prompt
+            .split("go under ")
+            .nth(1)?
+            .split(' ')
+            .next()?
+            .to_string();
+        let command = format!(
+            "cat > {dir}/t.sh <<'EOF'\ngrep -qx 'feature 1' src/feature1.txt && echo SCRATCH-OK\nEOF\nbash {dir}/t.sh"
+        );
+        let said = r.body["messages"].to_string();
+        if !said.contains("SCRATCH-OK") {
+            return Some(Step::Reply(Reply::tool(
+                "Bash",
+                json!({ "command": command }),
+            )));
+        }
+        let v = json!({"feature": 1, "pass": true,
+            "reason": "wrote a test script in my temp dir, ran it: it printed SCRATCH-OK",
+            "ran": [command], "check": "grep -qx 'feature 1' src/feature1.txt"});
+        Some(Step::Reply(Reply::text(&format!(
+            "VERDICT {v}\n{}",
+            json!({"results": [v]})
+        ))))
+    }
+    let (_t, dir, out) = run_under_defaults(
+        &features(&[false; 4]),
+        &[],
+        vec![session_writing(
+            &[("src/feature1.txt", "feature 1\n")],
+            &features(&[true, false, false, false]),
+        )],
+        scratch_verifier,
+        2,
+    );
+    let err = stderr(&out);
+    let flips = entries(&dir, "flip");
+    assert_eq!(flips.len(), 1, "{err}");
+    assert_eq!(flips[0]["proof"]["by"], "verifier", "{err}");
+    assert!(!dir.join("t.sh").exists());
+}
+
+#[test]
+fn the_check_a_verifier_left_runs_in_every_later_sweep() {
+    // #1 is proven by the verifier's replayed check; session 3 breaks #1 while
+    // doing #2: the sweep before session 4 runs the verifier's check and sets #1
+    // back.
+    let (_t, dir, out) = run_under_defaults(
+        &features(&[false; 4]),
+        &[],
+        vec![
+            session_writing(
+                &[("src/feature1.txt", "feature 1\n")],
+                &features(&[true, false, false, false]),
+            ),
+            session_writing(
+                &[
+                    ("src/feature1.txt", "gone\n"),
+                    ("src/feature2.txt", "feature 2\n"),
+                ],
+                &features(&[true, true, false, false]),
+            ),
+            vec![baton_testkit::Step::Reply(baton_testkit::Reply::text(
+                "reading",
+            ))],
+        ],
+        baton_testkit::scenario::honest_verifier,
+        4,
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("sweep: #1 broke and were set back to failing"),
+        "{err}"
+    );
+    let regressions = entries(&dir, "regression");
+    assert_eq!(regressions.len(), 1, "{err}");
+    assert_eq!(regressions[0]["feature"], 1);
+    assert!(
+        regressions[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("grep -qx 'feature 1' src/feature1.txt"),
+        "{regressions:?}"
+    );
 }

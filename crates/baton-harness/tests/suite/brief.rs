@@ -317,6 +317,7 @@ fn brief_with_servers_a_rejected_flip_a_refusal_and_a_deferred_feature_snapshot(
             text: "The API must stay backwards compatible.".into(),
         }],
         base_check: None,
+        port: None,
     };
     let b = baton_harness::brief::brief_with(&files, &list, &state, 3, None, &extras);
     insta::assert_snapshot!("brief_eventful", stable(&b, &files.dir));
@@ -352,6 +353,7 @@ fn brief_with_every_addition_at_200_features_stays_under_3000_tokens() {
         max_turns: 200,
         told: Vec::new(),
         base_check: None,
+        port: None,
     };
     let b = baton_harness::brief::brief_with(&files, &list, &state, 42, None, &extras);
     let tokens = b.len() / 4;
