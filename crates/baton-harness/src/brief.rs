@@ -112,7 +112,7 @@ fn header(b: &mut String, files: &Files, list: &FeatureList, number: u32, extras
     if let Some(port) = &extras.port {
         let _ = writeln!(
             b,
-            "Port: the app listens on $PORT, which is {port} for your commands, init.sh and every check baton runs; a check reaches it as ${{PORT:-3000}}."
+            "Port: $PORT is {port} for your commands, init.sh and baton's checks; the app listens on it."
         );
     }
     if extras.max_turns > 0 {

@@ -271,7 +271,7 @@ impl ProofRules {
 
     /// What the coding session is told about proof.
     pub fn text(&self) -> String {
-        let check = "your target feature's verify command, when it was in the feature list before your session and no coding session wrote it, failed before your work (baton runs it on your base commit; the brief says how it came out) and passes after it, and your session changed none of what it runs or reads (its test files, the test runner's configuration, paths its command names); only the target's check runs before the work, and a check that only tests that files exist proves nothing. A check you add is a regression check for later, never proof, and a test you change stops proving the features whose checks run it";
+        let check = "your target's verify command, if no coding session wrote it, when it failed on your base commit (the brief says so), passes after your work, and you changed nothing it runs (its tests, their config). A check you add, or one that only tests that files exist, is never proof";
         let bar = format!(
             "The verifier fails a feature for: a step that does not work exactly as written{}, data that does not persist where the steps say it should, data special-cased so that only the steps' own values work, and a step done behind the user's back (through files, the database or {}). It does not fail a feature for what its steps do not cover.",
             if self.browser {

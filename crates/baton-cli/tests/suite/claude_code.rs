@@ -938,28 +938,31 @@ fn claude_code_a_lazy_verifiers_pass_of_a_flip_nobody_built_does_not_count() {
     else {
         return;
     };
-    let (_t, dir) = super::proof::new_project("cli");
-    let mut steps =
-        baton_testkit::scenario::initializer(&baton_testkit::scenario::features(&[false; 4]));
-    steps.extend([
+    // No work at all, then a stub.
+    for stub in ["", "mkdir -p src && echo TODO > src/feature1.txt && "] {
+        let (_t, dir) = super::proof::new_project("cli");
+        let mut steps =
+            baton_testkit::scenario::initializer(&baton_testkit::scenario::features(&[false; 4]));
+        steps.extend([
         Step::Reply(Reply::tool(
             "Bash",
-            json!({"command": "sed -i '0,/\"passes\": false/ s/\"passes\": false/\"passes\": true/' feature_list.json && echo 'Session: feature 1.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature 1'"}),
+            json!({"command": format!("{stub}sed -i '0,/\"passes\": false/ s/\"passes\": false/\"passes\": true/' feature_list.json && echo 'Session: feature 1.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature 1'")}),
         )),
         Step::Reply(Reply::text("Feature 1 works.")),
     ]);
-    let server = ScriptedServer::builder(Wire::Anthropic)
-        .respond(baton_testkit::scenario::lazy_verifier)
-        .start(steps);
-    let home = tempfile::tempdir().unwrap();
-    let out = baton_cc(
-        &cli,
-        &server,
-        home.path(),
-        &["run", dir.to_str().unwrap(), "--max-sessions", "2"],
-    );
-    let err = format!("{}\nrefused: {:?}", stderr(&out), refusals(&dir));
-    super::proof::lazy_pass_refused(&dir, &out, &err);
+        let server = ScriptedServer::builder(Wire::Anthropic)
+            .respond(baton_testkit::scenario::lazy_verifier)
+            .start(steps);
+        let home = tempfile::tempdir().unwrap();
+        let out = baton_cc(
+            &cli,
+            &server,
+            home.path(),
+            &["run", dir.to_str().unwrap(), "--max-sessions", "2"],
+        );
+        let err = format!("{}\nrefused: {:?}", stderr(&out), refusals(&dir));
+        super::proof::lazy_pass_refused(&dir, &out, &err);
+    }
 }
 
 /// The planted-check and rewritten-test lies of `proof.rs`, through Claude Code:

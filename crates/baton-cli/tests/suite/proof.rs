@@ -301,6 +301,21 @@ pub(super) fn planted_check(run: &dyn Fn(&ScriptedServer, &[&str]) -> std::proce
         flips[0]["proof"]["check"],
         "grep -qx 'feature 1' src/feature1.txt"
     );
+    // `baton status` and the report show the calls it cited and its replayed check.
+    let (status, html) = proofs_shown(&dir);
+    let said = "cited `if grep -qx 'feature 1' src/feature1.txt; then";
+    assert!(status.contains(said), "{status}");
+    assert!(
+        status.contains(
+            "its check `grep -qx 'feature 1' src/feature1.txt` failed before, passes now"
+        ),
+        "{status}"
+    );
+    assert!(
+        html.contains("cited `if grep -qx &#39;feature 1&#39;")
+            || html.contains("cited `if grep -qx &#x27;feature 1&#x27;"),
+        "no citation in the report"
+    );
     assert!(
         added
             .iter()
@@ -381,7 +396,38 @@ fn the_brief_says_how_the_targets_check_came_out_before_the_work() {
     assert_eq!(flips.len(), 1, "{err}");
     assert_eq!(flips[0]["proof"]["by"], "check");
     assert_eq!(flips[0]["proof"]["author"], "the initializer");
+    // `baton status` and the report say who wrote the check that proved it.
+    let (status, html) = proofs_shown(&dir);
+    assert!(
+        status.contains("by the initializer (failed before, passes now)"),
+        "{status}"
+    );
+    assert!(
+        html.contains("by the initializer (failed before, passes now)"),
+        "no author in the report"
+    );
     drop(t);
+}
+
+/// How `baton status --json` (the first passing feature's `detail`) and the
+/// report show the proof of the project in `dir`.
+fn proofs_shown(dir: &std::path::Path) -> (String, String) {
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", dir.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["report", dir.to_str().unwrap(), "-o", "-"])
+        .output()
+        .unwrap();
+    (
+        s["proofs"][0]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        String::from_utf8_lossy(&report.stdout).into_owned(),
+    )
 }
 
 #[test]
@@ -445,7 +491,7 @@ fn the_app_and_its_checks_agree_on_the_port_baton_sets() {
     assert_eq!(server.remaining(), 0, "{err}");
     let brief = server.requests()[2].first_user_text();
     assert!(
-        brief.contains("Port: the app listens on $PORT, which is 4100"),
+        brief.contains("Port: $PORT is 4100 for your commands, init.sh and baton's checks"),
         "{brief}"
     );
     let flips = entries(&dir, "flip");
