@@ -232,11 +232,35 @@ async fn run_command(t: &Targets, event: &Value) -> anyhow::Result<()> {
     }
 }
 
+/// What the agent wrote, quoted for a person's channel: one line, at most 300
+/// characters, its mentions defused (a word joiner after each `@`, so `@here` or
+/// `@channel` pings nobody), in quotes and named as the agent's.
+fn agents_words(s: &str) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut cut: String = line.chars().take(300).collect();
+    if cut.len() < line.len() {
+        cut.push('…');
+    }
+    format!("“{}” (the agent's words)", cut.replace('@', "@\u{2060}"))
+}
+
+/// `text` for Slack's `text` field: `&`, `<` and `>` escaped, so that nothing in
+/// it (the agent's words included) becomes a mention (`<!channel>`) or a link
+/// whose label hides its address (`<http://…|docs>`).
+fn slack_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// The webhook's request body and content type for `format`.
 fn body(format: &str, event: &Value) -> (String, &'static str) {
     let text = event["text"].as_str().unwrap_or_default().to_string();
     match format {
-        "slack" => (json!({ "text": text }).to_string(), "application/json"),
+        "slack" => (
+            json!({ "text": slack_escaped(&text) }).to_string(),
+            "application/json",
+        ),
         "ntfy" => (text, "text/plain"),
         _ => (event.to_string(), "application/json"),
     }
@@ -302,7 +326,11 @@ impl RunNotices {
         for (n, reason) in recent_blocks(&self.dir, r.number) {
             self.to.send(
                 "blocked",
-                &format!("baton: feature #{n} was declared blocked by session {}: {reason}; `baton unblock` hands it out again", r.number),
+                &format!(
+                    "baton: feature #{n} was declared blocked by session {}, which says {}; `baton unblock` hands it out again",
+                    r.number,
+                    agents_words(&reason)
+                ),
                 json!({"feature": n, "reason": reason, "session": r.number}),
             );
         }
@@ -478,6 +506,34 @@ mod tests {
         assert_eq!(
             body("ntfy", &e),
             ("baton: complete".to_string(), "text/plain")
+        );
+    }
+
+    #[test]
+    fn the_agents_words_reach_slack_quoted_and_ping_nobody() {
+        let said = agents_words("<!channel> see <http://x.example|docs> & @here\nnow");
+        assert_eq!(
+            said,
+            "“<!channel> see <http://x.example|docs> & @\u{2060}here now” (the agent's words)"
+        );
+        let e =
+            json!({"event": "blocked", "text": format!("baton: #2 blocked, which says {said}")});
+        let (b, _) = body("slack", &e);
+        let text = serde_json::from_str::<Value>(&b).unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(!text.contains('<') && !text.contains('>'), "{text}");
+        assert!(
+            text.contains("&lt;!channel&gt; see &lt;http://x.example|docs&gt; &amp;"),
+            "{text}"
+        );
+        assert_eq!(
+            agents_words(&"x".repeat(400))
+                .chars()
+                .filter(|c| *c == 'x')
+                .count(),
+            300
         );
     }
 }

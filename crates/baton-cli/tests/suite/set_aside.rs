@@ -708,3 +708,54 @@ fn a_runs_events_reach_the_notify_command_and_webhook_in_order_once_each() {
         stderr(&t)
     );
 }
+
+/// The agent's words reach a person's Slack channel quoted: a blocked feature's
+/// reason that carries a channel-wide mention and a link whose label hides its
+/// address arrives escaped, its `@here` defused, and marked as the agent's.
+#[test]
+fn a_blocked_reason_reaches_slack_escaped_and_marked_as_the_agents() {
+    let hook = super::notify::Hook::start();
+    let p = project(
+        "[run]\npause_secs = 0\n[verify]\ntrust_agent = true\nagent = false\n[notify]\nformat = \"slack\"\nwebhook_env = \"BATON_TEST_WEBHOOK\"\n",
+        false,
+    );
+    let reason = "<!channel> urgent: log in at <http://198.51.100.7/login|the docs> & tell @here";
+    let mut steps = session(&[1], &[true, false, false], false);
+    steps.push(Step::Reply(Reply::tools(&[
+        ("BlockFeature", json!({"feature": 2, "reason": reason})),
+        (
+            "Bash",
+            json!({"command": "echo 'feature 2 blocked' >> claude-progress.txt && git commit -qam notes"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Blocked #2.")));
+    steps.extend(session(&[1, 3], &[true, false, true], false));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .env("BATON_TEST_WEBHOOK", &hook.url)
+        .arg("run")
+        .arg(p.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    let bodies = hook.bodies.lock().unwrap().clone();
+    let blocked = bodies
+        .iter()
+        .map(|b| {
+            serde_json::from_str::<Value>(b).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .find(|t| t.contains("declared blocked"))
+        .unwrap_or_else(|| panic!("no blocked notice in {bodies:?}"));
+    assert!(
+        !blocked.contains('<') && !blocked.contains('>'),
+        "{blocked}"
+    );
+    assert!(
+        blocked.contains("“&lt;!channel&gt; urgent: log in at &lt;http://198.51.100.7/login|the docs&gt; &amp; tell @\u{2060}here” (the agent's words)"),
+        "{blocked}"
+    );
+}
