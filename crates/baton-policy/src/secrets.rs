@@ -41,6 +41,11 @@ pub const SECRET_LOCATIONS: &[(&str, Scope)] = &[
     (".git-credentials", Scope::Anywhere),
     (".config/git/credentials", Scope::Anywhere),
     (".netrc", Scope::Anywhere),
+    // Credential brokers' sockets: git's credential cache, and the per-user
+    // runtime directories where ssh-agent, gpg-agent, the session bus and
+    // keyrings listen.
+    (".cache/git/credential", Scope::Home),
+    (".git-credential-cache", Scope::Home),
     (".npmrc", Scope::Home),
     (".pypirc", Scope::Home),
     (".cargo/credentials", Scope::Home),
@@ -78,6 +83,8 @@ pub const SECRET_LOCATIONS: &[(&str, Scope)] = &[
     ("/proc/*/fd", Scope::System),
     ("/proc/*/task/*/fd", Scope::System),
     ("/proc/*/map_files", Scope::System),
+    ("/run/user", Scope::System),
+    ("/var/run/user", Scope::System),
     ("/var/run/docker.sock", Scope::System),
     ("/run/docker.sock", Scope::System),
 ];

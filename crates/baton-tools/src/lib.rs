@@ -194,7 +194,11 @@ impl ToolContext {
             project_dir,
             cancel: CancellationToken::new(),
             processes: Arc::new(ProcessRegistry::new()),
-            env_remove: DEFAULT_SECRET_VARS.iter().map(|s| s.to_string()).collect(),
+            env_remove: DEFAULT_SECRET_VARS
+                .iter()
+                .chain(CREDENTIAL_BROKER_VARS)
+                .map(|s| s.to_string())
+                .collect(),
             env: Vec::new(),
             launcher: None,
         }
@@ -207,6 +211,30 @@ pub const DEFAULT_SECRET_VARS: &[&str] = &[
     "ANTHROPIC_AUTH_TOKEN",
     "OPENAI_API_KEY",
     "BATON_API_KEY",
+];
+
+/// Variables that lead to a credential broker (an ssh or gpg agent, the session
+/// bus and its keyrings, a Docker daemon, a Kerberos cache, an askpass helper):
+/// never passed to the agent's commands, so none of them can ask a broker to
+/// sign or unlock with the user's keys. baton keeps them for itself (pushing to
+/// a run's remote over ssh).
+pub const CREDENTIAL_BROKER_VARS: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "GIT_ASKPASS",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "GNOME_KEYRING_CONTROL",
+    "GNOME_KEYRING_PID",
+    "XDG_RUNTIME_DIR",
+    "DOCKER_HOST",
+    "DOCKER_CONTEXT",
+    "DOCKER_CERT_PATH",
+    "CONTAINER_HOST",
+    "KRB5CCNAME",
 ];
 
 /// The built-in tools, bound to one project, and any attached external tools.

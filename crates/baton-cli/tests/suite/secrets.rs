@@ -54,3 +54,41 @@ fn no_ancestor_of_an_agent_command_shows_the_api_key_in_proc_environ() {
         Some("sk-test-key")
     );
 }
+
+/// No credential broker is within an agent command's reach: the variables that
+/// lead to one (an ssh agent, the session bus, a Docker daemon) are not in its
+/// environment, whatever baton was started with; baton keeps them for itself.
+#[test]
+fn no_agent_command_sees_the_way_to_a_credential_broker() {
+    let p = Project::new();
+    let script = "env | grep -E '^(SSH_AUTH_SOCK|SSH_AGENT_PID|GPG_AGENT_INFO|DBUS_SESSION_BUS_ADDRESS|DOCKER_HOST|XDG_RUNTIME_DIR|KRB5CCNAME)=' || echo NONE-LEFT\n";
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Write",
+                    json!({"file_path": "brokers.sh", "content": script}),
+                ),
+                ("Bash", json!({"command": "bash brokers.sh"})),
+            ])),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let out = baton(&server, Wire::Anthropic)
+        .env("SSH_AUTH_SOCK", "/tmp/ssh-XYZ/agent.42")
+        .env("SSH_AGENT_PID", "42")
+        .env("GPG_AGENT_INFO", "/run/user/0/gnupg/S.gpg-agent:0:1")
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/0/bus")
+        .env("DOCKER_HOST", "unix:///run/user/0/docker.sock")
+        .env("XDG_RUNTIME_DIR", "/run/user/0")
+        .env("KRB5CCNAME", "FILE:/tmp/krb5cc_0")
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "do the task"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    assert!(r[1].1.contains("NONE-LEFT"), "{r:?}");
+}
