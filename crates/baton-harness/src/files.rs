@@ -42,15 +42,50 @@ impl Files {
         layout::at(&self.dir, layout::LEDGER)
     }
 
-    /// The progress notes, or empty when there are none.
+    /// The project's files as baton's own hands may touch them: beneath the
+    /// project, never through a link the agent planted
+    /// ([`baton_records::beneath`]).
+    pub fn beneath(&self) -> baton_records::beneath::Beneath {
+        baton_records::beneath::Beneath::new(&self.dir)
+    }
+
+    /// The progress notes, or empty when there are none (or when they are a link:
+    /// baton never reads through one, so a planted `notes → ~/.ssh/id_rsa` never
+    /// reaches a brief).
     pub fn read_notes(&self) -> String {
-        std::fs::read_to_string(self.progress()).unwrap_or_default()
+        self.beneath()
+            .read_to_string(&self.names.progress)
+            .unwrap_or_default()
+    }
+
+    /// A project file's text (`rel`: the spec, the list, the notes), empty when
+    /// it is missing or a link (never read through).
+    pub fn read_text(&self, rel: &str) -> String {
+        self.beneath().read_to_string(rel).unwrap_or_default()
+    }
+
+    /// Replace a project file (`rel`) with `text`, whole; a link in its place is
+    /// replaced, never written through.
+    pub fn write_text(&self, rel: &str, text: &str) -> Result<(), HarnessError> {
+        self.beneath()
+            .write_atomic(rel, text.as_bytes())
+            .map_err(io(self.dir.join(rel)))
+    }
+
+    /// The feature list's text: `Ok(None)` when it is missing, an error naming
+    /// the link when it is one (never followed).
+    pub fn read_list(&self) -> Result<Option<String>, HarnessError> {
+        match self.beneath().read_to_string(&self.names.feature_list) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(self.feature_list())(e)),
+        }
     }
 
     /// The accepted feature list, if one was accepted.
     pub fn load_accepted(&self) -> Result<Option<FeatureList>, HarnessError> {
         let path = self.accepted();
-        match std::fs::read_to_string(&path) {
+        match self.beneath().read_to_string(layout::ACCEPTED) {
             Ok(text) => FeatureList::parse(&text, &path.display().to_string())
                 .map(Some)
                 .map_err(|source| HarnessError::FeatureList {
@@ -81,7 +116,10 @@ impl Files {
         entries: Vec<LedgerEntry>,
     ) -> Result<Option<String>, HarnessError> {
         let path = self.feature_list();
-        std::fs::write(&path, list.to_json()).map_err(io(&path))?;
+        // A link planted in its place is replaced, never written through.
+        self.beneath()
+            .write_atomic(&self.names.feature_list, list.to_json().as_bytes())
+            .map_err(io(&path))?;
         let commit =
             crate::git::commit(&self.dir, message, &[self.names.feature_list.as_str()], &[])?;
         for mut e in entries {

@@ -53,11 +53,17 @@ impl<'a> Gates<'a> {
             return Ok(g);
         };
         let fl_name = &files.names.feature_list;
-        let fl_path = files.feature_list();
-        let text = match std::fs::read_to_string(&fl_path) {
+        // Never read through a link: one planted in the list's place reads as a
+        // deleted list, and is replaced by the accepted one.
+        let mut linked = false;
+        let text = match files.beneath().read_to_string(fl_name) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(io(&fl_path)(e)),
+            Err(e) if baton_records::beneath::is_link_refusal(&e) => {
+                linked = true;
+                String::new()
+            }
+            Err(e) => return Err(io(files.feature_list())(e)),
         };
         let r = reconcile(acc, &text, fl_name);
         g.report.flipped = r.flipped.iter().map(|i| i + 1).collect();
@@ -67,7 +73,9 @@ impl<'a> Gates<'a> {
             .violations
             .iter()
             .map(|v| {
-                if text.is_empty() {
+                if linked {
+                    format!("{fl_name} was replaced by a symbolic link (baton never follows one)")
+                } else if text.is_empty() {
                     format!("{fl_name} was deleted")
                 } else {
                     v.to_string()

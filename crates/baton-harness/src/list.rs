@@ -11,7 +11,7 @@
 use baton_agent::transcript::now_ms;
 use baton_records::FeatureList;
 
-use crate::error::{HarnessError, io};
+use crate::error::HarnessError;
 use crate::git;
 use crate::run::Runner;
 use baton_records::GateReport;
@@ -42,8 +42,7 @@ impl Runner<'_> {
         {
             return Ok(None);
         }
-        let path = self.files.feature_list();
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(Some(text)) = self.files.read_list() else {
             return Ok(None);
         };
         let list = FeatureList::parse(&text, &self.files.names.feature_list).map_err(|source| {
@@ -95,12 +94,8 @@ impl Runner<'_> {
         accepted: &FeatureList,
     ) -> Result<(), HarnessError> {
         let name = &self.files.names.feature_list;
-        let path = self.files.feature_list();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(io(&path)(e)),
-        };
+        // A link in the list's place reads as a deleted list: it is replaced.
+        let text = self.files.read_text(name);
         let r = baton_records::reconcile(accepted, &text, name);
         if !r.needs_restore() {
             return Ok(());
@@ -193,8 +188,7 @@ impl Runner<'_> {
         session: u32,
         gates: &mut GateReport,
     ) -> Result<Option<FeatureList>, HarnessError> {
-        let path = self.files.feature_list();
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(Some(text)) = self.files.read_list() else {
             return Ok(None);
         };
         let Ok(mut list) = FeatureList::parse(&text, &self.files.names.feature_list) else {

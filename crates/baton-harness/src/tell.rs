@@ -73,7 +73,13 @@ pub fn pending(project: &Path) -> Vec<Told> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "txt"))
         .filter_map(|path| {
-            let text = std::fs::read_to_string(&path).ok()?.trim().to_string();
+            // Never through a link planted in the queue.
+            let rel = path.strip_prefix(project).ok()?;
+            let text = baton_records::beneath::Beneath::new(project)
+                .read_to_string(rel)
+                .ok()?
+                .trim()
+                .to_string();
             let name = path.file_stem()?.to_string_lossy().into_owned();
             let t_ms = name.split('-').next()?.parse().ok()?;
             (!text.is_empty()).then_some(Told { path, t_ms, text })

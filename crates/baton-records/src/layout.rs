@@ -50,6 +50,28 @@ pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 /// one file each, removed once a brief carried it.
 pub const TELL: &str = ".baton/tell";
 
+/// `path` as a directory baton trusts and the rest beneath it: for a path
+/// under a project's `.baton/`, the project and `.baton/…` (so a link planted at
+/// `.baton` or below is refused, see [`crate::beneath`]); for any other path, its
+/// directory and its name.
+pub fn split(path: &Path) -> (PathBuf, PathBuf) {
+    let comps: Vec<_> = path.components().collect();
+    if let Some(i) = comps
+        .iter()
+        .rposition(|c| c.as_os_str() == std::ffi::OsStr::new(DIR))
+    {
+        let root: PathBuf = comps[..i].iter().collect();
+        let rel: PathBuf = comps[i..].iter().collect();
+        if !root.as_os_str().is_empty() {
+            return (root, rel);
+        }
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(p), Some(n)) if !p.as_os_str().is_empty() => (p.to_path_buf(), PathBuf::from(n)),
+        _ => (PathBuf::from("."), path.to_path_buf()),
+    }
+}
+
 /// A session's evidence directory, relative to the project.
 pub fn evidence(session: u32) -> String {
     format!("{EVIDENCE}/{session:04}")

@@ -218,21 +218,15 @@ pub struct Ledger {
 /// Append one entry to the ledger at `path` (one `write` of one line, so entries
 /// never interleave).
 pub fn append(path: &Path, entry: &LedgerEntry) -> Result<(), RecordsError> {
-    use std::io::Write as _;
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).map_err(io(d))?;
-    }
     let mut line = serde_json::to_string(entry).map_err(|e| RecordsError::Parse {
         path: path.to_path_buf(),
         what: "ledger",
         message: e.to_string(),
     })?;
     line.push('\n');
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(line.as_bytes()))
+    let (root, rel) = crate::layout::split(path);
+    crate::beneath::Beneath::new(root)
+        .append(&rel, line.as_bytes())
         .map_err(io(path))
 }
 

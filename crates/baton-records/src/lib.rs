@@ -12,10 +12,13 @@
 //!   first version has a default.
 //! - [`layout`]: every path under `.baton/`, spelled once.
 //! - [`human`]: how durations and counts read to people, the same everywhere.
+//! - [`beneath`]: every read, write and removal baton makes where the agent could
+//!   have planted a link, refusing links and staying beneath the project.
 //!
 //! The harness writes these records and the report reads them, both through this
 //! crate; it depends on nothing of baton's.
 
+pub mod beneath;
 pub mod features;
 pub mod human;
 pub mod layout;
@@ -61,9 +64,10 @@ pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Rec
     move |source| RecordsError::Io { path, source }
 }
 
-/// Read a file that may not exist.
+/// Read a file that may not exist, never through a link (see [`beneath`]).
 pub(crate) fn read_optional(path: &std::path::Path) -> Result<Option<String>, RecordsError> {
-    match std::fs::read_to_string(path) {
+    let (root, rel) = layout::split(path);
+    match beneath::Beneath::new(root).read_to_string(&rel) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(path)(e)),
@@ -71,14 +75,13 @@ pub(crate) fn read_optional(path: &std::path::Path) -> Result<Option<String>, Re
 }
 
 /// Write a file whole: a temporary file beside it, then a rename, so a crash
-/// leaves the old version or the new one, never half of one.
+/// leaves the old version or the new one, never half of one. Beneath its project
+/// (for a path under `.baton/`) or its directory, never through a link.
 pub fn write_atomic(path: &std::path::Path, text: &str) -> Result<(), RecordsError> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).map_err(io(d))?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))
+    let (root, rel) = layout::split(path);
+    // The root is baton's to make (the project exists; a state dir may not yet).
+    std::fs::create_dir_all(&root).map_err(io(&root))?;
+    beneath::Beneath::new(root)
+        .write_atomic(&rel, text.as_bytes())
+        .map_err(io(path))
 }

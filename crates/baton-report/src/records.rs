@@ -90,8 +90,8 @@ impl From<RecordsError> for ReportError {
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>, ReportError> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
+    match baton_records::beneath::read_record(path) {
+        Ok(t) => Ok(Some(String::from_utf8_lossy(&t).into_owned())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(ReportError::Io {
             path: path.to_path_buf(),

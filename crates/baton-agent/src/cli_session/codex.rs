@@ -78,8 +78,11 @@ impl CliSession<'_> {
         prompt: &str,
     ) -> Result<Start, AgentError> {
         let home = c.homes.join(format!("{n:04}"));
-        let _ = std::fs::remove_dir_all(&home);
-        std::fs::create_dir_all(&home).map_err(io_err(&home))?;
+        // In the agent's private home, which its commands can write: made and
+        // removed beneath that home, never through a link planted there.
+        let scratch = super::Scratch::of(&home);
+        let _ = scratch.remove();
+        scratch.create().map_err(io_err(&home))?;
         let mut args: Vec<String> = [
             "exec",
             "--json",
@@ -158,7 +161,7 @@ impl CliSession<'_> {
         Ok(Start {
             cmd,
             stdin: Some(prompt.to_string()),
-            scratch: Some(home),
+            scratch: Some(scratch),
         })
     }
 

@@ -240,7 +240,47 @@ struct Start {
     /// Written to the CLI's stdin, which is then closed.
     stdin: Option<String>,
     /// What to remove when the session ends (Codex's home for the session).
-    scratch: Option<PathBuf>,
+    scratch: Option<Scratch>,
+}
+
+/// A directory of the session's own inside a tree the agent can write (Codex's
+/// home, in the agent's private home): made and removed beneath the directory
+/// above it, so a link planted on the way is refused, and one planted inside is
+/// removed, never followed.
+pub(crate) struct Scratch {
+    root: baton_records::beneath::Beneath,
+    rel: PathBuf,
+}
+
+impl Scratch {
+    /// The scratch directory `dir`, beneath its grandparent (the private home).
+    pub(crate) fn of(dir: &std::path::Path) -> Self {
+        let parent = dir.parent().unwrap_or(dir);
+        let root = parent.parent().unwrap_or(parent);
+        let rel = dir.strip_prefix(root).unwrap_or(dir).to_path_buf();
+        Self {
+            root: baton_records::beneath::Beneath::new(root),
+            rel,
+        }
+    }
+
+    /// Make it; a link planted where it (or the directory above it) goes is
+    /// taken away first.
+    pub(crate) fn create(&self) -> std::io::Result<()> {
+        match self.root.create_dir_all(&self.rel) {
+            Err(e) if baton_records::beneath::is_link_refusal(&e) => {
+                if let Some(first) = self.rel.components().next() {
+                    self.root.remove_all(first.as_os_str())?;
+                }
+                self.root.create_dir_all(&self.rel)
+            }
+            done => done,
+        }
+    }
+
+    pub(crate) fn remove(&self) -> std::io::Result<()> {
+        self.root.remove_all(&self.rel)
+    }
 }
 
 impl CliSession<'_> {
@@ -310,17 +350,17 @@ impl CliSession<'_> {
     ) -> Result<Outcome, AgentError> {
         let n = transcript.number();
         // Codex's token is this session's only: revoked when `grant` drops at the end.
-        let (start, grant) = match &self.cli {
+        let (mut start, grant) = match &self.cli {
             Cli::ClaudeCode => (self.claude_command(n, system, prompt)?, None),
             Cli::Codex(c) => {
                 let g = c.proxy.grant_limited(self.limits.max_tokens);
                 (self.codex_command(c, &g, n, system, prompt)?, Some(g))
             }
         };
-        let scratch = start.scratch.clone();
+        let scratch = start.scratch.take();
         let ended = self.follow(start, transcript, stop, p).await;
         if let Some(dir) = scratch {
-            let _ = std::fs::remove_dir_all(dir);
+            let _ = dir.remove();
         }
         // What the provider said the session's token spent, whoever spent it.
         if let Some(metered) = grant.as_ref().and_then(|g| self.codex_metered(g)) {
@@ -639,6 +679,30 @@ fn reset_of(said: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_codex_home_planted_as_a_link_never_takes_the_users_files_with_it() {
+        let home = tempfile::tempdir().unwrap();
+        let users = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(users.path().join("0003")).unwrap();
+        std::fs::write(users.path().join("0003/keep"), "mine").unwrap();
+        // The agent replaced the Codex homes' directory with a link to the user's.
+        std::os::unix::fs::symlink(users.path(), home.path().join(".baton-codex")).unwrap();
+        let scratch = Scratch::of(&home.path().join(".baton-codex/0003"));
+        scratch.remove().unwrap();
+        scratch.create().unwrap();
+        assert!(
+            users.path().join("0003/keep").is_file(),
+            "followed the link"
+        );
+        assert!(home.path().join(".baton-codex/0003").is_dir());
+        assert!(!home.path().join(".baton-codex").is_symlink());
+        // A link planted inside the session's home goes with it, alone.
+        std::os::unix::fs::symlink(users.path(), home.path().join(".baton-codex/0003/x")).unwrap();
+        scratch.remove().unwrap();
+        assert!(users.path().join("0003/keep").is_file());
+        assert!(!home.path().join(".baton-codex/0003").exists());
+    }
 
     #[test]
     fn quoting_survives_single_quotes() {

@@ -130,8 +130,9 @@ pub(crate) fn keep_evidence(
         return Vec::new();
     }
     let rel_dir = baton_records::layout::evidence(session);
-    let dir = project.join(&rel_dir);
-    if std::fs::create_dir_all(&dir).is_err() {
+    // Beneath the project, never through a link planted in `.baton/`.
+    let b = baton_records::beneath::Beneath::new(project);
+    if b.create_dir_all(&rel_dir).is_err() {
         return Vec::new();
     }
     let stem = format!("t{turn:03}-{index}-{}", name.replace("__", "-"));
@@ -140,7 +141,9 @@ pub(crate) fn keep_evidence(
         "tool: {name}\ninput: {input}\nerror: {}\n\n{}\n",
         out.is_error, out.content
     );
-    if std::fs::write(dir.join(format!("{stem}.txt")), text).is_ok() {
+    if b.write_atomic(format!("{rel_dir}/{stem}.txt"), text.as_bytes())
+        .is_ok()
+    {
         files.push(format!("{rel_dir}/{stem}.txt"));
     }
     for (k, img) in out.images.iter().enumerate() {
@@ -152,10 +155,55 @@ pub(crate) fn keep_evidence(
         };
         if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(img.data.as_bytes()) {
             let file = format!("{stem}-{k}.{ext}");
-            if std::fs::write(dir.join(&file), bytes).is_ok() {
+            if b.write_atomic(format!("{rel_dir}/{file}"), &bytes).is_ok() {
                 files.push(format!("{rel_dir}/{file}"));
             }
         }
     }
     files
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_is_never_written_through_a_planted_link() {
+        let project = tempfile::tempdir().unwrap();
+        let users = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(project.path().join(".baton")).unwrap();
+        std::os::unix::fs::symlink(users.path(), project.path().join(".baton/evidence")).unwrap();
+        let out = ToolOutput {
+            content: "page".into(),
+            is_error: false,
+            images: Vec::new(),
+        };
+        let kept = keep_evidence(
+            project.path(),
+            1,
+            1,
+            0,
+            "mcp__playwright__browser_snapshot",
+            &serde_json::json!({}),
+            &out,
+        );
+        assert!(kept.is_empty(), "{kept:?}");
+        assert_eq!(std::fs::read_dir(users.path()).unwrap().count(), 0);
+        // Without the link, it is kept.
+        std::fs::remove_file(project.path().join(".baton/evidence")).unwrap();
+        let kept = keep_evidence(
+            project.path(),
+            1,
+            1,
+            0,
+            "mcp__playwright__browser_snapshot",
+            &serde_json::json!({}),
+            &out,
+        );
+        assert_eq!(
+            kept,
+            vec![".baton/evidence/0001/t001-0-mcp-playwright-browser_snapshot.txt"]
+        );
+    }
 }

@@ -392,8 +392,10 @@ fn feature_list(files: &Files) -> FeatureList {
     if let Ok(Some(l)) = files.load_accepted() {
         return l;
     }
-    std::fs::read_to_string(files.feature_list())
+    files
+        .read_list()
         .ok()
+        .flatten()
         .and_then(|t| FeatureList::parse(&t, &files.names.feature_list).ok())
         .unwrap_or_default()
 }

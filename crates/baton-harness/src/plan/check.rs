@@ -158,9 +158,12 @@ impl Runner<'_> {
             e.commit.clone_from(&commit);
             self.files.append_ledger(&e)?;
         }
-        let spec_lines = std::fs::read_to_string(dir.join(&names.spec))
-            .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
-            .unwrap_or(0);
+        let spec_lines = self
+            .files
+            .read_text(&names.spec)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .count();
         Ok(Planned {
             number,
             added,

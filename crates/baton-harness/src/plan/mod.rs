@@ -114,7 +114,6 @@ impl Runner<'_> {
     ) -> Result<Option<String>, HarnessError> {
         let dir = &self.files.dir;
         let names = &self.files.names;
-        let spec_path = dir.join(&names.spec);
         Ok(match plan {
             Plan::Spec => {
                 if accepted.is_some() || self.files.feature_list().exists() {
@@ -155,8 +154,7 @@ impl Runner<'_> {
                 }
                 // The list on disk must be the accepted one: a person's edit goes
                 // through `baton accept` first, so nothing of theirs is lost here.
-                let text = std::fs::read_to_string(self.files.feature_list())
-                    .map_err(io(self.files.feature_list()))?;
+                let text = self.files.read_list()?.unwrap_or_default();
                 if FeatureList::parse(&text, &names.feature_list).ok().as_ref() != Some(list) {
                     return Err(HarnessError::Input(format!(
                         "{} differs from the accepted list: `baton accept {}` first (or undo the edit)",
@@ -166,14 +164,14 @@ impl Runner<'_> {
                 }
                 // The request goes into the spec first, in baton's words, so it is
                 // on record whatever the session does.
-                let mut spec = std::fs::read_to_string(&spec_path).unwrap_or_default();
+                let mut spec = self.files.read_text(&names.spec);
                 if !spec.is_empty() && !spec.ends_with('\n') {
                     spec.push('\n');
                 }
                 spec.push_str(&format!("\n## Added {}\n\n{}\n", today(), request.trim()));
                 // Committed only with the features it produced (a failed plan
                 // leaves the spec as it was).
-                std::fs::write(&spec_path, spec).map_err(io(&spec_path))?;
+                self.files.write_text(&names.spec, &spec)?;
                 Some(request.trim().to_string())
             }
         })
@@ -197,13 +195,12 @@ impl Runner<'_> {
             }
             self.settle_stopped_planner(&mut state, &ip)?;
         }
-        let spec_path = dir.join(&names.spec);
         let accepted = self.files.load_accepted()?;
         let accepted_before = accepted.clone();
-        let request_before = std::fs::read_to_string(&spec_path).unwrap_or_default();
+        let request_before = self.files.read_text(&names.spec);
         let request = self.request(plan, accepted.as_ref())?;
         let head_before = git::head(dir);
-        let spec_before = std::fs::read_to_string(&spec_path).unwrap_or_default();
+        let spec_before = self.files.read_text(&names.spec);
         let mut transcript = Transcript::create_next_from(dir, 1)?;
         let number = transcript.number();
         let started_ms = now_ms();
@@ -319,7 +316,7 @@ impl Runner<'_> {
     /// Whether the feature list on disk is still `accepted` (a list-append session
     /// that says the spec is covered wrote nothing).
     fn list_unchanged(&self, accepted: Option<&FeatureList>) -> bool {
-        let text = std::fs::read_to_string(self.files.feature_list()).unwrap_or_default();
+        let text = self.files.read_text(&self.files.names.feature_list);
         FeatureList::parse(&text, &self.files.names.feature_list)
             .ok()
             .as_ref()
@@ -413,14 +410,14 @@ impl Runner<'_> {
         let summary = summarize(dir, ip.number);
         let mut record = planner_record(ip.number, ip.started_ms, SessionOutcome::Killed, &summary);
         if let Some(accepted) = self.files.load_accepted()? {
-            let path = self.files.feature_list();
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let text = self.files.read_text(&names.feature_list);
             if FeatureList::parse(&text, &names.feature_list).ok().as_ref() != Some(&accepted) {
                 let kept = dir
                     .join(baton_records::layout::REPLACED)
                     .join(format!("{}.planner-{:04}", names.feature_list, ip.number));
                 baton_records::write_atomic(&kept, &text)?;
-                std::fs::write(&path, accepted.to_json()).map_err(io(&path))?;
+                self.files
+                    .write_text(&names.feature_list, &accepted.to_json())?;
                 record.gates.violations.push(format!(
                     "the planner was stopped mid-way; the list it left is kept as {} and the accepted one is back",
                     self.files.rel(&kept)

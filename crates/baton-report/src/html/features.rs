@@ -37,10 +37,18 @@ impl Images<'_> {
             );
             return;
         }
-        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(u64::MAX);
+        // A link planted among the evidence is never followed into the page.
+        let size = std::fs::symlink_metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(u64::MAX, |m| m.len());
         let fits = size <= self.opts.image_max_bytes
             && self.used.saturating_add(size) <= self.opts.images_max_bytes;
-        let bytes = if fits { std::fs::read(path).ok() } else { None };
+        let bytes = if fits {
+            baton_records::beneath::read_record(path).ok()
+        } else {
+            None
+        };
         let Some(bytes) = bytes else {
             let why = if size == u64::MAX {
                 "unreadable".to_string()
