@@ -130,15 +130,16 @@ impl Drop for Grant {
         if let Some(shared) = self.shared.upgrade()
             && let Ok(mut grants) = shared.grants.lock()
         {
-            grants.retain(|(t, _, _)| *t != self.token);
+            grants.retain(|(t, ..)| *t != self.token);
         }
     }
 }
 
 /// What every connection's handler needs.
 struct Shared {
-    /// The live grants' tokens, each with its tally and its token limit (0: none).
-    grants: std::sync::Mutex<Vec<(String, Tally, u64)>>,
+    /// The live grants' tokens, each with its tally, its token limit (0: none)
+    /// and its one request in flight.
+    grants: std::sync::Mutex<Vec<(String, Tally, u64, Arc<tokio::sync::Semaphore>)>>,
     /// The upstream base URL without a trailing `/`.
     upstream: String,
     /// Added to every forwarded request, marked sensitive.
@@ -265,7 +266,12 @@ impl KeyProxy {
             .collect();
         let tally = Tally::default();
         if let Ok(mut grants) = self.shared.grants.lock() {
-            grants.push((token.clone(), tally.clone(), limit));
+            grants.push((
+                token.clone(),
+                tally.clone(),
+                limit,
+                Arc::new(tokio::sync::Semaphore::new(1)),
+            ));
         }
         Grant {
             token,
@@ -327,7 +333,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>, stop: Cancella
 
 /// Answer one request: refuse it, or forward it and relay the answer as it comes.
 async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> {
-    let Some((tally, limit)) = granted(req.headers(), shared) else {
+    let Some((tally, limit, one)) = granted(req.headers(), shared) else {
         return error(
             StatusCode::UNAUTHORIZED,
             "invalid_api_key",
@@ -352,6 +358,23 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             "key proxy: only paths under /v1/ are served",
         );
     };
+    if !endpoint(req.method(), req.uri().path()) {
+        let msg = format!(
+            "key proxy: {} {} is not an endpoint a session uses (only POST /v1/responses, POST /v1/chat/completions and GET /v1/models are forwarded)",
+            req.method(),
+            req.uri().path()
+        );
+        return error(StatusCode::FORBIDDEN, "endpoint_not_allowed", &msg);
+    }
+    // One request in flight per session token: each request's usage is counted
+    // before the next is let through, so a limit holds before it is spent.
+    let Ok(permit) = one.try_acquire_owned() else {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "one_at_a_time",
+            "key proxy: this session already has a request in flight; one at a time",
+        );
+    };
     if req.body().size_hint().lower() > MAX_REQUEST_BODY {
         return too_large();
     }
@@ -367,7 +390,16 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             return error(StatusCode::BAD_REQUEST, "invalid_request_error", &msg);
         }
     };
-    let mut headers = forwarded(&parts.headers, &[header::HOST, header::AUTHORIZATION]);
+    let encoded = parts.headers.contains_key(header::CONTENT_ENCODING);
+    let body = match metered_body(parts.uri.path(), encoded, body) {
+        Ok(b) => b,
+        Err(why) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", why),
+    };
+    // No `accept-encoding`: answers come plain, so their usage can be read.
+    let mut headers = forwarded(
+        &parts.headers,
+        &[header::HOST, header::AUTHORIZATION, header::ACCEPT_ENCODING],
+    );
     for (name, _) in &shared.headers {
         headers.remove(name);
     }
@@ -393,7 +425,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             {
                 *limit = Some(std::time::Instant::now() + d);
             }
-            relay(answer, tally)
+            relay(answer, tally, permit)
         }
         Err(e) => {
             if let Ok(mut m) = tally.lock() {
@@ -411,17 +443,69 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
 
 /// The tally and token limit of the live grant whose token `headers` carry
 /// exactly as `authorization: Bearer <token>`, each compared in constant time.
-fn granted(headers: &HeaderMap, shared: &Shared) -> Option<(Tally, u64)> {
+fn granted(
+    headers: &HeaderMap,
+    shared: &Shared,
+) -> Option<(Tally, u64, Arc<tokio::sync::Semaphore>)> {
     let given = headers.get(header::AUTHORIZATION)?.as_bytes();
     let grants = shared.grants.lock().ok()?;
     let mut found = None;
-    for (token, tally, limit) in grants.iter() {
+    for (token, tally, limit, one) in grants.iter() {
         let expected = format!("Bearer {token}");
         if bool::from(given.ct_eq(expected.as_bytes())) {
-            found = Some((tally.clone(), *limit));
+            found = Some((tally.clone(), *limit, one.clone()));
         }
     }
     found
+}
+
+/// The endpoints a session uses, and nothing else: the Responses API, chat
+/// completions, and the list of models. Files, batches, fine-tuning, images,
+/// deletes and the organisation's administration never get the real key.
+const ENDPOINTS: &[(&str, &str)] = &[
+    ("POST", "responses"),
+    ("POST", "chat/completions"),
+    ("GET", "models"),
+];
+
+/// Whether `method` on `/v1/<rest>` is an endpoint a session uses, exactly.
+fn endpoint(method: &hyper::Method, path: &str) -> bool {
+    let Some(rest) = path.strip_prefix(PREFIX) else {
+        return false;
+    };
+    ENDPOINTS
+        .iter()
+        .any(|(m, p)| method.as_str() == *m && rest == *p)
+}
+
+/// The request body as forwarded: a JSON body (not compressed) that asks for a
+/// `background` response is refused (its cost would come after the session, out
+/// of any count); a streamed chat completion is made to report its usage
+/// (`stream_options.include_usage`), so its cost is metered.
+fn metered_body(path: &str, encoded: bool, body: Bytes) -> Result<Bytes, &'static str> {
+    if encoded {
+        return Ok(body);
+    }
+    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return Ok(body);
+    };
+    if v.get("background").and_then(serde_json::Value::as_bool) == Some(true) {
+        return Err(
+            "key proxy: background requests are refused: their cost would come after the session, where no limit holds",
+        );
+    }
+    let chat_stream = path.ends_with("/chat/completions")
+        && v.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
+    if chat_stream && let Some(o) = v.as_object_mut() {
+        let opts = o
+            .entry("stream_options")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(opts) = opts.as_object_mut() {
+            opts.insert("include_usage".into(), serde_json::Value::Bool(true));
+        }
+        return Ok(Bytes::from(v.to_string()));
+    }
+    Ok(body)
 }
 
 /// `{upstream}/<rest>?<query>` for a request to `/v1/<rest>?<query>`; `None` for
@@ -470,7 +554,11 @@ fn forwarded(headers: &HeaderMap, also: &[HeaderName]) -> HeaderMap {
 
 /// The upstream's answer with its status and end-to-end headers, its body relayed
 /// chunk by chunk as it arrives, and what it reports it cost added to `tally`.
-fn relay(answer: reqwest::Response, tally: Tally) -> Response<ProxyBody> {
+fn relay(
+    answer: reqwest::Response,
+    tally: Tally,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> Response<ProxyBody> {
     let status = answer.status();
     let headers = forwarded(answer.headers(), &[]);
     let kind = headers
@@ -481,8 +569,12 @@ fn relay(answer: reqwest::Response, tally: Tally) -> Response<ProxyBody> {
     let length = answer
         .content_length()
         .and_then(|n| usize::try_from(n).ok());
+    // The session's request stays in flight until its answer is relayed whole.
     let chunks = Metering::new(Box::pin(answer.bytes_stream()), &kind, length, tally)
-        .map_ok(Frame::data)
+        .map_ok(move |b| {
+            let _in_flight = &permit;
+            Frame::data(b)
+        })
         .map_err(std::io::Error::other);
     let mut response = Response::new(StreamBody::new(chunks).boxed_unsync());
     *response.status_mut() = status;

@@ -497,3 +497,102 @@ async fn a_grant_past_its_token_limit_is_refused_before_the_provider() {
     assert_eq!(answer.status(), 200);
     assert!(!other.spent());
 }
+
+#[tokio::test]
+async fn only_the_endpoints_a_session_uses_get_the_real_key() {
+    let (server, proxy) = proxied(vec![Step::Reply(Reply::text("never"))]).await;
+    let grant = proxy.grant();
+    for (method, path) in [
+        ("GET", "/v1/files"),
+        ("POST", "/v1/files"),
+        ("POST", "/v1/fine_tuning/jobs"),
+        ("POST", "/v1/batches"),
+        ("POST", "/v1/images/generations"),
+        ("DELETE", "/v1/models/ft-mine"),
+        ("GET", "/v1/organization/admin_api_keys"),
+        ("GET", "/v1/responses"),
+        ("GET", "/v1/a\\..\\..\\admin"),
+        ("POST", "/v1/responses%2F..%2F..%2Fadmin"),
+    ] {
+        let answer = raw_head(&proxy, method, path, Some(0)).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 403") || answer.starts_with("HTTP/1.1 404"),
+            "{method} {path}: {answer}"
+        );
+    }
+    drop(grant);
+    assert!(
+        server.requests().is_empty(),
+        "forwarded: {:?}",
+        server.requests().len()
+    );
+}
+
+#[tokio::test]
+async fn a_background_request_is_refused_and_a_chat_stream_reports_its_usage() {
+    let (server, proxy) = proxied(vec![Step::Reply(Reply::text("never"))]).await;
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
+    let body =
+        serde_json::json!({"model": "gpt-test", "input": "hi", "background": true}).to_string();
+    let answer = post(
+        &format!("{}/responses", proxy.base_url()),
+        Some(&bearer),
+        body,
+    )
+    .await;
+    assert_eq!(answer.status(), 400);
+    assert!(answer.text().await.unwrap().contains("background"));
+    assert!(server.requests().is_empty());
+    // A streamed chat completion without include_usage gets it.
+    let chat = ScriptedServer::start(Wire::OpenAi, vec![Step::Reply(Reply::text("hi"))]);
+    let proxy = KeyProxy::start(&chat.openai_base_url(), real_key())
+        .await
+        .unwrap();
+    let grant = proxy.grant();
+    let body = serde_json::json!({"model": "gpt-test", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]})
+    .to_string();
+    let answer = post(
+        &format!("{}/chat/completions", proxy.base_url()),
+        Some(&format!("Bearer {}", grant.token())),
+        body,
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let _ = answer.bytes().await;
+    let sent = &chat.requests()[0].body;
+    assert_eq!(sent["stream_options"]["include_usage"], true, "{sent}");
+}
+
+#[tokio::test]
+async fn answers_come_plain_and_one_request_per_session_is_in_flight() {
+    let (go, held) = oneshot::channel();
+    let (upstream, received) = held_upstream("data: {}\n\n", "data: {}\n\n", held).await;
+    let proxy = KeyProxy::start(&upstream, real_key()).await.unwrap();
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
+    let url = format!("{}/responses", proxy.base_url());
+    let first = timeout(
+        WAIT,
+        reqwest::Client::new()
+            .post(&url)
+            .header("authorization", &bearer)
+            .header("accept-encoding", "gzip, br")
+            .body(request_body())
+            .send(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(first.status(), 200);
+    let head = timeout(WAIT, received).await.unwrap().unwrap().head;
+    assert!(!head.contains("accept-encoding"), "{head}");
+    // While the first answer streams, a second request of the same session waits
+    // its turn: refused, never forwarded.
+    let second = post(&url, Some(&bearer), request_body()).await;
+    assert_eq!(second.status(), 429);
+    assert!(second.text().await.unwrap().contains("one at a time"));
+    go.send(()).unwrap();
+    let _ = timeout(WAIT, first.bytes()).await.unwrap();
+}
