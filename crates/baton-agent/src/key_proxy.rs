@@ -130,16 +130,24 @@ impl Drop for Grant {
         if let Some(shared) = self.shared.upgrade()
             && let Ok(mut grants) = shared.grants.lock()
         {
-            grants.retain(|(t, ..)| *t != self.token);
+            grants.retain(|g| g.token != self.token);
         }
     }
 }
 
+/// A live grant as the proxy holds it: its token, its tally, its token limit (0:
+/// none) and its one request in flight.
+struct Live {
+    token: String,
+    tally: Tally,
+    limit: u64,
+    one: Arc<tokio::sync::Semaphore>,
+}
+
 /// What every connection's handler needs.
 struct Shared {
-    /// The live grants' tokens, each with its tally, its token limit (0: none)
-    /// and its one request in flight.
-    grants: std::sync::Mutex<Vec<(String, Tally, u64, Arc<tokio::sync::Semaphore>)>>,
+    /// The live grants.
+    grants: std::sync::Mutex<Vec<Live>>,
     /// The upstream base URL without a trailing `/`.
     upstream: String,
     /// Added to every forwarded request, marked sensitive.
@@ -266,12 +274,12 @@ impl KeyProxy {
             .collect();
         let tally = Tally::default();
         if let Ok(mut grants) = self.shared.grants.lock() {
-            grants.push((
-                token.clone(),
-                tally.clone(),
+            grants.push(Live {
+                token: token.clone(),
+                tally: tally.clone(),
                 limit,
-                Arc::new(tokio::sync::Semaphore::new(1)),
-            ));
+                one: Arc::new(tokio::sync::Semaphore::new(1)),
+            });
         }
         Grant {
             token,
@@ -450,10 +458,10 @@ fn granted(
     let given = headers.get(header::AUTHORIZATION)?.as_bytes();
     let grants = shared.grants.lock().ok()?;
     let mut found = None;
-    for (token, tally, limit, one) in grants.iter() {
-        let expected = format!("Bearer {token}");
+    for g in grants.iter() {
+        let expected = format!("Bearer {}", g.token);
         if bool::from(given.ct_eq(expected.as_bytes())) {
-            found = Some((tally.clone(), *limit, one.clone()));
+            found = Some((g.tally.clone(), g.limit, g.one.clone()));
         }
     }
     found
