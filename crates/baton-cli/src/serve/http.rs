@@ -16,6 +16,8 @@ pub(super) struct Request {
     pub(super) query: String,
     pub(super) bearer: Option<String>,
     pub(super) host: Option<String>,
+    /// The token from the `baton_token` cookie, if the browser sent one.
+    pub(super) cookie: Option<String>,
 }
 
 /// Read a request head (bounded in size and time).
@@ -66,12 +68,19 @@ pub(super) async fn read_head(stream: &mut TcpStream) -> Option<Result<Request, 
             .strip_prefix("Bearer ")
             .map(|t| t.trim().to_string())
     });
+    let cookie = header("cookie").and_then(|v| {
+        v.split(';')
+            .filter_map(|kv| kv.trim().strip_prefix("baton_token="))
+            .map(|t| url_decode(t.trim()))
+            .next()
+    });
     Some(Ok(Request {
         method,
         path: path.to_string(),
         query: query.to_string(),
         bearer,
         host,
+        cookie,
     }))
 }
 

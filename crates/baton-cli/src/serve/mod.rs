@@ -41,7 +41,8 @@ pub struct ServeArgs {
     /// Where to listen, ADDR:PORT (port 0: any free port, printed).
     #[arg(long, default_value = "127.0.0.1:8787")]
     bind: String,
-    /// The environment variable holding the token requests must carry (`?token=` or
+    /// The environment variable holding the token requests must carry (`?token=`
+    /// once, exchanged for a cookie, or
     /// `Authorization: Bearer`); required for an address that is not loopback.
     #[arg(long, value_name = "NAME")]
     token_env: Option<String>,
@@ -202,22 +203,35 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
         .find_map(|kv| kv.strip_prefix("token="))
         .map(url_decode);
     if let Some(token) = &server.token {
-        let given = req.bearer.as_deref().or(query_token.as_deref());
+        let given = req
+            .bearer
+            .as_deref()
+            .or(req.cookie.as_deref())
+            .or(query_token.as_deref());
         if !given.is_some_and(|g| same(g, token)) {
             return respond(
                 &mut stream,
                 "401 Unauthorized",
                 TEXT,
-                "a token is needed: ?token=… or Authorization: Bearer …\n",
+                "a token is needed: open ?token=… once, or send Authorization: Bearer …\n",
             )
             .await;
         }
+        // A token that came in the address is exchanged for a cookie and taken
+        // out of the address at once: it never stays in links, history or logs.
+        if let Some(t) = &query_token {
+            let head = format!(
+                "HTTP/1.1 303 See Other\r\nlocation: {}\r\nset-cookie: baton_token={}; HttpOnly; SameSite=Strict; Path=/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                if req.path.is_empty() { "/" } else { &req.path },
+                url_encode(t)
+            );
+            return bounded(async {
+                stream.write_all(head.as_bytes()).await?;
+                stream.shutdown().await
+            })
+            .await;
+        }
     }
-    // Links in the pages carry the token on, for a browser that came with ?token=.
-    let q = match (&server.token, &query_token) {
-        (Some(_), Some(t)) => format!("?token={}", url_encode(t)),
-        _ => String::new(),
-    };
     let parts: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     let project = |n: &str| -> Option<usize> {
         n.parse::<usize>()
@@ -227,18 +241,18 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
     match parts.as_slice() {
         [""] => {
             let s = server.clone();
-            let body = blocking(move || index(&s, &q)).await;
+            let body = blocking(move || index(&s)).await;
             respond(&mut stream, "200 OK", HTML, &body).await
         }
         ["list"] => {
             let s = server.clone();
-            let body = blocking(move || project_list(&s, &q)).await;
+            let body = blocking(move || project_list(&s)).await;
             respond(&mut stream, "200 OK", HTML, &body).await
         }
         ["events"] => events(&server.projects, stream).await,
         ["p", n] if project(n).is_some() => {
             let (s, i) = (server.clone(), project(n).unwrap_or_default());
-            let body = blocking(move || project_page(&s.projects[i], i, &q)).await;
+            let body = blocking(move || project_page(&s.projects[i], i)).await;
             respond(&mut stream, "200 OK", HTML, &body).await
         }
         ["p", n, "board"] if project(n).is_some() => {

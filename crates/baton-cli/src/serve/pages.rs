@@ -34,20 +34,20 @@ ol.transcript{list-style:none;padding:0;margin:0;font:12px ui-monospace,monospac
 ol.transcript .tool{color:var(--accent)}ol.transcript .err{color:var(--fail)}ol.transcript .res{color:var(--muted)}";
 
 /// `/`: every project in a line (swapped in live).
-pub(super) fn index(s: &Server, q: &str) -> String {
+pub(super) fn index(s: &Server) -> String {
     let mut o = String::new();
     head(&mut o, "baton · projects", "");
     let _ = write!(
         o,
         r#"<header><h1>baton projects <span class="pill run" id="live">live</span></h1><div class="sub">read-only</div></header><div id="list">{}</div>{}</main></body></html>"#,
-        project_list(s, q),
-        live_script(&format!("/events{q}"), &format!("/list{q}"), "list")
+        project_list(s),
+        live_script("/events", "/list", "list")
     );
     o
 }
 
 /// `/list`: the projects' table.
-pub(super) fn project_list(s: &Server, q: &str) -> String {
+pub(super) fn project_list(s: &Server) -> String {
     let mut o = String::from(
         r#"<table><thead><tr><th>Project</th><th class="n">Passing</th><th>Run</th><th class="n">Cost</th></tr></thead><tbody>"#,
     );
@@ -63,7 +63,7 @@ pub(super) fn project_list(s: &Server, q: &str) -> String {
         };
         let _ = write!(
             o,
-            r#"<tr><td><a href="/p/{i}{q}">{}</a> <code>{}</code></td><td class="n">{passing}/{total}</td><td>{run}</td><td class="n">${cost:.4}</td></tr>"#,
+            r#"<tr><td><a href="/p/{i}">{}</a> <code>{}</code></td><td class="n">{passing}/{total}</td><td>{run}</td><td class="n">${cost:.4}</td></tr>"#,
             escape(&p.name()),
             escape(&p.files.dir.display().to_string())
         );
@@ -75,7 +75,7 @@ pub(super) fn project_list(s: &Server, q: &str) -> String {
 /// The script that keeps element `target` live: on each `change` from `events`
 /// (and on each (re)connect, for a change in between) it fetches `fragment` and
 /// swaps it in, one fetch at a time. The URLs are made here, never from a request
-/// but for the token, which is `%`-encoded.
+/// (the token travels in a cookie, never in a URL).
 pub(super) fn live_script(events: &str, fragment: &str, target: &str) -> String {
     format!(
         r#"<script>(function(){{var busy=false,again=false,live=document.getElementById('live');
@@ -86,19 +86,19 @@ es.onopen=function(){{live.textContent='live';live.className='pill ok';load();}}
 }
 
 /// `/p/N`: the board (swapped in live) around the page.
-pub(super) fn project_page(p: &Project, i: usize, q: &str) -> String {
+pub(super) fn project_page(p: &Project, i: usize) -> String {
     let mut o = String::new();
     head(&mut o, &format!("baton · {}", p.name()), "");
     let _ = write!(
         o,
-        r#"<header><h1>{} <span class="pill run" id="live">live</span></h1><div class="sub"><a href="/{q}">all projects</a> · <code>{}</code></div></header><div id="board">{}</div>"#,
+        r#"<header><h1>{} <span class="pill run" id="live">live</span></h1><div class="sub"><a href="/">all projects</a> · <code>{}</code></div></header><div id="board">{}</div>"#,
         escape(&p.name()),
         escape(&p.files.dir.display().to_string()),
         board(p)
     );
     o.push_str(&live_script(
-        &format!("/p/{i}/events{q}"),
-        &format!("/p/{i}/board{q}"),
+        &format!("/p/{i}/events"),
+        &format!("/p/{i}/board"),
         "board",
     ));
     o.push_str("</main></body></html>");

@@ -352,13 +352,44 @@ fn serve_refuses_a_non_loopback_address_without_a_token_and_checks_the_token() {
     ] {
         assert_eq!(get(&s.addr, path).0, "HTTP/1.1 401 Unauthorized", "{path}");
     }
-    let (status, body) = get(&s.addr, "/?token=s3cret%2F%2Bx");
-    assert_eq!(status, "HTTP/1.1 200 OK");
-    // The links carry the token on.
+    // A token in the address is exchanged for a cookie at once and taken out of
+    // the address: it never stays in links, history or a proxy's log.
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.write_all(
+        format!(
+            "GET /p/0?token=s3cret%2F%2Bx HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+            s.addr
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut head = String::new();
+    let _ = c.read_to_string(&mut head);
+    assert!(head.starts_with("HTTP/1.1 303 See Other"), "{head}");
+    assert!(head.contains("\r\nlocation: /p/0\r\n"), "{head}");
     assert!(
-        body.contains(r#"href="/p/0?token=s3cret%2F%2Bx""#),
-        "{body}"
+        head.contains("set-cookie: baton_token=s3cret%2F%2Bx; HttpOnly; SameSite=Strict; Path=/"),
+        "{head}"
     );
+    let (status, body) = request(
+        &s.addr,
+        &format!(
+            "GET / HTTP/1.1\r\nhost: {}\r\ncookie: theme=dark; baton_token=s3cret%2F%2Bx\r\nconnection: close\r\n\r\n",
+            s.addr
+        ),
+    );
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert!(body.contains(r#"href="/p/0""#), "{body}");
+    assert!(!body.contains("s3cret"), "the token is in the page: {body}");
+    let (status, _) = request(
+        &s.addr,
+        &format!(
+            "GET / HTTP/1.1\r\nhost: {}\r\ncookie: baton_token=wrong\r\nconnection: close\r\n\r\n",
+            s.addr
+        ),
+    );
+    assert_eq!(status, "HTTP/1.1 401 Unauthorized");
     let (status, _) = request(
         &s.addr,
         &format!(
