@@ -202,6 +202,15 @@ impl Runner<'_> {
                 return Ok((0.0, Some(e)));
             }
         };
+        // Stopped by Ctrl-C: its verdicts are not judged. The flips it was to check
+        // stay unproven, reverted with that reason (the work stays committed), and
+        // the next run's session flips them again for a verifier that finishes.
+        if self.stop.is_cancelled() {
+            self.reporter
+                .line("  verifier stopped by Ctrl-C; the flips it was to check are not judged");
+            g.verifier_failed(flips, "the run was stopped (Ctrl-C) while it checked them");
+            return Ok((result.cost_usd, None));
+        }
         // The final verdict object; else (out of turns, cut off) the verdicts it gave
         // one by one as it went: a feature it did not reach is not confirmed.
         let finals = (result.outcome == baton_agent::session::Outcome::Completed)

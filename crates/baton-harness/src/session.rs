@@ -304,7 +304,13 @@ impl Runner<'_> {
                 self.prove(&mut g, ip, base.as_ref(), deadline).await?;
         }
         let summary = summarize(&self.files.dir, ip.number);
-        let outcome = summary.outcome_after(error.as_ref());
+        // Stopped by Ctrl-C while its gates ran (the verifier): an interruption,
+        // not a failed attempt at its feature.
+        let outcome = if self.stop.is_cancelled() && error.is_none() {
+            SessionOutcome::Interrupted
+        } else {
+            summary.outcome_after(error.as_ref())
+        };
         // A verifier that could not run is the run's to act on once the session
         // is recorded (the provider's quota: a limit; another error: the run
         // stops with it); the session's own error comes first.

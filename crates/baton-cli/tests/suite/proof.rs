@@ -594,3 +594,86 @@ fn the_check_a_verifier_left_runs_in_every_later_sweep() {
         "{regressions:?}"
     );
 }
+
+/// Ctrl-C while the verifier checks a flip: the run ends interrupted (exit 130),
+/// the flip is not judged — no rejection, no failed attempt at its feature — and
+/// the reason says the run was stopped.
+#[test]
+fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
+    use baton_testkit::{Reply, Step};
+    let (_t, dir) = new_project("cli");
+    let gate = tempfile::tempdir().unwrap();
+    let (started, go) = (gate.path().join("started"), gate.path().join("go"));
+    let mut steps = baton_testkit::scenario::initializer(&features(&[false; 4]));
+    steps.extend(session_writing(
+        &[("src/feature1.txt", "feature 1\n")],
+        &features(&[true, false, false, false]),
+    ));
+    // The verifier's first call waits until the test has pressed Ctrl-C.
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": format!("touch {s}; for _ in $(seq 1200); do [ -e {g} ] && break; sleep 0.05; done; grep -qx 'feature 1' src/feature1.txt && echo checked", s = started.display(), g = go.display())}),
+    )));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let mut child = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !started.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(started.exists(), "the verifier never started");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(pipe).lines() {
+            let line = line.unwrap_or_default();
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("baton did not say it was stopping");
+        if line.contains("stopping after the current tool call") {
+            break;
+        }
+    }
+    std::fs::write(&go, "").unwrap();
+    let status = child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(entries(&dir, "verifier_rejected").is_empty(), "{err}");
+    let unproven = entries(&dir, "unverified_flip");
+    assert_eq!(unproven.len(), 1, "{err}");
+    assert!(
+        unproven[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("stopped (Ctrl-C)"),
+        "{unproven:?}"
+    );
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".baton/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["sessions"][1]["outcome"], "interrupted", "{state}");
+    assert_eq!(
+        state["features"]["1"]["attempts"].as_u64().unwrap_or(0),
+        0,
+        "{state}"
+    );
+}
