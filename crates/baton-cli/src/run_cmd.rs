@@ -574,9 +574,9 @@ fn finish(
             baton_records::human::features(b)
         ),
         RunEnd::Limit(l) => format!("stopped: {l}"),
-        RunEnd::Stalled(n) => {
-            format!("stalled: {n} coding sessions in a row without a newly passing feature")
-        }
+        RunEnd::Stalled(n) => format!(
+            "stalled: {n} coding sessions in a row without a newly passing feature. To go on, act, then `baton run` again: `baton status` says what failed; `baton tell DIR \"…\"` guides the next session, `baton unblock DIR N` hands a deferred or blocked feature out again, or raise [run] stall_sessions in baton.toml"
+        ),
         RunEnd::Interrupted => "interrupted; `baton run` again resumes".to_string(),
     };
     let left = budget

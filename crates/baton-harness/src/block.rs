@@ -194,17 +194,28 @@ pub fn unblock(files: &Files, n: usize) -> Result<String, HarnessError> {
         )));
     };
     let mut state = State::load(&files.dir)?;
-    let blocked = state
-        .features
-        .get(&n)
-        .and_then(|r| r.blocked.clone().map(|b| (b, r.attempts)));
+    // Blocked by the agent, or deferred by baton after failed attempts: either
+    // way a person hands it out again.
+    let blocked = state.features.get(&n).and_then(|r| {
+        r.blocked.clone().map(|b| (b, r.attempts)).or_else(|| {
+            r.deferred.map(|_| {
+                (
+                    format!(
+                        "deferred after failed attempts; last: {}",
+                        r.last_reason.clone().unwrap_or_default()
+                    ),
+                    r.attempts,
+                )
+            })
+        })
+    });
     let Some((reason, attempts)) = blocked else {
         let blocked: Vec<String> = crate::queue::blocked(&list, &state)
             .iter()
             .map(|n| format!("#{n}"))
             .collect();
         return Err(HarnessError::Input(format!(
-            "feature {n} is not blocked (blocked: {})",
+            "feature {n} is neither blocked nor deferred (blocked: {})",
             if blocked.is_empty() {
                 "none".to_string()
             } else {

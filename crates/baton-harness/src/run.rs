@@ -432,7 +432,52 @@ impl Runner<'_> {
             // Checks a person or a planner wrote since the last run.
             self.judge_checks(None, list, state.sessions.last().map_or(0, |s| s.number))?;
         }
+        self.resume_stalled(&mut state)?;
         Ok((snap, state, accepted))
+    }
+
+    /// A project that stalled goes on when a person acted since: guidance queued
+    /// with `baton tell`, a feature handed out again (`baton unblock`), features
+    /// added or changed (`baton plan`, `baton accept`), or `[run] stall_sessions`
+    /// raised. Otherwise it stays stalled, and the run says how to go on.
+    fn resume_stalled(&self, state: &mut State) -> Result<(), HarnessError> {
+        let limit = self.cfg.run.stall_sessions;
+        if limit == 0 || state.stalled < limit {
+            return Ok(());
+        }
+        let last = state.sessions.last().map_or(0, |s| s.number);
+        let why = if !crate::tell::pending(&self.files.dir).is_empty() {
+            Some("a person's guidance is waiting (baton tell)".to_string())
+        } else {
+            let ledger = baton_records::ledger::read(&self.files.ledger()).unwrap_or_default();
+            ledger
+                .entries
+                .iter()
+                .rev()
+                .take_while(|e| e.session >= last)
+                .find(|e| {
+                    matches!(
+                        e.kind,
+                        LedgerKind::Unblocked | LedgerKind::Added | LedgerKind::Amended
+                    )
+                })
+                .map(|e| match (e.kind, e.feature) {
+                    (LedgerKind::Unblocked, Some(n)) => {
+                        format!("#{n} was handed out again (baton unblock)")
+                    }
+                    _ => "the feature list was changed by a person (baton plan, baton accept)"
+                        .to_string(),
+                })
+        };
+        if let Some(why) = why {
+            self.reporter.line(&format!(
+                "the project had stalled ({} coding sessions without a newly passing feature); going on: {why}",
+                state.stalled
+            ));
+            state.stalled = 0;
+            state.save(&self.files.dir)?;
+        }
+        Ok(())
     }
 
     /// An agent CLI's usage limit: wait for its reset between sessions, unless

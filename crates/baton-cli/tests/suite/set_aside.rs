@@ -364,7 +364,7 @@ fn a_blocked_feature_is_skipped_the_run_ends_with_4_and_unblock_hands_it_out_aga
     let bad = baton_cmd_args(&p, &["unblock"], &["3"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(
-        stderr(&bad).contains("feature 3 is not blocked (blocked: #2)"),
+        stderr(&bad).contains("feature 3 is neither blocked nor deferred (blocked: #2)"),
         "{}",
         stderr(&bad)
     );
@@ -757,5 +757,64 @@ fn a_blocked_reason_reaches_slack_escaped_and_marked_as_the_agents() {
     assert!(
         blocked.contains("“&lt;!channel&gt; urgent: log in at &lt;http://198.51.100.7/login|the docs&gt; &amp; tell @\u{2060}here” (the agent's words)"),
         "{blocked}"
+    );
+}
+
+/// A stalled project is not stuck for good: run again with nothing changed, it
+/// stops at once and says how to go on; after a person's `baton tell` it goes
+/// on, and a deferred feature can be handed out again with `baton unblock`.
+#[test]
+fn a_stalled_project_goes_on_once_a_person_acts() {
+    let p = project(
+        "[run]\npause_secs = 0\nstall_sessions = 1\nfeature_attempts = 1\n",
+        true,
+    );
+    // #1 cannot pass: its attempt fails and it is deferred; #2's session does
+    // nothing; the run stalls.
+    let mut steps = session(&[1], &[true, false, false], true);
+    steps.extend(idle());
+    let (out, _) = run(&p, steps, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("To go on, act, then `baton run` again"),
+        "{err}"
+    );
+    // Nothing changed: it stops at once, no session, the same advice.
+    let (out, server) = run(&p, vec![], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(server.requests().is_empty(), "{err}");
+    assert!(err.contains("baton tell DIR"), "{err}");
+    // A person's guidance: the next run goes on, and the session reads it.
+    let told = baton_cmd_args(&p, &["tell"], &["Feature 2 first, please."]);
+    assert!(told.status.success(), "{}", stderr(&told));
+    let (out, server) = run(
+        &p,
+        session(&[2], &[false, true, false], true),
+        &["--max-sessions", "1"],
+    );
+    let err = stderr(&out);
+    assert!(err.contains("the project had stalled"), "{err}");
+    assert!(
+        err.contains("going on: a person's guidance is waiting"),
+        "{err}"
+    );
+    assert!(
+        server.requests()[0]
+            .first_user_text()
+            .contains("Feature 2 first, please.")
+    );
+    // The deferred #1 can be handed out again.
+    let unblock = baton_cmd_args(&p, &["unblock"], &["1"]);
+    assert!(unblock.status.success(), "{}", stderr(&unblock));
+    assert!(state(&p)["features"].get("1").is_none(), "{}", state(&p));
+    let u = ledger_kinds(&p, "unblocked");
+    assert!(
+        u[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("deferred after failed attempts"),
+        "{u:?}"
     );
 }
