@@ -207,7 +207,16 @@ fn main() -> ExitCode {
     {
         return policy_cmd::sandbox_shell(&argv[2..]);
     }
-    let cli = Cli::parse();
+    // A usage error is an error (exit 1), not the limit code 2 clap would give;
+    // `--help` and `--version` still print and exit 0.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     let result = match cli.command {
         Command::New(args) => plan_cmd::new(args, &secrets),
         Command::Plan(args) => plan_cmd::plan(args, &secrets),

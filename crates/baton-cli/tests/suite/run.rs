@@ -782,3 +782,25 @@ fn max_hours_stops_the_run_between_sessions() {
     assert!(err.contains("initializer · time_limit"), "{err}");
     assert!(server.remaining() >= 2, "{err}");
 }
+
+/// A usage error is an error, exit 1: exit 2 means a limit was reached, and a
+/// script must not take a typo for one. `--help` still exits 0.
+#[test]
+fn a_usage_error_exits_1_not_the_limit_code() {
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["run", "--max-sesions", "3", "."])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unexpected argument '--max-sesions'"),
+        "{}",
+        stderr(&out)
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("--max-sessions"));
+}
