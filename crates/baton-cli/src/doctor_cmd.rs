@@ -44,8 +44,13 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {
         anyhow::bail!(
-            "{} is not a directory: give a project directory (or none for the current one)",
-            dir.display()
+            "{} {}: give a project directory (or none for the current one)",
+            dir.display(),
+            if dir.exists() {
+                "is not a directory"
+            } else {
+                "does not exist"
+            }
         );
     }
     let cfg = crate::setup::load_config(&dir)?;

@@ -484,8 +484,9 @@ fn planned_end(
     let dir = files.dir.display();
     match plan {
         baton_harness::plan::Plan::Spec => eprintln!(
-            "baton: the planner wrote {} ({} lines), committed; read and edit it, then `baton run {dir}`",
-            files.names.spec, p.spec_lines
+            "baton: the planner wrote {} ({}), committed; read and edit it, then `baton run {dir}`",
+            files.names.spec,
+            baton_records::human::plural(p.spec_lines as u64, "line")
         ),
         baton_harness::plan::Plan::More(_) | baton_harness::plan::Plan::Rest => {
             let list = files.load_accepted()?.unwrap_or_default();

@@ -19,6 +19,9 @@ pub const CREATE_HINT: &str = " (create a project with `baton new DIR --spec FIL
 /// `dir` as the directory to work in: it must exist (else an error ending with
 /// `hint`); returned canonical.
 pub fn project_dir(dir: &Path, hint: &str) -> anyhow::Result<PathBuf> {
+    if !dir.exists() {
+        bail!("{} does not exist{hint}", dir.display());
+    }
     if !dir.is_dir() {
         bail!("{} is not a directory{hint}", dir.display());
     }

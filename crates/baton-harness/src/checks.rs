@@ -419,7 +419,8 @@ impl Sweeper<'_> {
         self.files.commit_list(list, &msg, entries)?;
         self.files.save_accepted(list)?;
         (self.say)(&format!(
-            "{said}: {broke} broke and were set back to failing"
+            "{said}: {broke} broke and {} set back to failing",
+            if run.failed.len() == 1 { "was" } else { "were" }
         ));
         Ok(Some(run))
     }

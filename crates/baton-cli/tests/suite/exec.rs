@@ -196,7 +196,7 @@ fn missing_project_dir_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),
-        "baton: error: /nonexistent/baton-dir is not a directory\n"
+        "baton: error: /nonexistent/baton-dir does not exist\n"
     );
     assert!(server.requests().is_empty());
 }

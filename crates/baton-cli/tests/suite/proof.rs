@@ -580,7 +580,7 @@ fn the_check_a_verifier_left_runs_in_every_later_sweep() {
     );
     let err = stderr(&out);
     assert!(
-        err.contains("sweep: #1 broke and were set back to failing"),
+        err.contains("sweep: #1 broke and was set back to failing"),
         "{err}"
     );
     let regressions = entries(&dir, "regression");

@@ -302,7 +302,7 @@ fn commands_on_what_is_not_a_project_say_so() {
     let out = baton(&["doctor", missing.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("is not a directory"), "{err}");
+    assert!(err.contains("no/such/dir does not exist"), "{err}");
     assert!(
         !stdout(&out).contains("install"),
         "no advice to install git for a bad path"

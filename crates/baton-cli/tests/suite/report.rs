@@ -255,7 +255,7 @@ fn bad_records_and_arguments_are_errors_that_say_what_to_fix() {
     let out = report(&dir.path().join("nope"), &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("is not a directory"),
+        stderr(&out).contains("nope does not exist"),
         "{}",
         stderr(&out)
     );

@@ -722,7 +722,7 @@ fn run_without_spec_or_feature_list_says_what_to_do() {
     };
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("/nonexistent/baton-project is not a directory"),
+        stderr(&out).contains("/nonexistent/baton-project does not exist"),
         "{}",
         stderr(&out)
     );

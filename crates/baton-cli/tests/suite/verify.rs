@@ -180,7 +180,7 @@ fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("sweep: #1 broke and were set back to failing"),
+        stderr(&out).contains("sweep: #1 broke and was set back to failing"),
         "{}",
         stderr(&out)
     );
