@@ -22,14 +22,24 @@ use crate::setup::client_config;
 /// Where a run records the process groups its tools start, relative to the project.
 const PROCESSES_FILE: &str = baton_records::layout::PROCESSES;
 
+/// The providers `--provider` takes.
+const PROVIDERS: [&str; 5] = [
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "claude-code",
+    "codex",
+];
+
 /// The model sessions use and how a run shows: `baton run`'s flags, shared with
 /// `baton plan` and `baton new --idea`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ModelFlags {
     /// Model provider: anthropic, openai (chat completions), openai-responses (the
     /// OpenAI Responses API), claude-code (an installed Claude Code CLI) or codex (an
-    /// installed Codex CLI).
-    #[arg(long)]
+    /// installed Codex CLI). A name not among them is refused before anything is
+    /// created or run.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(PROVIDERS))]
     pub provider: Option<String>,
     /// Model name.
     #[arg(long)]
@@ -124,6 +134,10 @@ pub fn run_what(
         What::Run => "baton run",
         What::Plan(_) => "baton plan",
     };
+    // A directory that is no project is left as it was found, `.baton/` included.
+    let records = dir.join(baton_records::layout::DIR);
+    let lock_file = dir.join(baton_records::layout::LOCK);
+    let had_records = records.exists();
     let lock = baton_harness::lock::ProjectLock::acquire(&dir, command)?;
     if let Some(previous) = &lock.took_over {
         eprintln!(
@@ -134,6 +148,11 @@ pub fn run_what(
     let result =
         crate::setup::recover_config(&dir).and_then(|()| run_locked(args, secrets, dir, what));
     lock.release();
+    if !had_records && result.is_err() {
+        // The lock file goes, then the directory if nothing else was written.
+        let _ = std::fs::remove_file(&lock_file);
+        let _ = std::fs::remove_dir(&records);
+    }
     result
 }
 

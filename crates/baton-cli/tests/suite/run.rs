@@ -804,3 +804,57 @@ fn a_usage_error_exits_1_not_the_limit_code() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("--max-sessions"));
 }
+
+/// `baton run` on a directory that is no project refuses and leaves it as it
+/// was (no `.baton/`, so `baton status` does not take it for a project); a
+/// provider name baton does not know is refused before `baton new` creates
+/// anything.
+#[test]
+fn refusals_leave_no_trace_behind() {
+    let plain = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("run")
+        .arg(plain.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_dir(plain.path()).unwrap().count(),
+        0,
+        "left behind"
+    );
+    let status = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("status")
+        .arg(plain.path())
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(1));
+    assert!(
+        stderr(&status).contains("is not a baton project"),
+        "{}",
+        stderr(&status)
+    );
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args([
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a todo app",
+            "--provider",
+            "anthropc",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("invalid value 'anthropc' for '--provider"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !dir.exists(),
+        "the project was created before the provider was refused"
+    );
+}
