@@ -377,7 +377,10 @@ mod tests {
             err(3),
             "there is no feature 3: features are numbered 1 to 2"
         );
-        assert_eq!(err(1), "feature 1 is not blocked (blocked: #2)");
+        assert_eq!(
+            err(1),
+            "feature 1 is neither blocked nor deferred (blocked: #2)"
+        );
         let done = unblock(&files, 2).unwrap();
         assert!(
             done.starts_with("unblocked feature 2 (Two); it was blocked: needs a key; cleared 2 failed attempt(s)."),
@@ -391,6 +394,9 @@ mod tests {
             ledger.contains("\"kind\":\"unblocked\",\"feature\":2"),
             "{ledger}"
         );
-        assert_eq!(err(2), "feature 2 is not blocked (blocked: none)");
+        assert_eq!(
+            err(2),
+            "feature 2 is neither blocked nor deferred (blocked: none)"
+        );
     }
 }

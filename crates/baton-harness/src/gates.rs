@@ -30,6 +30,9 @@ pub struct Gates<'a> {
     reasons: Vec<String>,
     /// Whether what the session left uncommitted was committed already.
     leftovers_done: bool,
+    /// Ctrl-C stopped the verifier: the session is an interruption, not a
+    /// failed attempt.
+    pub interrupted: bool,
 }
 
 impl<'a> Gates<'a> {
@@ -48,6 +51,7 @@ impl<'a> Gates<'a> {
             changed: false,
             reasons: Vec::new(),
             leftovers_done: false,
+            interrupted: false,
         };
         let Some(acc) = accepted else {
             return Ok(g);

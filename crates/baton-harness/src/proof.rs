@@ -209,6 +209,7 @@ impl Runner<'_> {
             self.reporter
                 .line("  verifier stopped by Ctrl-C; the flips it was to check are not judged");
             g.verifier_failed(flips, "the run was stopped (Ctrl-C) while it checked them");
+            g.interrupted = true;
             return Ok((result.cost_usd, None));
         }
         // The final verdict object; else (out of turns, cut off) the verdicts it gave

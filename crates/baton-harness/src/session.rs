@@ -304,9 +304,9 @@ impl Runner<'_> {
                 self.prove(&mut g, ip, base.as_ref(), deadline).await?;
         }
         let summary = summarize(&self.files.dir, ip.number);
-        // Stopped by Ctrl-C while its gates ran (the verifier): an interruption,
-        // not a failed attempt at its feature.
-        let outcome = if self.stop.is_cancelled() && error.is_none() {
+        // Stopped by Ctrl-C while the verifier checked it: an interruption, not a
+        // failed attempt at its feature.
+        let outcome = if g.interrupted {
             SessionOutcome::Interrupted
         } else {
             summary.outcome_after(error.as_ref())

@@ -248,13 +248,14 @@ fn the_kind_comes_from_the_flag_or_the_specs_words() {
         "library"
     );
 
-    // An unknown kind is refused by the argument parser, naming the known ones.
+    // An unknown kind is refused by the argument parser, naming the known ones
+    // (a usage error: exit 1).
     let out = new_in(
         root.path(),
         &["x", "--spec", "lib.txt", "--kind", "desktop"],
         env,
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("[possible values: web, cli, library, service]"),
         "{}",

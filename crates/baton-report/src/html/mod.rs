@@ -108,6 +108,40 @@ mod tests {
     use crate::records::{Feature, FeatureRecord};
 
     #[test]
+    fn the_right_aligned_column_of_the_feature_table_is_its_cost() {
+        let r = Records {
+            features: vec![Feature {
+                category: "c".into(),
+                description: "Create".into(),
+                passes: true,
+                depends_on: vec![],
+            }],
+            ..Records::default()
+        };
+        let html = page(&r, &Options::default());
+        let head = html
+            .split("<thead><tr>")
+            .find(|h| h.contains("proven by"))
+            .and_then(|h| h.split("</tr>").next())
+            .unwrap_or_default();
+        let cost = head
+            .split("<th")
+            .skip(1)
+            .position(|th| th.contains(">cost<"))
+            .map(|i| i + 1);
+        let rule = STYLE
+            .split("details td:nth-child(")
+            .nth(1)
+            .and_then(|r| r.split(')').next())
+            .and_then(|n| n.parse::<usize>().ok());
+        assert_eq!(
+            rule, cost,
+            "the style right-aligns another column than cost: {head}"
+        );
+        assert!(head.contains("<th class=\"n\">cost</th>"), "{head}");
+    }
+
+    #[test]
     fn a_feature_says_what_it_waits_on() {
         let feature = |d: &str, passes: bool, depends_on: Vec<usize>| Feature {
             category: "c".into(),
