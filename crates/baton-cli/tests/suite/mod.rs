@@ -141,6 +141,39 @@ pub fn spawn_run_said(server: &ScriptedServer, p: &Project) -> std::process::Chi
         .unwrap()
 }
 
+/// Press Ctrl-C on a running baton (SIGINT to `child`, its stderr piped) and wait
+/// until it says it is stopping; its stderr goes on being read. Returns the
+/// reader, whose result is all of stderr once baton closes it.
+pub fn ctrl_c(child: &mut std::process::Child) -> std::thread::JoinHandle<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(pipe).lines() {
+            let line = line.unwrap_or_default();
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("baton did not say it was stopping");
+        if line.contains("stopping after the current tool call") {
+            break;
+        }
+    }
+    reader
+}
+
 /// Run `baton exec` in `p` with `prompt` against a fresh server playing `steps`.
 pub fn exec(p: &Project, wire: Wire, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer) {
     let server = ScriptedServer::start(wire, steps);

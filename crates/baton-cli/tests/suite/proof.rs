@@ -627,32 +627,7 @@ fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert!(started.exists(), "the verifier never started");
-    let (tx, rx) = std::sync::mpsc::channel();
-    let pipe = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut all = String::new();
-        for line in std::io::BufReader::new(pipe).lines() {
-            let line = line.unwrap_or_default();
-            let _ = tx.send(line.clone());
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    loop {
-        let line = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("baton did not say it was stopping");
-        if line.contains("stopping after the current tool call") {
-            break;
-        }
-    }
+    let reader = super::ctrl_c(&mut child);
     std::fs::write(&go, "").unwrap();
     let status = child.wait().unwrap();
     let err = reader.join().unwrap();

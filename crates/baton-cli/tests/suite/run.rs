@@ -583,35 +583,7 @@ fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
     }
     assert!(started.exists());
     // baton's stderr, line by line, to see it take the Ctrl-C.
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr_pipe = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut all = String::new();
-        for line in std::io::BufReader::new(stderr_pipe).lines() {
-            let line = line.unwrap_or_default();
-            let _ = tx.send(line.clone());
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    let pid = child.id();
-    assert!(
-        Command::new("bash")
-            .args(["-c", &format!("kill -INT {pid}")])
-            .status()
-            .unwrap()
-            .success()
-    );
-    loop {
-        let line = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("baton did not say it was stopping");
-        if line.contains("stopping after the current tool call") {
-            break;
-        }
-    }
+    let reader = super::ctrl_c(&mut child);
     std::fs::write(p.path().join("go"), "").unwrap();
     let status = child.wait().unwrap();
     let err = reader.join().unwrap();
