@@ -308,14 +308,15 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
     let state = State::load(&files.dir)?;
     let list = match files.load_accepted()? {
         Some(l) => l,
-        None => match std::fs::read_to_string(files.feature_list()) {
-            Ok(t) => FeatureList::parse(&t, &files.names.feature_list).map_err(|source| {
+        // Never read through a link planted in the list's place.
+        None => match files.read_list() {
+            Ok(Some(t)) => FeatureList::parse(&t, &files.names.feature_list).map_err(|source| {
                 HarnessError::FeatureList {
                     what: "the project's feature list".into(),
                     source,
                 }
             })?,
-            Err(_) => FeatureList::default(),
+            Ok(None) | Err(_) => FeatureList::default(),
         },
     };
     let sessions: Vec<SessionStatus> = state
