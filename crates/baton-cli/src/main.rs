@@ -14,6 +14,7 @@ mod run_cmd;
 mod secrets;
 mod serve;
 mod setup;
+mod status_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -222,11 +223,11 @@ fn main() -> ExitCode {
         Command::Plan(args) => plan_cmd::plan(args, &secrets),
         Command::Accept { dir, yes } => plan_cmd::accept(&dir, yes),
         Command::Run(args) => run_cmd::run(args, &secrets),
-        Command::Status { dir, json } => run_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
+        Command::Status { dir, json } => status_cmd::status(&dir, json).map(|()| ExitCode::SUCCESS),
         Command::Unblock { dir, feature, note } => {
-            run_cmd::unblock(&dir, &feature, note.as_deref()).map(|()| ExitCode::SUCCESS)
+            status_cmd::unblock(&dir, &feature, note.as_deref()).map(|()| ExitCode::SUCCESS)
         }
-        Command::Tell { dir, text } => run_cmd::tell(&dir, &text).map(|()| ExitCode::SUCCESS),
+        Command::Tell { dir, text } => status_cmd::tell(&dir, &text).map(|()| ExitCode::SUCCESS),
         Command::Notify {
             what: NotifyCommand::Test { dir },
         } => notify::test(&dir).map(|()| ExitCode::SUCCESS),

@@ -198,7 +198,7 @@ pub struct PlanArgs {
 pub fn plan(args: PlanArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     let dir = crate::setup::project_dir(&args.dir, crate::setup::CREATE_HINT)?;
     let cfg = crate::setup::load_config(&dir)?;
-    crate::run_cmd::require_project(&dir, &cfg)?;
+    crate::status_cmd::require_project(&dir, &cfg)?;
     let plan = match (&args.spec, &args.idea) {
         (Some(file), None) => Plan::More(baton_harness::new::read_spec(file)?),
         (None, Some(idea)) => Plan::More(idea.clone()),

@@ -25,7 +25,7 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let dir = crate::setup::project_dir(&args.dir, "")?;
     let cfg = crate::setup::load_config(&dir)?;
-    crate::run_cmd::require_project(&dir, &cfg)?;
+    crate::status_cmd::require_project(&dir, &cfg)?;
     if args
         .budget_usd
         .is_some_and(|b| !(b.is_finite() && b >= 0.0))

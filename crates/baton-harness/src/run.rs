@@ -445,30 +445,7 @@ impl Runner<'_> {
         if limit == 0 || state.stalled < limit {
             return Ok(());
         }
-        let last = state.sessions.last().map_or(0, |s| s.number);
-        let why = if !crate::tell::pending(&self.files.dir).is_empty() {
-            Some("a person's guidance is waiting (baton tell)".to_string())
-        } else {
-            let ledger = baton_records::ledger::read(&self.files.ledger()).unwrap_or_default();
-            ledger
-                .entries
-                .iter()
-                .rev()
-                .take_while(|e| e.session >= last)
-                .find(|e| {
-                    matches!(
-                        e.kind,
-                        LedgerKind::Unblocked | LedgerKind::Added | LedgerKind::Amended
-                    )
-                })
-                .map(|e| match (e.kind, e.feature) {
-                    (LedgerKind::Unblocked, Some(n)) => {
-                        format!("#{n} was handed out again (baton unblock)")
-                    }
-                    _ => "the feature list was changed by a person (baton plan, baton accept)"
-                        .to_string(),
-                })
-        };
+        let why = queue::acted_since_stall(&self.files, state);
         if let Some(why) = why {
             self.reporter.line(&format!(
                 "the project had stalled ({} coding sessions without a newly passing feature); going on: {why}",

@@ -113,7 +113,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             );
             Config::default()
         });
-        crate::run_cmd::require_project(&dir, &cfg)?;
+        crate::status_cmd::require_project(&dir, &cfg)?;
         projects.push(Project {
             files: Files::new(dir, cfg.project),
             budget_usd: cfg.run.budget_usd,
