@@ -154,8 +154,6 @@ impl<'a> Gates<'a> {
                         baton_records::ledger::read(&self.files.ledger()).unwrap_or_default()
                     });
                     let author = check_author(ledger, n, cmd);
-                    let changes =
-                        changes.get_or_insert_with(|| changed_since(&self.files.dir, base_commit));
                     let weak = if b.passed {
                         self.report.vacuous.push(n);
                         None
@@ -167,6 +165,10 @@ impl<'a> Gates<'a> {
                             author.who
                         ))
                     } else {
+                        // What the session changed: read once, and only when a
+                        // check could still prove.
+                        let changes = changes
+                            .get_or_insert_with(|| changed_since(&self.files.dir, base_commit));
                         match changes {
                             Err(e) => Some(format!(
                                 "baton could not tell what the session changed ({e}), so its check is not taken as proof"
@@ -425,14 +427,6 @@ impl<'a> Gates<'a> {
                     "{}: its verify command already passed on the session's base commit, so it is not counted as proof",
                     desc(n)
                 ),
-                head.clone(),
-            ))?;
-        }
-        for f in &r.unrunnable {
-            self.files.append_ledger(&entry(
-                LedgerKind::CheckUnrunnable,
-                Some(f.feature),
-                format!("`{}` {}", f.command, f.reason),
                 head.clone(),
             ))?;
         }

@@ -327,7 +327,8 @@ impl Runner<'_> {
         if summary.turns == 0 {
             gates.notes_updated = true;
         }
-        let before = accepted.clone();
+        // The list before this session's, for the checks it newly holds.
+        let before = accepted.take();
         if ip.kind == SessionKind::Coding {
             *accepted = new_accepted;
         } else {
