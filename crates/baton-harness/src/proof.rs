@@ -242,9 +242,9 @@ impl Runner<'_> {
     }
 
     /// baton's own run of the checks the verifier left with its passes: each must
-    /// pass on the session's head and fail on its base commit (`base`, in a copy
-    /// of the project at that commit), run as baton runs every check (policy,
-    /// sandbox, `init.sh` first). A pass whose check does not is rejected with
+    /// pass on the session's head (the project read-only, as for the verifier)
+    /// and fail on its base commit (`base`, in a copy of the project at that
+    /// commit), run as baton runs every check (policy, sandbox, `init.sh` first). A pass whose check does not is rejected with
     /// why; one whose check holds is recorded with the proof (and in the ledger
     /// as `check_added`). Returns the proofs that stand.
     async fn replay(
@@ -277,7 +277,15 @@ impl Runner<'_> {
             }
         }
         let idx: Vec<usize> = checks.iter().map(|(n, _)| n - 1).collect();
-        let head = self.checker().run(&probe, &idx, None).await;
+        // On the head the checks run as the verifier's own commands did: the app
+        // started by baton, the project read-only, so a check a verifier wrote
+        // cannot change the work it judges.
+        let _ = self.start_app_for_verifier().await;
+        let ro_tools = self.read_only_tools();
+        let mut checker =
+            crate::checks::Checker::for_project(&ro_tools, self.policy, &self.cfg, &self.files.dir);
+        checker.init_script = None;
+        let head = checker.run(&probe, &idx, None).await;
         self.stop_processes().await;
         let at_base = match base {
             Some(b) => self.run_at(b, &probe, &idx).await,
@@ -348,7 +356,7 @@ impl Runner<'_> {
         // Made by git inside the sandbox, like every command on the project's
         // content: a clone sharing the project's objects, at `commit`.
         let q =
-            |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+            |p: &std::path::Path| baton_agent::cli_session::shell_quote(&p.display().to_string());
         let make = format!(
             "git clone -q --shared --no-checkout {} {} && git -C {} -c advice.detachedHead=false checkout -q --detach {commit}",
             q(&self.files.dir),

@@ -652,3 +652,47 @@ fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
         "{state}"
     );
 }
+
+/// The check a verifier leaves runs on the head as the verifier's own commands
+/// do, with the project read-only: a check that also writes into the project
+/// cannot change the work it judges.
+#[test]
+fn a_verifiers_check_cannot_write_the_project_it_judges() {
+    if !super::bwrap("a_verifiers_check_cannot_write_the_project_it_judges") {
+        return;
+    }
+    fn writing_verifier(r: &baton_testkit::RecordedRequest) -> Option<baton_testkit::Step> {
+        use baton_testkit::{Reply, Step};
+        if !baton_testkit::scenario::is_verifier(r) {
+            return None;
+        }
+        let run = "grep -qx 'feature 1' src/feature1.txt && echo CHECKED";
+        if !r.body["messages"].to_string().contains("CHECKED") {
+            return Some(Step::Reply(Reply::tool("Bash", json!({ "command": run }))));
+        }
+        let v = json!({"feature": 1, "pass": true,
+            "reason": "ran grep on src/feature1.txt and it holds feature 1",
+            "ran": [run],
+            "check": "echo planted > src/planted.txt; grep -qx 'feature 1' src/feature1.txt"});
+        Some(Step::Reply(Reply::text(&format!(
+            "VERDICT {v}\n{}",
+            json!({"results": [v]})
+        ))))
+    }
+    let (_t, dir, out) = run_under_defaults(
+        &features(&[false; 4]),
+        &[],
+        vec![session_writing(
+            &[("src/feature1.txt", "feature 1\n")],
+            &features(&[true, false, false, false]),
+        )],
+        writing_verifier,
+        2,
+    );
+    let err = stderr(&out);
+    assert!(
+        !dir.join("src/planted.txt").exists(),
+        "the check wrote the project: {err}"
+    );
+    assert_eq!(entries(&dir, "flip").len(), 1, "{err}");
+}
