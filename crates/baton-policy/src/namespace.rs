@@ -239,6 +239,10 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
         SandboxError::Landlock(format!("cannot join the run's namespace ({what}): {e}"))
     };
     let cwd = std::env::current_dir().map_err(|e| fail("working directory", &e))?;
+    // Taken before the namespaces are entered (the state dir is read-only in
+    // them), held until the binds and masks are done: two joins renewing one bind
+    // at once could leave it writable for a moment while the other's command runs.
+    let lock = BindLock::take(&spec.project);
     let protected = protected_ids(spec);
     let open = |kind: &str| {
         std::fs::File::open(format!("/proc/{target}/ns/{kind}")).map_err(|e| fail(kind, &e))
@@ -268,6 +272,7 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
     for path in secret_paths() {
         mask(&path).map_err(|e| fail(&path.display().to_string(), &e))?;
     }
+    drop(lock);
     crate::sandbox::confine_masked(spec)?;
     Ok(())
 }
@@ -343,12 +348,50 @@ fn bind_read_only(path: &Path, id: (u64, u64)) -> std::io::Result<()> {
     let mounted = mnt_id(path)? != mnt_id(parent)?;
     if mounted {
         if (meta.dev(), meta.ino()) == id {
-            return Ok(());
+            // Another join's bind, perhaps not yet made read-only: make sure.
+            let ro = rustix::fs::statvfs(path)?
+                .f_flag
+                .contains(rustix::fs::StatVfsMountFlags::RDONLY);
+            return if ro { Ok(()) } else { remount_read_only(path) };
         }
         unmount(path, UnmountFlags::DETACH)?;
     }
     mount_bind(path, path)?;
     remount_read_only(path)
+}
+
+/// The joins of one namespace renew its binds one at a time: a lock on a file in
+/// the project's state dir, waited for at most [`BIND_LOCK_WAIT`] (a command that
+/// holds it, being able to read the file, delays a join by that much, no more).
+struct BindLock {
+    /// The lock file, locked while held; `None` when it could not be had in time.
+    _held: Option<std::fs::File>,
+}
+
+/// The longest a join waits for another's renewal of the binds.
+const BIND_LOCK_WAIT: Duration = Duration::from_secs(3);
+
+impl BindLock {
+    fn take(project: &Path) -> Self {
+        use rustix::fs::{FlockOperation, flock};
+        let path = baton_config::state_dir(project).join("binds.lock");
+        let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+        else {
+            return Self { _held: None };
+        };
+        let deadline = Instant::now() + BIND_LOCK_WAIT;
+        while flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+            if Instant::now() > deadline {
+                return Self { _held: None };
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Self { _held: Some(file) }
+    }
 }
 
 /// Remount the bind at `path` read-only, keeping the flags the kernel locks
