@@ -168,6 +168,9 @@ enum Command {
     /// Internal: run a command inside baton's OS sandbox (used by the Bash tool).
     #[command(name = "__sandbox", hide = true)]
     Sandbox(policy_cmd::SandboxArgs),
+    /// The pid 1 of the run's sandbox namespace (internal).
+    #[command(name = "__hold", hide = true)]
+    Hold,
 }
 
 /// What `baton notify` does.
@@ -239,6 +242,10 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Hook(args) => hook_cmd::run(args),
         Command::Sandbox(args) => policy_cmd::sandbox(args),
+        #[cfg(target_os = "linux")]
+        Command::Hold => baton_policy::namespace::hold(),
+        #[cfg(not(target_os = "linux"))]
+        Command::Hold => anyhow::bail!("__hold needs Linux"),
     };
     match result {
         Ok(code) => code,

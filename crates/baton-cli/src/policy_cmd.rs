@@ -100,6 +100,12 @@ pub struct SandboxArgs {
     /// More writable directories.
     #[arg(long)]
     writable: Vec<PathBuf>,
+    /// More of the user's home to show, read-only.
+    #[arg(long)]
+    readable: Vec<PathBuf>,
+    /// The commands' home.
+    #[arg(long)]
+    home: Option<PathBuf>,
     /// `loopback` to ask for the loopback-only network.
     #[arg(long)]
     network: Option<String>,
@@ -128,6 +134,9 @@ pub struct SandboxArgs {
 
 /// Confine this process and become the command; returns only on error (exit 126).
 pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
+    let home = args
+        .home
+        .unwrap_or_else(|| baton_policy::sandbox::private_home(&args.project));
     let spec = SandboxSpec {
         project: args.project,
         writable: args.writable,
@@ -136,6 +145,8 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
             _ => SandboxNetwork::Open,
         },
         read_only: args.read_only,
+        home,
+        readable: args.readable,
     };
     if let Some(target) = args.join {
         if args.serve {
@@ -204,6 +215,8 @@ pub fn shell_spec(spec: &SandboxSpec, unset: &[String], join: Option<i32>) -> St
         "writable": spec.writable.iter().map(|w| w.display().to_string()).collect::<Vec<_>>(),
         "network": if spec.network == SandboxNetwork::Loopback { "loopback" } else { "open" },
         "read_only": spec.read_only,
+        "home": spec.home.display().to_string(),
+        "readable": spec.readable.iter().map(|r| r.display().to_string()).collect::<Vec<_>>(),
         "unset": unset,
     })
     .to_string()
@@ -283,14 +296,20 @@ fn shell_command(args: &[OsString]) -> anyhow::Result<ShellCommand> {
             })
             .unwrap_or_default()
     };
+    let project = PathBuf::from(project);
     let spec = SandboxSpec {
-        project: PathBuf::from(project),
+        home: v["home"].as_str().map_or_else(
+            || baton_policy::sandbox::private_home(&project),
+            PathBuf::from,
+        ),
+        project,
         writable: strings("writable").into_iter().map(PathBuf::from).collect(),
         network: match v["network"].as_str() {
             Some("loopback") => SandboxNetwork::Loopback,
             _ => SandboxNetwork::Open,
         },
         read_only: v["read_only"].as_bool().unwrap_or(false),
+        readable: strings("readable").into_iter().map(PathBuf::from).collect(),
     };
     let mut unset = strings("unset");
     unset.push(var.to_string());

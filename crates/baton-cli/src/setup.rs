@@ -313,7 +313,8 @@ fn installed(program: PathBuf, install: &str) -> anyhow::Result<PathBuf> {
 /// sandbox's temp dir; its configuration, written by baton, stays where it is.
 fn inside_the_sandbox(specs: &mut [baton_mcp::ServerSpec], dir: &Path) -> anyhow::Result<()> {
     let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let output = baton_policy::sandbox::private_home(&project).join(".baton-mcp/output");
+    let output =
+        baton_policy::sandbox::private_home(&project).join(baton_policy::sandbox::MCP_OUTPUT);
     std::fs::create_dir_all(&output)
         .with_context(|| format!("cannot create {}", output.display()))?;
     let own = dir

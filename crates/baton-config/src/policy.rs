@@ -70,6 +70,9 @@ pub struct SandboxConfig {
     pub network: SandboxNetwork,
     /// Extra directories the agent's processes may write (absolute, or `~/...`).
     pub writable: Vec<String>,
+    /// More of the user's home the agent's processes may read (absolute, or
+    /// `~/...`): the rest of it is hidden from them, but for the toolchains.
+    pub readable: Vec<String>,
 }
 
 impl Default for SandboxConfig {
@@ -78,6 +81,7 @@ impl Default for SandboxConfig {
             enabled: true,
             network: SandboxNetwork::Open,
             writable: Vec::new(),
+            readable: Vec::new(),
         }
     }
 }
@@ -92,7 +96,7 @@ mod tests {
     fn policy_and_sandbox_parse() {
         let cfg = Config::from_toml_str(
             "[policy]\nmode = \"off\"\nallow = [\"docker\"]\nnpx_packages = [\"cowsay\"]\n\
-             [sandbox]\nenabled = false\nnetwork = \"loopback\"\nwritable = [\"~/.gradle\"]\n",
+             [sandbox]\nenabled = false\nnetwork = \"loopback\"\nwritable = [\"~/.gradle\"]\nreadable = [\"~/.m2\"]\n",
             "baton.toml",
         )
         .unwrap();
@@ -105,6 +109,7 @@ mod tests {
                 enabled: false,
                 network: SandboxNetwork::Loopback,
                 writable: vec!["~/.gradle".into()],
+                readable: vec!["~/.m2".into()],
             }
         );
     }

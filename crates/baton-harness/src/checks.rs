@@ -82,8 +82,32 @@ impl Checker<'_> {
 
     /// Run the checks of `features` (0-based indices into `list`) in order, stopping
     /// when `budget` (if any) is spent. Features without a check are left out; a
-    /// check the policy refuses is not run, and is reported in `refused`.
+    /// check the policy refuses is not run, and is reported in `refused`. The
+    /// checks (and the start script before them) run with a home no command has
+    /// written: a config the agent planted in its own (a `~/.npmrc` naming another
+    /// `script-shell`) cannot make a failing check pass.
     pub async fn run(
+        &self,
+        list: &FeatureList,
+        features: &[usize],
+        budget: Option<Duration>,
+    ) -> CheckRun {
+        if !features.iter().any(|&i| command_of(list, i).is_some()) {
+            return CheckRun::default();
+        }
+        let tools = self.tools.with_fresh_home();
+        Checker {
+            tools: &tools,
+            policy: self.policy,
+            timeout: self.timeout,
+            init_script: self.init_script.clone(),
+        }
+        .run_here(list, features, budget)
+        .await
+    }
+
+    /// [`Checker::run`] with these tools as they are.
+    async fn run_here(
         &self,
         list: &FeatureList,
         features: &[usize],

@@ -460,6 +460,9 @@ impl Runner<'_> {
         if !(self.cfg.verify.run_init && self.files.dir.join(init).is_file()) {
             return None;
         }
+        // The session is over: its home goes, so what it planted there does not
+        // steer the app the verifier judges.
+        self.clean_home();
         let input = serde_json::json!({"command": format!("./{init}"), "timeout": 600_000});
         if let baton_tools::GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
             return Some(format!("(./{init} was refused by baton's policy: {why})"));

@@ -69,6 +69,7 @@ impl Runner<'_> {
         let number = transcript.number();
         // A process left running by an earlier session may have changed them since.
         self.guard_boundary(snap, number)?;
+        self.clean_home();
         if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
             self.restore_before(number, list)?;
         }
@@ -212,19 +213,50 @@ impl Runner<'_> {
                 if let Some(m) = a.model {
                     cli.model = m.to_string();
                 }
+                // The verifier's commands: the project read-only, and a home of
+                // their own (Codex's too), which ends with the session.
+                let mut fresh = None;
                 if a.gate.read_only {
-                    cli.command_sandbox = cli.command_sandbox.as_deref().map(read_only_spec);
+                    fresh = baton_policy::sandbox::FreshHome::new(&self.files.dir)
+                        .inspect_err(|e| {
+                            self.reporter.line(&format!(
+                                "baton: warning: cannot make a fresh home for the verifier ({e}); its commands share the session's"
+                            ));
+                        })
+                        .ok();
+                    let home = fresh.as_ref().map(|f| f.path());
+                    cli.command_sandbox = cli
+                        .command_sandbox
+                        .as_deref()
+                        .map(|s| read_only_spec(s, home));
+                    if let (baton_agent::cli_session::Cli::Codex(c), Some(h)) = (&mut cli.cli, home)
+                    {
+                        c.homes = h.join(".baton-codex");
+                    }
                 }
-                cli.session(
-                    &self.files.dir,
-                    &a.gate.hook_args(),
-                    a.limits,
-                    self.observer,
-                    self.prices,
-                )
-                .run_until(transcript, system, prompt, &self.stop)
-                .await
+                let ended = cli
+                    .session(
+                        &self.files.dir,
+                        &a.gate.hook_args(),
+                        a.limits,
+                        self.observer,
+                        self.prices,
+                    )
+                    .run_until(transcript, system, prompt, &self.stop)
+                    .await;
+                drop(fresh);
+                ended
             }
+        }
+    }
+
+    /// Empty the agent's home ([`baton_policy::sandbox::clean_home`]): every session
+    /// starts from, and the verifier's start script runs in, one no session wrote.
+    pub(crate) fn clean_home(&self) {
+        if let Err(e) = baton_policy::sandbox::clean_home(&self.files.dir) {
+            self.reporter.line(&format!(
+                "baton: warning: cannot empty the agent's home ({e}); what the last session left there stays"
+            ));
         }
     }
 
@@ -572,11 +604,14 @@ pub(crate) struct Agent<'a> {
     pub limits: Limits,
 }
 
-/// A `BATON_SANDBOX` spec with the project read-only.
-fn read_only_spec(spec: &str) -> String {
+/// A `BATON_SANDBOX` spec with the project read-only, and `home` for the commands'.
+fn read_only_spec(spec: &str, home: Option<&std::path::Path>) -> String {
     match serde_json::from_str::<serde_json::Value>(spec) {
         Ok(mut v) => {
             v["read_only"] = serde_json::Value::Bool(true);
+            if let Some(h) = home {
+                v["home"] = h.display().to_string().into();
+            }
             v.to_string()
         }
         Err(_) => spec.to_string(),

@@ -493,7 +493,8 @@ pub fn session_sandbox(
     }
     match sandbox::probe() {
         sandbox::Support::Landlock(_) => {
-            let spec = sandbox::SandboxSpec::new(project, &sandbox.writable, sandbox.network);
+            let spec = sandbox::SandboxSpec::new(project, &sandbox.writable, sandbox.network)
+                .with_readable(&sandbox.readable);
             let warning = (sandbox.network == baton_config::SandboxNetwork::Loopback).then(|| "[sandbox] network = \"loopback\" is not enforced by the kernel (Landlock rules match TCP ports, not addresses); the command policy still limits curl and wget to localhost".to_string());
             (Some(spec), warning)
         }

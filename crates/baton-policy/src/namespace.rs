@@ -41,25 +41,36 @@ pub struct Holder {
 }
 
 impl Holder {
-    /// Start a holder with `bwrap`; for a read-only spec the whole project is bound
+    /// Start a holder with `bwrap`, whose process inside is `exe __hold` ([`hold`])
+    /// as the namespace's pid 1; for a read-only spec the whole project is bound
     /// read-only in it. Waits (at most 5 s) until the namespace is set up.
-    pub fn start(bwrap: &Path, spec: &SandboxSpec) -> Result<Self, SandboxError> {
+    pub fn start(bwrap: &Path, exe: &Path, spec: &SandboxSpec) -> Result<Self, SandboxError> {
         use std::os::unix::process::CommandExt as _;
         let mut cmd = Command::new(bwrap);
         cmd.args([
             "--die-with-parent",
             "--unshare-pid",
+            // The holder is the namespace's pid 1: a signal sent from inside (a
+            // `pkill -x baton`, a `kill -9 1`) never reaches it, so no command can
+            // end the namespace and every server of the run with it.
+            "--as-pid-1",
             "--dev-bind",
             "/",
             "/",
             "--proc",
             "/proc",
         ]);
+        // The user's home hidden but for what a build needs.
+        if let Some(view) = crate::sandbox::view(spec) {
+            cmd.args(view.bwrap_args());
+        }
         if spec.read_only {
             cmd.arg("--ro-bind").arg(&spec.project).arg(&spec.project);
         }
-        // `cat` waits on a pipe only baton writes to: it ends when baton does.
-        cmd.args(["--", "cat"])
+        // It waits on a pipe only baton writes to: it ends when baton does.
+        cmd.arg("--")
+            .arg(exe)
+            .arg("__hold")
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -72,11 +83,17 @@ impl Holder {
         let outer = child.id() as i32;
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            // bwrap → its pid 1 inside → cat (started once the mounts are done).
-            let cat = children(outer).into_iter().flat_map(children).find(|&c| {
-                std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|n| n.trim() == "cat")
+            // bwrap → the holder, pid 1 inside, once it runs `exe __hold`: bwrap's
+            // child has bwrap's command line (which names `__hold` too) until the
+            // mounts are done and it execs.
+            let held = children(outer).into_iter().find(|&c| {
+                std::fs::read(format!("/proc/{c}/cmdline")).is_ok_and(|l| {
+                    let mut args = l.split(|b| *b == 0);
+                    args.next() == Some(exe.as_os_str().as_encoded_bytes())
+                        && args.next() == Some(b"__hold".as_slice())
+                })
             });
-            if let Some(inside) = cat
+            if let Some(inside) = held
                 && let Ok(ns) = std::fs::read_link(format!("/proc/{inside}/ns/pid"))
             {
                 return Ok(Self {
@@ -118,6 +135,28 @@ impl Drop for Holder {
     fn drop(&mut self) {
         let _ = self.bwrap.kill();
         let _ = self.bwrap.wait();
+    }
+}
+
+/// The holder's work as the namespace's pid 1 (`baton __hold`): reap the
+/// processes orphaned inside (they are re-parented to it), and end when its
+/// standard input closes (baton ended or died). Signals sent from inside the
+/// namespace never reach it: the kernel delivers to a namespace's init only
+/// those it handles, and it handles none.
+pub fn hold() -> ! {
+    use std::io::Read as _;
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
+        std::process::exit(0);
+    });
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(_) => {}
+            // No child yet: nothing to reap until a process is orphaned here.
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
     }
 }
 
@@ -262,7 +301,8 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
         .map_err(|e| fail("pid", &e))?;
     drop((user, mnt, pid));
     // Entering a mount namespace moves to its root: back to the same directory.
-    std::env::set_current_dir(&cwd).map_err(|e| fail("working directory", &e))?;
+    std::env::set_current_dir(&cwd)
+        .map_err(|e| fail(&format!("working directory {}", cwd.display()), &e))?;
     for (path, id) in &protected {
         bind_read_only(path, *id).map_err(|e| fail(&path.display().to_string(), &e))?;
     }
@@ -301,7 +341,41 @@ fn secret_paths() -> Vec<PathBuf> {
         home.as_ref()
             .is_none_or(|h| !h.starts_with(o) && !o.starts_with(h))
     }));
+    out.extend(agent_sockets());
     out.retain(|p| std::fs::metadata(p).is_ok());
+    out
+}
+
+/// Where ssh agents listen outside the runtime dir: the directory of baton's own
+/// `SSH_AUTH_SOCK` (never passed to commands, but a path in `/tmp` is found by
+/// listing it) and every `/tmp/ssh-*` directory holding an `agent.*` socket.
+fn agent_sockets() -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let mut out = Vec::new();
+    if let Some(sock) = std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from)
+        && sock.is_absolute()
+    {
+        match sock.parent() {
+            Some(dir) if dir != Path::new("/") && dir != Path::new("/tmp") => {
+                out.push(dir.to_path_buf());
+            }
+            _ => out.push(sock),
+        }
+    }
+    let dirs = std::fs::read_dir("/tmp").into_iter().flatten().flatten();
+    for d in dirs.filter(|d| d.file_name().to_string_lossy().starts_with("ssh-")) {
+        let holds_agent = std::fs::read_dir(d.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                e.file_name().to_string_lossy().starts_with("agent.")
+                    && e.file_type().is_ok_and(|t| t.is_socket())
+            });
+        if holds_agent {
+            out.push(d.path());
+        }
+    }
     out
 }
 

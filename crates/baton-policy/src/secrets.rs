@@ -87,6 +87,8 @@ pub const SECRET_LOCATIONS: &[(&str, Scope)] = &[
     ("/var/run/user", Scope::System),
     ("/var/run/docker.sock", Scope::System),
     ("/run/docker.sock", Scope::System),
+    ("/run/podman", Scope::System),
+    ("/run/containerd", Scope::System),
 ];
 
 /// The locations under the home directory, as paths relative to it.

@@ -146,8 +146,11 @@ pub struct ToolContext {
 pub trait Launcher: Send + Sync + std::fmt::Debug {
     /// The prefix for the next command.
     fn prefix(&self) -> Vec<std::ffi::OsString>;
-    /// The same launcher with the project only readable (the verifier's commands).
+    /// The same launcher with the project only readable (the verifier's commands),
+    /// and a home no command has written.
     fn read_only(&self) -> Arc<dyn Launcher>;
+    /// The same launcher with a home no command has written (a run of checks).
+    fn fresh_home(&self) -> Arc<dyn Launcher>;
     /// The pid the command's own processes know the process baton started as
     /// `spawned` by (they may live in a PID namespace of their own).
     fn visible_pid(&self, spawned: u32) -> u32 {
@@ -181,6 +184,10 @@ impl Launcher for FixedLauncher {
     }
 
     fn read_only(&self) -> Arc<dyn Launcher> {
+        Arc::new(self.clone())
+    }
+
+    fn fresh_home(&self) -> Arc<dyn Launcher> {
         Arc::new(self.clone())
     }
 }
@@ -263,6 +270,14 @@ impl Toolbox {
             ctx,
             external: Arc::clone(&self.external),
         }
+    }
+
+    /// The same tools whose commands have a home no command has written (see
+    /// [`Launcher::fresh_home`]): one run of checks. Without a launcher, the same.
+    pub fn with_fresh_home(&self) -> Self {
+        let mut ctx = self.ctx.clone();
+        ctx.launcher = ctx.launcher.as_ref().map(|l| l.fresh_home());
+        self.with_context(ctx)
     }
 
     /// Offer `tools` too, from now on, in this toolbox and every clone of it.

@@ -370,7 +370,7 @@ const STEAL: &str = r#"for f in /proc/[0-9]*/environ; do
   u=$(tr '\0' '\n' < "${f%environ}cmdline" 2>/dev/null | sed -n 's/^model_providers.baton.base_url="\(.*\)"$/\1/p')
   [ -n "$t" ] && [ -n "$u" ] && break
 done
-echo "$t $u" > "$HOME/stolen"
+echo "$t $u" > "/tmp/$(basename "$PWD").stolen"
 curl -s -o /dev/null -w 'STOLEN-%{http_code}\n' -H "authorization: Bearer $t" -H 'content-type: application/json' "$u/responses" -d '{"model":"gpt-5-codex","input":"stolen-request","stream":true}'
 "#;
 
@@ -388,7 +388,7 @@ fn a_codex_sessions_token_is_metered_whoever_uses_it_and_dies_with_the_session()
     let mut steps = initializer(1);
     steps.insert(1, script(STEAL));
     steps.push(script(
-        "read t u < \"$HOME/stolen\"\ncurl -s -o /dev/null -w 'OLD-TOKEN-%{http_code}\\n' -H \"authorization: Bearer $t\" -H 'content-type: application/json' \"$u/responses\" -d '{\"model\":\"gpt-5-codex\",\"input\":\"stolen-request\",\"stream\":true}'\n",
+        "read t u < \"/tmp/$(basename \"$PWD\").stolen\"\ncurl -s -o /dev/null -w 'OLD-TOKEN-%{http_code}\\n' -H \"authorization: Bearer $t\" -H 'content-type: application/json' \"$u/responses\" -d '{\"model\":\"gpt-5-codex\",\"input\":\"stolen-request\",\"stream\":true}'\n",
     ));
     steps.push(build(1));
     steps.push(Step::Reply(Reply::text("Feature 1 works.")));

@@ -208,7 +208,12 @@ fn sandbox_stops_a_project_script_writing_outside() {
         "#!/bin/bash\necho escaped > {t}\necho \"write status $?\"\necho inside > inside.txt\n",
         t = target.display()
     );
-    let p = Project::new();
+    // Shown to the commands (the rest of the home is hidden from them), so the
+    // write is refused, not missed.
+    let p = Project::with_toml(&format!(
+        "[sandbox]\nreadable = [\"{}\"]\n",
+        outside.path().display()
+    ));
     let (out, server) = exec(
         &p,
         Wire::Anthropic,
@@ -229,7 +234,10 @@ fn sandbox_stops_a_project_script_writing_outside() {
         !target.exists(),
         "the kernel let the script write outside: {result}"
     );
-    assert!(result.contains("Permission denied"), "{result}");
+    assert!(
+        result.contains("Permission denied") || result.contains("Read-only file system"),
+        "{result}"
+    );
     assert!(result.contains("write status 1"), "{result}");
     assert_eq!(
         p.file("inside.txt"),
@@ -372,9 +380,9 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
 }
 
 /// The secret locations of the one list are out of a project script's reach (keys,
-/// cloud credentials, `.netrc`), while the rest of the user's home stays readable
-/// and package caches writable, in the agent's own home: Landlock refuses them, and
-/// in the run's namespace they are hidden by mounts.
+/// cloud credentials, `.netrc`), while what `[sandbox] readable` names of the
+/// user's home is readable and package caches writable, in the agent's own home:
+/// Landlock refuses the rest, and in the run's namespace the home is hidden.
 #[test]
 fn a_project_script_cannot_read_the_secret_locations_of_home() {
     if !landlock("a_project_script_cannot_read_the_secret_locations_of_home") {
@@ -390,7 +398,7 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
     std::fs::write(h.join(".netrc"), "secret-netrc-77f2\n").unwrap();
     std::fs::create_dir_all(h.join(".npm")).unwrap();
     std::fs::write(h.join("notes.txt"), "plain-notes\n").unwrap();
-    let p = Project::new();
+    let p = Project::with_toml("[sandbox]\nreadable = [\"~/notes.txt\"]\n");
     let script = "#!/bin/bash\n\
                   cat @HOME@/.ssh/id_ed25519 @HOME@/.aws/credentials @HOME@/.netrc 2>&1\n\
                   ls -a @HOME@/.ssh @HOME@/.aws 2>&1\n\
@@ -414,7 +422,7 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
     }
     assert!(
         peek.contains("plain-notes"),
-        "the rest of home is readable: {peek}"
+        "what [sandbox] readable names is readable: {peek}"
     );
     assert!(
         peek.contains("cache-writable"),
@@ -480,4 +488,49 @@ fn without_the_runs_namespace_a_command_still_cannot_see_its_ancestors() {
     assert!(!text.contains("runner-visible"), "{text}");
     assert!(text.contains("runner-threads-seen=0"), "{text}");
     assert!(text.contains("config-read-only"), "{text}");
+}
+
+/// `pkill` in the run's namespace chooses processes by name; the namespace's
+/// holder was a `cat`, and `pkill -x cat` ended it and with it every server of
+/// the run. The holder is now the namespace's pid 1, which no signal sent from
+/// inside reaches: after `pkill -x cat`, `pkill -f` of the holder and `kill -9 1`,
+/// the server the session started still runs.
+#[test]
+fn pkill_in_the_namespace_cannot_end_its_holder() {
+    if !super::bwrap("pkill_in_the_namespace_cannot_end_its_holder") {
+        return;
+    }
+    let p = Project::new();
+    let script =
+        "pkill -x cat; pkill -f '__ho[l]d'; pkill -f 'ca[t]'; kill -9 1; sleep 0.3; echo killed\n";
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Bash",
+                    json!({"command": "sleep 3007", "run_in_background": true}),
+                ),
+                ("Write", json!({"file_path": "k.sh", "content": script})),
+            ])),
+            Step::Reply(Reply::tool("Bash", json!({"command": "bash k.sh"}))),
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "pgrep -x sleep >/dev/null && echo server-alive || echo server-gone"}),
+            )),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = server.requests();
+    let killed = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;
+    assert!(
+        killed.contains("killed") && !killed.contains("efused"),
+        "{killed}"
+    );
+    eprintln!("KILLED: {killed}");
+    let after = &tool_results(Wire::Anthropic, &reqs[3].body)[0].1;
+    assert!(after.contains("server-alive"), "{killed}\n{after}");
 }

@@ -696,3 +696,59 @@ fn a_verifiers_check_cannot_write_the_project_it_judges() {
     );
     assert_eq!(entries(&dir, "flip").len(), 1, "{err}");
 }
+
+/// A session plants `~/.npmrc` naming another `script-shell` in the agent's home,
+/// so `npm test` passes in it while the real test fails, and flips #1 (whose
+/// check is `npm test`) without building it. The checks run in a home no command
+/// wrote: the check fails, the flip does not stand; and the next session's home
+/// no longer holds the file.
+#[test]
+fn a_config_planted_in_the_agents_home_does_not_make_a_check_pass() {
+    use baton_testkit::{Reply, Step};
+    if !bwrap("a_config_planted_in_the_agents_home_does_not_make_a_check_pass") {
+        return;
+    }
+    let list = with_checks(&[false; 4], &[Some("npm test")]);
+    let package = r#"{"name":"app","version":"1.0.0","scripts":{"test":"grep -qx 'feature 1' src/feature1.txt"}}"#;
+    // Through scripts: the policy refuses `~/.npmrc` named in a command.
+    let mut coding = vec![Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/plant.sh", "content": "echo 'script-shell=/bin/true' > ~/.npmrc\nnpm test >/dev/null 2>&1; echo planted-npm-said-$?\n"}),
+        ),
+        (
+            "Write",
+            json!({"file_path": "scripts/look.sh", "content": "cat ~/.npmrc 2>/dev/null || echo no-npmrc-left\n"}),
+        ),
+        ("Bash", json!({"command": "bash scripts/plant.sh"})),
+    ]))];
+    coding.extend(session_writing(
+        &[],
+        &with_checks(&[true, false, false, false], &[Some("npm test")]),
+    ));
+    let next = vec![
+        Step::Reply(Reply::tools(&[(
+            "Bash",
+            json!({"command": "bash scripts/look.sh"}),
+        )])),
+        Step::Reply(Reply::text("Looked.")),
+    ];
+    let (_t, dir, out) = run_under_defaults(
+        &list,
+        &[("package.json", package)],
+        vec![coding, next],
+        baton_testkit::scenario::honest_verifier,
+        3,
+    );
+    let err = stderr(&out);
+    let list = std::fs::read_to_string(dir.join("feature_list.json")).unwrap();
+    assert!(!list.contains("\"passes\": true"), "{list}\n{err}");
+    assert!(entries(&dir, "flip").is_empty(), "{err}");
+    let transcript = std::fs::read_dir(dir.join(".baton/sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(transcript.contains("planted-npm-said-0"), "{err}");
+    assert!(transcript.contains("no-npmrc-left"), "{err}");
+}

@@ -92,3 +92,118 @@ fn no_agent_command_sees_the_way_to_a_credential_broker() {
     let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
     assert!(r[1].1.contains("NONE-LEFT"), "{r:?}");
 }
+
+/// The user's home is hidden from the agent's commands by default, not masked by
+/// a list: a file no list names (`~/notes/plan.txt`) and a `~/.netrc` that
+/// appears while the run's namespace already stands are out of sight; the
+/// toolchains (`~/.rustup`) and what `[sandbox] readable` names stay readable.
+#[test]
+fn the_users_home_is_hidden_but_for_toolchains_and_what_is_named() {
+    if !bwrap("the_users_home_is_hidden_but_for_toolchains_and_what_is_named") {
+        return;
+    }
+    let home = fake_home();
+    let h = home.path();
+    for (f, text) in [
+        ("notes/plan.txt", "PRIVATE PLAN"),
+        (".rustup/settings.toml", "TOOLCHAIN SETTINGS"),
+        ("shared/data.txt", "SHARED DATA"),
+    ] {
+        std::fs::create_dir_all(h.join(f).parent().unwrap()).unwrap();
+        std::fs::write(h.join(f), text).unwrap();
+    }
+    let p = Project::with_toml("[sandbox]\nreadable = [\"~/shared\"]\n");
+    let script = "cat ~/notes/plan.txt HOME/notes/plan.txt HOME/.rustup/settings.toml HOME/shared/data.txt 2>&1\n\
+                  echo LISTING; ls -a HOME 2>&1; echo LISTED\n\
+                  touch started\n\
+                  for i in $(seq 1 100); do if cat HOME/.netrc 2>/dev/null; then break; fi; sleep 0.05; done\n\
+                  echo end\n"
+        .replace("HOME", &h.display().to_string());
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                ("Write", json!({"file_path": "look.sh", "content": script})),
+                ("Bash", json!({"command": "bash look.sh"})),
+            ])),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    // The `.netrc` appears once the command runs (its namespace stands by then).
+    let started = p.path().join("started");
+    let netrc = h.join(".netrc");
+    let planter = std::thread::spawn(move || {
+        for _ in 0..600 {
+            if started.exists() {
+                std::fs::write(&netrc, "machine github.com password LATE-SECRET\n").unwrap();
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    });
+    let out = baton(&server, Wire::Anthropic)
+        .env("HOME", h)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "do the task"])
+        .output()
+        .unwrap();
+    planter.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    let said = &r[1].1;
+    assert!(said.contains("end"), "{said}");
+    assert!(!said.contains("PRIVATE PLAN"), "{said}");
+    assert!(!said.contains("LATE-SECRET"), "{said}");
+    let listing = said.split("LISTING").nth(1).unwrap_or_default();
+    let listing = listing.split("LISTED").next().unwrap_or_default();
+    assert!(!listing.contains("notes"), "the home's listing: {said}");
+    assert!(said.contains("TOOLCHAIN SETTINGS"), "{said}");
+    assert!(said.contains("SHARED DATA"), "{said}");
+}
+
+/// An ssh agent listening in `/tmp/ssh-*/agent.*` (where `ssh-agent` puts it) is
+/// out of a command's sight, though `SSH_AUTH_SOCK` never reaches it: listing
+/// `/tmp` would find the socket, and signing with the user's keys needs nothing
+/// more than connecting to it.
+#[test]
+fn an_ssh_agent_socket_in_tmp_is_out_of_sight() {
+    if !bwrap("an_ssh_agent_socket_in_tmp_is_out_of_sight") {
+        return;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("ssh-baton-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let sock = dir.path().join("agent.4242");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let p = Project::new();
+    let script = format!(
+        "ls -a {d} 2>&1; test -S {s} && echo SOCKET-REACHABLE; echo looked\n",
+        d = dir.path().display(),
+        s = sock.display()
+    );
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                ("Write", json!({"file_path": "look.sh", "content": script})),
+                ("Bash", json!({"command": "bash look.sh"})),
+            ])),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let out = baton(&server, Wire::Anthropic)
+        .env("SSH_AUTH_SOCK", &sock)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "do the task"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
+    let said = &r[1].1;
+    assert!(said.contains("looked"), "{said}");
+    assert!(!said.contains("agent.4242"), "{said}");
+    assert!(!said.contains("SOCKET-REACHABLE"), "{said}");
+}

@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{NAMESPACE_VAR, SandboxError, SandboxSpec, protected_paths};
+use super::{FreshHome, NAMESPACE_VAR, SandboxError, SandboxSpec, protected_paths};
 
 /// The `bwrap` program, when one on `PATH` works here (it can make a mount
 /// namespace).
@@ -39,6 +39,11 @@ pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsSt
         "/".into(),
         "/".into(),
     ];
+    // The user's home hidden but for what a build needs (first: the binds below
+    // may lie in it).
+    if let Some(view) = super::view(spec) {
+        v.extend(view.bwrap_args());
+    }
     let mut ro = |p: &Path| {
         v.push("--ro-bind".into());
         v.push(p.as_os_str().to_os_string());
@@ -140,6 +145,9 @@ pub struct SandboxLauncher {
     exe: PathBuf,
     bwrap: Option<PathBuf>,
     holder: std::sync::Arc<std::sync::Mutex<Option<Holding>>>,
+    /// The home of its own a launcher for checks or the verifier has (removed when
+    /// its last clone ends); `None` for the coding sessions' launcher.
+    fresh: Option<std::sync::Arc<FreshHome>>,
 }
 
 /// The holder of a launcher's namespace, or why there is none.
@@ -178,7 +186,28 @@ impl SandboxLauncher {
                 None
             },
             holder: std::sync::Arc::default(),
+            fresh: None,
         }
+    }
+
+    /// This launcher in a namespace of its own whose commands have a home no
+    /// command has written ([`FreshHome`]); `read_only` makes the project only
+    /// readable there. Where the fresh home cannot be made, the commands keep
+    /// the session's (with a warning): they still run.
+    fn fresh(&self, read_only: bool) -> Self {
+        let mut l = self.clone();
+        l.spec.read_only |= read_only;
+        l.holder = std::sync::Arc::default();
+        match FreshHome::new(&self.spec.project) {
+            Ok(home) => {
+                l.spec.home = home.path().to_path_buf();
+                l.fresh = Some(std::sync::Arc::new(home));
+            }
+            Err(e) => eprintln!(
+                "baton: warning: cannot make a fresh home for checks or the verifier ({e}); their commands share the session's"
+            ),
+        }
+        l
     }
 
     /// The pid to join, starting the holder if needed.
@@ -199,36 +228,37 @@ impl SandboxLauncher {
             *h = None;
         }
         if h.is_none() {
-            let started = crate::namespace::Holder::start(bwrap, &self.spec).and_then(|holder| {
-                let spawning = if spawner {
-                    match self.start_spawner(holder.pid()) {
-                        Spawning::Up(s) => return Ok((holder, Spawning::Up(s))),
-                        other => other,
+            let started =
+                crate::namespace::Holder::start(bwrap, &self.exe, &self.spec).and_then(|holder| {
+                    let spawning = if spawner {
+                        match self.start_spawner(holder.pid()) {
+                            Spawning::Up(s) => return Ok((holder, Spawning::Up(s))),
+                            other => other,
+                        }
+                    } else {
+                        Spawning::NotYet
+                    };
+                    // Joining needs rights a setuid bwrap's namespaces do not grant: try it
+                    // once, so a failure costs a fallback, never every command.
+                    let probe = std::process::Command::new(&self.exe)
+                        .args(self.joining(holder.pid()))
+                        .arg("true")
+                        .stdin(std::process::Stdio::null())
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::piped())
+                        .output();
+                    match probe {
+                        Ok(o) if o.status.success() => Ok((holder, spawning)),
+                        Ok(o) => Err(SandboxError::Landlock(format!(
+                            "a command could not join the run's PID namespace: {}",
+                            String::from_utf8_lossy(&o.stderr).trim()
+                        ))),
+                        Err(source) => Err(SandboxError::Exec {
+                            program: self.exe.display().to_string(),
+                            source,
+                        }),
                     }
-                } else {
-                    Spawning::NotYet
-                };
-                // Joining needs rights a setuid bwrap's namespaces do not grant: try it
-                // once, so a failure costs a fallback, never every command.
-                let probe = std::process::Command::new(&self.exe)
-                    .args(self.joining(holder.pid()))
-                    .arg("true")
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::piped())
-                    .output();
-                match probe {
-                    Ok(o) if o.status.success() => Ok((holder, spawning)),
-                    Ok(o) => Err(SandboxError::Landlock(format!(
-                        "a command could not join the run's PID namespace: {}",
-                        String::from_utf8_lossy(&o.stderr).trim()
-                    ))),
-                    Err(source) => Err(SandboxError::Exec {
-                        program: self.exe.display().to_string(),
-                        source,
-                    }),
-                }
-            });
+                });
             *h = Some(match started {
                 Ok((holder, spawning)) => Holding::Up(holder, spawning),
                 Err(e) => {
@@ -399,12 +429,14 @@ impl baton_tools::Launcher for SandboxLauncher {
     /// The same launcher for the verifier: a namespace of its own in which the
     /// whole project is read-only.
     fn read_only(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
-        // A namespace of its own, in which the whole project is read-only; it ends
-        // with the verifier's tools.
-        let mut l = self.clone();
-        l.spec.read_only = true;
-        l.holder = std::sync::Arc::default();
-        std::sync::Arc::new(l)
+        // A namespace of its own, in which the whole project is read-only, with a
+        // home of its own; both end with the verifier's tools.
+        std::sync::Arc::new(self.fresh(true))
+    }
+
+    /// The same launcher for one run of checks: a namespace and a home of its own.
+    fn fresh_home(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        std::sync::Arc::new(self.fresh(false))
     }
 
     /// The pid a spawned command has inside the run's namespace, once there is one.

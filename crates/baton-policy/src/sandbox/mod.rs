@@ -9,9 +9,10 @@
 //! Under the sandbox, processes may **write** only under the project directory, the
 //! temp dirs, a home of the agent's own ([`private_home`], its `HOME`, where package
 //! caches go; the user's home is never writable), a few devices (`/dev/null`,
-//! `/dev/tty`, …) and the directories listed in `[sandbox] writable`; they may **read** everything except
-//! secret locations of [`crate::secrets::SECRET_LOCATIONS`] (`~/.ssh`, `~/.aws`,
-//! `~/.config/gcloud`, `~/.netrc`, `/etc/shadow`, …) and other users' homes.
+//! `/dev/tty`, …) and the directories listed in `[sandbox] writable`; they may **read** the system
+//! except secret locations of [`crate::secrets::SECRET_LOCATIONS`] (`/etc/shadow`,
+//! `/run/user`, …) and other users' homes, and of the user's home only what
+//! [`view`] names (toolchains, `PATH` entries, `[sandbox] readable`).
 //!
 //! Landlock cannot make part of a writable tree read-only, nor hide other processes'
 //! `/proc` entries (their environments). So where bubblewrap (`bwrap`) works, every
@@ -33,8 +34,10 @@ use std::path::{Path, PathBuf};
 use baton_config::SandboxNetwork;
 
 mod bubblewrap;
+mod home;
 
 pub use bubblewrap::{Hidden, SandboxLauncher, bwrap, bwrap_args, hidden_procs, kernel_binds};
+pub use home::{FreshHome, HomeView, MCP_OUTPUT, TOOLCHAINS, clean_home, view};
 
 /// Paths of the project (relative) that sandboxed processes may read but not
 /// write, where bubblewrap is available: what git runs programs from, and baton's
@@ -112,6 +115,12 @@ pub struct SandboxSpec {
     /// The project is only readable (the independent verifier's commands): nothing
     /// in it can be written, `.git` included.
     pub read_only: bool,
+    /// The commands' `HOME`: the coding sessions' [`private_home`], or a
+    /// [`FreshHome`] (checks, the verifier).
+    pub home: PathBuf,
+    /// More of the user's home the commands may read (`[sandbox] readable`, `~/`
+    /// expanded); the rest of it is hidden ([`view`]).
+    pub readable: Vec<PathBuf>,
 }
 
 /// How much of the sandbox the kernel enforces.
@@ -165,13 +174,13 @@ pub fn home_env_in(
     spec: &SandboxSpec,
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Vec<(&'static str, OsString)> {
-    let mut env = vec![("HOME", private_home(&spec.project).into_os_string())];
+    let mut env = vec![("HOME", spec.home.clone().into_os_string())];
     if let Some(main) = main_of_copy(&spec.project) {
         let tmp = var("TMPDIR")
             .map(PathBuf::from)
             .filter(|t| t.is_absolute())
             .unwrap_or_else(|| PathBuf::from("/tmp"));
-        let own = private_home(&spec.project).join("tmp");
+        let own = spec.home.join("tmp");
         if main.starts_with(&tmp) && std::fs::create_dir_all(&own).is_ok() {
             env.push(("TMPDIR", own.into_os_string()));
         }
@@ -186,10 +195,7 @@ pub fn home_env_in(
         }
     }
     if var("CARGO_HOME").is_none() && user.join(".cargo").is_dir() {
-        env.push((
-            "CARGO_HOME",
-            private_home(&spec.project).join(".cargo").into_os_string(),
-        ));
+        env.push(("CARGO_HOME", spec.home.join(".cargo").into_os_string()));
     }
     for (name, dir) in TOOLCHAIN_HOMES {
         let d = user.join(dir);
@@ -203,21 +209,21 @@ pub fn home_env_in(
 impl SandboxSpec {
     /// The spec for `project` with extra writable dirs (absolute, or `~/…`).
     pub fn new(project: &Path, writable: &[String], network: SandboxNetwork) -> Self {
-        let home = home();
-        let writable = writable
-            .iter()
-            .filter_map(|w| match (w.strip_prefix("~/"), &home) {
-                (Some(rest), Some(h)) => Some(h.join(rest)),
-                (Some(_), None) => None,
-                (None, _) => Some(PathBuf::from(w)),
-            })
-            .collect();
         Self {
             project: project.to_path_buf(),
-            writable,
+            writable: expand(writable),
             network,
             read_only: false,
+            home: private_home(project),
+            readable: Vec::new(),
         }
+    }
+
+    /// The spec with more of the user's home readable (absolute, or `~/…`).
+    #[must_use]
+    pub fn with_readable(mut self, readable: &[String]) -> Self {
+        self.readable = expand(readable);
+        self
     }
 
     /// The arguments of `baton __sandbox` that confine a command to this spec,
@@ -233,6 +239,12 @@ impl SandboxSpec {
             v.push("--writable".into());
             v.push(w.as_os_str().to_os_string());
         }
+        for r in &self.readable {
+            v.push("--readable".into());
+            v.push(r.as_os_str().to_os_string());
+        }
+        v.push("--home".into());
+        v.push(self.home.as_os_str().to_os_string());
         if self.network == SandboxNetwork::Loopback {
             v.push("--network".into());
             v.push("loopback".into());
@@ -243,6 +255,18 @@ impl SandboxSpec {
         v.push("--".into());
         v
     }
+}
+
+/// `dirs` as paths, `~/…` under the user's home (left out when it is unknown).
+fn expand(dirs: &[String]) -> Vec<PathBuf> {
+    let home = home();
+    dirs.iter()
+        .filter_map(|w| match (w.strip_prefix("~/"), &home) {
+            (Some(rest), Some(h)) => Some(h.join(rest)),
+            (Some(_), None) => None,
+            (None, _) => Some(PathBuf::from(w)),
+        })
+        .collect()
 }
 
 /// The user's home directory (`HOME`), when it is set to an absolute path.
@@ -263,17 +287,6 @@ fn temp_dirs() -> Vec<PathBuf> {
         v.push(t);
     }
     v
-}
-
-/// The entries of `dir` except `skip`, as paths.
-fn entries_except(dir: &Path, skip: &[&str]) -> Vec<PathBuf> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    rd.filter_map(Result::ok)
-        .filter(|e| !skip.iter().any(|s| e.file_name() == *s))
-        .map(|e| e.path())
-        .collect()
 }
 
 /// What sandboxed processes may read in `dir`: every entry except the secret
@@ -311,16 +324,26 @@ fn readable_except(dir: &Path, secrets: &[&str], out: &mut Vec<PathBuf>) {
 /// `/proc/*/…` patterns, which Landlock's path rules cannot express) are left out.
 pub fn rules(spec: &SandboxSpec) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let home = home();
+    let view = view(spec);
+    // Everything but the homes (`/home`, `/root`, the user's wherever it is) and
+    // the system's secrets; of the user's home only what [`view`] shows.
+    let mut hidden: Vec<String> = vec!["home".into(), "root".into()];
+    hidden.extend(crate::secrets::system().filter_map(|s| s.strip_prefix('/').map(str::to_string)));
+    if let Some(v) = &view
+        && let Ok(rel) = v.user.strip_prefix("/")
+    {
+        hidden.push(rel.display().to_string());
+    }
+    let hidden: Vec<&str> = hidden.iter().map(String::as_str).collect();
     let mut read = Vec::new();
-    // Everything at the top, except the homes and /etc, which are opened up entry by entry.
-    read.extend(entries_except(Path::new("/"), &["home", "root", "etc"]));
-    let etc: Vec<&str> = crate::secrets::system()
-        .filter_map(|s| s.strip_prefix("/etc/"))
-        .collect();
-    readable_except(Path::new("/etc"), &etc, &mut read);
-    if let Some(h) = &home {
-        let in_home: Vec<&str> = crate::secrets::home_relative().collect();
-        readable_except(h, &in_home, &mut read);
+    readable_except(Path::new("/"), &hidden, &mut read);
+    match (&view, &home) {
+        (Some(v), _) => read.extend(v.binds.iter().map(|(p, _)| p.clone())),
+        (None, Some(h)) => {
+            let in_home: Vec<&str> = crate::secrets::home_relative().collect();
+            readable_except(h, &in_home, &mut read);
+        }
+        (None, None) => {}
     }
     if spec.read_only {
         read.push(spec.project.clone());
@@ -344,7 +367,8 @@ fn write_rules(spec: &SandboxSpec) -> Vec<PathBuf> {
         write.push(spec.project.clone());
     }
     write.extend(temp_dirs());
-    write.push(private_home(&spec.project));
+    write.push(spec.home.clone());
+    write.push(private_home(&spec.project).join(home::MCP_DIR));
     write.extend(spec.writable.iter().cloned());
     if let Some(main) = main_of_copy(&spec.project) {
         write.retain(|w| *w == spec.project || !main.starts_with(w));
@@ -421,7 +445,7 @@ fn confine_with(
     (reads, writes): (Vec<PathBuf>, Vec<PathBuf>),
 ) -> Result<Support, SandboxError> {
     // The agent's home exists before the rule that lets it be written.
-    let _ = std::fs::create_dir_all(private_home(&spec.project));
+    let _ = std::fs::create_dir_all(&spec.home);
     use landlock::{
         ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
         RulesetStatus,
@@ -574,6 +598,8 @@ mod tests {
             writable: vec![PathBuf::from("/w")],
             network: SandboxNetwork::Open,
             read_only: false,
+            home: PathBuf::from("/h"),
+            readable: vec![PathBuf::from("/r")],
         };
         let v = spec.launcher(Path::new("/bin/baton"));
         let v: Vec<String> = v.iter().map(|s| s.to_string_lossy().into_owned()).collect();
@@ -586,6 +612,10 @@ mod tests {
                 "/p",
                 "--writable",
                 "/w",
+                "--readable",
+                "/r",
+                "--home",
+                "/h",
                 "--"
             ]
         );
