@@ -119,16 +119,6 @@ fn the_users_home_is_hidden_but_for_toolchains_and_what_is_named() {
                   for i in $(seq 1 100); do if cat HOME/.netrc 2>/dev/null; then break; fi; sleep 0.05; done\n\
                   echo end\n"
         .replace("HOME", &h.display().to_string());
-    let server = baton_testkit::ScriptedServer::start(
-        Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tools(&[
-                ("Write", json!({"file_path": "look.sh", "content": script})),
-                ("Bash", json!({"command": "bash look.sh"})),
-            ])),
-            Step::Reply(Reply::text("done")),
-        ],
-    );
     // The `.netrc` appears once the command runs (its namespace stands by then).
     let started = p.path().join("started");
     let netrc = h.join(".netrc");
@@ -141,17 +131,8 @@ fn the_users_home_is_hidden_but_for_toolchains_and_what_is_named() {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
     });
-    let out = baton(&server, Wire::Anthropic)
-        .env("HOME", h)
-        .arg("exec")
-        .arg(p.path())
-        .args(["--prompt", "do the task"])
-        .output()
-        .unwrap();
+    let said = &exec_looking(&p, &script, ("HOME", h.as_os_str()));
     planter.join().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
-    let said = &r[1].1;
     assert!(said.contains("end"), "{said}");
     assert!(!said.contains("PRIVATE PLAN"), "{said}");
     assert!(!said.contains("LATE-SECRET"), "{said}");
@@ -183,6 +164,15 @@ fn an_ssh_agent_socket_in_tmp_is_out_of_sight() {
         d = dir.path().display(),
         s = sock.display()
     );
+    let said = &exec_looking(&p, &script, ("SSH_AUTH_SOCK", sock.as_os_str()));
+    assert!(said.contains("looked"), "{said}");
+    assert!(!said.contains("agent.4242"), "{said}");
+    assert!(!said.contains("SOCKET-REACHABLE"), "{said}");
+}
+
+/// `baton exec` in `p` (with `var` set) of one session that writes `script` to
+/// `look.sh` and runs it; what the script printed.
+fn exec_looking(p: &Project, script: &str, var: (&str, &std::ffi::OsStr)) -> String {
     let server = baton_testkit::ScriptedServer::start(
         Wire::Anthropic,
         vec![
@@ -194,7 +184,7 @@ fn an_ssh_agent_socket_in_tmp_is_out_of_sight() {
         ],
     );
     let out = baton(&server, Wire::Anthropic)
-        .env("SSH_AUTH_SOCK", &sock)
+        .env(var.0, var.1)
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "do the task"])
@@ -202,8 +192,5 @@ fn an_ssh_agent_socket_in_tmp_is_out_of_sight() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
-    let said = &r[1].1;
-    assert!(said.contains("looked"), "{said}");
-    assert!(!said.contains("agent.4242"), "{said}");
-    assert!(!said.contains("SOCKET-REACHABLE"), "{said}");
+    r[1].1.clone()
 }
