@@ -46,6 +46,7 @@ use subtle::ConstantTimeEq as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+mod decode;
 mod meter;
 pub use meter::Metered;
 use meter::{Metering, Tally};
@@ -398,15 +399,44 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             return error(StatusCode::BAD_REQUEST, "invalid_request_error", &msg);
         }
     };
-    let encoded = parts.headers.contains_key(header::CONTENT_ENCODING);
-    let body = match metered_body(parts.uri.path(), encoded, body) {
+    // A compressed body is read like a plain one, and forwarded plain.
+    let encoding = parts
+        .headers
+        .get(header::CONTENT_ENCODING)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let body = match decode::decoded(encoding.as_deref(), body, as_usize(MAX_REQUEST_BODY)) {
+        Ok(b) => b,
+        Err(decode::Undecodable::TooLarge) => return too_large(),
+        Err(decode::Undecodable::Unknown(e)) => {
+            let msg = format!(
+                "key proxy: a request body encoded as {e} cannot be read, so it is not forwarded (send it plain, gzip, deflate or zstd)"
+            );
+            return error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "invalid_request_error",
+                &msg,
+            );
+        }
+        Err(decode::Undecodable::Broken(e)) => {
+            let msg = format!("key proxy: the request body is not what its encoding says: {e}");
+            return error(StatusCode::BAD_REQUEST, "invalid_request_error", &msg);
+        }
+    };
+    let body = match metered_body(parts.uri.path(), body) {
         Ok(b) => b,
         Err(why) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", why),
     };
-    // No `accept-encoding`: answers come plain, so their usage can be read.
+    let asked = body.len();
+    // No `accept-encoding`: answers come plain, so their usage can be read; no
+    // `content-encoding`: the body goes as it was read.
     let mut headers = forwarded(
         &parts.headers,
-        &[header::HOST, header::AUTHORIZATION, header::ACCEPT_ENCODING],
+        &[
+            header::HOST,
+            header::AUTHORIZATION,
+            header::ACCEPT_ENCODING,
+            header::CONTENT_ENCODING,
+        ],
     );
     for (name, _) in &shared.headers {
         headers.remove(name);
@@ -433,7 +463,7 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             {
                 *limit = Some(std::time::Instant::now() + d);
             }
-            relay(answer, tally, permit)
+            relay(answer, tally, permit, asked)
         }
         Err(e) => {
             if let Ok(mut m) = tally.lock() {
@@ -486,14 +516,11 @@ fn endpoint(method: &hyper::Method, path: &str) -> bool {
         .any(|(m, p)| method.as_str() == *m && rest == *p)
 }
 
-/// The request body as forwarded: a JSON body (not compressed) that asks for a
+/// The request body as forwarded (decoded already): a JSON body that asks for a
 /// `background` response is refused (its cost would come after the session, out
 /// of any count); a streamed chat completion is made to report its usage
 /// (`stream_options.include_usage`), so its cost is metered.
-fn metered_body(path: &str, encoded: bool, body: Bytes) -> Result<Bytes, &'static str> {
-    if encoded {
-        return Ok(body);
-    }
+fn metered_body(path: &str, body: Bytes) -> Result<Bytes, &'static str> {
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&body) else {
         return Ok(body);
     };
@@ -566,6 +593,7 @@ fn relay(
     answer: reqwest::Response,
     tally: Tally,
     permit: tokio::sync::OwnedSemaphorePermit,
+    asked: usize,
 ) -> Response<ProxyBody> {
     let status = answer.status();
     let headers = forwarded(answer.headers(), &[]);
@@ -578,7 +606,7 @@ fn relay(
         .content_length()
         .and_then(|n| usize::try_from(n).ok());
     // The session's request stays in flight until its answer is relayed whole.
-    let chunks = Metering::new(Box::pin(answer.bytes_stream()), &kind, length, tally)
+    let chunks = Metering::new(Box::pin(answer.bytes_stream()), &kind, length, tally, asked)
         .map_ok(move |b| {
             let _in_flight = &permit;
             Frame::data(b)

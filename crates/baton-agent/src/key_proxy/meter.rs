@@ -26,8 +26,12 @@ const MAX_READ: usize = 16 << 20;
 pub struct Metered {
     /// Requests forwarded upstream.
     pub requests: u64,
-    /// Answers that reported no usage (an error, a cut stream, a listing).
+    /// Answers that reported no usage (an error, a listing).
     pub unreported: u64,
+    /// Answers the client cut before they reported their usage, charged by
+    /// what was sent: the request's bytes and the text relayed so far, at four
+    /// bytes a token (under the model `""`).
+    pub estimated: u64,
     /// The usage reported, by the model named in the answer (`""` when none was).
     pub by_model: BTreeMap<String, Usage>,
 }
@@ -68,6 +72,32 @@ fn usage_in(v: &Value) -> Option<(String, Usage)> {
     Some((model.as_str().unwrap_or_default().to_string(), usage))
 }
 
+/// The bytes of generated text one event carries: a Responses delta
+/// (`response.output_text.delta`, reasoning and function-call argument deltas:
+/// `delta` is a string) or a chat chunk's `choices[].delta` content and
+/// tool-call arguments.
+fn delta_text(v: &Value) -> usize {
+    if let Some(d) = v["delta"].as_str() {
+        return d.len();
+    }
+    let Some(choices) = v["choices"].as_array() else {
+        return 0;
+    };
+    choices
+        .iter()
+        .map(|c| {
+            let d = &c["delta"];
+            let calls: usize = d["tool_calls"].as_array().map_or(0, |calls| {
+                calls
+                    .iter()
+                    .map(|t| t["function"]["arguments"].as_str().map_or(0, str::len))
+                    .sum()
+            });
+            d["content"].as_str().map_or(0, str::len) + calls
+        })
+        .sum()
+}
+
 /// Reads an answer's bytes as they pass for the usage in them.
 struct Reader {
     /// An event stream, read line by line; else one JSON body.
@@ -78,6 +108,8 @@ struct Reader {
     /// The current line (or the body) grew past [`MAX_READ`]: skip it.
     skipping: bool,
     found: Vec<(String, Usage)>,
+    /// Bytes of generated text seen in the stream's deltas.
+    text: usize,
 }
 
 impl Reader {
@@ -88,6 +120,7 @@ impl Reader {
             buf: Vec::new(),
             skipping: false,
             found: Vec::new(),
+            text: 0,
         }
     }
 
@@ -128,9 +161,11 @@ impl Reader {
         let Some(data) = line.strip_prefix(b"data:") else {
             return;
         };
-        if let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii_start())
-            && let Some(found) = usage_in(&v)
-        {
+        let Ok(v) = serde_json::from_slice::<Value>(data.trim_ascii_start()) else {
+            return;
+        };
+        self.text += delta_text(&v);
+        if let Some(found) = usage_in(&v) {
             self.found.push(found);
         }
     }
@@ -171,19 +206,32 @@ pub(super) struct Metering<S> {
     tally: Tally,
     reported: bool,
     done: bool,
+    /// The request's body length, for an estimate should the client cut.
+    asked: usize,
+    /// The upstream's answer ended (not cut by the client).
+    ended: bool,
 }
 
 impl<S> Metering<S> {
     /// Meter `inner`, an answer whose `content-type` was `content_type`, into
     /// `tally`, which has counted the request already.
     /// `length` is its `content-length`, when it had one.
-    pub(super) fn new(inner: S, content_type: &str, length: Option<usize>, tally: Tally) -> Self {
+    /// `asked` is the request body's length (for the estimate of a cut answer).
+    pub(super) fn new(
+        inner: S,
+        content_type: &str,
+        length: Option<usize>,
+        tally: Tally,
+        asked: usize,
+    ) -> Self {
         Metering {
             inner,
             reader: Reader::new(content_type.starts_with("text/event-stream"), length),
             tally,
             reported: false,
             done: false,
+            asked,
+            ended: false,
         }
     }
 
@@ -206,10 +254,24 @@ impl<S> Metering<S> {
         }
         self.reader.finish();
         self.count();
-        if !self.reported
-            && let Ok(mut m) = self.tally.lock()
-        {
+        if self.reported {
+            return;
+        }
+        let Ok(mut m) = self.tally.lock() else {
+            return;
+        };
+        if self.ended {
             m.unreported += 1;
+        } else {
+            // Cut by the client before the usage came: the provider bills what it
+            // read and wrote all the same.
+            m.estimated += 1;
+            let estimate = Usage {
+                input_tokens: self.asked.div_ceil(4) as u64,
+                output_tokens: self.reader.text.div_ceil(4) as u64,
+                ..Usage::default()
+            };
+            m.by_model.entry(String::new()).or_default().add(&estimate);
         }
     }
 }
@@ -228,8 +290,13 @@ where
                 self.reader.feed(&chunk);
                 self.count();
             }
-            Poll::Ready(None) => self.settle(),
-            _ => {}
+            Poll::Ready(None) => {
+                self.ended = true;
+                self.settle();
+            }
+            // The upstream failed mid-answer: not the client's cut.
+            Poll::Ready(Some(Err(_))) => self.ended = true,
+            Poll::Pending => {}
         }
         next
     }

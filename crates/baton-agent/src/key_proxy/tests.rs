@@ -301,8 +301,12 @@ async fn a_stream_is_relayed_as_it_comes() {
     assert_eq!(String::from_utf8_lossy(&got), format!("{FIRST}{REST}"));
 }
 
+/// A compressed body is read as a plain one would be: one asking for a
+/// `background` response is refused even as zstd; another is forwarded plain
+/// (no `content-encoding`), with the real key and without the session's token;
+/// an encoding the proxy cannot read is refused, never forwarded unread.
 #[tokio::test]
-async fn a_compressed_body_passes_untouched_and_the_token_stays() {
+async fn a_compressed_body_is_read_and_forwarded_plain() {
     let (go, held) = oneshot::channel();
     go.send(()).unwrap();
     let (upstream, received) = held_upstream("data: {}\n\n", "data: {}\n\n", held).await;
@@ -310,25 +314,46 @@ async fn a_compressed_body_passes_untouched_and_the_token_stays() {
     let key = vec![("x-api-key".to_string(), KEY.to_string())];
     let proxy = KeyProxy::start(&upstream, key).await.unwrap();
     let grant = proxy.grant();
-    // A zstd frame's magic number, then bytes that are not UTF-8.
-    let body: Vec<u8> = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xff, 0xfe, 0x80, 0x0a];
-    let answer = timeout(
-        WAIT,
-        reqwest::Client::new()
-            .post(format!("{}/responses", proxy.base_url()))
-            .bearer_auth(grant.token())
-            .header("content-encoding", "zstd")
-            .header("content-type", "application/json")
-            .body(body.clone())
-            .send(),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let send = |encoding: &'static str, body: Vec<u8>| {
+        let url = format!("{}/responses", proxy.base_url());
+        let token = grant.token().to_string();
+        async move {
+            timeout(
+                WAIT,
+                reqwest::Client::new()
+                    .post(url)
+                    .bearer_auth(token)
+                    .header("content-encoding", encoding)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send(),
+            )
+            .await
+            .unwrap()
+            .unwrap()
+        }
+    };
+    let background = br#"{"model":"m","input":"hi","background":true}"#;
+    let zstd = ruzstd::encoding::compress_to_vec(
+        &background[..],
+        ruzstd::encoding::CompressionLevel::Fastest,
+    );
+    let refused = send("zstd", zstd).await;
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("background"));
+    assert_eq!(send("br", b"x".to_vec()).await.status(), 415);
+    let plain = br#"{"model":"m","input":"hi","stream":true}"#;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, plain).unwrap();
+    let answer = send("gzip", gz.finish().unwrap()).await;
     assert_eq!(answer.status(), 200);
     let received = timeout(WAIT, received).await.unwrap().unwrap();
-    assert_eq!(received.body, body);
-    assert!(received.head.contains("\r\ncontent-encoding: zstd\r\n"));
+    assert_eq!(received.body, plain.to_vec());
+    assert!(
+        !received.head.contains("content-encoding"),
+        "{}",
+        received.head
+    );
     let key = format!("\r\nx-api-key: {}\r\n", KEY.to_ascii_lowercase());
     assert!(received.head.contains(&key), "{}", received.head);
     assert!(
@@ -337,6 +362,53 @@ async fn a_compressed_body_passes_untouched_and_the_token_stays() {
         received.head
     );
     assert!(!received.head.contains(&grant.token().to_ascii_lowercase()));
+}
+
+/// A stream the client cuts before the provider reported its usage is charged
+/// by what was sent (the request's bytes, the text relayed so far, four bytes a
+/// token), so a session cannot spend tokens no limit sees by hanging up early.
+#[tokio::test]
+async fn a_stream_the_client_cuts_is_charged_by_what_was_sent() {
+    const FIRST: &str = concat!(
+        "event: response.output_text.delta\n",
+        "data: {\"type\":\"response.output_text.delta\",\"delta\":\"",
+        "0123456789012345678901234567890123456789",
+        "\"}\n\n"
+    );
+    const REST: &str = "event: response.output_text.delta\ndata: {\"delta\":\"more\"}\n\n";
+    let (go, held) = oneshot::channel();
+    let (upstream, _) = held_upstream(FIRST, REST, held).await;
+    let proxy = KeyProxy::start(&upstream, real_key()).await.unwrap();
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
+    let url = format!("{}/responses", proxy.base_url());
+    let body = request_body();
+    let mut answer = post(&url, Some(&bearer), body.clone()).await;
+    let mut got = 0;
+    while got < FIRST.len() {
+        got += timeout(WAIT, answer.chunk())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+            .len();
+    }
+    // The client hangs up; the provider goes on writing.
+    drop(answer);
+    go.send(()).unwrap();
+    timeout(WAIT, async {
+        while grant.metered().estimated == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the cut answer is settled");
+    let m = grant.metered();
+    assert_eq!((m.requests, m.unreported, m.estimated), (1, 0, 1));
+    let u = m.by_model[""];
+    assert_eq!(u.input_tokens, body.len().div_ceil(4) as u64);
+    // 40 bytes of text read before the cut (and perhaps the 4 after it).
+    assert!((10..=11).contains(&u.output_tokens), "{u:?}");
 }
 
 #[tokio::test]
