@@ -283,6 +283,15 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
     // at once could leave it writable for a moment while the other's command runs.
     let lock = BindLock::take(&spec.project);
     let protected = protected_ids(spec);
+    // Each protected file as it is here, cloned as a mount of its own before the
+    // namespace is entered (inside, its path may show an older bind), with the
+    // node where it is made read-only before it is put in place.
+    let stage = crate::sandbox::stage_dir(&spec.project);
+    let fresh: Vec<Option<Fresh>> = protected
+        .iter()
+        .enumerate()
+        .map(|(i, (path, _))| Fresh::clone(path, &stage.join(i.to_string())))
+        .collect();
     let open = |kind: &str| {
         std::fs::File::open(format!("/proc/{target}/ns/{kind}")).map_err(|e| fail(kind, &e))
     };
@@ -303,8 +312,8 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
     // Entering a mount namespace moves to its root: back to the same directory.
     std::env::set_current_dir(&cwd)
         .map_err(|e| fail(&format!("working directory {}", cwd.display()), &e))?;
-    for (path, id) in &protected {
-        bind_read_only(path, *id).map_err(|e| fail(&path.display().to_string(), &e))?;
+    for ((path, id), fresh) in protected.iter().zip(fresh) {
+        bind_read_only(path, *id, fresh).map_err(|e| fail(&path.display().to_string(), &e))?;
     }
     // The secret locations are hidden by mounts here, so Landlock need not list
     // every other entry of /, /etc and the home directory (the costly part of a
@@ -410,9 +419,74 @@ fn mnt_id(p: &Path) -> std::io::Result<u64> {
     Ok(statx(CWD, p, AtFlags::empty(), StatxFlags::MNT_ID)?.stx_mnt_id)
 }
 
+/// A protected file cloned as a detached mount where it really is (outside the
+/// namespace), and the node it is staged on inside.
+struct Fresh {
+    tree: std::os::fd::OwnedFd,
+    stage: PathBuf,
+}
+
+impl Fresh {
+    /// The clone of `path`, with `stage` made (a directory or an empty file, as
+    /// `path` is); `None` when either cannot be had (the bind is then made in
+    /// place, as before).
+    fn clone(path: &Path, stage: &Path) -> Option<Self> {
+        use rustix::mount::{OpenTreeFlags, open_tree};
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        let made = if meta.is_dir() {
+            std::fs::create_dir_all(stage).is_ok()
+        } else if meta.is_file() {
+            std::fs::create_dir_all(stage.parent()?).is_ok()
+                && (stage.is_file() || std::fs::File::create(stage).is_ok())
+        } else {
+            false
+        };
+        if !made {
+            return None;
+        }
+        let tree = open_tree(
+            rustix::fs::CWD,
+            path,
+            OpenTreeFlags::OPEN_TREE_CLONE
+                | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                | OpenTreeFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .ok()?;
+        Some(Self {
+            tree,
+            stage: stage.to_path_buf(),
+        })
+    }
+
+    /// Put the clone on `path` already read-only: attached on its stage, made
+    /// read-only there (commands may not write beneath the stage), then moved onto
+    /// `path` in one step, over whatever was bound there. A command never meets
+    /// the file writable, nor the moment between an unmount and a mount.
+    fn place(self, path: &Path) -> std::io::Result<()> {
+        use rustix::mount::{MoveMountFlags, move_mount};
+        move_mount(
+            &self.tree,
+            "",
+            rustix::fs::CWD,
+            &self.stage,
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )?;
+        remount_read_only(&self.stage)?;
+        move_mount(
+            rustix::fs::CWD,
+            &self.stage,
+            rustix::fs::CWD,
+            path,
+            MoveMountFlags::empty(),
+        )?;
+        Ok(())
+    }
+}
+
 /// Make `path` a read-only bind of itself in this mount namespace, unless it is one
-/// already of the file `id` (device, inode) names.
-fn bind_read_only(path: &Path, id: (u64, u64)) -> std::io::Result<()> {
+/// already of the file `id` (device, inode) names: from `fresh` (see
+/// [`Fresh::place`]) where there is one, else by binding it in place.
+fn bind_read_only(path: &Path, id: (u64, u64), fresh: Option<Fresh>) -> std::io::Result<()> {
     use rustix::mount::{UnmountFlags, mount_bind, unmount};
     let parent = path.parent().unwrap_or(Path::new("/"));
     let meta = std::fs::symlink_metadata(path)?;
@@ -420,14 +494,19 @@ fn bind_read_only(path: &Path, id: (u64, u64)) -> std::io::Result<()> {
         return Ok(());
     }
     let mounted = mnt_id(path)? != mnt_id(parent)?;
+    if mounted && (meta.dev(), meta.ino()) == id {
+        // Another join's bind, perhaps made in place and not yet read-only: make sure.
+        let ro = rustix::fs::statvfs(path)?
+            .f_flag
+            .contains(rustix::fs::StatVfsMountFlags::RDONLY);
+        return if ro { Ok(()) } else { remount_read_only(path) };
+    }
+    if let Some(f) = fresh
+        && f.place(path).is_ok()
+    {
+        return Ok(());
+    }
     if mounted {
-        if (meta.dev(), meta.ino()) == id {
-            // Another join's bind, perhaps not yet made read-only: make sure.
-            let ro = rustix::fs::statvfs(path)?
-                .f_flag
-                .contains(rustix::fs::StatVfsMountFlags::RDONLY);
-            return if ro { Ok(()) } else { remount_read_only(path) };
-        }
         unmount(path, UnmountFlags::DETACH)?;
     }
     mount_bind(path, path)?;

@@ -12,9 +12,12 @@ pub fn baton(server: &ScriptedServer) -> Command {
 
 /// [`baton`] against `server` speaking `wire`: that wire's key and base URL are
 /// set, no provider or model is; the caller sets `BATON_PROVIDER` for a provider
-/// other than the wire's default (Anthropic's).
+/// other than the wire's default (Anthropic's). `$BATON_BENCH_BIN` names another
+/// `baton` binary to measure (an earlier build, back to back with this one).
 pub fn baton_on(server: &ScriptedServer, wire: Wire) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));
+    let exe =
+        std::env::var_os("BATON_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_baton").into());
+    let mut c = Command::new(exe);
     for k in [
         "BATON_PROVIDER",
         "BATON_MODEL",

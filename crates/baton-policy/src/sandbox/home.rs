@@ -73,8 +73,10 @@ fn view_in(spec: &SandboxSpec, user: PathBuf, path: Option<OsString>) -> Option<
     // The agent's home and baton's state dir are bound in: they must exist first
     // (nothing inside can make them).
     let state = baton_config::state_dir(&spec.project);
+    let stage = super::stage_dir(&spec.project);
     let _ = std::fs::create_dir_all(&spec.home);
     let _ = std::fs::create_dir_all(&state);
+    let _ = std::fs::create_dir_all(&stage);
     let mut read: Vec<PathBuf> = TOOLCHAINS.iter().map(|r| user.join(r)).collect();
     for dir in path.iter().flat_map(std::env::split_paths) {
         if !under(&dir) {
@@ -100,6 +102,8 @@ fn view_in(spec: &SandboxSpec, user: PathBuf, path: Option<OsString>) -> Option<
         }
     }
     read.extend(spec.readable.iter().filter(|p| under(p)).cloned());
+    // Where joins stage the binds they renew (they mount there; commands only read).
+    read.push(stage);
     // baton itself: the namespace's holder and launcher run it from inside.
     read.extend(std::env::current_exe().ok().filter(|e| under(e)));
     let mut write: Vec<PathBuf> = vec![

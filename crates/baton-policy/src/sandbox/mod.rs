@@ -158,6 +158,14 @@ pub fn private_home(project: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Where a join stages the binds it renews (next to the project's state dir,
+/// which commands see read-only; nothing under it is in their write rules).
+pub fn stage_dir(project: &Path) -> PathBuf {
+    let mut s = baton_config::state_dir(project).into_os_string();
+    s.push("-stage");
+    PathBuf::from(s)
+}
+
 /// The environment a confined command gets for its home: `HOME` is
 /// [`private_home`]; the user's git config (`GIT_CONFIG_GLOBAL`, so commits keep
 /// the user's identity) and toolchain managers ([`TOOLCHAIN_HOMES`]) are named
