@@ -830,3 +830,43 @@ fn refusals_leave_no_trace_behind() {
         "the project was created before the provider was refused"
     );
 }
+
+/// A session deletes feature 2 of 4 from the list: the restore names feature 2
+/// ("Feature 2") as removed, and no other feature as changed.
+#[test]
+fn a_deleted_feature_is_named_by_the_restore() {
+    let p = new_project();
+    let toml = std::fs::read_to_string(p.path().join("baton.toml")).unwrap();
+    let toml = toml.replace(
+        "features = 3\nmin_features = 3",
+        "features = 4\nmin_features = 4",
+    );
+    std::fs::write(p.path().join("baton.toml"), toml).unwrap();
+    let mut steps = initializer(&features(&[false; 4]));
+    let mut four: Vec<serde_json::Value> = serde_json::from_str(&features(&[false; 4])).unwrap();
+    four.remove(1);
+    let three = serde_json::to_string_pretty(&four).unwrap() + "\n";
+    // By a script (the Write tool's guard refuses it on the spot, naming it).
+    steps.push(Step::Reply(Reply::tools(&[
+        ("Write", json!({"file_path": "tidy/list.json", "content": three})),
+        (
+            "Write",
+            json!({"file_path": "tidy/tidy.sh", "content": "cp tidy/list.json feature_list.json\n"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "bash tidy/tidy.sh && echo 'Session 2: tidied the list.' >> claude-progress.txt && git add -A && git commit -qm tidy"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Tidied.")));
+    let (out, _server) = run(&p, steps, &["--max-sessions", "2"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("feature 2 (\"Feature 2\") was removed"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("feature 3 (") && !err.contains("feature 4 ("),
+        "{err}"
+    );
+}
