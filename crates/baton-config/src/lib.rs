@@ -179,6 +179,11 @@ pub struct GitConfig {
     pub user_name: String,
     /// Email used when the environment and git config give none.
     pub user_email: String,
+    /// A remote of the project's own (a name in `.git/config`) that baton pushes
+    /// the run's branch to after each session that committed: with its own git,
+    /// outside the sandbox, with the user's credentials, never forced. `None`
+    /// (the default): baton never pushes.
+    pub push: Option<String>,
 }
 
 impl Default for GitConfig {
@@ -186,6 +191,7 @@ impl Default for GitConfig {
         Self {
             user_name: "baton".into(),
             user_email: "baton@localhost".into(),
+            push: None,
         }
     }
 }

@@ -58,6 +58,7 @@ pub mod parallel;
 pub mod plan;
 pub mod prompts;
 mod proof;
+mod push;
 mod queue;
 pub mod run;
 mod running;

@@ -581,7 +581,12 @@ impl Runner<'_> {
             this_run += 1;
             let error = f.error;
             let outcome = f.record.outcome;
+            let number = f.record.number;
             self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
+            if let Err(e) = self.push_branch(number) {
+                self.reporter
+                    .line(&format!("  push: could not push the branch: {e}"));
+            }
             match error {
                 None => {}
                 // The provider's quota will not be back in time: a limit, not an error.

@@ -203,6 +203,11 @@ pub enum LedgerKind {
     /// A verify command baton cannot run here (the policy refuses it): it never
     /// proves or fails a flip, and the sweep leaves it out.
     CheckUnrunnable,
+    /// baton pushed the run's branch to the remote `[git] push` names (`commit`:
+    /// what it pushed; `detail`: remote and branch).
+    Pushed,
+    /// The remote refused baton's push (it never forces): `detail` says why.
+    PushRefused,
 }
 
 /// The ledger as read: its entries in order, and how many lines could not be read
@@ -274,6 +279,8 @@ mod tests {
             (LedgerKind::CheckAdded, "check_added"),
             (LedgerKind::CheckTouched, "check_touched"),
             (LedgerKind::CheckUnrunnable, "check_unrunnable"),
+            (LedgerKind::Pushed, "pushed"),
+            (LedgerKind::PushRefused, "push_refused"),
         ];
         let doc = include_str!("../../../docs/harness.md");
         for (k, name) in kinds {

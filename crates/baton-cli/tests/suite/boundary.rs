@@ -481,3 +481,72 @@ fn a_baton_toml_committed_behind_the_work_trees_back_is_put_back_in_history() {
     );
     assert!(!marker.exists());
 }
+
+/// With `[git] push = "origin"`, baton pushes the run's branch after each
+/// session that committed, outside the sandbox (whose commands have no way to the
+/// user's credentials); when the remote moved on, the push is refused, said and
+/// recorded, and the remote's work stays: baton never forces.
+#[test]
+fn baton_pushes_the_runs_branch_and_never_forces() {
+    let p = super::run::new_project();
+    let toml = std::fs::read_to_string(p.path().join("baton.toml")).unwrap();
+    std::fs::write(
+        p.path().join("baton.toml"),
+        format!("{toml}[git]\npush = \"origin\"\n"),
+    )
+    .unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    baton_testkit::git(remote.path(), &["init", "-q", "--bare", "r.git"]);
+    super::run::git(&p, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(super::run::honest(1, &[true, false, false]));
+    let (out, _server) = run(&p, steps, &["--max-sessions", "2"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let branch = super::run::git(&p, &["symbolic-ref", "--short", "HEAD"]);
+    let branch = branch.trim();
+    let head = super::run::git(&p, &["rev-parse", "HEAD"]);
+    let there = baton_testkit::git(&bare, &["rev-parse", &format!("refs/heads/{branch}")]);
+    assert_eq!(there.trim(), head.trim(), "{err}");
+    let pushed = ledger(&p, "pushed");
+    assert_eq!(
+        pushed.len(),
+        2,
+        "after the initializer and the coding session: {err}"
+    );
+    assert_eq!(pushed[1]["commit"], head.trim(), "{pushed:?}");
+    assert!(err.contains(&format!("pushed {branch} to origin")), "{err}");
+
+    // Someone else pushes to the branch; the next session's push is refused.
+    let other = tempfile::tempdir().unwrap();
+    baton_testkit::git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "c"]);
+    let c = other.path().join("c");
+    std::fs::write(c.join("theirs.txt"), "their work\n").unwrap();
+    baton_testkit::git(&c, &["add", "-A"]);
+    baton_testkit::git(&c, &["commit", "-qm", "their work"]);
+    baton_testkit::git(&c, &["push", "-q", "origin", &format!("HEAD:{branch}")]);
+    let theirs = baton_testkit::git(&c, &["rev-parse", "HEAD"]);
+    let (out, _server) = run(
+        &p,
+        super::run::honest(2, &[true, true, false]),
+        &["--max-sessions", "1"],
+    );
+    let err = stderr(&out);
+    let refused = ledger(&p, "push_refused");
+    assert_eq!(refused.len(), 1, "{err}");
+    assert!(
+        refused[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("never forces"),
+        "{refused:?}"
+    );
+    assert!(err.contains("push: origin refused"), "{err}");
+    let there = baton_testkit::git(&bare, &["rev-parse", &format!("refs/heads/{branch}")]);
+    assert_eq!(
+        there.trim(),
+        theirs.trim(),
+        "their work stays on the remote"
+    );
+}
