@@ -158,7 +158,8 @@ impl Runner<'_> {
         accepted: &FeatureList,
     ) -> Result<(), HarnessError> {
         let name = &self.files.names.feature_list;
-        let Ok(text) = std::fs::read_to_string(self.files.feature_list()) else {
+        // Beneath the project: never through a link planted in the list's place.
+        let Ok(Some(text)) = self.files.read_list() else {
             return Ok(());
         };
         if FeatureList::parse(&text, name).is_err() {
@@ -231,9 +232,10 @@ impl Runner<'_> {
 
     pub(crate) fn initial_problem(&self) -> String {
         let name = &self.files.names.feature_list;
-        match std::fs::read_to_string(self.files.feature_list()) {
-            Err(_) => format!("no {name} was written"),
-            Ok(text) => match FeatureList::parse(&text, name) {
+        // Beneath the project: never through a link planted in the list's place.
+        match self.files.read_list() {
+            Err(_) | Ok(None) => format!("no {name} was written"),
+            Ok(Some(text)) => match FeatureList::parse(&text, name) {
                 Err(e) => e.to_string(),
                 Ok(l) => format!(
                     "{name} has {} features; at least {} are required (lower [project] min_features in baton.toml, or ask for fewer with `baton new --features N`)",

@@ -830,3 +830,78 @@ fn an_amended_passing_feature_must_be_proven_again() {
         serde_json::from_str(&p.file("feature_list.json")).unwrap();
     assert_eq!(on_disk[0]["passes"], false);
 }
+
+/// A `--plan-only` planner that writes a feature list and a start script besides
+/// the spec: they are the initializer's to write (after it checked the spec), so
+/// they are set aside, said and recorded, and the next `baton run` runs its
+/// initializer instead of adopting a list nobody checked.
+#[test]
+fn a_planner_writes_the_spec_alone_and_the_run_does_not_adopt_its_list() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let spec = spec_text(30);
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Write",
+                    json!({"file_path": "app_spec.txt", "content": spec}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "feature_list.json", "content": features(&[true, true, false])}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "init.sh", "content": "#!/bin/sh\necho planner's\n"}),
+                ),
+            ])),
+            Step::Reply(Reply::text("The specification is written.")),
+        ],
+    );
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a tiny todo app",
+            "--features",
+            "3",
+            "--plan-only",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("the planner wrote feature_list.json"), "{err}");
+    assert!(!dir.join("feature_list.json").exists(), "{err}");
+    assert!(!dir.join("init.sh").exists(), "{err}");
+    assert!(
+        dir.join(".baton/replaced/planner-0001/feature_list.json")
+            .is_file()
+    );
+    assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
+    // The run's first session is the initializer.
+    trust_the_agent(&dir);
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton_in(
+        &server,
+        &[
+            "run",
+            dir.to_str().unwrap(),
+            "--max-sessions",
+            "2",
+            "--pause",
+            "0",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(!err.contains("adopted"), "{err}");
+    assert!(
+        prompt_of(&server, 0).contains("Read app_spec.txt carefully"),
+        "{err}"
+    );
+}

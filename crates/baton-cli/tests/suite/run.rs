@@ -870,3 +870,62 @@ fn a_deleted_feature_is_named_by_the_restore() {
         "{err}"
     );
 }
+
+/// The initializer writes a list too short to accept, marking a feature passing,
+/// twice: the run fails (exit 1), and neither `status` nor its JSON counts what
+/// the rejected list claims: nothing has proven it.
+#[test]
+fn a_list_baton_rejected_counts_nothing_as_passing() {
+    let p = new_project();
+    let short = features(&[true, false]);
+    let mut steps = initializer(&short);
+    steps.extend(initializer(&short));
+    let (out, _server) = run(&p, steps, &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("1/2 passing"), "{err}");
+    let status = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .arg("status")
+            .arg(p.path())
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let json: serde_json::Value = serde_json::from_str(&status(&["--json"])).unwrap();
+    assert_eq!(json["passing"], 0, "{json}");
+    assert_eq!(json["list_accepted"], false, "{json}");
+    assert_eq!(json["proofs"], serde_json::json!([]), "{json}");
+    let text = status(&[]);
+    assert!(text.contains("0/2 passing"), "{text}");
+    assert!(text.contains("not accepted yet"), "{text}");
+}
+
+/// A finished project whose list a person then broke by hand: the next `baton
+/// run` puts the accepted list back (keeping the broken file for them) and says
+/// so, before it says "complete"; it never calls itself complete over a list it
+/// could not read.
+#[test]
+fn a_broken_list_on_a_finished_project_is_restored_and_said() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    steps.extend(honest(2, &[true, true, false]));
+    steps.extend(honest(3, &[true, true, true]));
+    let (out, _server) = run(&p, steps, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let accepted = p.file("feature_list.json");
+    std::fs::write(p.path().join("feature_list.json"), "[{ \"description\": \n").unwrap();
+    let (out, _server) = run(&p, vec![], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("restored feature_list.json before session 0005"),
+        "{err}"
+    );
+    assert!(err.contains("3/3 passing"), "{err}");
+    assert_eq!(p.file("feature_list.json"), accepted);
+    let kept = p.file(".baton/replaced/feature_list.json.before-0005");
+    assert_eq!(kept, "[{ \"description\": \n");
+}

@@ -11,21 +11,71 @@ use crate::git;
 use crate::run::Runner;
 
 impl Runner<'_> {
+    /// A planner that writes a spec from an idea writes the spec alone: a feature
+    /// list, start script or progress notes it wrote besides (new since
+    /// `head_before`, with no accepted list yet) are the initializer's to write, and
+    /// would be adopted unchecked by the next run. They are kept in
+    /// `.baton/replaced/planner-NNNN/`, taken out of the tree, and said.
+    fn set_aside_initializers_files(
+        &self,
+        number: u32,
+        head_before: Option<&str>,
+        record: &mut SessionRecord,
+    ) -> Result<(), HarnessError> {
+        if self.files.load_accepted()?.is_some() {
+            return Ok(());
+        }
+        let dir = &self.files.dir;
+        let names = &self.files.names;
+        let kept = format!("{}/planner-{number:04}", baton_records::layout::REPLACED);
+        for name in [&names.feature_list, &names.init_script, &names.progress] {
+            let was = head_before.is_some_and(|h| {
+                git::git(dir, &["cat-file", "-e", &format!("{h}:{name}")]).is_ok()
+            });
+            let Ok(meta) = std::fs::symlink_metadata(dir.join(name)) else {
+                continue;
+            };
+            if was {
+                continue;
+            }
+            if meta.is_file() {
+                let text = self.files.read_text(name);
+                baton_records::write_atomic(&dir.join(&kept).join(name), &text)?;
+            }
+            // A link is removed as a link, never followed.
+            let at = dir.join(name);
+            std::fs::remove_file(&at).map_err(io(&at))?;
+            let why = format!(
+                "the planner wrote {name}, which the initializer writes after checking the spec; set aside as {kept}/{name}"
+            );
+            self.reporter.line(&format!("  gate: {why}"));
+            self.files.append_ledger(&LedgerEntry::new(
+                number,
+                LedgerKind::Violation,
+                why.clone(),
+            ))?;
+            record.gates.violations.push(why);
+        }
+        Ok(())
+    }
+
     /// The specification the planner wrote from the idea: long enough, changed,
     /// committed with whatever else it left.
     pub(super) fn check_spec(
         &self,
         number: u32,
         before: &str,
+        head_before: Option<&str>,
         record: &mut SessionRecord,
     ) -> Result<Planned, HarnessError> {
         let dir = &self.files.dir;
         let spec = &self.files.names.spec;
-        let text = std::fs::read_to_string(dir.join(spec)).unwrap_or_default();
+        // Beneath the project: never through a link the planner planted there.
+        let text = self.files.read_text(spec);
         let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
         if text == before || lines < MIN_SPEC_LINES {
             // The idea stays as it was, for the next attempt.
-            std::fs::write(dir.join(spec), before).map_err(io(dir.join(spec)))?;
+            self.files.write_text(spec, before)?;
             let why = if text == before {
                 "did not write it".to_string()
             } else {
@@ -38,6 +88,7 @@ impl Runner<'_> {
                 dir.display()
             )));
         }
+        self.set_aside_initializers_files(number, head_before, record)?;
         let commit = git::commit(
             dir,
             &format!("baton plan: the specification in {spec}, from the idea"),

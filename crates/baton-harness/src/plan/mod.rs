@@ -274,7 +274,7 @@ impl Runner<'_> {
                 .lines()
                 .any(|l| l.trim() == prompts::SPEC_COVERED);
         let checked = match &request {
-            None => self.check_spec(number, &spec_before, &mut record),
+            None => self.check_spec(number, &spec_before, head_before.as_deref(), &mut record),
             Some(r) => self.check_more(number, r, accepted.unwrap_or_default(), &mut record),
         };
         // "Nothing to add" is an answer for a list-append session that says so.

@@ -13,7 +13,10 @@ use baton_records::{SessionOutcome, State};
 pub struct Status {
     /// Project directory.
     pub project: String,
-    /// Features passing.
+    /// Whether baton has accepted the feature list (a run checked and recorded
+    /// it). Until then nothing counts as passing, whatever the file claims.
+    pub list_accepted: bool,
+    /// Features passing (in the accepted list; 0 while there is none).
     pub passing: usize,
     /// Features in all.
     pub total: usize,
@@ -306,17 +309,25 @@ fn needs_person(list: &FeatureList, state: &State) -> NeedsPerson {
 /// Compute the status of a project.
 pub fn status(files: &Files) -> Result<Status, HarnessError> {
     let state = State::load(&files.dir)?;
-    let list = match files.load_accepted()? {
-        Some(l) => l,
+    let (list, list_accepted) = match files.load_accepted()? {
+        Some(l) => (l, true),
         // Never read through a link planted in the list's place.
         None => match files.read_list() {
-            Ok(Some(t)) => FeatureList::parse(&t, &files.names.feature_list).map_err(|source| {
-                HarnessError::FeatureList {
-                    what: "the project's feature list".into(),
-                    source,
+            Ok(Some(t)) => {
+                let mut l =
+                    FeatureList::parse(&t, &files.names.feature_list).map_err(|source| {
+                        HarnessError::FeatureList {
+                            what: "the project's feature list".into(),
+                            source,
+                        }
+                    })?;
+                // Not accepted: what it claims passes, nothing has proven.
+                for f in &mut l.features {
+                    f.passes = false;
                 }
-            })?,
-            Ok(None) | Err(_) => FeatureList::default(),
+                (l, false)
+            }
+            Ok(None) | Err(_) => (FeatureList::default(), false),
         },
     };
     let sessions: Vec<SessionStatus> = state
@@ -384,6 +395,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
     let cost_usd = totals.cost_usd;
     Ok(Status {
         project: files.dir.display().to_string(),
+        list_accepted,
         passing: list.passing(),
         total: list.features.len(),
         asked: state

@@ -108,6 +108,12 @@ fn standing(o: &mut String, s: &Status) {
         "features  {}/{} passing ({pct}%){asked}",
         s.passing, s.total
     );
+    if !s.list_accepted && s.total > 0 {
+        let _ = writeln!(
+            o,
+            "  the feature list is not accepted yet (no run has checked it): what it marks passing does not count"
+        );
+    }
     for c in &s.categories {
         let _ = writeln!(
             o,
