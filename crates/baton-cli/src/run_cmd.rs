@@ -200,6 +200,7 @@ fn run_locked(
             Some(Arc::clone(&processes)),
             baton_harness::parallel::agent_env(1),
         )?;
+        p.view.println(&start_line(&p));
         if let Some(w) = &guard.warning {
             p.view.println(&format!("baton: warning: {w}"));
         }
@@ -328,6 +329,42 @@ fn prepare<'s>(
         agents,
         view,
     })
+}
+
+/// What the run works with, said once at its start: who plays the agent and with
+/// which model, whether its tokens are priced (an unpriced model's costs show as
+/// $0, and say so here), the project's kind and browser, the verifier, the budget.
+fn start_line(p: &Prepared) -> String {
+    let (provider, model) = match (&p.cli, &p.client) {
+        (Some(cli), _) => (cli.cli.provider().to_string(), cli.model.clone()),
+        (None, Some(c)) => (
+            c.config().provider.name().to_string(),
+            c.config().model.clone(),
+        ),
+        (None, None) => ("?".to_string(), "?".to_string()),
+    };
+    let priced = |m: &str| match p.prices.lookup(m) {
+        Some(pr) => format!("${} in, ${} out per million tokens", pr.input, pr.output),
+        None => format!("not priced: its costs show as $0 (add [prices.\"{m}\"] to baton.toml)"),
+    };
+    let verifier = match (p.cfg.verify.agent, p.cfg.verify.model.as_deref()) {
+        (false, _) => "no verifier".to_string(),
+        (true, None) => "verifier: the same model".to_string(),
+        (true, Some(v)) => format!("verifier: {v} ({})", priced(v)),
+    };
+    let budget = p
+        .budget
+        .map_or("no budget".to_string(), |b| format!("budget ${b:.2}"));
+    let browser = if p.cfg.browser.enabled {
+        "browser on"
+    } else {
+        "browser off"
+    };
+    format!(
+        "baton: {provider} · {model} ({}) · a {} project, {browser} · {verifier} · {budget}",
+        priced(&model),
+        p.cfg.project.kind
+    )
 }
 
 /// A budget baton cannot count would never stop the run: refuse it up front.

@@ -929,3 +929,37 @@ fn a_broken_list_on_a_finished_project_is_restored_and_said() {
     let kept = p.file(".baton/replaced/feature_list.json.before-0005");
     assert_eq!(kept, "[{ \"description\": \n");
 }
+
+/// The run says at its start what it works with: provider, model and whether it
+/// is priced (an unpriced model's $0 is said, not left to puzzle over), the
+/// project's kind and browser, the verifier and the budget.
+#[test]
+fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
+    let p = new_project();
+    let (out, _server) = run(
+        &p,
+        initializer(&features(&[false, false, false])),
+        &["--max-sessions", "1", "--model", "my-local-model"],
+    );
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("baton: anthropic · "))
+        .unwrap_or_else(|| panic!("no start line: {err}"));
+    assert!(
+        line.contains("my-local-model (not priced: its costs show as $0"),
+        "{line}"
+    );
+    assert!(line.contains("[prices.\"my-local-model\"]"), "{line}");
+    assert!(line.contains("project, browser"), "{line}");
+    assert!(line.contains("verifier"), "{line}");
+    assert!(line.ends_with("no budget"), "{line}");
+    let (out, _server) = run(&p, vec![], &["--max-sessions", "1", "--budget-usd", "2"]);
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("baton: anthropic · "))
+        .unwrap_or_else(|| panic!("no start line: {err}"));
+    assert!(line.contains("per million tokens"), "{line}");
+    assert!(line.ends_with("budget $2.00"), "{line}");
+}
