@@ -39,7 +39,8 @@ pub struct NewArgs {
     goal: Option<String>,
     /// What is built: web (tested in a browser), cli, library or service (tested
     /// through commands). Default: read from the spec, the idea or the goal by a few
-    /// telling words (web when none); baton prints how it decided and writes it as
+    /// telling words (web when none; after --idea, read again from the spec the
+    /// planner wrote); baton prints how it decided and writes it as
     /// [project] kind in baton.toml. A web project gets [browser] enabled = true when
     /// Chromium and @playwright/mcp are found (else a warning says how to install them).
     #[arg(long, value_name = "KIND", value_parser = ["web", "cli", "library", "service"])]
@@ -110,7 +111,22 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
                     return Err(e);
                 }
             };
-            if args.plan_only || code != ExitCode::SUCCESS {
+            if code != ExitCode::SUCCESS {
+                return Ok(code);
+            }
+            // The idea is a line; the spec the planner wrote says what is built.
+            if args.kind.is_none()
+                && let Some(g) =
+                    baton_harness::new::kind_from_planned_spec(dir, kind, args.features, browser)?
+            {
+                eprintln!(
+                    "baton: kind: {} ({}), not {} as the idea suggested; baton.toml says so now",
+                    g.kind.as_str(),
+                    g.reason("the planner's spec"),
+                    kind.as_str()
+                );
+            }
+            if args.plan_only {
                 return Ok(code);
             }
             crate::run_cmd::run(run(), secrets)

@@ -272,6 +272,43 @@ fn write_and_commit(dir: &Path, spec: &str, toml: &str, message: &str) -> Result
     Ok(())
 }
 
+/// The kind a new project from an idea was given, decided again from the spec its
+/// planner wrote (the idea is a line; the spec says what is built): when the spec
+/// tells another kind than `was`, `baton.toml` is written anew for it (as `baton
+/// new` wrote it, the browser probed again) and committed alone. Returns the kind
+/// and how it was read, when it changed. Only for a project `baton new` just made:
+/// nothing else has touched its `baton.toml`.
+pub fn kind_from_planned_spec(
+    dir: &Path,
+    was: Kind,
+    features: u32,
+    browser: impl FnOnce(&Path) -> Browser,
+) -> Result<Option<KindGuess>, HarnessError> {
+    let spec =
+        std::fs::read_to_string(dir.join("app_spec.txt")).map_err(io(dir.join("app_spec.txt")))?;
+    let guess = guess_kind(&spec);
+    if guess.words.is_empty() || guess.kind == was {
+        return Ok(None);
+    }
+    let toml = default_toml(
+        features,
+        guess.kind,
+        &browser_for(dir, guess.kind, browser)?,
+    );
+    let at = dir.join("baton.toml");
+    std::fs::write(&at, toml).map_err(io(at))?;
+    git::commit(
+        dir,
+        &format!(
+            "baton new: [project] kind = \"{}\", from the planner's spec",
+            guess.kind.as_str()
+        ),
+        &["baton.toml"],
+        &[],
+    )?;
+    Ok(Some(guess))
+}
+
 /// What `baton new --adopt --goal` writes as the spec.
 pub fn goal_spec(goal: &str) -> Result<String, HarnessError> {
     if goal.trim().is_empty() {

@@ -905,3 +905,49 @@ fn a_planner_writes_the_spec_alone_and_the_run_does_not_adopt_its_list() {
         "{err}"
     );
 }
+
+/// `baton new --idea` reads the kind from a one-line idea before any spec exists
+/// ("a todo app": web, by default). The planner's spec says what is really built:
+/// a command-line program here, so the project becomes `cli` (browser off), said
+/// and committed, before any session judges a feature by the browser.
+#[test]
+fn an_idea_projects_kind_is_read_again_from_the_planners_spec() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let spec = format!(
+        "A command-line program: `todo add TEXT` prints the new item's number on stdout; flags --done and --all.\n{}",
+        spec_text(30)
+    );
+    let server = ScriptedServer::start(Wire::Anthropic, planner_writing(&spec));
+    let out = baton_in(
+        &server,
+        &[
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a todo app",
+            "--features",
+            "3",
+            "--plan-only",
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("baton: kind: web ("),
+        "the idea's guess first: {err}"
+    );
+    assert!(
+        err.contains("baton: kind: cli (from the planner's spec: \"command-line\""),
+        "{err}"
+    );
+    let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap();
+    assert!(toml.contains("kind = \"cli\""), "{toml}");
+    assert!(!toml.contains("enabled = true"), "{toml}");
+    assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
+    let log = baton_testkit::git(&dir, &["log", "--format=%s", "-1"]);
+    assert!(
+        log.contains("kind = \"cli\", from the planner's spec"),
+        "{log}"
+    );
+}
