@@ -45,9 +45,11 @@ pub struct NewArgs {
     /// Chromium and @playwright/mcp are found (else a warning says how to install them).
     #[arg(long, value_name = "KIND", value_parser = ["web", "cli", "library", "service"])]
     kind: Option<String>,
-    /// How many features the initializer is asked for.
-    #[arg(long, default_value_t = 200)]
-    features: u32,
+    /// How many features the initializer is asked for. Default: from the spec's
+    /// size (three per non-empty line, between 20 and 200; 200 for an idea, whose
+    /// planner writes a full spec); baton prints the number and why.
+    #[arg(long)]
+    features: Option<u32>,
     /// Write into a directory that already has files.
     #[arg(long, conflicts_with = "adopt")]
     force: bool,
@@ -59,6 +61,7 @@ pub struct NewArgs {
 pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<ExitCode> {
     let dir = &args.dir;
     let kind = |text: &str, source: &str| kind_of(args.kind.as_deref(), text, source);
+    let features = |text: Option<&str>| features_for(args.features, text);
     if args.adopt {
         let (spec, kind) = match (&args.goal, &args.spec) {
             (Some(goal), None) => (baton_harness::new::goal_spec(goal)?, kind(goal, "the goal")),
@@ -69,7 +72,7 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
             }
             _ => bail!("--adopt needs the goal: --goal TEXT or --spec FILE"),
         };
-        baton_harness::new::adopt(dir, &spec, args.features, kind, browser)?;
+        baton_harness::new::adopt(dir, &spec, features(Some(&spec)), kind, browser)?;
         eprintln!(
             "baton: adopted {} (its history is untouched; baton.toml, app_spec.txt and .gitignore committed on top); next: `baton run {}`, whose first session studies the code",
             dir.display(),
@@ -81,11 +84,11 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
         (Some(spec), None) => {
             let text = baton_harness::new::read_spec(spec)?;
             let kind = kind(&text, "the spec");
-            baton_harness::new::create_with(dir, &text, args.features, kind, args.force, browser)?;
+            let features = features(Some(&text));
+            baton_harness::new::create_with(dir, &text, features, kind, args.force, browser)?;
             eprintln!(
-                "baton: created {} ({} features targeted); next: `baton run {}`",
+                "baton: created {} ({features} features targeted); next: `baton run {}`",
                 dir.display(),
-                args.features,
                 dir.display()
             );
             Ok(ExitCode::SUCCESS)
@@ -93,7 +96,8 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
         (None, Some(idea)) => {
             let text = baton_harness::new::idea_spec(idea)?;
             let kind = kind(idea, "the idea");
-            baton_harness::new::create_with(dir, &text, args.features, kind, args.force, browser)?;
+            let features = features(None);
+            baton_harness::new::create_with(dir, &text, features, kind, args.force, browser)?;
             eprintln!(
                 "baton: created {}; a planner session now expands the idea into app_spec.txt",
                 dir.display()
@@ -117,7 +121,7 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
             // The idea is a line; the spec the planner wrote says what is built.
             if args.kind.is_none()
                 && let Some(g) =
-                    baton_harness::new::kind_from_planned_spec(dir, kind, args.features, browser)?
+                    baton_harness::new::kind_from_planned_spec(dir, kind, features, browser)?
             {
                 eprintln!(
                     "baton: kind: {} ({}), not {} as the idea suggested; baton.toml says so now",
@@ -135,6 +139,26 @@ pub fn new(args: NewArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<E
             "say what to build: --spec FILE (a specification), --idea TEXT (a planner writes the specification), or --adopt --goal TEXT (an existing repository)"
         ),
     }
+}
+
+/// How many features the initializer is asked for: `flag` (`--features`), else
+/// from the size of the spec `text` (three per non-empty line, rounded up to ten,
+/// between 20 and 200: a page of spec does not warrant 200 features, and asking
+/// for them made a small spec's initializer fail twice), else 200 (an idea, whose
+/// planner writes a full spec). Says which on stderr.
+fn features_for(flag: Option<u32>, text: Option<&str>) -> u32 {
+    if let Some(n) = flag {
+        return n;
+    }
+    let Some(text) = text else {
+        return 200;
+    };
+    let lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u32;
+    let n = (lines * 3).div_ceil(10).saturating_mul(10).clamp(20, 200);
+    eprintln!(
+        "baton: features: {n} asked (from the spec's {lines} non-empty lines); change [project] features in baton.toml or pass --features"
+    );
+    n
 }
 
 /// The project's kind: `flag` (`--kind`), else read from `text` (named `source`,

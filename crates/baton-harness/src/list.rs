@@ -238,7 +238,7 @@ impl Runner<'_> {
             Ok(Some(text)) => match FeatureList::parse(&text, name) {
                 Err(e) => e.to_string(),
                 Ok(l) => format!(
-                    "{name} has {} features; at least {} are required (lower [project] min_features in baton.toml, or ask for fewer with `baton new --features N`)",
+                    "{name} has {} features; at least {} are required (if the spec warrants no more, lower [project] min_features and features in baton.toml)",
                     l.features.len(),
                     self.cfg.project.min_features
                 ),

@@ -339,3 +339,39 @@ fn run_inside_another_repository_makes_a_repository_of_its_own() {
         "1"
     );
 }
+
+/// A small spec is not asked for 200 features (at least 20 of them required): the
+/// number follows the spec's size and is said; `--features` still sets it, and a
+/// spec of many lines is asked for at most 200.
+#[test]
+fn the_features_asked_follow_the_specs_size() {
+    let root = tempfile::tempdir().unwrap();
+    let state = root.path().join("state");
+    let env: &[(&str, &std::ffi::OsStr)] = &[("XDG_STATE_HOME", state.as_os_str())];
+    let small = "A command-line tool that greets.\n\n- `greet NAME` prints Hello, NAME.\n- `greet` alone prints Hello, world.\n- `--shout` prints it in capitals.\n";
+    std::fs::write(root.path().join("small.txt"), small).unwrap();
+    let big: String = (0..120)
+        .map(|i| format!("- The CLI does thing {i}.\n"))
+        .collect();
+    std::fs::write(root.path().join("big.txt"), big).unwrap();
+    let out = new_in(root.path(), &["s", "--spec", "small.txt"], env);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("baton: features: 20 asked (from the spec's 4 non-empty lines)"),
+        "{err}"
+    );
+    let cfg = config(&root.path().join("s"));
+    assert_eq!((cfg.project.features, cfg.project.min_features), (20, 2));
+    let out = new_in(root.path(), &["b", "--spec", "big.txt"], env);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(config(&root.path().join("b")).project.features, 200);
+    let out = new_in(
+        root.path(),
+        &["f", "--spec", "small.txt", "--features", "7"],
+        env,
+    );
+    let err = stderr(&out);
+    assert!(!err.contains("baton: features:"), "{err}");
+    assert_eq!(config(&root.path().join("f")).project.features, 7);
+}
