@@ -196,7 +196,7 @@ fn a_rejected_feature_list_is_never_adopted_and_the_initializer_runs_again() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("[project] min_features"), "{err}");
-    assert!(err.contains("baton new --features"), "{err}");
+    assert!(err.contains("features in baton.toml"), "{err}");
     // Run again: the short list is not adopted; the initializer runs, told why.
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(honest(1, &[true, false, false]));

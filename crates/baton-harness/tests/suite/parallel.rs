@@ -391,16 +391,15 @@ async fn a_conflicting_session_is_requeued_before_its_batch_is_swept() {
     let outside = tempfile::tempdir().unwrap();
     let mut features: Vec<serde_json::Value> = serde_json::from_str(&list(3, 0)).unwrap();
     let merging = "case \"$(pwd)\" in */.baton/integrate)";
-    // #1's first sweep waits (up to 20 s) until #2's and #3's own gates have
-    // passed their checks (their sessions ended), then two seconds more; #3's sleeps
-    // in the batch's sweep.
+    // #1's first sweep waits (up to 30 s) until #2's and #3's sessions are on
+    // record in their copies (their gates done, each flipping its feature): the
+    // event after which the agent hands the session to the run, not a guess of
+    // how long that takes. #3's check sleeps in the batch's sweep.
     let slept = |n: usize| outside.path().join(format!("slept-{n}"));
     let ended = |n: usize| outside.path().join(format!("ended-{n}"));
     features[0]["verify"] = format!(
-        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 200); do [ -e {e2} ] && [ -e {e3} ] && break; sleep 0.1; done; sleep 2; }};; esac; test -f src/F01.txt",
+        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 300); do r=$(cat ../agents/*/.baton/state.json 2>/dev/null | tr -d ' \\n'); case \"$r\" in *'\"flipped\":[2]'*) case \"$r\" in *'\"flipped\":[3]'*) break;; esac;; esac; sleep 0.1; done; }};; esac; test -f src/F01.txt",
         s = slept(1).display(),
-        e2 = ended(2).display(),
-        e3 = ended(3).display()
     )
     .into();
     features[2]["verify"] = format!(
