@@ -352,9 +352,9 @@ fn start_line(p: &Prepared) -> String {
         (true, None) => "verifier: the same model".to_string(),
         (true, Some(v)) => format!("verifier: {v} ({})", priced(v)),
     };
-    let budget = p
-        .budget
-        .map_or("no budget".to_string(), |b| format!("budget ${b:.2}"));
+    let budget = p.budget.map_or("no budget".to_string(), |b| {
+        format!("budget {}", baton_records::human::usd(b))
+    });
     let browser = if p.cfg.browser.enabled {
         "browser on"
     } else {
@@ -639,8 +639,9 @@ fn finish(
     let left = budget
         .map(|b| {
             format!(
-                " · ${:.2} of ${b:.2} budget left",
-                (b - s.totals.cost_usd).max(0.0)
+                " · {} of {} budget left",
+                baton_records::human::usd((b - s.totals.cost_usd).max(0.0)),
+                baton_records::human::usd(b)
             )
         })
         .unwrap_or_default();

@@ -120,7 +120,10 @@ impl RunLimits {
             return Some(format!("--max-sessions {max_sessions} reached"));
         }
         if budget > 0.0 && spent >= budget {
-            return Some(format!("budget ${budget:.2} reached (spent ${spent:.4})"));
+            return Some(format!(
+                "budget {} reached (spent ${spent:.4})",
+                baton_records::human::usd(budget)
+            ));
         }
         if max_hours > 0.0 && self.started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
             return Some(format!("--max-hours {max_hours} reached"));

@@ -62,6 +62,18 @@ pub fn count(n: u64) -> String {
     }
 }
 
+/// Dollars for people, never hiding a limit: cents when the amount is whole cents
+/// (`$20.00`), else up to four places (`$0.002`, not `$0.00`).
+pub fn usd(v: f64) -> String {
+    let cents = v * 100.0;
+    if (cents - cents.round()).abs() < 1e-9 {
+        return format!("${v:.2}");
+    }
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0');
+    format!("${s}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +94,13 @@ mod tests {
         assert_eq!(count(1_234_000_000), "1.2B");
         assert_eq!(count(99_999), "100k");
         assert!(count(999_999).len() <= 6, "{}", count(999_999));
+    }
+
+    #[test]
+    fn dollars_keep_what_cents_would_round_away() {
+        assert_eq!(usd(20.0), "$20.00");
+        assert_eq!(usd(0.5), "$0.50");
+        assert_eq!(usd(0.002), "$0.002");
+        assert_eq!(usd(1.2345), "$1.2345");
     }
 }

@@ -726,7 +726,8 @@ fn the_budget_stops_the_run_between_sessions() {
     let (out, server) = run(&p, steps, &["--budget-usd", "0.002"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("budget $0.00 reached"), "{err}");
+    // The limit as it was given, not rounded away to "$0.00".
+    assert!(err.contains("budget $0.002 reached"), "{err}");
     // Two sessions of $0.0012 each: the third never started.
     assert_eq!(server.remaining(), 2, "{err}");
 }
