@@ -1535,3 +1535,47 @@ async fn a_tell_goes_to_the_next_agent_session_handed_out() {
     assert!(ledger.contains("\"told\""), "{ledger}");
     assert!(baton_harness::tell::pending(&dir).is_empty());
 }
+
+/// Two agents' sessions really run at once: each session's command marks that it
+/// started, then waits (bounded) for the other's mark. Run one after the other,
+/// the first would wait in vain and never see the second; both see each other.
+#[tokio::test(flavor = "current_thread")]
+async fn two_agents_sessions_overlap() {
+    let (_t, dir) = project(2);
+    let outside = tempfile::tempdir().unwrap();
+    let mark = |n: usize, what: &str| outside.path().join(format!("{what}-{n}"));
+    let mut b = ScriptedServer::builder(Wire::Anthropic);
+    for n in 1..=2usize {
+        let other = 3 - n;
+        let t = token(n);
+        let flip = format!(
+            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
+        );
+        let command = format!(
+            "touch {start}; for i in $(seq 300); do if [ -e {theirs} ]; then touch {saw}; break; fi; sleep 0.05; done; mkdir -p src && echo 'page {t}' > src/{t}.txt && {flip} && echo 'Session: {t} done.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'",
+            start = mark(n, "started").display(),
+            theirs = mark(other, "started").display(),
+            saw = mark(n, "saw").display(),
+        );
+        let steps = vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                serde_json::json!({ "command": command }),
+            )),
+            Step::Reply(Reply::text(&format!("{t} works."))),
+        ];
+        b = b.when(move |r| is_for(r, n), steps);
+    }
+    let server = b.start(initializer(&list(2, 0)));
+    let kit = Kit::new(&dir, &server);
+    let lines = Lines::default();
+    let end = kit.parallel(2, &lines, Some(3)).run().await.unwrap();
+    let said = lines.said();
+    assert_eq!(end, RunEnd::Complete, "{said}");
+    for n in 1..=2 {
+        assert!(
+            mark(n, "saw").exists(),
+            "agent on #{n} never saw the other's session running: {said}"
+        );
+    }
+}
