@@ -194,3 +194,31 @@ fn exec_looking(p: &Project, script: &str, var: (&str, &std::ffi::OsStr)) -> Str
     let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
     r[1].1.clone()
 }
+
+/// `[sandbox] writable` names a directory of the user's home the commands may
+/// write (the rest of it hidden): writes land there, in the user's real directory,
+/// and nowhere else of the home.
+#[test]
+fn a_writable_directory_of_the_home_is_written_and_nothing_else() {
+    if !bwrap("a_writable_directory_of_the_home_is_written_and_nothing_else") {
+        return;
+    }
+    let home = fake_home();
+    let h = home.path();
+    std::fs::create_dir_all(h.join("cache-x")).unwrap();
+    std::fs::create_dir_all(h.join("other")).unwrap();
+    let p = Project::with_toml("[sandbox]\nwritable = [\"~/cache-x\"]\n");
+    let script = "echo cached > HOME/cache-x/entry && echo WROTE-CACHE\n\
+                  echo x > HOME/other/entry 2>/dev/null && echo WROTE-OTHER\n\
+                  echo looked\n"
+        .replace("HOME", &h.display().to_string());
+    let said = exec_looking(&p, &script, ("HOME", h.as_os_str()));
+    assert!(said.contains("looked"), "{said}");
+    assert!(said.contains("WROTE-CACHE"), "{said}");
+    assert!(!said.contains("WROTE-OTHER"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(h.join("cache-x/entry")).unwrap(),
+        "cached\n"
+    );
+    assert!(!h.join("other/entry").exists());
+}
