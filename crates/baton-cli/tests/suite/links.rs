@@ -1,7 +1,8 @@
 //! baton's own hands never follow a link the agent planted: a feature list
 //! replaced by a link to a file of the user's is restored without writing through
-//! it, notes that point at a secret never reach a brief, and a tell queue entry
-//! that is a link is not read (`baton_records::beneath`).
+//! it, notes that point at a secret never reach a brief, a tell queue entry
+//! that is a link is not read, and a spec a planner replaced by a link is neither
+//! read nor written through (`baton_records::beneath`).
 
 use baton_testkit::scenario::{features, initializer};
 use baton_testkit::{Reply, ScriptedServer, Step, Wire};
@@ -107,4 +108,41 @@ fn a_tell_queue_entry_that_is_a_link_is_not_read() {
     let brief = prompt_of(&server, 2);
     assert!(brief.contains("Use SQLite."), "{brief}\n{err}");
     assert!(!brief.contains("SECRET-tell-91c"), "{brief}");
+}
+
+/// A planner (from an idea) whose script replaces the spec with a link to a file
+/// of the user's: baton reads no spec through it, and puts the idea back as a
+/// file of its own, never writing through the link.
+#[test]
+fn a_spec_the_planner_replaced_by_a_link_is_never_written_through() {
+    let (_home, bashrc) = users_file("export PS1='me'\n");
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("todo");
+    let server = ScriptedServer::start(Wire::Anthropic, plants_link("app_spec.txt", &bashrc));
+    let out = baton(&server, Wire::Anthropic)
+        .args([
+            "new",
+            dir.to_str().unwrap(),
+            "--idea",
+            "a todo app",
+            "--plan-only",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not write a specification"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&bashrc).unwrap(),
+        "export PS1='me'\n",
+        "{err}"
+    );
+    let spec = dir.join("app_spec.txt");
+    assert!(!spec.is_symlink(), "{err}");
+    assert!(
+        std::fs::read_to_string(&spec)
+            .unwrap()
+            .contains("a todo app"),
+        "{err}"
+    );
 }

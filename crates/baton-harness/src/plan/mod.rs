@@ -371,8 +371,9 @@ impl Runner<'_> {
                     git::git(dir, &["checkout", h, "--", p])?;
                 }
                 _ if *p == spec => {
-                    let at = dir.join(p);
-                    std::fs::write(&at, spec_before).map_err(io(&at))?;
+                    // Beneath the project: a link the planner left there is
+                    // replaced, never written through.
+                    self.files.write_text(p, spec_before)?;
                 }
                 _ => {
                     let at = dir.join(p);
