@@ -137,6 +137,7 @@ impl Runner<'_> {
         };
         let mut transcript = Transcript::create_next(&self.files.dir)?;
         let session = transcript.number();
+        g.report.verifier_session = Some(session);
         self.reporter.line(&format!(
             "── session {session:04} · verifier of session {:04} · checking {} ──",
             g.session,

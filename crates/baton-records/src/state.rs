@@ -148,6 +148,10 @@ pub struct GateReport {
     /// History the session rewrote (a branch moved off its start), joined back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rewound: Option<String>,
+    /// The independent verifier's session that judged its flips (its transcript
+    /// number: `baton log --session N`), when one ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier_session: Option<u32>,
 }
 
 impl Default for GateReport {
@@ -175,6 +179,7 @@ impl Default for GateReport {
             unrunnable: Vec::new(),
             left_out: Vec::new(),
             rewound: None,
+            verifier_session: None,
         }
     }
 }

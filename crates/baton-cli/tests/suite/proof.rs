@@ -75,6 +75,10 @@ fn a_false_flip_under_baton_new_defaults_is_caught_and_the_run_really_finishes()
         .map(|p| p["by"].as_str().unwrap())
         .collect();
     assert_eq!(by, vec!["verifier"; 4], "{s}");
+    // Each coding session names the verifier's session that judged it, which
+    // `baton log --session N` opens.
+    assert_eq!(s["sessions"][1]["number"], 2, "{s}");
+    assert_eq!(s["sessions"][1]["verifier_session"], 3, "{s}");
     let text = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", dir.to_str().unwrap()])
         .output()
@@ -84,6 +88,7 @@ fn a_false_flip_under_baton_new_defaults_is_caught_and_the_run_really_finishes()
         text.contains("proven    by verifier #1, #2, #3, #4"),
         "{text}"
     );
+    assert!(text.contains("verifier 0003"), "{text}");
     let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["report", dir.to_str().unwrap(), "-o", "-"])
         .output()

@@ -185,6 +185,10 @@ pub struct SessionStatus {
     /// `conflict`, `regressed`, `kept`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub integration: Option<baton_records::IntegrationOutcome>,
+    /// The independent verifier's session that judged its flips (`baton log
+    /// --session N` reads it), when one ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verifier_session: Option<u32>,
 }
 
 /// A failing feature that waits for others to pass first.
@@ -342,6 +346,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             tokens: s.usage.total(),
             cost_usd: s.cost_usd,
             verifier_cost_usd: s.verifier_cost_usd,
+            verifier_session: s.gates.verifier_session,
             reverted: s
                 .gates
                 .verify_failed

@@ -48,6 +48,9 @@ fn findings(x: &SessionStatus) -> String {
     if let Some(a) = x.agent {
         f.push(format!("agent {a}"));
     }
+    if let Some(v) = x.verifier_session {
+        f.push(format!("verifier {v:04}"));
+    }
     match x.integration {
         Some(baton_records::IntegrationOutcome::Conflict) => f.push("conflict, requeued".into()),
         Some(baton_records::IntegrationOutcome::Regressed) => {
@@ -398,6 +401,7 @@ mod render_tests {
                     tokens: 1200,
                     cost_usd: 0.5,
                     verifier_cost_usd: 0.0,
+                    verifier_session: None,
                     reverted: Vec::new(),
                     regressions: Vec::new(),
                     flipped: vec![3],
