@@ -351,7 +351,14 @@ fn a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox() {
     }
     let p = project("");
     let home = fake_home();
-    let script = "#!/bin/sh\nset -e\nrm -rf .evil && cp -r .git .evil\ngit --git-dir=.evil config filter.x.clean \"sh -c 'touch \\\"\\$HOME/pwned\\\"; cat'\"\nprintf '* filter=x\\n' > .gitattributes\nend=$(( $(date +%s) + 12 ))\n( while [ \"$(date +%s)\" -lt \"$end\" ]; do echo \"$PWD/.evil\" > .git/commondir 2>/dev/null; sleep 0.001; done ) >/dev/null 2>&1 &\necho racing\n";
+    // The positive control: the racer marks that a write of `commondir` went
+    // through, so the test cannot pass because the race never ran.
+    let marks = tempfile::tempdir().unwrap();
+    let wrote = marks.path().join("wrote");
+    let script = format!(
+        "#!/bin/sh\nset -e\nrm -rf .evil && cp -r .git .evil\ngit --git-dir=.evil config filter.x.clean \"sh -c 'touch \\\"\\$HOME/pwned\\\"; cat'\"\nprintf '* filter=x\\n' > .gitattributes\nend=$(( $(date +%s) + 12 ))\n( while [ \"$(date +%s)\" -lt \"$end\" ]; do echo \"$PWD/.evil\" > .git/commondir 2>/dev/null && : > {w}; sleep 0.001; done ) >/dev/null 2>&1 &\necho racing\n",
+        w = wrote.display()
+    );
     let mut steps = initializer(&features(&[false, false, false]));
     steps.push(Step::Reply(Reply::tools(&[
         (
@@ -372,6 +379,11 @@ fn a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox() {
     steps.push(Step::Reply(Reply::text("Looking.")));
     let (out, _server) = run_with_home(&p, steps, home.path(), &["--max-sessions", "3"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        wrote.exists(),
+        "the race never wrote commondir: {}",
+        stderr(&out)
+    );
     assert_eq!(
         written_in(home.path()),
         Vec::<String>::new(),

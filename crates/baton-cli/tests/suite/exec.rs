@@ -291,9 +291,10 @@ fn session_token_limit_stops_with_exit_2() {
 
 #[test]
 fn session_time_limit_stops_with_exit_2() {
-    // 0.02 minutes = 1.2 s: the first model turn comes well within it, and its
-    // tool call (30 s) is cut by it, so exactly one request is made.
-    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.02\n");
+    // 0.1 minutes = 6 s: the first model turn comes within it even on a loaded
+    // machine (1.2 s did not always), and its tool call (30 s) is cut by it, so
+    // exactly one request is made.
+    let p = Project::with_toml("[agent]\nmax_session_minutes = 0.1\n");
     let steps = (0..5)
         .map(|_| Step::Reply(Reply::tool("Bash", json!({"command": "sleep 30"}))))
         .collect();
