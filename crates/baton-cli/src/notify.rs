@@ -209,14 +209,18 @@ async fn run_command(t: &Targets, event: &Value) -> anyhow::Result<()> {
         .command
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("no program"))?;
+    // A group of its own: at the timeout the command goes with whatever it
+    // started, not only its first process.
     let mut child = tokio::process::Command::new(program)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
+        .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| anyhow::anyhow!("cannot run {program}: {e}"))?;
+    let group = child.id().and_then(|p| i32::try_from(p).ok());
     let body = format!("{event}\n");
     let done = async {
         if let Some(mut stdin) = child.stdin.take() {
@@ -224,7 +228,12 @@ async fn run_command(t: &Targets, event: &Value) -> anyhow::Result<()> {
         }
         child.wait().await
     };
-    match tokio::time::timeout(t.timeout, done).await {
+    let ended = tokio::time::timeout(t.timeout, done).await;
+    if let (Err(_), Some(g)) = (&ended, group) {
+        // At the timeout all of it goes, what it started included.
+        baton_tools::process::signal_group(g, rustix::process::Signal::KILL);
+    }
+    match ended {
         Ok(Ok(s)) if s.success() => Ok(()),
         Ok(Ok(s)) => anyhow::bail!("{program} exited with {s}"),
         Ok(Err(e)) => anyhow::bail!("{program}: {e}"),

@@ -173,3 +173,39 @@ fn three_verifier_rejected_sessions_in_a_row_are_told_once() {
         .collect();
     assert_eq!(posted, said);
 }
+
+/// A notification command that hangs is stopped at `[notify] timeout_secs`: the
+/// run says so once, records it in the notify log, ends as it would have, and
+/// leaves no notifier behind (the command's own children included: its whole
+/// process group goes).
+#[test]
+fn a_notification_command_that_hangs_is_stopped_at_its_timeout() {
+    let marker = format!("baton-notify-hang-{}", std::process::id());
+    let p = Project::with_toml(&format!(
+        "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n[notify]\ncommand = [\"bash\", \"-c\", \"(exec -a {marker} sleep 31); true\"]\ntimeout_secs = 1\n"
+    ));
+    std::fs::write(p.path().join("app_spec.txt"), "spec\n").unwrap();
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        baton_testkit::scenario::initializer(&baton_testkit::scenario::features(&[false; 3])),
+    );
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "1"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("took longer than 1s and was stopped"), "{err}");
+    assert_eq!(err.matches("a notification failed").count(), 1, "{err}");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
