@@ -83,12 +83,14 @@ impl RunLimits {
     /// The run's stop rule, one for one agent and for N, judged before a session
     /// is handed out: every feature passes; Ctrl-C; nothing left to hand out but
     /// blocked features (once no session is under way: `idle`); a limit reached
-    /// after `sessions` sessions of the run; the stall count at its limit. `list`
-    /// is `None` before the initializer's list is accepted.
+    /// after `sessions` sessions of the run, with `unsettled` USD spent by
+    /// sessions the record does not hold yet; the stall count at its limit.
+    /// `list` is `None` before the initializer's list is accepted.
     pub(crate) fn stop_rule(
         &self,
         list: Option<&FeatureList>,
         state: &State,
+        unsettled: f64,
         sessions: u32,
         idle: bool,
         cancelled: bool,
@@ -105,7 +107,7 @@ impl RunLimits {
         {
             return Some(RunEnd::CompleteExceptBlocked(queue::blocked(list, state)));
         }
-        if let Some(l) = self.reached(sessions, state.total_cost()) {
+        if let Some(l) = self.reached(sessions, state.total_cost() + unsettled) {
             return Some(RunEnd::Limit(l));
         }
         (list.is_some() && self.stall > 0 && state.stalled >= self.stall)
@@ -119,7 +121,10 @@ impl RunLimits {
         if max_sessions > 0 && sessions >= max_sessions {
             return Some(format!("--max-sessions {max_sessions} reached"));
         }
-        if budget > 0.0 && spent >= budget {
+        // In millionths of a dollar: sums of float prices fall a hair short of the
+        // budget they reach ($0.0012 + 3 × $0.0006 is $0.0029999… in f64).
+        let micro = |usd: f64| (usd * 1e6).round() as u64;
+        if budget > 0.0 && micro(spent) >= micro(budget) {
             return Some(format!(
                 "budget {} reached (spent ${spent:.4})",
                 baton_records::human::usd(budget)
@@ -537,6 +542,7 @@ impl Runner<'_> {
             if let Some(end) = limits.stop_rule(
                 accepted.as_ref(),
                 &state,
+                0.0,
                 this_run,
                 true,
                 self.stop.is_cancelled(),
@@ -802,5 +808,23 @@ mod tests {
             let known = SessionOutcome::from_name(o.name());
             assert_eq!(known.map(SessionOutcome::name), Some(o.name()));
         }
+    }
+
+    /// A budget is reached when the sessions' costs add up to it, though their
+    /// sum in floating point falls a hair short.
+    #[test]
+    fn a_budget_the_costs_add_up_to_is_reached() {
+        let limits = super::RunLimits {
+            max_sessions: 0,
+            budget: 0.003,
+            max_hours: 0.0,
+            started: std::time::Instant::now(),
+            stall: 0,
+        };
+        let spent = 0.0012 + 0.0006 + 0.0006 + 0.0006;
+        assert!(spent < 0.003);
+        let said = limits.reached(0, spent).unwrap();
+        assert!(said.starts_with("budget $0.003 reached"), "{said}");
+        assert_eq!(limits.reached(0, 0.0029), None);
     }
 }

@@ -796,3 +796,44 @@ fn a_planner_that_fills_its_window_is_told_to_close_the_list_and_not_to_commit()
     );
     assert_eq!(super::run::git(&p, &["status", "--porcelain"]), "");
 }
+
+/// A model that goes on working after the wrap-up note is stopped once its
+/// `handoff_turns` are used: exactly that many requests follow the note, the
+/// session ends `context_full`, and the run goes on to complete.
+#[test]
+fn a_model_that_ignores_the_wrap_up_note_is_stopped_after_its_wrap_up_turns() {
+    let p = project("[agent]\ncontext_window = 40000\nhandoff_turns = 2\n");
+    let told = |r: &baton_testkit::RecordedRequest| {
+        in_session(2)(r) && r.body.to_string().contains(HANDOFF)
+    };
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .like_a_real_model(40_000)
+        .when(
+            told,
+            (0..20)
+                .map(|_| Step::Reply(Reply::tool("Bash", json!({"command": "echo still going"}))))
+                .collect(),
+        )
+        .when(
+            move |r| in_session(2)(r) && !told(r),
+            (0..10).map(|_| filler()).collect(),
+        )
+        .start(the_whole_run(three_honest()));
+    let out = run_on(&server, Wire::Anthropic, &p, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after_note: Vec<_> = server.requests().into_iter().filter(told).collect();
+    assert_eq!(after_note.len(), 2, "requests after the wrap-up note");
+    assert!(
+        after_note[0]
+            .body
+            .to_string()
+            .contains("in at most 2 more turns"),
+        "the note names the turns the configuration gives"
+    );
+    let t = p.transcript(2);
+    assert_consistent(&t);
+    assert_eq!(end_of(&t).0, "context_full");
+    let s = status_json(&p);
+    assert_eq!(s["passing"], 3);
+    assert_eq!(s["sessions"][1]["outcome"], "context_full");
+}

@@ -414,3 +414,30 @@ fn reach_for_the_main_project(path: Option<&std::ffi::OsStr>) {
     assert!(!p.path().join(".git/hooks/post-merge").exists());
     assert_eq!(p.file("baton.toml"), before);
 }
+
+/// `--budget-usd` holds with `--agents 2`: the run stops with exit 2 once the
+/// project has cost that much (the initializer costs $0.0012 here, each coding
+/// session $0.0006, the budget is $0.003), no new session starts after it, and the line names the budget as
+/// given. The coordinator judged the budget on the main record alone, which
+/// holds a session only once its batch is merged, so agents were handed new
+/// sessions past the budget (7 sessions).
+#[test]
+fn a_budget_stops_a_run_of_two_agents() {
+    let p = stalling(4);
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(20))
+        .respond(|r| {
+            (1..=4)
+                .any(|n| is_for(r, n))
+                .then(|| Step::Reply(Reply::text("I could not get it to work.")))
+        })
+        .start(initializer(&list(4, 0)));
+    let (code, err) = run_bounded(&server, &p, &["--budget-usd", "0.003"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("budget $0.003 reached"), "{err}");
+    let state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
+    let sessions = state["sessions"].as_array().unwrap().len();
+    // The initializer and three coding sessions reach $0.003; at most the other
+    // agent's session is under way then, and none starts after.
+    assert!((4..=5).contains(&sessions), "{sessions} sessions:\n{err}");
+}

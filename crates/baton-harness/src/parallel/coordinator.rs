@@ -49,6 +49,9 @@ struct Batch<'f> {
     features: Vec<usize>,
     /// For the agents that built on its sessions: their tips and flips.
     own: Vec<Unmerged>,
+    /// Its sessions' numbers and costs, counted against the budget until the
+    /// main record holds them.
+    spent: Vec<(u32, f64)>,
 }
 
 /// What the coordinator sees of the project at the start of a turn.
@@ -197,6 +200,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             let reason = self.limits.stop_rule(
                 Some(&look.list),
                 &look.state,
+                self.unsettled_cost(&look.state),
                 self.handed,
                 busy == 0,
                 self.run.stop.is_cancelled(),
@@ -346,13 +350,29 @@ impl<'f, 'a> Coordinator<'f, 'a> {
         }
         let sessions = std::mem::take(&mut self.ended);
         let own = sessions.iter().filter_map(Ended::own).collect();
+        let spent = sessions.iter().map(Ended::spent).collect();
         let (run, copies, integrate, remote) = (self.run, self.copies, self.integrate, self.remote);
         let release = self.channels.release_tx.clone();
         self.batch = Some(Batch {
             settling: Box::pin(run.settle(copies, integrate, remote, sessions, Some(release))),
             features: std::mem::take(&mut self.ended_features),
             own,
+            spent,
         });
+    }
+
+    /// What the sessions that ended cost while the main record does not hold
+    /// them yet (they wait for a batch, or are in one): a budget judged on the
+    /// record alone hands out sessions after it is spent.
+    fn unsettled_cost(&self, state: &State) -> f64 {
+        let batch = self.batch.as_ref().map_or(&[][..], |b| &b.spent[..]);
+        self.ended
+            .iter()
+            .map(Ended::spent)
+            .chain(batch.iter().copied())
+            .filter(|(number, _)| !state.sessions.iter().any(|s| s.number == *number))
+            .map(|(_, cost)| cost)
+            .sum()
     }
 
     /// Nothing runs and nothing is being integrated: the run stops, with the

@@ -73,6 +73,14 @@ impl Ended {
             )
         })
     }
+
+    /// Its number and what it cost, its verifier's session included.
+    pub(super) fn spent(&self) -> (u32, f64) {
+        (
+            self.number,
+            self.record.cost_usd + self.record.verifier_cost_usd,
+        )
+    }
 }
 
 /// What agent `a`'s copy builds on: of its sessions ended and not merged yet

@@ -487,3 +487,60 @@ async fn a_bounded_sweep_takes_the_checks_in_turn_and_finds_a_regression_in_time
         "{log}"
     );
 }
+
+/// `[verify] sweep_secs` bounds a sweep, but never to nothing: a check that
+/// takes longer than the whole box (#1 here, 2 s against 1 s) runs to its end as
+/// the sweep's one check, the rest wait for the next sweep, which starts after
+/// it and finds what session 1 broke. A box that cut the slow check every time
+/// skipped every check in every sweep, and #3's regression was never found.
+#[tokio::test(flavor = "current_thread")]
+async fn a_check_longer_than_the_sweeps_time_box_does_not_starve_the_rest() {
+    let p = Project::with_toml(&baton_testkit::trusting(
+        "[project]\nfeatures = 5\nmin_features = 5\n[run]\npause_secs = 0\nstall_sessions = 0\n[verify]\nsweep_secs = 1\n",
+    ));
+    std::fs::create_dir_all(p.dir.join("src")).unwrap();
+    let list: Vec<serde_json::Value> = (1..=5)
+        .map(|n| {
+            let mut f = json!({"category": "functional", "description": format!("Feature {n}"),
+                               "steps": ["use it"], "passes": n <= 3});
+            if n <= 3 {
+                let slow = if n == 1 { "sleep 2 && " } else { "" };
+                f["verify"] = json!(format!("{slow}test -f src/f{n}.txt"));
+                std::fs::write(p.dir.join(format!("src/f{n}.txt")), "built\n").unwrap();
+            }
+            f
+        })
+        .collect();
+    std::fs::write(
+        p.dir.join("feature_list.json"),
+        serde_json::to_string_pretty(&list).unwrap(),
+    )
+    .unwrap();
+    git(&p.dir, &["add", "-A"]);
+    git(
+        &p.dir,
+        &["commit", "-qm", "a project with three features built"],
+    );
+    let steps = vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "rm src/f3.txt && echo 'Session 1: tidied up.' >> claude-progress.txt && git add -A && git commit -qm 'Tidy up'"}),
+        )),
+        Step::Reply(Reply::text("Tidied up.")),
+        Step::Reply(Reply::text("Looked around.")),
+    ];
+    let (end, said) = p.run(steps, 2).await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
+    let sweeps: Vec<&str> = said.lines().filter(|l| l.starts_with("sweep")).collect();
+    assert_eq!(sweeps.len(), 2, "{said}");
+    assert!(
+        sweeps[0].contains("1 passing feature(s) re-checked, all still pass (2 more not reached within [verify] sweep_secs"),
+        "{said}"
+    );
+    assert!(sweeps[1].contains("#3 broke"), "{said}");
+    let log = git(&p.dir, &["log", "--format=%s"]);
+    assert!(
+        log.contains("baton: regression sweep before session 2 set back #3"),
+        "{log}"
+    );
+}
