@@ -17,6 +17,12 @@ pub struct Hook {
 impl Hook {
     /// Listen on 127.0.0.1 for at most two minutes, answering 200 to every POST.
     pub fn start() -> Self {
+        Self::answering(Vec::new())
+    }
+
+    /// As [`Hook::start`], but the first POSTs are answered with `statuses`, in
+    /// order (each body is kept all the same).
+    pub fn answering(statuses: Vec<u16>) -> Self {
         use std::io::{BufRead as _, Read as _, Write as _};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/hook", listener.local_addr().unwrap());
@@ -47,8 +53,11 @@ impl Hook {
                 seen.lock()
                     .unwrap()
                     .push(String::from_utf8_lossy(&body).into_owned());
+                let n = seen.lock().unwrap().len();
+                let status = statuses.get(n - 1).copied().unwrap_or(200);
                 let _ = reader.get_mut().write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                        .as_bytes(),
                 );
             }
         });
@@ -208,4 +217,55 @@ fn a_notification_command_that_hangs_is_stopped_at_its_timeout() {
         "{}",
         String::from_utf8_lossy(&left.stdout)
     );
+}
+
+/// `baton notify test` through the binary, with the webhook URL in
+/// `BATON_TEST_WEBHOOK`: its exit code and what it said.
+fn notify_test(p: &Project, url: &str) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["notify", "test"])
+        .arg(p.path())
+        .env("BATON_TEST_WEBHOOK", url)
+        .output()
+        .unwrap();
+    (out.status.code(), stderr(&out))
+}
+
+/// Delivery is retried where a retry can help and only there: a webhook that
+/// answers 503 twice is sent the event three times and it is delivered; one
+/// that answers 400 is sent it once and the error names the status; a command
+/// that fails is named with its exit status, and the webhook still gets the
+/// event.
+#[test]
+fn a_webhook_is_retried_on_server_errors_and_never_on_client_errors() {
+    let toml = "[notify]\nwebhook_env = \"BATON_TEST_WEBHOOK\"\n";
+    let p = Project::with_toml(toml);
+
+    let flaky = Hook::answering(vec![503, 503]);
+    let (code, err) = notify_test(&p, &flaky.url);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("the test notification was delivered"), "{err}");
+    let bodies = flaky.bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 3, "{bodies:?}");
+    assert!(bodies.iter().all(|b| b == &bodies[0]), "{bodies:?}");
+
+    let refusing = Hook::answering(vec![400, 400, 400]);
+    let (code, err) = notify_test(&p, &refusing.url);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("webhook: HTTP 400"), "{err}");
+    assert_eq!(refusing.bodies.lock().unwrap().len(), 1);
+
+    let down = Hook::answering(vec![500, 502, 503]);
+    let (code, err) = notify_test(&p, &down.url);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("(3 attempts)"), "{err}");
+
+    let failing = Project::with_toml(&format!(
+        "{toml}command = [\"sh\", \"-c\", \"exit 3\"]\n"
+    ));
+    let hook = Hook::start();
+    let (code, err) = notify_test(&failing, &hook.url);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("command: sh exited with exit status: 3"), "{err}");
+    assert_eq!(hook.bodies.lock().unwrap().len(), 1, "the webhook still got it");
 }
