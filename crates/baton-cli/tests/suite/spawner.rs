@@ -201,29 +201,40 @@ fn the_spawner_starts_each_command_confined_in_the_runs_namespace() {
         "the server was stopped"
     );
 
-    // A call dropped while its command runs leaves nothing behind.
+    // A call dropped while its command runs leaves nothing behind: dropped once
+    // its command has started (its pid written), however long that takes.
     let marker = project.join("dropped.pid");
     let dropped = rt.block_on(async {
-        tokio::time::timeout(
-            Duration::from_secs(3),
-            baton_tools::bash::run(
-                &ctx,
-                serde_json::from_value(serde_json::json!({
-                    "command": format!("echo $$ > {}; exec sleep 305", marker.display())
-                }))
-                .unwrap(),
-            ),
-        )
-        .await
-    });
-    assert!(dropped.is_err(), "the call was not dropped");
-    if let Ok(pid) = std::fs::read_to_string(&marker) {
-        let pid: u32 = pid.trim().parse().unwrap();
-        assert!(
-            gone(&launcher, pid),
-            "a dropped call left its command running"
+        let call = baton_tools::bash::run(
+            &ctx,
+            serde_json::from_value(serde_json::json!({
+                "command": format!("echo $$ > {}.tmp && mv {0}.tmp {0}; exec sleep 305", marker.display())
+            }))
+            .unwrap(),
         );
-    }
+        let started = async {
+            for _ in 0..6000 {
+                if marker.exists() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        };
+        tokio::select! {
+            out = call => Some(out),
+            () = started => None,
+        }
+    });
+    assert!(dropped.is_none(), "the call ended before it was dropped: {dropped:?}");
+    let pid: u32 = std::fs::read_to_string(&marker)
+        .expect("the command never started")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        gone(&launcher, pid),
+        "a dropped call left its command running"
+    );
 
     // The spawner gone, each command joins the namespace itself, as confined.
     rustix::process::kill_process(
