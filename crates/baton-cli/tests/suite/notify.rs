@@ -56,8 +56,10 @@ impl Hook {
                 let n = seen.lock().unwrap().len();
                 let status = statuses.get(n - 1).copied().unwrap_or(200);
                 let _ = reader.get_mut().write_all(
-                    format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                        .as_bytes(),
+                    format!(
+                        "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    )
+                    .as_bytes(),
                 );
             }
         });
@@ -260,12 +262,17 @@ fn a_webhook_is_retried_on_server_errors_and_never_on_client_errors() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("(3 attempts)"), "{err}");
 
-    let failing = Project::with_toml(&format!(
-        "{toml}command = [\"sh\", \"-c\", \"exit 3\"]\n"
-    ));
+    let failing = Project::with_toml(&format!("{toml}command = [\"sh\", \"-c\", \"exit 3\"]\n"));
     let hook = Hook::start();
     let (code, err) = notify_test(&failing, &hook.url);
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains("command: sh exited with exit status: 3"), "{err}");
-    assert_eq!(hook.bodies.lock().unwrap().len(), 1, "the webhook still got it");
+    assert!(
+        err.contains("command: sh exited with exit status: 3"),
+        "{err}"
+    );
+    assert_eq!(
+        hook.bodies.lock().unwrap().len(),
+        1,
+        "the webhook still got it"
+    );
 }

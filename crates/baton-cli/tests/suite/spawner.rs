@@ -225,7 +225,10 @@ fn the_spawner_starts_each_command_confined_in_the_runs_namespace() {
             () = started => None,
         }
     });
-    assert!(dropped.is_none(), "the call ended before it was dropped: {dropped:?}");
+    assert!(
+        dropped.is_none(),
+        "the call ended before it was dropped: {dropped:?}"
+    );
     let pid: u32 = std::fs::read_to_string(&marker)
         .expect("the command never started")
         .trim()

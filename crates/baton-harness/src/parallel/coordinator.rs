@@ -190,6 +190,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
     /// Run the agents until every feature passes or a stop condition holds.
     pub(super) async fn drive(mut self) -> Result<RunEnd, HarnessError> {
         loop {
+            self.take_ended();
             let mut look = self.look()?;
             // Sessions that ended and are not settled yet count as running here:
             // their features are still claimed, and the run is not idle before
@@ -470,6 +471,19 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 }
             }
         }
+    }
+
+    /// Sessions that ended while the coordinator was busy (a batch settling):
+    /// taken now, so that the next batch holds every session that has ended.
+    fn take_ended(&mut self) {
+        let ended: Vec<Done> = std::iter::from_fn(|| self.channels.done.try_recv().ok()).collect();
+        if ended.is_empty() {
+            return;
+        }
+        while let Ok(note) = self.channels.lines.try_recv() {
+            note.tell(self.run.reporter);
+        }
+        self.sessions_ended(ended);
     }
 
     /// Sessions ended: gathered from their copies (before their agents' next

@@ -284,9 +284,10 @@ async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found
     // The checks of a sweep run in the integration worktree, `.baton/integrate`
     // (a copy's gates run them in the copy).
     let merging = "case \"$(pwd)\" in */.baton/integrate)";
-    // #1's first sweep waits (up to 20 s) until the others' own gates have passed
-    // their checks, i.e. until their sessions have ended, then a moment more: they
-    // end while #1 is merged however slow the machine is.
+    // #1's first sweep waits (up to 30 s) until the others' sessions have ended
+    // and their branches are fetched into the project (the event after which an
+    // agent hands its session to the run, not a guess of how long that takes):
+    // they end while #1 is merged however slow the machine is.
     let ended = |n: usize| outside.path().join(format!("ended-{n}"));
     for n in 2..=3usize {
         features[n - 1]["verify"] = format!(
@@ -295,12 +296,14 @@ async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found
         )
         .into();
     }
-    let all_ended = (2..=4)
-        .map(|n| format!("[ -e {} ]", ended(n).display()))
+    // Each agent's branch is fetched into the project (`refs/baton/agents/aN`)
+    // after its session is on record and just before the agent reports it.
+    let fetched = (1..=4)
+        .map(|n| format!("[ -e ../../.git/refs/baton/agents/a{n} ]"))
         .collect::<Vec<_>>()
         .join(" && ");
     features[0]["verify"] = format!(
-        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 200); do {all_ended} && break; sleep 0.1; done; sleep 2; }};; esac; test -f src/F01.txt",
+        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 300); do {fetched} && break; sleep 0.1; done; }};; esac; test -f src/F01.txt",
         s = slept.display()
     )
     .into();
@@ -314,10 +317,19 @@ async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found
     let mut b = ScriptedServer::builder(Wire::Anthropic);
     for n in 1..=4usize {
         let t = token(n);
+        // The others work once #1's merge has begun (its first sweep marks it),
+        // and each once the one before it has ended (its agent's branch fetched
+        // into the project): #1 is merged first and the batch holds #2, #3, #4
+        // in that order, whatever the machine's speed.
         let wait = if n == 1 {
             String::new()
         } else {
-            format!("sleep 0.{n} && ")
+            format!(
+                "for i in $(seq 600); do [ -e {m} ] && [ $(ls {r} 2>/dev/null | wc -l) -ge {before} ] && break; sleep 0.05; done; [ -e {m} ] && ",
+                m = slept.display(),
+                r = dir.join(".git/refs/baton/agents").display(),
+                before = n - 1
+            )
         };
         let flip = format!(
             "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
@@ -394,17 +406,20 @@ async fn a_conflicting_session_is_requeued_before_its_batch_is_swept() {
     // #1's first sweep waits (up to 30 s) until #2's and #3's sessions are on
     // record in their copies (their gates done, each flipping its feature): the
     // event after which the agent hands the session to the run, not a guess of
-    // how long that takes. #3's check sleeps in the batch's sweep.
+    // how long that takes. #3's check in the batch's sweep waits (up to 30 s)
+    // until #2's second session is at work.
     let slept = |n: usize| outside.path().join(format!("slept-{n}"));
     let ended = |n: usize| outside.path().join(format!("ended-{n}"));
+    let again = outside.path().join("again-2");
     features[0]["verify"] = format!(
         "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 300); do r=$(cat ../agents/*/.baton/state.json 2>/dev/null | tr -d ' \\n'); case \"$r\" in *'\"flipped\":[2]'*) case \"$r\" in *'\"flipped\":[3]'*) break;; esac;; esac; sleep 0.1; done; }};; esac; test -f src/F01.txt",
         s = slept(1).display(),
     )
     .into();
     features[2]["verify"] = format!(
-        "{merging} [ -e {s} ] || {{ touch {s}; sleep 2; }};; *) test -f src/F03.txt && touch {e};; esac; test -f src/F03.txt",
+        "{merging} [ -e {s} ] || {{ touch {s}; for i in $(seq 300); do [ -e {a} ] && break; sleep 0.1; done; }};; *) test -f src/F03.txt && touch {e};; esac; test -f src/F03.txt",
         s = slept(3).display(),
+        a = again.display(),
         e = ended(3).display()
     )
     .into();
@@ -417,10 +432,22 @@ async fn a_conflicting_session_is_requeued_before_its_batch_is_swept() {
     let mut b = ScriptedServer::builder(Wire::Anthropic);
     for n in 1..=3usize {
         let t = token(n);
-        let wait = if n == 1 {
-            String::new()
-        } else {
-            format!("sleep 0.{n} && ")
+        // The others work once #1's merge has begun (its first sweep marks it):
+        // #1 is on the main branch first. #3 works once #2 has ended too (two
+        // agents' branches fetched into the project): #2 is first in the batch
+        // and conflicts before #3 is merged, whatever the machine's speed.
+        let refs = dir.join(".git/refs/baton/agents");
+        let wait = match n {
+            1 => String::new(),
+            2 => format!(
+                "for i in $(seq 600); do [ -e {m} ] && break; sleep 0.05; done; [ -e {m} ] && ",
+                m = slept(1).display()
+            ),
+            _ => format!(
+                "for i in $(seq 600); do [ -e {m} ] && [ $(ls {r} 2>/dev/null | wc -l) -ge 2 ] && break; sleep 0.05; done; [ -e {m} ] && ",
+                m = slept(1).display(),
+                r = refs.display()
+            ),
         };
         let work = if n == 3 {
             format!("mkdir -p src && echo '{t}' > src/{t}.txt")
@@ -435,11 +462,16 @@ async fn a_conflicting_session_is_requeued_before_its_batch_is_swept() {
             serde_json::json!({"command": format!("{wait}{work} && {flip} && echo 'Session: {t} done.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
         ));
         let done = Step::Reply(Reply::text(&format!("{t} works.")));
-        // #2 twice: the session that conflicts, then the one from the new main.
-        let times = if n == 2 { 2 } else { 1 };
-        let steps: Vec<Step> = (0..times)
-            .flat_map(|_| [step.clone(), done.clone()])
-            .collect();
+        // #2 twice: the session that conflicts, then the one from the new main
+        // (which says it is at work).
+        let mut steps = vec![step.clone(), done.clone()];
+        if n == 2 {
+            steps.push(Step::Reply(Reply::tool(
+                "Bash",
+                serde_json::json!({"command": format!("touch {}", again.display())}),
+            )));
+            steps.extend([step, done]);
+        }
         b = b.when(move |r| is_for(r, n), steps);
     }
     let server = b.start(initializer(&text));

@@ -343,10 +343,18 @@ async fn cancellation_interrupts_a_running_command() {
     let started = Instant::now();
     let call = tokio::spawn(async move {
         tools
-            .call("Bash", &json!({"command": "echo running; sleep 30"}))
+            .call("Bash", &json!({"command": "touch running; sleep 30"}))
             .await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Cancelled once the command runs, not after a guess at how long it takes.
+    let running = p.path("running");
+    for _ in 0..2000 {
+        if running.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(running.exists(), "the command never started");
     p.ctx().cancel.cancel();
     let out = call.await.unwrap();
     assert!(
