@@ -55,7 +55,9 @@ pub enum SandboxNetwork {
     /// No restriction (the default: package installs need the network).
     #[default]
     Open,
-    /// TCP connections only to loopback ports; needs Landlock ABI 4 or later.
+    /// Asked for loopback only. Not enforced by the kernel (Landlock's network
+    /// rules match ports, not addresses): baton says so at the start of each run,
+    /// and the command policy limits `curl` and `wget` to this machine either way.
     Loopback,
 }
 

@@ -273,6 +273,42 @@ fn sandbox_can_be_disabled() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");
 }
 
+/// `[sandbox] network = "loopback"` is what it says it is: the person is told
+/// at the start that the kernel does not enforce it, and a command reaching a
+/// host that is not this machine is refused by the policy with a reason, never
+/// run.
+#[test]
+fn network_loopback_is_said_to_be_unenforced_and_curl_stays_on_this_machine() {
+    let p = Project::with_toml("[sandbox]\nnetwork = \"loopback\"\n");
+    let (out, server) = exec(
+        &p,
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "curl -fsS http://192.0.2.1/ > reached.txt"}),
+            )),
+            Step::Reply(Reply::text("done")),
+        ],
+        &[],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.matches("network = \"loopback\" is not enforced by the kernel")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(!p.path().join("reached.txt").exists(), "the command ran");
+    let results = tool_results(Wire::Anthropic, &server.requests().last().unwrap().body);
+    let (_, said, refused) = &results[0];
+    assert!(
+        *refused && said.contains("Refused by baton's policy"),
+        "{said}"
+    );
+}
+
 /// The kernel test for other processes' environments (issue #11): a sandboxed
 /// project script cannot read the environment of baton or of any other process it
 /// descends from (the user's shell, the test runner; with the claude-code backend,
