@@ -1,5 +1,6 @@
 //! `baton exec`: one agent session, no gates.
 
+use baton_harness::prompts::{Setting, Toolset};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -36,11 +37,11 @@ pub struct ExecArgs {
 }
 
 /// `baton exec`'s system prompt: who the agent is, then baton's working practices.
-fn system_prompt(dir: &Path) -> String {
+fn system_prompt(dir: &Path, cfg: &Config, setting: Setting) -> String {
     format!(
         "You are an expert software engineer working alone in a project directory on a Linux machine: {}.\n\n{}",
         dir.display(),
-        baton_harness::prompts::PRACTICES
+        baton_harness::prompts::practices(&cfg.project, setting)
     )
 }
 
@@ -86,7 +87,14 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         let cancel = tools.context().cancel.clone();
         on_ctrl_c(cancel);
         let mut transcript = Transcript::create_next(&dir)?;
-        let system = system_prompt(&dir);
+        let system = system_prompt(
+            &dir,
+            &cfg,
+            Setting {
+                tools: Toolset::Own,
+                bubblewrap: guard.policy.bubblewrap(),
+            },
+        );
         let reach = baton_harness::guard::ReachGate {
             inner: &guard.policy,
             allow_file_urls: cfg.policy.allow_file_urls,
@@ -177,7 +185,17 @@ fn run_cli(
         let stop = tokio_util::sync::CancellationToken::new();
         on_ctrl_c(stop.clone());
         let mut transcript = Transcript::create_next(dir)?;
-        let system = system_prompt(dir);
+        let system = system_prompt(
+            dir,
+            cfg,
+            Setting {
+                tools: match backend.cli {
+                    baton_agent::cli_session::Cli::ClaudeCode => Toolset::ClaudeCode,
+                    baton_agent::cli_session::Cli::Codex(_) => Toolset::Codex,
+                },
+                bubblewrap: backend.bubblewrap,
+            },
+        );
         let session = backend.session(dir, &[], limits(cfg, args), &LiveView, &prices);
         let result = session
             .run_until(&mut transcript, &system, &args.prompt, &stop)

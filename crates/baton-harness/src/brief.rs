@@ -129,7 +129,7 @@ fn running_now(b: &mut String, running: &[Running]) {
     if !running.is_empty() {
         let _ = writeln!(
             b,
-            "\n## Running now (started by earlier sessions of this run)"
+            "\n## Running now (started by baton just before this session, from the current code)"
         );
         for r in running.iter().take(RUNNING_SHOWN) {
             let ports = if r.ports.is_empty() {

@@ -7,7 +7,7 @@ use baton_config::ProjectConfig;
 pub const PRACTICES: &str = r#"How to work here:
 - No person will answer questions or watch. Decide, act, and write down what the next session needs.
 - Before starting a server, check whether it already runs (the brief lists what baton started; `ss -ltnp`). Started in the background, servers keep running after your call: poll it until it answers (`curl -fsS --retry 30 --retry-connrefused --retry-delay 1 URL`), and restart it after changing its code.
-- What you read stays in your context for the rest of the session: do not print lockfiles, bundles, generated files, long logs or the whole feature list. Search with Grep, read ranges with Read (offset, limit), filter with head, tail and grep.
+- What you read stays in your context for the rest of the session: do not print lockfiles, bundles, generated files, long logs or the whole feature list. Search with {Grep}, read ranges with {Read}, filter with head, tail and grep.{sandbox}
 - Make small changes and check each one by running it: the build, the tests, the app.
 - Evidence is what you ran and saw. Never weaken, skip or delete a test, special-case test data, or hard-code a result to make a check pass.
 - Git: commit with messages that say what changed and why. Never rewrite or throw away history or work: no `git reset --hard`, `git commit --amend`, `git stash`, `git checkout -- .`, `git clean`, `--no-verify`, force pushes.
@@ -19,12 +19,93 @@ pub const SYSTEM: &str = "You are an expert software engineer working alone, una
 You are one of many sessions that build this project over days; each starts with no memory of the others, so the project's files, its git history and its notes are the only memory there is.";
 
 /// The system prompt of every working session for the project in `dir`.
-pub fn system(dir: &std::path::Path) -> String {
+pub fn system(dir: &std::path::Path, names: &ProjectConfig, setting: Setting) -> String {
     format!(
-        "{}\n\n{PRACTICES}",
-        SYSTEM.replace("{dir}", &dir.display().to_string())
+        "{}\n\n{}",
+        SYSTEM.replace("{dir}", &dir.display().to_string()),
+        practices(names, setting)
     )
 }
+
+/// [`PRACTICES`] as they are true for `setting`.
+pub fn practices(names: &ProjectConfig, setting: Setting) -> String {
+    fill(PRACTICES, names, setting)
+}
+
+/// Which tools the agent has, by its backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Toolset {
+    /// baton's own agent loop: Bash, Read, Write, Edit, Glob, Grep (and BlockFeature).
+    Own,
+    /// Claude Code, whose tools have the same names.
+    ClaudeCode,
+    /// Codex: a shell and `apply_patch`.
+    Codex,
+}
+
+/// What is true of the run the texts are for: the agent's tools, and whether
+/// its commands run inside baton's bubblewrap sandbox (where the policy allows
+/// inline code and `pkill`, which Landlock alone cannot bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The agent's tools.
+    pub tools: Toolset,
+    /// Its commands run inside baton's bubblewrap sandbox.
+    pub bubblewrap: bool,
+}
+
+impl Setting {
+    /// The texts' words for the tools and the sandbox.
+    fn words(self) -> [(&'static str, &'static str); 7] {
+        let codex = self.tools == Toolset::Codex;
+        [
+            ("{Grep}", if codex { "`grep -rn`" } else { "Grep" }),
+            (
+                "{Read}",
+                if codex {
+                    "`sed -n 'FROM,TOp' FILE`"
+                } else {
+                    "Read (offset, limit)"
+                },
+            ),
+            ("{Write}", if codex { "apply_patch" } else { "Write" }),
+            ("{Edit}", if codex { "apply_patch" } else { "Edit" }),
+            (
+                "{flip_steps}",
+                if codex {
+                    "find its line with `grep -n`, read only that entry with `sed -n`, and change it with apply_patch, in a hunk from its description to its \"passes\": false, changing only false to true"
+                } else {
+                    "Grep (-n) its description, Read only that entry (offset, limit), and Edit it with an old_string from its description to its \"passes\": false, changing only false to true"
+                },
+            ),
+            (
+                "{parse_check}",
+                "`python3 -m json.tool {feature_list} > /dev/null && grep -c '\"passes\"' {feature_list}`",
+            ),
+            // baton's own Bash description says where writes go; an agent
+            // CLI's does not.
+            (
+                "{sandbox}",
+                match (self.tools == Toolset::Own, self.bubblewrap) {
+                    (true, true) => "",
+                    (true, false) => INLINE_CODE,
+                    (false, true) => SANDBOX,
+                    (false, false) => SANDBOX_LANDLOCK,
+                },
+            ),
+        ]
+    }
+}
+
+/// Where an agent CLI's commands may write (baton's own `Bash` description says
+/// it for its loop).
+const SANDBOX: &str = "\n- Your commands run in baton's sandbox without secrets; they write the project, /tmp ($TMPDIR) and a home of this project's own: global installs there are lost on a fresh clone, so dependencies belong in {init_script}; scratch files go to /tmp, not into the project.";
+
+/// What the policy refuses where Landlock is the only sandbox.
+const INLINE_CODE: &str = "\n- This run's sandbox cannot bound inline code: python3 -c, node -e and programs piped into an interpreter are refused, so write the code to a file in /tmp and run that; stop a process by its pid (kill), not by name.";
+
+/// [`SANDBOX`] and [`INLINE_CODE`].
+const SANDBOX_LANDLOCK: &str = "\n- Your commands run in baton's sandbox without secrets; they write the project, /tmp ($TMPDIR) and a home of this project's own: global installs there are lost on a fresh clone, so dependencies belong in {init_script}; scratch files go to /tmp, not into the project.\n- This run's sandbox cannot bound inline code: python3 -c, node -e and programs piped into an interpreter are refused, so write the code to a file in /tmp and run that; stop a process by its pid (kill), not by name.";
 
 /// The independent verifier's system prompt: read-only, strict, evidence-based.
 const VERIFIER_SYSTEM: &str = r#"You are an independent QA engineer checking another engineer's work in a project directory on a Linux machine: {dir}. No person will answer questions.
@@ -63,8 +144,8 @@ Do these, in order:
    {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
 {entry_rules}
    - This list is the contract for the whole project. Later sessions may only change "passes" (and add a "verify" to a feature that has none); no one may edit, reorder, add or remove entries afterwards, so make it complete and precise now.
-   - Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first 30 to 40 entries as a complete JSON array with Write, then add each further part of 30 to 40 entries with Edit, replacing the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`.
-   - When all parts are written, check that the file parses and count its entries (for example `python3 -m json.tool {feature_list} > /dev/null && grep -c '"passes"' {feature_list}`), and fix what it reports. Then make a coverage pass: go through {spec} section by section and check that every requirement is covered by some entry; add entries (in further parts) for what is missing.
+   - Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first 30 to 40 entries as a complete JSON array with {Write}, then add each further part of 30 to 40 entries with {Edit}, replacing the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`.
+   - When all parts are written, check that the file parses and count its entries ({parse_check}), and fix what it reports. Then make a coverage pass: go through {spec} section by section and check that every requirement is covered by some entry; add entries (in further parts) for what is missing.
 3. Write {init_script}: a bash script that sets the project up and starts it, safe to run at any time:
    - idempotent: installs dependencies only when they are missing or out of date (keep an existing node_modules or virtualenv), and starts each server only if its port is not already answering;
    - ports come from the environment when set: the main server listens on `$PORT` (default your choice), further ones on the ports after it; baton runs several copies of the app side by side this way;
@@ -87,7 +168,7 @@ Do these, in order:
 {entry_rules}
    - Every entry starts with "passes": false, what already works included: a coding session verifies it before it counts.
    - This list is the contract for the whole project. Later sessions may only change "passes" (and add a "verify" to a feature that has none); no one may edit, reorder, add or remove entries afterwards, so make it complete and precise now.
-   - Write it in parts of 30 to 40 entries (Write the first part, then Edit to append each further part before the closing `]`), then check that it parses and count its entries with a one-line command.
+   - Write it in parts of 30 to 40 entries (the first part with {Write}, then each further part appended before the closing `]` with {Edit}), then check that it parses and count its entries ({parse_check}).
 3. Write {init_script} (or adapt the one the project has): a bash script that sets the project up and starts it, safe to run at any time:
    - installs dependencies the way the project does (its lockfile and package manager), only when they are missing or out of date;
    - runs the project's own test suite when it takes under a minute, and prints its result (a failing suite is reported, not fatal);
@@ -111,7 +192,7 @@ Replace {spec} with a full product specification. Be ambitious about the product
 6. Technical design suited to the product: a stack of common, well-supported tools that install without questions on Linux; architecture; data model; routes, commands or API; persistence; how to start it (servers listen on `$PORT` when it is set) and how to test it.
 7. Out of scope: what this product will not do.
 
-Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first sections with Write, then append each further part of at most about 150 lines with Edit at the end of the file.
+Write it in parts: one response has an output limit, and a tool call cut off by it is not run. Write the first sections with {Write}, then append each further part of at most about 150 lines with {Edit} at the end of the file.
 
 Write only {spec}: no code, no other files, no installs. Do not commit: baton checks the specification and commits it. Stop when it is written."###;
 
@@ -121,13 +202,13 @@ const PLANNER_MORE: &str = r###"You are the product planner of a software projec
 
 Do these, in order:
 
-1. Read {spec}, the "## Project facts" of {progress}, and enough of the code to know what exists. {feature_list} may be long: count its entries with `grep -c '"passes"' {feature_list}`, read its last entries, and search it with Grep; do not print all of it.
-2. Append to {feature_list} new entries that cover the request, after the last existing one (Edit: replace the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`). Each entry is an object:
+1. Read {spec}, the "## Project facts" of {progress}, and enough of the code to know what exists. {feature_list} may be long: count its entries with `grep -c '"passes"' {feature_list}`, read its last entries, and search it with {Grep}; do not print all of it.
+2. Append to {feature_list} new entries that cover the request, after the last existing one ({Edit}: replace the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`). Each entry is an object:
    {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
 {entry_rules}
    - Append only: never change, reorder or remove an existing entry (baton restores any change), and never set "passes" to true.
 3. Where the request leaves behaviour open, add what you decided to {spec}, after the request; do not rewrite what the specification said before.
-4. Check that {feature_list} still parses and count its entries again.
+4. Check that {feature_list} still parses and count its entries again ({parse_check}).
 
 Do not implement anything and do not commit: baton checks the new entries, records them and commits. Stop when the entries are written."###;
 
@@ -140,7 +221,7 @@ Work in this order:
 3. Smoke-test one or two passing features. If one is broken, fix it first and set its "passes" back to false until it works again.
 4. Implement the first feature of the brief's list (its target), and that one only.
 5. Verify it end to end as a user would: walk through every step of the feature{browser}. Reading the code or passing unit tests is not verification.
-6. Only when every step works, flip its "passes" from false to true in {feature_list}: Grep (-n) its description, Read only that entry (offset, limit), and Edit it with an old_string from its description to its "passes": false, changing only false to true. Nothing else in that file may change, except that you may add a "verify" command to a feature that has none (deterministic, under 10 s, failing before your work, creating the data it looks for; for example `curl -fsS http://127.0.0.1:${PORT:-3000}/api/todos | grep -q '"title"'`). baton runs it to confirm the flip and to catch regressions later; once added it cannot be changed. baton restores any other change to the file.
+6. Only when every step works, flip its "passes" from false to true in {feature_list}: {flip_steps}. Nothing else in that file may change, except that you may add a "verify" command to a feature that has none (deterministic, under 10 s, failing before your work, creating the data it looks for; for example `curl -fsS http://127.0.0.1:${PORT:-3000}/api/todos | grep -q '"title"'`). baton runs it to confirm the flip and to catch regressions later; once added it cannot be changed. baton restores any other change to the file.
 7. Update {progress}: keep its "## Project facts" section at the top current (start command, ports, layout, tests, pitfalls), then append a short entry for this session (at most 15 lines): the feature, what you did, how you verified it, what is left.
 8. Commit the code, the flip and the notes together, with a message that says what changed and how you verified it.
 9. With the feature verified and committed and plenty of turns and context left, you may take the next feature of the brief's list and repeat steps 4 to 8. Otherwise stop.
@@ -153,12 +234,12 @@ const PLANNER_REST: &str = r###"You are the product planner of a software projec
 
 Do these, in order:
 
-1. Read {spec} and the last entries of {feature_list} (count its entries with `grep -c '"passes"' {feature_list}`; search it with Grep; do not print all of it), and find what the specification asks for that no entry covers yet.
-2. Append entries for it to {feature_list}, after the last existing one, in priority order, up to {features} entries in all (Edit: replace the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`; write at most about 40 entries per Edit, since a tool call cut by the output limit is never run). Each entry is an object:
+1. Read {spec} and the last entries of {feature_list} (count its entries with `grep -c '"passes"' {feature_list}`; search it with {Grep}; do not print all of it), and find what the specification asks for that no entry covers yet.
+2. Append entries for it to {feature_list}, after the last existing one, in priority order, up to {features} entries in all ({Edit}: replace the array's closing `]` at the end of the file by `,` followed by the new entries and a new closing `]`; write at most about 40 entries per call, since a tool call cut by the output limit is never run). Each entry is an object:
    {"category": "functional", "description": "what a user can do or see", "steps": ["step 1", "step 2"], "passes": false}
 {entry_rules}
    - Append only: never change, reorder or remove an existing entry (baton restores any change), and never set "passes" to true.
-3. Check that {feature_list} still parses and count its entries again.
+3. Check that {feature_list} still parses and count its entries again ({parse_check}).
 
 If the list already covers every part of the specification, append nothing and end your answer with a line that says exactly: SPEC COVERED
 
@@ -173,7 +254,7 @@ const HANDOFF_INITIALIZER: &str = "baton: your context window is nearly full. Wr
 
 const HANDOFF_PLANNER_SPEC: &str = "baton: your context window is nearly full. Finish now, in at most {turns} more turns, and start nothing new: end the section of {spec} you are writing so that the file reads as a whole, then stop. Do not commit: baton checks the specification and commits it.";
 
-const HANDOFF_PLANNER_MORE: &str = "baton: your context window is nearly full. Finish now, in at most {turns} more turns, and start nothing new: make sure {feature_list} is a valid JSON array ending with the entries you have appended so far (every new \"passes\" false, nothing before them changed), check that it parses, then stop. Do not commit: baton checks the new entries, records them and commits.";
+const HANDOFF_PLANNER_MORE: &str = "baton: your context window is nearly full. Finish now, in at most {turns} more turns, and start nothing new: make sure {feature_list} is a valid JSON array ending with the entries you have appended so far (every new \"passes\" false, nothing before them changed), check that it parses ({parse_check}), then stop. Do not commit: baton checks the new entries, records them and commits.";
 
 const HANDOFF_VERIFIER: &str = "baton: your context window is nearly full. Finish now, in at most {turns} more turns: write the VERDICT line of every feature you have checked and not given one yet, then stop. A feature without a verdict counts as failed.";
 
@@ -194,7 +275,7 @@ pub enum Handoff {
 
 /// The note a session gets when its context window is nearly full (`{turns}`
 /// is filled in by the agent loop).
-pub fn handoff_note(names: &ProjectConfig, kind: Handoff) -> String {
+pub fn handoff_note(names: &ProjectConfig, kind: Handoff, setting: Setting) -> String {
     let template = match kind {
         Handoff::Coding => HANDOFF,
         Handoff::Initializer => HANDOFF_INITIALIZER,
@@ -202,13 +283,16 @@ pub fn handoff_note(names: &ProjectConfig, kind: Handoff) -> String {
         Handoff::PlannerMore => HANDOFF_PLANNER_MORE,
         Handoff::Verifier => HANDOFF_VERIFIER,
     };
-    fill(template, names)
+    fill(template, names, setting)
 }
 
-fn fill(template: &str, names: &ProjectConfig) -> String {
-    template
-        .replace("{entry_rules}", ENTRY_RULES)
-        .replace("{kind_line}", kind_line(&names.kind))
+/// `template` with the project's names and `setting`'s words filled in.
+fn fill(template: &str, names: &ProjectConfig, setting: Setting) -> String {
+    let mut text = template.replace("{entry_rules}", ENTRY_RULES);
+    for (key, words) in setting.words() {
+        text = text.replace(key, words);
+    }
+    text.replace("{kind_line}", kind_line(&names.kind))
         .replace("{spec}", &names.spec)
         .replace("{feature_list}", &names.feature_list)
         .replace("{init_script}", &names.init_script)
@@ -218,8 +302,12 @@ fn fill(template: &str, names: &ProjectConfig) -> String {
 }
 
 /// The initializer's first message; `problem` is what was wrong with the previous attempt.
-pub fn initializer(names: &ProjectConfig, problem: Option<&str>) -> String {
-    let mut p = fill(if names.adopt { ADOPT } else { INITIALIZER }, names);
+pub fn initializer(names: &ProjectConfig, problem: Option<&str>, setting: Setting) -> String {
+    let mut p = fill(
+        if names.adopt { ADOPT } else { INITIALIZER },
+        names,
+        setting,
+    );
     if let Some(problem) = problem {
         p.push_str(&format!(
             "\n\nA previous initializer session did not leave a usable {}: {problem}\nFix exactly this: the file must be a JSON array of objects with \"category\" (string), \"description\" (string), \"steps\" (array of strings) and \"passes\" (false), with at least {} entries.",
@@ -231,17 +319,17 @@ pub fn initializer(names: &ProjectConfig, problem: Option<&str>) -> String {
 
 /// The planner's first message: expand the idea in the spec into a full
 /// specification (`request` is `None`), or append features for `request`.
-pub fn planner(names: &ProjectConfig, request: Option<&str>) -> String {
+pub fn planner(names: &ProjectConfig, request: Option<&str>, setting: Setting) -> String {
     match request {
-        None => fill(PLANNER_SPEC, names),
-        Some(r) => fill(PLANNER_MORE, names).replace("{request}", r.trim()),
+        None => fill(PLANNER_SPEC, names, setting),
+        Some(r) => fill(PLANNER_MORE, names, setting).replace("{request}", r.trim()),
     }
 }
 
 /// A list-append session's first message: the list has `have` entries, fewer than
 /// the `[project] features` asked; append the rest of the spec, or say it is covered.
-pub fn planner_rest(names: &ProjectConfig, have: usize) -> String {
-    fill(PLANNER_REST, names).replace("{have}", &have.to_string())
+pub fn planner_rest(names: &ProjectConfig, have: usize, setting: Setting) -> String {
+    fill(PLANNER_REST, names, setting).replace("{have}", &have.to_string())
 }
 
 /// What a coding session is told about `BlockFeature` (baton's own agent loop only).
@@ -310,10 +398,11 @@ pub fn coding(
     browser: bool,
     block_feature: bool,
     proof: ProofRules,
+    setting: Setting,
 ) -> String {
     format!(
         "{}{}\n\n{brief}",
-        fill(CODING, names)
+        fill(CODING, names, setting)
             .replace("{browser}", how_to_verify(&names.kind, browser))
             .replace("{proof}", &proof.text()),
         if block_feature { BLOCK_FEATURE } else { "" }
@@ -335,7 +424,7 @@ fn kind_line(kind: &str) -> &'static str {
 pub fn how_to_verify(kind: &str, browser: bool) -> &'static str {
     match (kind, browser) {
         ("web", true) => {
-            " in the real browser through the mcp__playwright__ tools: browser_navigate to the page, then act as a user with browser_click and browser_type (each action returns the page's snapshot with its element refs, so take no extra snapshot), reload to check what must persist, read browser_console_messages for errors, and take a screenshot of each state you verified. browser_evaluate is for inspecting, never for doing a step a user would do. For style features, check layout, overflow and contrast in the screenshot"
+            " in the real browser through the mcp__playwright__ tools: browser_navigate to the page, then act as a user with browser_click and browser_type (each action returns the page's snapshot with its element refs, so take no extra snapshot), reload to check what must persist, read browser_console_messages for errors, and take a screenshot of each state you verified (without a file name: baton keeps it as evidence; one with a file name is refused). browser_evaluate is for inspecting, never for doing a step a user would do. For style features, check layout, overflow and contrast in the screenshot"
         }
         ("web", false) => {
             ", exercising the running app over HTTP against the dev server (curl, or browser-automation scripts the project has)"

@@ -32,6 +32,22 @@ pub(crate) struct Finished {
 }
 
 impl Runner<'_> {
+    /// What the texts of this run's sessions may say: the agent's tools (by
+    /// backend) and whether its commands run inside bubblewrap.
+    pub(crate) fn setting(&self) -> prompts::Setting {
+        use baton_agent::cli_session::Cli;
+        prompts::Setting {
+            tools: match &self.backend {
+                Backend::Loop(_) => prompts::Toolset::Own,
+                Backend::Cli(c) => match c.cli {
+                    Cli::ClaudeCode => prompts::Toolset::ClaudeCode,
+                    Cli::Codex(_) => prompts::Toolset::Codex,
+                },
+            },
+            bubblewrap: self.kernel_binds,
+        }
+    }
+
     /// The session limits of `[agent]`, within what is left of the run's hours,
     /// with the note a session of kind `handoff` gets when its context fills.
     pub(crate) fn limits(
@@ -41,7 +57,11 @@ impl Runner<'_> {
         handoff: prompts::Handoff,
     ) -> Limits {
         let mut limits = Limits::from_config(&self.cfg.agent, max_turns);
-        limits.context.handoff_note = Some(prompts::handoff_note(&self.files.names, handoff));
+        limits.context.handoff_note = Some(prompts::handoff_note(
+            &self.files.names,
+            handoff,
+            self.setting(),
+        ));
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(Instant::now());
             limits.max_duration = Some(limits.max_duration.map_or(left, |m| m.min(left)));
@@ -140,8 +160,9 @@ impl Runner<'_> {
                 self.cfg.browser.enabled,
                 matches!(self.backend, Backend::Loop(_)),
                 prompts::ProofRules::of(&self.cfg),
+                self.setting(),
             ),
-            _ => prompts::initializer(&self.files.names, problem),
+            _ => prompts::initializer(&self.files.names, problem, self.setting()),
         };
         if !told.is_empty() {
             crate::tell::delivered(&self.files, &told, number)?;
@@ -161,7 +182,7 @@ impl Runner<'_> {
             SessionKind::Coding | SessionKind::Planner => prompts::Handoff::Coding,
         };
         let limits = self.limits(self.cfg.agent.max_turns, deadline, handoff);
-        let system = prompts::system(dir);
+        let system = prompts::system(dir, &self.files.names, self.setting());
         // BlockFeature is offered while a coding session of baton's own loop runs.
         if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
             block.open(list);

@@ -176,8 +176,14 @@ pub struct Policy {
 }
 
 /// What a refusal adds when the command is one baton allows inside its bubblewrap
-/// sandbox (the run's PID namespace, read-only binds, Landlock).
-pub(crate) const BUBBLEWRAP_HINT: &str = "inside baton's bubblewrap sandbox this is allowed: apt-get install bubblewrap (and keep [sandbox] enabled = true)";
+/// sandbox (the run's PID namespace, read-only binds, Landlock): a fact the agent
+/// can act on (its "instead" says how), with no advice for a person in it.
+pub const BUBBLEWRAP_HINT: &str =
+    "this run's sandbox (Landlock without bubblewrap) cannot bound it";
+
+/// What a person can do about a refusal that says [`BUBBLEWRAP_HINT`]: told in
+/// the run's output, never to the agent.
+pub const BUBBLEWRAP_FIX: &str = "apt-get install bubblewrap (and keep [sandbox] enabled = true): inside baton's bubblewrap sandbox the agent may do this";
 
 impl Policy {
     /// The policy configured by `cfg` for the project at `project_dir`.

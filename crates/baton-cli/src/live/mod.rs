@@ -134,7 +134,16 @@ fn context_line(action: ContextMode, tokens: u64, after: u64, window: u64) -> St
 fn tool_end_line(name: &str, out: &ToolOutput, refused: bool, took: Duration) -> String {
     let last_line = out.content.lines().last().unwrap_or_default();
     if refused {
-        format!("  ⛔ {name} refused: {}", one_line(&out.content, 160))
+        let line = format!("  ⛔ {name} refused: {}", one_line(&out.content, 160));
+        // What a person can do about it is said here, never to the agent.
+        if out.content.contains(baton_policy::BUBBLEWRAP_HINT) {
+            format!(
+                "{line}\n    baton: for you: {}",
+                baton_policy::BUBBLEWRAP_FIX
+            )
+        } else {
+            line
+        }
     } else if out.is_error {
         format!(
             "  ✗ {name} failed ({}): {}",

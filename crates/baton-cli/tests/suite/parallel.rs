@@ -202,6 +202,18 @@ fn stalling(features: usize) -> Project {
     p
 }
 
+/// A model that writes a list of four features, then makes no progress on any.
+fn making_no_progress() -> ScriptedServer {
+    ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(20))
+        .respond(|r| {
+            (1..=4)
+                .any(|n| is_for(r, n))
+                .then(|| Step::Reply(Reply::text("I could not get it to work.")))
+        })
+        .start(initializer(&list(4, 0)))
+}
+
 /// Issue #25: `baton run DIR --agents 2` without `--max-sessions`, a stall
 /// limit, and a model that makes no progress. The run stops by itself with exit
 /// 3 (stalled), every hand-out having run its session; three runs, since how the
@@ -210,14 +222,7 @@ fn stalling(features: usize) -> Project {
 fn two_agents_making_no_progress_exit_stalled_through_the_binary() {
     for round in 1..=3 {
         let p = stalling(4);
-        let server = ScriptedServer::builder(Wire::Anthropic)
-            .think_time(Duration::from_millis(20))
-            .respond(|r| {
-                (1..=4)
-                    .any(|n| is_for(r, n))
-                    .then(|| Step::Reply(Reply::text("I could not get it to work.")))
-            })
-            .start(initializer(&list(4, 0)));
+        let server = making_no_progress();
         let (code, err) = run_bounded(&server, &p, &[]);
         assert_eq!(code, Some(3), "run {round}:\n{err}");
         let state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
@@ -424,14 +429,7 @@ fn reach_for_the_main_project(path: Option<&std::ffi::OsStr>) {
 #[test]
 fn a_budget_stops_a_run_of_two_agents() {
     let p = stalling(4);
-    let server = ScriptedServer::builder(Wire::Anthropic)
-        .think_time(Duration::from_millis(20))
-        .respond(|r| {
-            (1..=4)
-                .any(|n| is_for(r, n))
-                .then(|| Step::Reply(Reply::text("I could not get it to work.")))
-        })
-        .start(initializer(&list(4, 0)));
+    let server = making_no_progress();
     let (code, err) = run_bounded(&server, &p, &["--budget-usd", "0.003"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("budget $0.003 reached"), "{err}");

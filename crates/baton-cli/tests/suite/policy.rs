@@ -18,6 +18,14 @@ fn check(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// A session that runs `command` with Bash, then ends.
+fn one_command(command: &str) -> Vec<Step> {
+    vec![
+        Step::Reply(Reply::tool("Bash", json!({ "command": command }))),
+        Step::Reply(Reply::text("done")),
+    ]
+}
+
 #[test]
 fn policy_check_exit_codes_and_reasons() {
     let p = Project::new();
@@ -149,13 +157,7 @@ fn policy_off_lets_everything_through() {
     let (out, _server) = exec(
         &p,
         Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tool(
-                "Bash",
-                json!({"command": "eval 'echo ran > marker.txt'"}),
-            )),
-            Step::Reply(Reply::text("done")),
-        ],
+        one_command("eval 'echo ran > marker.txt'"),
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -165,13 +167,8 @@ fn policy_off_lets_everything_through() {
 #[test]
 fn agent_environment_has_no_api_key() {
     let p = Project::with_toml("[policy]\nsecret_env = [\"MY_DB_PASSWORD\"]\n");
-    let server = baton_testkit::ScriptedServer::start(
-        Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tool("Bash", json!({"command": "env > env.txt"}))),
-            Step::Reply(Reply::text("done")),
-        ],
-    );
+    let server =
+        baton_testkit::ScriptedServer::start(Wire::Anthropic, one_command("env > env.txt"));
     let out = baton(&server, Wire::Anthropic)
         .env("MY_DB_PASSWORD", "hunter2")
         .arg("exec")
@@ -260,15 +257,7 @@ fn sandbox_can_be_disabled() {
         format!("echo yes > {}\n", target.display()),
     )
     .unwrap();
-    let (out, _server) = exec(
-        &p,
-        Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tool("Bash", json!({"command": "bash w.sh"}))),
-            Step::Reply(Reply::text("done")),
-        ],
-        &[],
-    );
+    let (out, _server) = exec(&p, Wire::Anthropic, one_command("bash w.sh"), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "yes\n");
 }
@@ -283,13 +272,7 @@ fn network_loopback_is_said_to_be_unenforced_and_curl_stays_on_this_machine() {
     let (out, server) = exec(
         &p,
         Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tool(
-                "Bash",
-                json!({"command": "curl -fsS http://192.0.2.1/ > reached.txt"}),
-            )),
-            Step::Reply(Reply::text("done")),
-        ],
+        one_command("curl -fsS http://192.0.2.1/ > reached.txt"),
         &[],
     );
     let err = stderr(&out);
@@ -307,6 +290,47 @@ fn network_loopback_is_said_to_be_unenforced_and_curl_stays_on_this_machine() {
         *refused && said.contains("Refused by baton's policy"),
         "{said}"
     );
+}
+
+/// Where bubblewrap is missing, inline code is refused with what the agent can
+/// do (a file in the temp dir) and no advice meant for a person, in what the
+/// model reads and in the transcript; the run's output tells the person how to
+/// allow it.
+#[test]
+fn a_refusal_tells_the_agent_what_it_can_do_and_the_person_what_they_can() {
+    let bin = tempfile::tempdir().unwrap();
+    let path = super::boundary_crash::without_bwrap(bin.path());
+    let p = Project::with_toml("");
+    let server =
+        baton_testkit::ScriptedServer::start(Wire::Anthropic, one_command("python3 -c 'print(1)'"));
+    let out = baton(&server, Wire::Anthropic)
+        .env("PATH", &path)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "do the task"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("baton: for you: apt-get install bubblewrap"),
+        "{err}"
+    );
+    let results = tool_results(Wire::Anthropic, &server.requests().last().unwrap().body);
+    let (_, said, refused) = &results[0];
+    assert!(*refused, "{said}");
+    assert!(
+        said.contains("Landlock without bubblewrap") && said.contains("temp dir"),
+        "{said}"
+    );
+    for person in ["apt-get", "baton.toml", "[sandbox]"] {
+        assert!(!said.contains(person), "{said}");
+    }
+    let sessions = p.path().join(".baton/sessions");
+    for e in std::fs::read_dir(&sessions).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap_or_default();
+        assert!(!text.contains("apt-get install"), "{text}");
+    }
 }
 
 /// The kernel test for other processes' environments (issue #11): a sandboxed

@@ -221,10 +221,14 @@ impl Runner<'_> {
             .line(&format!("── session {number:04} · planner ──"));
         self.reporter.session_start(number, SessionKind::Planner);
         let prompt = match plan {
-            Plan::Rest => {
-                prompts::planner_rest(names, accepted.as_ref().map_or(0, |l| l.features.len()))
+            Plan::Rest => prompts::planner_rest(
+                names,
+                accepted.as_ref().map_or(0, |l| l.features.len()),
+                self.setting(),
+            ),
+            Plan::Spec | Plan::More(_) => {
+                prompts::planner(names, request.as_deref(), self.setting())
             }
-            Plan::Spec | Plan::More(_) => prompts::planner(names, request.as_deref()),
         };
         let result = self
             .run_agent(
@@ -241,15 +245,16 @@ impl Runner<'_> {
                     limits: self.limits(
                         self.cfg.agent.max_turns,
                         None,
-                        if request.is_some() {
-                            prompts::Handoff::PlannerMore
-                        } else {
-                            prompts::Handoff::PlannerSpec
+                        // A list-append session appends features, as one
+                        // asked for more does.
+                        match plan {
+                            Plan::Spec => prompts::Handoff::PlannerSpec,
+                            Plan::More(_) | Plan::Rest => prompts::Handoff::PlannerMore,
                         },
                     ),
                 },
                 &mut transcript,
-                &prompts::system(dir),
+                &prompts::system(dir, names, self.setting()),
                 &prompt,
             )
             .await;

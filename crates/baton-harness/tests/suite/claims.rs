@@ -5,7 +5,7 @@
 //! refuses costs a real model a turn, every time.
 
 use baton_config::{PolicyConfig, ProjectConfig};
-use baton_harness::prompts::{self, Handoff, ProofRules};
+use baton_harness::prompts::{self, Handoff, ProofRules, Setting, Toolset};
 use baton_records::FeatureList;
 
 /// Programs whose backticked mention in a prompt is a command to run.
@@ -31,11 +31,16 @@ fn commands(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every text the agent is given, under every configuration baton has.
-fn every_prompt() -> Vec<(String, String)> {
+/// Every text the agent is given in `setting`, under every configuration baton
+/// has.
+fn every_prompt(setting: Setting) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let dir = std::path::Path::new("/work/todo");
-    out.push(("system".into(), prompts::system(dir)));
+    let own = setting.tools == Toolset::Own;
+    out.push((
+        "system".into(),
+        prompts::system(dir, &ProjectConfig::default(), setting),
+    ));
     out.push(("verifier system".into(), prompts::verifier_system(dir)));
     let list = FeatureList::parse(
         r#"[{"category": "functional", "description": "A todo can be added",
@@ -52,7 +57,7 @@ fn every_prompt() -> Vec<(String, String)> {
             };
             out.push((
                 format!("initializer {kind} adopt={adopt}"),
-                prompts::initializer(&names, Some("too few features")),
+                prompts::initializer(&names, Some("too few features"), setting),
             ));
         }
         let names = ProjectConfig {
@@ -61,15 +66,15 @@ fn every_prompt() -> Vec<(String, String)> {
         };
         out.push((
             format!("planner spec {kind}"),
-            prompts::planner(&names, None),
+            prompts::planner(&names, None, setting),
         ));
         out.push((
             format!("planner more {kind}"),
-            prompts::planner(&names, Some("add tags")),
+            prompts::planner(&names, Some("add tags"), setting),
         ));
         out.push((
             format!("planner rest {kind}"),
-            prompts::planner_rest(&names, 40),
+            prompts::planner_rest(&names, 40, setting),
         ));
         for h in [
             Handoff::Coding,
@@ -80,14 +85,15 @@ fn every_prompt() -> Vec<(String, String)> {
         ] {
             out.push((
                 format!("handoff {h:?} {kind}"),
-                prompts::handoff_note(&names, h),
+                prompts::handoff_note(&names, h, setting),
             ));
         }
         for browser in [false, true] {
             for (verifier, trust_agent) in
                 [(true, false), (false, false), (true, true), (false, true)]
             {
-                for block in [false, true] {
+                // BlockFeature is offered by baton's own loop alone.
+                for block in [false, own] {
                     let rules = ProofRules {
                         verifier,
                         trust_agent,
@@ -95,7 +101,7 @@ fn every_prompt() -> Vec<(String, String)> {
                     };
                     out.push((
                         format!("coding {kind} browser={browser} {rules:?} block={block}"),
-                        prompts::coding(&names, "", browser, block, rules),
+                        prompts::coding(&names, "", browser, block, rules, setting),
                     ));
                 }
             }
@@ -113,10 +119,116 @@ fn every_prompt() -> Vec<(String, String)> {
             ));
         }
     }
-    for t in baton_tools::builtin_specs() {
-        out.push((format!("tool {}", t.name), t.description));
+    // An agent CLI has tools of its own, with its own descriptions.
+    if own {
+        for t in baton_tools::builtin_specs() {
+            out.push((format!("tool {}", t.name), t.description));
+        }
     }
     out
+}
+
+/// The tools of baton's own loop.
+const OWN_TOOLS: &[&str] = &[
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "BlockFeature",
+];
+
+/// The agents the texts go to, with the tools each one has.
+const BACKENDS: &[(&str, &[&str], Toolset)] = &[
+    ("own", OWN_TOOLS, Toolset::Own),
+    (
+        "claude-code",
+        &["Bash", "Read", "Write", "Edit", "Glob", "Grep"],
+        Toolset::ClaudeCode,
+    ),
+    ("codex", &["shell", "apply_patch"], Toolset::Codex),
+];
+
+/// The tools `text` names as tools ("with Grep", "Read (offset", "(Edit:",
+/// "Edit it"), not the English verbs ("Read the spec", "Write init.sh:").
+fn tools_named(text: &str) -> Vec<&'static str> {
+    let mut named = Vec::new();
+    for &t in OWN_TOOLS.iter().chain(&["apply_patch"]) {
+        let before = [
+            "with ", "then ", "for ", "per ", "(", "use ", "Use ", "the ",
+        ];
+        let after = [" (", ":", " tool", " it with", " to "];
+        let as_tool = before.iter().any(|b| text.contains(&format!("{b}{t}")))
+            || after.iter().any(|a| text.contains(&format!("{t}{a}")));
+        if as_tool {
+            named.push(t);
+        }
+    }
+    named
+}
+
+/// Each line of `text` that tells the agent to check that a file parses gives a
+/// command to do it with: left to choose, models write `python3 -c` or `node
+/// -e`, which the policy refuses where bubblewrap is missing.
+fn parse_checks_without_a_command(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| (l.contains("parses") && l.contains("check")) || l.contains("one-line command"))
+        .filter(|l| commands(l).is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_text_names_only_tools_its_backend_has_and_commands_its_policy_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut wrong = Vec::new();
+    for &(backend, tools, toolset) in BACKENDS {
+        for bubblewrap in [true, false] {
+            let setting = Setting {
+                tools: toolset,
+                bubblewrap,
+            };
+            let policy = baton_policy::Policy::new(&PolicyConfig::default(), dir.path())
+                .unwrap()
+                .with_bubblewrap(bubblewrap);
+            for (name, text) in every_prompt(setting) {
+                let at = format!("{backend} bubblewrap={bubblewrap} {name}");
+                for t in tools_named(&text) {
+                    if !tools.contains(&t) {
+                        wrong.push(format!("{at}: names the tool {t}"));
+                    }
+                }
+                for c in commands(&text) {
+                    let verdict = policy.check(&c);
+                    if !verdict.is_allowed() {
+                        wrong.push(format!("{at}: `{c}`: {}", verdict.message()));
+                    }
+                }
+                for l in parse_checks_without_a_command(&text) {
+                    wrong.push(format!("{at}: no command for: {l}"));
+                }
+            }
+        }
+    }
+    wrong.sort();
+    wrong.dedup();
+    assert!(
+        wrong.is_empty(),
+        "{} wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_tool_finder_finds_tools_and_not_verbs() {
+    assert_eq!(
+        tools_named(
+            "Search with Grep, read ranges with Read (offset, limit). Read the spec. Write init.sh: a script. (Edit: replace"
+        ),
+        vec!["Read", "Edit", "Grep"]
+    );
 }
 
 #[test]
@@ -125,7 +237,12 @@ fn every_command_a_prompt_recommends_is_allowed_by_the_policy() {
     let policy = baton_policy::Policy::new(&PolicyConfig::default(), dir.path()).unwrap();
     let mut refused = Vec::new();
     let mut seen = 0;
-    for (name, text) in every_prompt() {
+    // Where Landlock is the only sandbox: the strictest policy.
+    let setting = Setting {
+        tools: Toolset::Own,
+        bubblewrap: false,
+    };
+    for (name, text) in every_prompt(setting) {
         for c in commands(&text) {
             seen += 1;
             let verdict = policy.check(&c);

@@ -3,18 +3,44 @@
 use baton_config::ProjectConfig;
 use baton_harness::prompts;
 use baton_records::FeatureList;
+use prompts::{Setting, Toolset};
+
+/// baton's own loop inside bubblewrap: the most common run.
+const OWN: Setting = Setting {
+    tools: Toolset::Own,
+    bubblewrap: true,
+};
+/// Codex where Landlock is the only sandbox: the run whose texts differ most.
+const CODEX_LANDLOCK: Setting = Setting {
+    tools: Toolset::Codex,
+    bubblewrap: false,
+};
 
 #[test]
 fn system_prompts() {
     let dir = std::path::Path::new("/work/todo");
-    insta::assert_snapshot!("system", prompts::system(dir));
+    let names = ProjectConfig::default();
+    insta::assert_snapshot!("system", prompts::system(dir, &names, OWN));
+    insta::assert_snapshot!(
+        "system_codex_landlock",
+        prompts::system(dir, &names, CODEX_LANDLOCK)
+    );
     insta::assert_snapshot!("verifier_system", prompts::verifier_system(dir));
 }
 
 #[test]
 fn initializer_prompts() {
     let names = ProjectConfig::default();
-    insta::assert_snapshot!("initializer", prompts::initializer(&names, None));
+    insta::assert_snapshot!("initializer", prompts::initializer(&names, None, OWN));
+    let adopt = ProjectConfig {
+        adopt: true,
+        ..ProjectConfig::default()
+    };
+    insta::assert_snapshot!("initializer_adopt", prompts::initializer(&adopt, None, OWN));
+    insta::assert_snapshot!(
+        "initializer_codex",
+        prompts::initializer(&names, None, CODEX_LANDLOCK)
+    );
     let cli = ProjectConfig {
         kind: "cli".into(),
         features: 40,
@@ -23,7 +49,11 @@ fn initializer_prompts() {
     };
     insta::assert_snapshot!(
         "initializer_cli_retry",
-        prompts::initializer(&cli, Some("feature_list.json:3:5: expected `,` or `]`"))
+        prompts::initializer(
+            &cli,
+            Some("feature_list.json:3:5: expected `,` or `]`"),
+            OWN
+        )
     );
 }
 
@@ -32,7 +62,18 @@ fn coding_prompts() {
     let names = ProjectConfig::default();
     insta::assert_snapshot!(
         "coding_web_browser",
-        prompts::coding(&names, "<the brief>", true, true, RULES_WEB)
+        prompts::coding(&names, "<the brief>", true, true, RULES_WEB, OWN)
+    );
+    insta::assert_snapshot!(
+        "coding_codex",
+        prompts::coding(
+            &names,
+            "<the brief>",
+            true,
+            false,
+            RULES_WEB,
+            CODEX_LANDLOCK
+        )
     );
     let cli = ProjectConfig {
         kind: "cli".into(),
@@ -40,7 +81,7 @@ fn coding_prompts() {
     };
     insta::assert_snapshot!(
         "coding_cli",
-        prompts::coding(&cli, "<the brief>", false, false, RULES_CLI)
+        prompts::coding(&cli, "<the brief>", false, false, RULES_CLI, OWN)
     );
 }
 
@@ -70,6 +111,7 @@ fn the_coding_prompt_says_what_proves_a_flip_under_each_configuration() {
                 trust_agent,
                 browser: false,
             },
+            OWN,
         )
     };
     let default = text(true, false);
@@ -95,7 +137,10 @@ fn the_coding_prompt_says_what_proves_a_flip_under_each_configuration() {
 fn handoff_note() {
     use prompts::Handoff;
     let names = ProjectConfig::default();
-    insta::assert_snapshot!("handoff", prompts::handoff_note(&names, Handoff::Coding));
+    insta::assert_snapshot!(
+        "handoff",
+        prompts::handoff_note(&names, Handoff::Coding, OWN)
+    );
     // Each kind of session is told what its own work needs, not a coding
     // session's flips and commit: a planner must not commit, a verifier owes
     // verdicts.
@@ -105,8 +150,23 @@ fn handoff_note() {
         ("handoff_planner_more", Handoff::PlannerMore),
         ("handoff_verifier", Handoff::Verifier),
     ] {
-        insta::assert_snapshot!(name, prompts::handoff_note(&names, kind));
+        insta::assert_snapshot!(name, prompts::handoff_note(&names, kind, OWN));
     }
+}
+
+#[test]
+fn planner_prompts() {
+    let names = ProjectConfig::default();
+    insta::assert_snapshot!("planner_spec", prompts::planner(&names, None, OWN));
+    insta::assert_snapshot!(
+        "planner_more",
+        prompts::planner(&names, Some("Add tags to todos."), OWN)
+    );
+    insta::assert_snapshot!("planner_rest", prompts::planner_rest(&names, 40, OWN));
+    insta::assert_snapshot!(
+        "planner_rest_codex",
+        prompts::planner_rest(&names, 40, CODEX_LANDLOCK)
+    );
 }
 
 #[test]
@@ -149,7 +209,7 @@ fn verifier_prompt() {
 #[test]
 fn prompts_agree_with_the_gates() {
     let names = ProjectConfig::default();
-    let coding = prompts::coding(&names, "", false, true, RULES_CLI);
+    let coding = prompts::coding(&names, "", false, true, RULES_CLI, OWN);
     // Notes before the commit that holds code, flip and notes together.
     let notes = coding.find("7. Update claude-progress.txt").unwrap();
     let commit = coding
@@ -160,9 +220,10 @@ fn prompts_agree_with_the_gates() {
     assert!(coding.contains("you may add a \"verify\" command to a feature that has none"));
     assert!(!coding.contains("Change nothing else in that file: no"));
     // The initializer is asked for the number wanted, not the minimum.
-    let init = prompts::initializer(&names, None);
+    let init = prompts::initializer(&names, None, OWN);
     assert!(init.contains("a JSON array of 200 end-to-end test cases (at least 20)"));
     // Background processes outlive a call; a reply without a tool call ends the session.
-    assert!(prompts::PRACTICES.contains("keep running after your call"));
-    assert!(prompts::PRACTICES.contains("A reply without a tool call ends your session"));
+    let practices = prompts::practices(&names, OWN);
+    assert!(practices.contains("keep running after your call"));
+    assert!(practices.contains("A reply without a tool call ends your session"));
 }

@@ -426,22 +426,20 @@ async fn a_quota_wall_in_the_verifier_ends_the_run_as_a_limit_with_the_flip_reve
     assert!(!list.features[0].passes);
 }
 
-/// The sweep before each session is bounded (`[verify] sweep_checks`) and takes
-/// the checks in turn, so a regression in a feature no session touches is found
-/// within a bounded number of sessions: here one check a sweep, three passing
-/// features, and the regression planted in the third is found by the third sweep.
-#[tokio::test(flavor = "current_thread")]
-async fn a_bounded_sweep_takes_the_checks_in_turn_and_finds_a_regression_in_time() {
-    let p = Project::with_toml(&baton_testkit::trusting(
-        "[project]\nfeatures = 5\nmin_features = 5\n[run]\npause_secs = 0\nstall_sessions = 0\n[verify]\nsweep_checks = 1\n",
-    ));
+/// A project of five features whose first three are built and pass, each with
+/// the check `test -f src/fN.txt` after `slow(N)`; `verify` is added to its
+/// `[verify]` table.
+fn three_built(verify: &str, slow: impl Fn(usize) -> &'static str) -> Project {
+    let p = Project::with_toml(&baton_testkit::trusting(&format!(
+        "[project]\nfeatures = 5\nmin_features = 5\n[run]\npause_secs = 0\nstall_sessions = 0\n[verify]\n{verify}"
+    )));
+    std::fs::create_dir_all(p.dir.join("src")).unwrap();
     let list: Vec<serde_json::Value> = (1..=5)
         .map(|n| {
             let mut f = json!({"category": "functional", "description": format!("Feature {n}"),
                                "steps": ["use it"], "passes": n <= 3});
             if n <= 3 {
-                f["verify"] = json!(format!("test -f src/f{n}.txt"));
-                std::fs::create_dir_all(p.dir.join("src")).unwrap();
+                f["verify"] = json!(format!("{}test -f src/f{n}.txt", slow(n)));
                 std::fs::write(p.dir.join(format!("src/f{n}.txt")), "built\n").unwrap();
             }
             f
@@ -457,16 +455,31 @@ async fn a_bounded_sweep_takes_the_checks_in_turn_and_finds_a_regression_in_time
         &p.dir,
         &["commit", "-qm", "a project with three features built"],
     );
-    let steps = vec![
+    p
+}
+
+/// `sessions` sessions: the first removes `src/f3.txt` (breaking #3's check), the
+/// others look around.
+fn tidy_up_breaking_f3(sessions: usize) -> Vec<Step> {
+    let mut steps = vec![
         Step::Reply(Reply::tool(
             "Bash",
             json!({"command": "rm src/f3.txt && echo 'Session 1: tidied up.' >> claude-progress.txt && git add -A && git commit -qm 'Tidy up'"}),
         )),
         Step::Reply(Reply::text("Tidied up.")),
-        Step::Reply(Reply::text("Looked around.")),
-        Step::Reply(Reply::text("Looked around.")),
     ];
-    let (end, said) = p.run(steps, 3).await;
+    steps.extend((1..sessions).map(|_| Step::Reply(Reply::text("Looked around."))));
+    steps
+}
+
+/// The sweep before each session is bounded (`[verify] sweep_checks`) and takes
+/// the checks in turn, so a regression in a feature no session touches is found
+/// within a bounded number of sessions: here one check a sweep, three passing
+/// features, and the regression planted in the third is found by the third sweep.
+#[tokio::test(flavor = "current_thread")]
+async fn a_bounded_sweep_takes_the_checks_in_turn_and_finds_a_regression_in_time() {
+    let p = three_built("sweep_checks = 1\n", |_| "");
+    let (end, said) = p.run(tidy_up_breaking_f3(3), 3).await;
     assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
     // One check a sweep, in turn: #1 before session 1, #2 before session 2, and
     // #3, the one session 1 broke, before session 3.
@@ -495,41 +508,11 @@ async fn a_bounded_sweep_takes_the_checks_in_turn_and_finds_a_regression_in_time
 /// skipped every check in every sweep, and #3's regression was never found.
 #[tokio::test(flavor = "current_thread")]
 async fn a_check_longer_than_the_sweeps_time_box_does_not_starve_the_rest() {
-    let p = Project::with_toml(&baton_testkit::trusting(
-        "[project]\nfeatures = 5\nmin_features = 5\n[run]\npause_secs = 0\nstall_sessions = 0\n[verify]\nsweep_secs = 1\n",
-    ));
-    std::fs::create_dir_all(p.dir.join("src")).unwrap();
-    let list: Vec<serde_json::Value> = (1..=5)
-        .map(|n| {
-            let mut f = json!({"category": "functional", "description": format!("Feature {n}"),
-                               "steps": ["use it"], "passes": n <= 3});
-            if n <= 3 {
-                let slow = if n == 1 { "sleep 2 && " } else { "" };
-                f["verify"] = json!(format!("{slow}test -f src/f{n}.txt"));
-                std::fs::write(p.dir.join(format!("src/f{n}.txt")), "built\n").unwrap();
-            }
-            f
-        })
-        .collect();
-    std::fs::write(
-        p.dir.join("feature_list.json"),
-        serde_json::to_string_pretty(&list).unwrap(),
-    )
-    .unwrap();
-    git(&p.dir, &["add", "-A"]);
-    git(
-        &p.dir,
-        &["commit", "-qm", "a project with three features built"],
+    let p = three_built(
+        "sweep_secs = 1\n",
+        |n| if n == 1 { "sleep 2 && " } else { "" },
     );
-    let steps = vec![
-        Step::Reply(Reply::tool(
-            "Bash",
-            json!({"command": "rm src/f3.txt && echo 'Session 1: tidied up.' >> claude-progress.txt && git add -A && git commit -qm 'Tidy up'"}),
-        )),
-        Step::Reply(Reply::text("Tidied up.")),
-        Step::Reply(Reply::text("Looked around.")),
-    ];
-    let (end, said) = p.run(steps, 2).await;
+    let (end, said) = p.run(tidy_up_breaking_f3(2), 2).await;
     assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
     let sweeps: Vec<&str> = said.lines().filter(|l| l.starts_with("sweep")).collect();
     assert_eq!(sweeps.len(), 2, "{said}");

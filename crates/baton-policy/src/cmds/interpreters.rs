@@ -78,7 +78,7 @@ impl Checker<'_> {
             self.refuse(
                 &c.part,
                 format!("{} without a script reads its program from standard input, which baton cannot check", c.name),
-                "write the script to a file in the project and run it (bash script.sh), or use bash -c 'command'",
+                "write the script to a file (in the temp dir when it is scratch, in the project when it belongs there) and run it (bash script.sh), or use bash -c 'command'",
             );
         }
     }
@@ -119,7 +119,7 @@ impl Checker<'_> {
                         self.inline_code(
                             c,
                             "-c",
-                            "write the code to a .py file in the project and run python file.py",
+                            "write the code to a .py file (in the temp dir, $TMPDIR or /tmp, when it is scratch; in the project when it belongs there) and run python file.py",
                         );
                         return;
                     }
@@ -158,7 +158,7 @@ impl Checker<'_> {
                                     "python -m {module} runs code given inline or on its input, which baton cannot check; {}",
                                     crate::BUBBLEWRAP_HINT
                                 ),
-                                "write the code to a file in the project and run it",
+                                "write the code to a file (in the temp dir, $TMPDIR or /tmp, when it is scratch; in the project when it belongs there) and run it",
                             );
                         }
                         if module == "pip" {
@@ -187,7 +187,7 @@ impl Checker<'_> {
         }
         self.stdin_program(
             c,
-            "write the code to a .py file in the project and run python file.py",
+            "write the code to a .py file (in the temp dir, $TMPDIR or /tmp, when it is scratch; in the project when it belongs there) and run python file.py",
         );
     }
 
@@ -230,7 +230,7 @@ impl Checker<'_> {
                     self.inline_code(
                         c,
                         "-e/-p",
-                        "write the code to a .js file in the project and run node file.js",
+                        "write the code to a .js file (in the temp dir, $TMPDIR or /tmp, when it is scratch; in the project when it belongs there) and run node file.js",
                     );
                     return;
                 }
@@ -246,7 +246,7 @@ impl Checker<'_> {
         }
         self.stdin_program(
             c,
-            "write the code to a .js file in the project and run node file.js",
+            "write the code to a .js file (in the temp dir, $TMPDIR or /tmp, when it is scratch; in the project when it belongs there) and run node file.js",
         );
     }
 
@@ -262,7 +262,7 @@ impl Checker<'_> {
             let flags = &l[1..];
             if flags.contains('e') || flags.contains('E') {
                 let instead = format!(
-                    "write the code to a file in the project and run {} file; for substitutions in files use sed -i",
+                    "write the code to a file (in the temp dir, $TMPDIR or /tmp, when it is scratch; in the project when it belongs there) and run {} file; for substitutions in files use sed -i",
                     c.name
                 );
                 self.inline_code(c, "-e", &instead);
@@ -272,7 +272,10 @@ impl Checker<'_> {
                 return;
             }
         }
-        self.stdin_program(c, "write the code to a file in the project and run it");
+        self.stdin_program(
+            c,
+            "write the code to a file (in the temp dir, $TMPDIR or /tmp, when it is scratch; in the project when it belongs there) and run it",
+        );
     }
 
     /// `python -c`, `node -e`, `perl -e`, `ruby -e`: allowed inside the bubblewrap

@@ -10,7 +10,7 @@ const CORPUS: &str = include_str!("../corpus.txt");
 const BUBBLEWRAP: &str = include_str!("../corpus-bubblewrap.txt");
 
 /// What a refusal says of a command bubblewrap would allow.
-const INSTALL_BUBBLEWRAP: &str = "apt-get install bubblewrap";
+const INSTALL_BUBBLEWRAP: &str = "Landlock without bubblewrap";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Expect {

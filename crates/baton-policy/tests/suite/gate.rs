@@ -225,12 +225,15 @@ fn with_bubblewrap_allows_what_the_sandbox_bounds_and_nothing_else() {
         "pkill -f vite",
         "git push origin main",
     ] {
+        // The agent is told the fact it can act on; what a person can do
+        // (install bubblewrap) is for the run's output, not the agent.
         let v = policy.check(bad);
         assert!(
-            v.message().contains("apt-get install bubblewrap"),
+            v.message().contains(baton_policy::BUBBLEWRAP_HINT),
             "{bad}: {}",
             v.message()
         );
+        assert!(!v.message().contains("apt-get"), "{bad}: {}", v.message());
     }
 }
 
