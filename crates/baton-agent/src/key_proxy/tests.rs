@@ -38,6 +38,17 @@ fn request_body() -> String {
 }
 
 /// POST `body` to `url` with `authorization: {auth}` when given.
+/// Wait (at most [`WAIT`]) until `done` holds: an answer is settled.
+async fn settled(done: impl Fn() -> bool) {
+    timeout(WAIT, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the answer is settled");
+}
+
 async fn post(url: &str, auth: Option<&str>, body: String) -> reqwest::Response {
     let mut req = reqwest::Client::new()
         .post(url)
@@ -396,13 +407,7 @@ async fn a_stream_the_client_cuts_is_charged_by_what_was_sent() {
     // The client hangs up; the provider goes on writing.
     drop(answer);
     go.send(()).unwrap();
-    timeout(WAIT, async {
-        while grant.metered().estimated == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the cut answer is settled");
+    settled(|| grant.metered().estimated > 0).await;
     let m = grant.metered();
     assert_eq!((m.requests, m.unreported, m.estimated), (1, 0, 1));
     let u = m.by_model[""];
@@ -524,13 +529,7 @@ async fn an_answer_without_usage_is_counted_as_unreported() {
     let answer = post(&url, Some(&auth), request_body()).await;
     assert_eq!(answer.status(), 429);
     answer.bytes().await.unwrap();
-    timeout(WAIT, async {
-        while grant.metered().unreported == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the answer is settled");
+    settled(|| grant.metered().unreported > 0).await;
     let m = grant.metered();
     assert_eq!((m.requests, m.unreported), (1, 1));
     assert_eq!(m.total().total(), 0);

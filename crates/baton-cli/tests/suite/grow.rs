@@ -49,6 +49,28 @@ fn baton_in(server: &ScriptedServer, args: &[&str]) -> Output {
     baton(server, Wire::Anthropic).args(args).output().unwrap()
 }
 
+/// `baton new DIR --idea IDEA --features 3 --plan-only` (and `extra`).
+fn plan_only(server: &ScriptedServer, dir: &std::path::Path, idea: &str, extra: &[&str]) -> Output {
+    let dir = dir.to_str().unwrap();
+    let mut args = vec!["new", dir, "--idea", idea, "--features", "3", "--plan-only"];
+    args.extend(extra);
+    baton_in(server, &args)
+}
+
+/// `baton run DIR --max-sessions 2 --pause 0` (and `extra`), the agent
+/// trusted: the initializer writes three features and session 2 makes #1 pass.
+/// The run's output and its model.
+fn initializer_and_feature_1(dir: &std::path::Path, extra: &[&str]) -> (Output, ScriptedServer) {
+    trust_the_agent(dir);
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let dir = dir.to_str().unwrap();
+    let mut args = vec!["run", dir, "--max-sessions", "2", "--pause", "0"];
+    args.extend(extra);
+    (baton_in(&server, &args), server)
+}
+
 /// `baton new` writes the independent verifier on and trust off; a run whose
 /// scripted agent flips features without a verify command (and has no verifier
 /// script) trusts the agent instead, as `baton_testkit::trusting` makes the suite's
@@ -75,19 +97,7 @@ fn an_idea_becomes_a_spec_then_a_feature_list() {
     let dir = root.path().join("todo");
     let spec = spec_text(30);
     let server = ScriptedServer::start(Wire::Anthropic, planner_writing(&spec));
-    let out = baton_in(
-        &server,
-        &[
-            "new",
-            dir.to_str().unwrap(),
-            "--idea",
-            "a tiny todo app",
-            "--features",
-            "3",
-            "--plan-only",
-            "--quiet",
-        ],
-    );
+    let out = plan_only(&server, &dir, "a tiny todo app", &["--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("read and edit it"),
@@ -112,22 +122,7 @@ fn an_idea_becomes_a_spec_then_a_feature_list() {
     assert_eq!(state["sessions"][0]["kind"], "planner");
 
     // The run's initializer works from the planned spec.
-    trust_the_agent(&dir);
-    let mut steps = initializer(&features(&[false, false, false]));
-    steps.extend(honest(1, &[true, false, false]));
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton_in(
-        &server,
-        &[
-            "run",
-            dir.to_str().unwrap(),
-            "--max-sessions",
-            "2",
-            "--pause",
-            "0",
-            "--quiet",
-        ],
-    );
+    let (out, server) = initializer_and_feature_1(&dir, &["--quiet"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let prompt = prompt_of(&server, 0);
     assert!(prompt.contains("Read app_spec.txt carefully"), "{prompt}");
@@ -860,18 +855,7 @@ fn a_planner_writes_the_spec_alone_and_the_run_does_not_adopt_its_list() {
             Step::Reply(Reply::text("The specification is written.")),
         ],
     );
-    let out = baton_in(
-        &server,
-        &[
-            "new",
-            dir.to_str().unwrap(),
-            "--idea",
-            "a tiny todo app",
-            "--features",
-            "3",
-            "--plan-only",
-        ],
-    );
+    let out = plan_only(&server, &dir, "a tiny todo app", &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("the planner wrote feature_list.json"), "{err}");
@@ -883,21 +867,7 @@ fn a_planner_writes_the_spec_alone_and_the_run_does_not_adopt_its_list() {
     );
     assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
     // The run's first session is the initializer.
-    trust_the_agent(&dir);
-    let mut steps = initializer(&features(&[false, false, false]));
-    steps.extend(honest(1, &[true, false, false]));
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton_in(
-        &server,
-        &[
-            "run",
-            dir.to_str().unwrap(),
-            "--max-sessions",
-            "2",
-            "--pause",
-            "0",
-        ],
-    );
+    let (out, server) = initializer_and_feature_1(&dir, &[]);
     let err = stderr(&out);
     assert!(!err.contains("adopted"), "{err}");
     assert!(
@@ -919,18 +889,7 @@ fn an_idea_projects_kind_is_read_again_from_the_planners_spec() {
         spec_text(30)
     );
     let server = ScriptedServer::start(Wire::Anthropic, planner_writing(&spec));
-    let out = baton_in(
-        &server,
-        &[
-            "new",
-            dir.to_str().unwrap(),
-            "--idea",
-            "a todo app",
-            "--features",
-            "3",
-            "--plan-only",
-        ],
-    );
+    let out = plan_only(&server, &dir, "a todo app", &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
