@@ -15,22 +15,24 @@
 //!   with the main branch itself, and it may be handed out before its batch is done;
 //! - the batch settled ([`Coordinator::settled`]): its features' claims are released.
 //!
+//! The bookkeeping of those states lives in a [`Board`], which does no I/O.
+//!
 //! Claims due for renewal and the agents' lines are handled while it waits. So
 //! every turn does work, waits on an event that will come (a session ending, a
 //! merge, a timer), or stops: a hand-out that starts no session stops the run
 //! with its cause, and is never retried.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use baton_records::{FeatureList, State};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
 use super::agents::{Agent, CopyDir, Done, Reports};
+use super::board::Board;
 use super::claims::Claims;
 use super::relay::Note;
 use super::remote::Remote;
-use super::settle::{Ended, Unmerged, unmerged_own};
 use super::{AgentParts, Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git;
@@ -40,19 +42,6 @@ use crate::run::{RunEnd, RunLimits};
 /// The integration of a batch of ended sessions, running in the run's task while
 /// it hands out work.
 type Settling<'f> = std::pin::Pin<Box<dyn Future<Output = Result<(), HarnessError>> + 'f>>;
-
-/// The batch being integrated.
-struct Batch<'f> {
-    /// Its integration, to its end.
-    settling: Settling<'f>,
-    /// Its features, still claimed.
-    features: Vec<usize>,
-    /// For the agents that built on its sessions: their tips and flips.
-    own: Vec<Unmerged>,
-    /// Its sessions' numbers and costs, counted against the budget until the
-    /// main record holds them.
-    spent: Vec<(u32, f64)>,
-}
 
 /// What the coordinator sees of the project at the start of a turn.
 struct Look {
@@ -107,22 +96,10 @@ pub(super) struct Coordinator<'f, 'a> {
     integrate: &'f AgentParts,
     agents: Vec<Agent>,
     limits: RunLimits,
-    /// Sessions handed out in this run (the initializer's and list-append
-    /// sessions counted too), for `--max-sessions`.
-    handed: u32,
-    next_number: u32,
-    /// Features this run holds claimed, with the agent (index) working on each.
-    held: BTreeMap<usize, usize>,
-    /// Agents with nothing to do (indexes; the last is handed work first).
-    idle: Vec<usize>,
-    /// Sessions running in agents' threads.
-    running: usize,
-    /// Sessions that ended and wait for the next batch.
-    ended: Vec<Ended>,
-    /// Their features, and those of sessions that left nothing to settle: still
-    /// claimed until the next batch settles.
-    ended_features: Vec<usize>,
-    batch: Option<Batch<'f>>,
+    /// Which agent holds what, what runs, what ended, what the batch holds.
+    board: Board,
+    /// The batch's integration, to its end.
+    settling: Option<Settling<'f>>,
     /// Why the run stops with an error once what is under way is settled: a
     /// hand-out that started no session.
     failed: Option<HarnessError>,
@@ -160,16 +137,10 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             remote: start.remote,
             copies: start.copies,
             integrate: start.integrate,
-            idle: (0..start.agents.len()).rev().collect(),
+            board: Board::new(start.agents.len(), start.handed, start.next_number),
             agents: start.agents,
             limits: start.limits,
-            handed: start.handed,
-            next_number: start.next_number,
-            held: BTreeMap::new(),
-            running: 0,
-            ended: Vec::new(),
-            ended_features: Vec::new(),
-            batch: None,
+            settling: None,
             failed: None,
             next_renewal,
             channels: Channels {
@@ -195,22 +166,19 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             // Sessions that ended and are not settled yet count as running here:
             // their features are still claimed, and the run is not idle before
             // they are merged.
-            let busy = self.running
-                + self.ended_features.len()
-                + self.batch.as_ref().map_or(0, |b| b.features.len());
             let reason = self.limits.stop_rule(
                 Some(&look.list),
                 &look.state,
-                self.unsettled_cost(&look.state),
-                self.handed,
-                busy == 0,
+                self.board.unsettled_cost(&look.state),
+                self.board.handed(),
+                self.board.busy() == 0,
                 self.run.stop.is_cancelled(),
             );
             if reason.is_none() && self.failed.is_none() {
                 self.hand_out(&mut look)?;
             }
             self.integrate_ended();
-            if self.running == 0 && self.batch.is_none() {
+            if self.board.running() == 0 && !self.board.integrating() {
                 match self.when_idle(look, reason) {
                     // "Complete" only after every passing feature's check passed on
                     // the main branch: what broke is set back and handed out again.
@@ -248,7 +216,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             .claims
             .claimed()?
             .into_iter()
-            .filter(|n| !self.held.contains_key(n))
+            .filter(|&n| !self.board.holds(n))
             .collect();
         let main = &self.run.files.dir;
         Ok(Look {
@@ -268,13 +236,15 @@ impl<'f, 'a> Coordinator<'f, 'a> {
         let max_sessions = self.limits.max_sessions;
         let queue: Vec<usize> = queue::order(&look.list, &look.state)
             .into_iter()
-            .filter(|n| !self.held.contains_key(n) && !look.elsewhere.contains(n))
+            .filter(|&n| !self.board.holds(n) && !look.elsewhere.contains(&n))
             .collect();
         for n in queue {
-            if max_sessions > 0 && self.handed >= max_sessions {
+            if max_sessions > 0 && self.board.handed() >= max_sessions {
                 break;
             }
-            let Some(a) = self.idle.pop() else { break };
+            let Some(a) = self.board.take_idle() else {
+                break;
+            };
             if look.tip.is_none() {
                 look.tip = Some(git::own_head(&main)?);
             }
@@ -283,7 +253,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 Ok(true) => {}
                 Ok(false) => {
                     // Another machine claimed it first.
-                    self.idle.push(a);
+                    self.board.not_handed(a);
                     look.elsewhere.insert(n);
                     continue;
                 }
@@ -291,7 +261,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                     self.run
                         .reporter
                         .line(&format!("feature #{n} could not be claimed: {e}"));
-                    self.idle.push(a);
+                    self.board.not_handed(a);
                     look.unclaimed.get_or_insert(e);
                     continue;
                 }
@@ -306,28 +276,19 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 look.tip = Some(head.clone());
                 if look.list.features.get(n - 1).is_some_and(|f| f.passes) {
                     self.claims.release(n);
-                    self.idle.push(a);
+                    self.board.not_handed(a);
                     look.stale = true;
                     continue;
                 }
             }
-            self.held.insert(n, a);
-            let number = self.next_number;
-            self.next_number += 1;
-            self.handed += 1;
+            let number = self.board.hand(a, n);
             self.run.reporter.line(&format!(
                 "agent {} takes feature #{n} (session {number:04})",
                 self.agents[a].id
             ));
             // Its sessions ended and not merged yet: the newest is built on, and
             // it holds the flips of those before it too.
-            let own = unmerged_own(
-                self.batch
-                    .iter()
-                    .flat_map(|b| b.own.iter().cloned())
-                    .chain(self.ended.iter().filter_map(Ended::own)),
-                a,
-            );
+            let own = self.board.own(a);
             let copy = self.run.copy_state(&head, &look.state, &look.list, n, own);
             // A person's guidance goes to the next session handed out.
             crate::tell::hand_over(&main, &self.agents[a].dir)?;
@@ -337,7 +298,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 copy,
                 &self.channels.reports,
             )?;
-            self.running += 1;
+            self.board.started();
         }
         Ok(())
     }
@@ -346,34 +307,18 @@ impl<'f, 'a> Coordinator<'f, 'a> {
     /// ends meanwhile is handed its next feature at once (an agent never waits
     /// for merges and sweeps). What ends meanwhile is the next batch.
     fn integrate_ended(&mut self) {
-        if self.batch.is_some() || self.ended_features.is_empty() {
+        let Some(sessions) = self.board.start_batch() else {
             return;
-        }
-        let sessions = std::mem::take(&mut self.ended);
-        let own = sessions.iter().filter_map(Ended::own).collect();
-        let spent = sessions.iter().map(Ended::spent).collect();
+        };
         let (run, copies, integrate, remote) = (self.run, self.copies, self.integrate, self.remote);
         let release = self.channels.release_tx.clone();
-        self.batch = Some(Batch {
-            settling: Box::pin(run.settle(copies, integrate, remote, sessions, Some(release))),
-            features: std::mem::take(&mut self.ended_features),
-            own,
-            spent,
-        });
-    }
-
-    /// What the sessions that ended cost while the main record does not hold
-    /// them yet (they wait for a batch, or are in one): a budget judged on the
-    /// record alone hands out sessions after it is spent.
-    fn unsettled_cost(&self, state: &State) -> f64 {
-        let batch = self.batch.as_ref().map_or(&[][..], |b| &b.spent[..]);
-        self.ended
-            .iter()
-            .map(Ended::spent)
-            .chain(batch.iter().copied())
-            .filter(|(number, _)| !state.sessions.iter().any(|s| s.number == *number))
-            .map(|(_, cost)| cost)
-            .sum()
+        self.settling = Some(Box::pin(run.settle(
+            copies,
+            integrate,
+            remote,
+            sessions,
+            Some(release),
+        )));
     }
 
     /// Nothing runs and nothing is being integrated: the run stops, with the
@@ -423,10 +368,10 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                         None => std::future::pending().await,
                     }
                 };
-                let batch = &mut self.batch;
+                let batch = &mut self.settling;
                 let settling = async {
                     match batch.as_mut() {
-                        Some(b) => b.settling.as_mut().await,
+                        Some(b) => b.as_mut().await,
                         None => std::future::pending().await,
                     }
                 };
@@ -453,11 +398,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 }
                 // One on the record as requeued already was handed out again.
                 Woke::Released(feature) => {
-                    if self
-                        .batch
-                        .as_ref()
-                        .is_some_and(|b| b.features.contains(&feature))
-                    {
+                    if self.board.in_batch(feature) {
                         return Ok(Event::Released(feature));
                     }
                 }
@@ -491,46 +432,40 @@ impl<'f, 'a> Coordinator<'f, 'a> {
     /// started no session stops the run: no more work is handed out, the
     /// sessions under way are stopped and settled, then the run ends with it.
     fn sessions_ended(&mut self, sessions: Vec<Done>) {
-        self.running -= sessions.len();
         for mut d in sessions {
-            let a = d.agent;
+            let (a, feature) = (d.agent, d.feature);
             if let Some(p) = d.parts.take() {
                 self.agents[a].parts = Some(p);
             }
-            self.ended_features.push(d.feature);
-            match self.run.gather(&self.copies[a], d) {
-                Ok(Some(e)) => self.ended.push(e),
-                Ok(None) => {}
+            let session = match self.run.gather(&self.copies[a], d) {
+                Ok(e) => e,
                 Err(e) => {
                     self.run.reporter.line(&format!("stopping the run: {e}"));
                     self.halt.cancel();
                     self.failed.get_or_insert(e);
+                    None
                 }
-            }
-            self.idle.push(a);
+            };
+            self.board.ended(a, feature, session);
         }
     }
 
     /// A feature of the batch is settled before the rest of it (its branch
     /// conflicted with the main branch itself): its claim is released.
     fn released(&mut self, feature: usize) {
-        self.held.remove(&feature);
+        self.board.released(feature);
         self.claims.release(feature);
-        if let Some(b) = self.batch.as_mut() {
-            b.features.retain(|&f| f != feature);
-            b.own.retain(|(_, _, flips)| !flips.contains(&feature));
-        }
     }
 
     /// The batch was settled: the claims of its features are released.
     fn settled(&mut self, result: Result<(), HarnessError>) -> Result<(), HarnessError> {
-        let batch = self.batch.take();
+        self.settling = None;
+        let features = self.board.settled();
         // Features it released early that were not seen yet: all of its
         // features are released below.
         while self.channels.released.try_recv().is_ok() {}
         result?;
-        for feature in batch.map(|b| b.features).unwrap_or_default() {
-            self.held.remove(&feature);
+        for feature in features {
             self.claims.release(feature);
         }
         Ok(())

@@ -51,6 +51,7 @@ use crate::git::{self, git};
 use crate::run::{Backend, Reporter, RunEnd, RunLimits, RunOptions, Runner, RunnerParts};
 
 mod agents;
+mod board;
 mod claims;
 mod coordinator;
 mod merge;
