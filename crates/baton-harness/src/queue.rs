@@ -9,7 +9,7 @@
 
 use baton_records::FeatureList;
 
-use baton_records::{FeatureRecord, SessionOutcome, SessionRecord, State};
+use baton_records::{FeatureRecord, SessionKind, SessionOutcome, SessionRecord, State};
 
 /// Characters of a failure reason kept in the record.
 const REASON_CHARS: usize = 300;
@@ -46,6 +46,21 @@ pub fn order(list: &FeatureList, state: &State) -> Vec<usize> {
     deferred.sort_unstable();
     out.extend(deferred.into_iter().map(|(_, n)| n));
     out
+}
+
+/// Whether `list` wants list-append sessions before the first coding session:
+/// baton's own initializer wrote it (a list adopted from elsewhere is taken as
+/// it is), no coding session has run, no list-append session said it covers
+/// the spec or failed [`baton_records::state::APPEND_ATTEMPTS`] times in a row,
+/// and it is shorter than the `asked` features. A run of one and a parallel run
+/// both go by it.
+pub fn wants_rest(list: &FeatureList, state: &State, asked: u32) -> bool {
+    let ran = |kind: SessionKind| state.sessions.iter().any(|s| s.kind == kind);
+    ran(SessionKind::Initializer)
+        && !ran(SessionKind::Coding)
+        && !state.list_covered
+        && state.append_failures < baton_records::state::APPEND_ATTEMPTS
+        && list.features.len() < asked as usize
 }
 
 /// Failing features (1-based) that wait on others (`depends_on`), with the
@@ -371,6 +386,25 @@ mod tests {
         count_stall(&mut s, false, true, false);
         count_stall(&mut s, false, true, true);
         assert_eq!(s.stalled, 0);
+    }
+
+    #[test]
+    fn a_short_list_of_batons_own_initializer_wants_the_rest_until_coding_starts() {
+        let short = list(&[false, false]);
+        let session = |kind| SessionRecord::new(1, kind, SessionOutcome::Completed);
+        let mut s = State::default();
+        assert!(!wants_rest(&short, &s, 5), "a list adopted from elsewhere");
+        s.sessions.push(session(SessionKind::Initializer));
+        assert!(wants_rest(&short, &s, 5));
+        assert!(!wants_rest(&short, &s, 2), "as long as asked");
+        s.append_failures = baton_records::state::APPEND_ATTEMPTS;
+        assert!(!wants_rest(&short, &s, 5), "list-append failed too often");
+        s.append_failures = 0;
+        s.list_covered = true;
+        assert!(!wants_rest(&short, &s, 5), "the spec is covered");
+        s.list_covered = false;
+        s.sessions.push(session(SessionKind::Coding));
+        assert!(!wants_rest(&short, &s, 5), "coding has started");
     }
 
     #[test]

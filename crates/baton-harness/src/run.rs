@@ -80,6 +80,31 @@ impl RunLimits {
         }
     }
 
+    /// The run's limits for a project whose record is `state`: the project's
+    /// budget (recorded by [`RunLimits::record_budget`]) when none is given on
+    /// the command line. A run of one and the coordinator both go by it.
+    pub(crate) fn for_project(opts: &RunOptions, cfg: &Config, state: &State) -> Self {
+        let mut limits = Self::new(opts, cfg);
+        if opts.budget_usd.is_none()
+            && let Some(b) = state.budget_usd
+        {
+            limits.budget = b;
+        }
+        limits
+    }
+
+    /// A budget given on the command line is the project's from now on: put in
+    /// `state`; `true` when that changed it (the caller saves it).
+    pub(crate) fn record_budget(opts: &RunOptions, state: &mut State) -> bool {
+        match opts.budget_usd {
+            Some(b) if state.budget_usd != Some(b) => {
+                state.budget_usd = Some(b);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The run's stop rule, one for one agent and for N, judged before a session
     /// is handed out: every feature passes; Ctrl-C; nothing left to hand out but
     /// blocked features (once no session is under way: `idle`); a limit reached
@@ -414,10 +439,7 @@ impl Runner<'_> {
         }
         let snap = self.guard_start()?;
         let mut state = State::load(dir)?;
-        if let Some(b) = self.opts.budget_usd
-            && state.budget_usd != Some(b)
-        {
-            state.budget_usd = Some(b);
+        if RunLimits::record_budget(&self.opts, &mut state) {
             state.save(dir)?;
         }
         let mut accepted = self.accepted_list(&mut state)?;
@@ -510,12 +532,7 @@ impl Runner<'_> {
 
     async fn run_sessions(&self, block: &BlockTool) -> Result<RunEnd, HarnessError> {
         let (snap, mut state, mut accepted) = self.open_project().await?;
-        let mut limits = RunLimits::new(&self.opts, &self.cfg);
-        if self.opts.budget_usd.is_none()
-            && let Some(b) = state.budget_usd
-        {
-            limits.budget = b;
-        }
+        let limits = RunLimits::for_project(&self.opts, &self.cfg, &state);
         let max_hours = limits.max_hours;
         let pause = self
             .opts
@@ -649,20 +666,9 @@ impl Runner<'_> {
         }
     }
 
-    /// Whether the list baton's own initializer wrote is shorter than `[project]
-    /// features` asked, with no coding session yet, and no list-append session has
-    /// said it covers the spec (or failed [`baton_records::state::APPEND_ATTEMPTS`]
-    /// times in a row). A list adopted from elsewhere is taken as it is.
+    /// [`queue::wants_rest`], with the features `[project] features` asks.
     fn wants_rest(&self, list: &FeatureList, state: &State) -> bool {
-        let ours = state
-            .sessions
-            .iter()
-            .any(|s| s.kind == SessionKind::Initializer);
-        let coded = state.sessions.iter().any(|s| s.kind == SessionKind::Coding);
-        ours && !coded
-            && !state.list_covered
-            && state.append_failures < baton_records::state::APPEND_ATTEMPTS
-            && list.features.len() < self.files.names.features as usize
+        queue::wants_rest(list, state, self.files.names.features)
     }
 
     /// One list-append session (a planner appending the rest of the spec), and
@@ -808,6 +814,30 @@ mod tests {
             let known = SessionOutcome::from_name(o.name());
             assert_eq!(known.map(SessionOutcome::name), Some(o.name()));
         }
+    }
+
+    /// A budget given on the command line becomes the project's, and the
+    /// project's is gone by when none is given (a run of one and a parallel run
+    /// alike).
+    #[test]
+    fn the_budget_given_once_is_the_projects_from_then_on() {
+        use super::{RunLimits, RunOptions};
+        let cfg = baton_config::Config::default();
+        let mut state = baton_records::State::default();
+        let given = RunOptions {
+            budget_usd: Some(2.5),
+            ..RunOptions::default()
+        };
+        assert!(RunLimits::record_budget(&given, &mut state));
+        assert!(!RunLimits::record_budget(&given, &mut state), "unchanged");
+        let none = RunOptions::default();
+        assert!(!RunLimits::record_budget(&none, &mut state));
+        assert_eq!(RunLimits::for_project(&none, &cfg, &state).budget, 2.5);
+        let other = RunOptions {
+            budget_usd: Some(1.0),
+            ..RunOptions::default()
+        };
+        assert_eq!(RunLimits::for_project(&other, &cfg, &state).budget, 1.0);
     }
 
     /// A budget is reached when the sessions' costs add up to it, though their

@@ -41,7 +41,7 @@ use std::time::Duration;
 use baton_agent::client::ModelClient;
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
-use baton_records::{SessionKind, State};
+use baton_records::State;
 use baton_tools::{ToolGate, Toolbox};
 use tokio_util::sync::CancellationToken;
 
@@ -340,21 +340,12 @@ impl Parallel<'_> {
     /// project's is the one to go by when none is given.
     fn limits(&self) -> Result<RunLimits, HarnessError> {
         let main = &self.files.dir;
-        let mut limits = RunLimits::new(&self.opts, &self.cfg);
-        limits.stall = self.stall_limit();
         let mut state = State::load(main)?;
-        match self.opts.budget_usd {
-            Some(b) if state.budget_usd != Some(b) => {
-                state.budget_usd = Some(b);
-                state.save(main)?;
-            }
-            Some(_) => {}
-            None => {
-                if let Some(b) = state.budget_usd {
-                    limits.budget = b;
-                }
-            }
+        if RunLimits::record_budget(&self.opts, &mut state) {
+            state.save(main)?;
         }
+        let mut limits = RunLimits::for_project(&self.opts, &self.cfg, &state);
+        limits.stall = self.stall_limit();
         Ok(limits)
     }
 
@@ -393,12 +384,11 @@ impl Parallel<'_> {
             return Ok(false);
         };
         let state = State::load(&self.files.dir)?;
-        let ran = |kind: SessionKind| state.sessions.iter().any(|s| s.kind == kind);
-        Ok(ran(SessionKind::Initializer)
-            && !ran(SessionKind::Coding)
-            && !state.list_covered
-            && state.append_failures < baton_records::state::APPEND_ATTEMPTS
-            && list.features.len() < self.files.names.features as usize)
+        Ok(crate::queue::wants_rest(
+            &list,
+            &state,
+            self.files.names.features,
+        ))
     }
 
     /// The stall rule's limit (0: none): coding sessions in a row, in the order
