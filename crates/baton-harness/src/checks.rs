@@ -384,15 +384,10 @@ impl Sweeper<'_> {
         if passing.is_empty() {
             return Ok(None);
         }
-        let cursor_path = self.files.dir.join(baton_records::layout::SWEEP_CURSOR);
-        let start = std::fs::read_to_string(&cursor_path)
-            .ok()
-            .and_then(|t| t.trim().parse::<usize>().ok())
-            .unwrap_or(0);
+        let start = baton_records::SweepCursor::load(&self.files.dir);
         let all = passing.len();
         if budget.is_some() {
-            let by = start % all;
-            passing.rotate_left(by);
+            passing.rotate_left(start.0 % all);
             if self.most > 0 {
                 passing.truncate(self.most);
             }
@@ -400,8 +395,7 @@ impl Sweeper<'_> {
         let run = self.checker.run(&probe, &passing, budget).await;
         if budget.is_some() {
             let ran = run.passed.len() + run.failed.len();
-            let next = (start % all + ran) % all;
-            baton_records::write_atomic(&cursor_path, &format!("{next}\n"))?;
+            start.after(ran, all).save(&self.files.dir)?;
         }
         let number = when.number();
         let said = match when {

@@ -19,12 +19,14 @@
 //! crate; it depends on nothing of baton's.
 
 pub mod beneath;
+pub mod cursor;
 pub mod features;
 pub mod human;
 pub mod layout;
 pub mod ledger;
 pub mod state;
 
+pub use cursor::SweepCursor;
 pub use features::{
     DEPENDS_ON, Feature, FeatureList, FeatureListError, Reconciled, VERIFY, Violation, reconcile,
 };
