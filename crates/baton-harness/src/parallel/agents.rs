@@ -293,17 +293,29 @@ pub(super) fn fetch(main: &Path, dir: &Path, id: u32) -> Result<String, HarnessE
     let src = dir.display().to_string();
     // `--porcelain` names the ref's new commit when it moved (`<flag> <old> <new>
     // <ref>`): no second git to read it. A ref that did not move is not named.
-    let said = git(
-        main,
-        &[
-            "fetch",
-            "--porcelain",
-            "--no-tags",
-            "--no-write-fetch-head",
-            &src,
-            &format!("+HEAD:{name}"),
-        ],
-    )?;
+    let refspec = format!("+HEAD:{name}");
+    let args = [
+        "fetch",
+        "--porcelain",
+        "--no-tags",
+        "--no-write-fetch-head",
+        &src,
+        &refspec,
+    ];
+    // The fetch reads every ref of the project while the coordinator claims
+    // and releases features there: a fetch that met a claim ref as it changed
+    // failed once in a CI run ("bad object refs/baton/claims/1 … did not send
+    // all necessary objects"). It changes nothing when it fails: tried again,
+    // three times at most.
+    let mut tries = 0;
+    let said = loop {
+        tries += 1;
+        match git(main, &args) {
+            Ok(said) => break said,
+            Err(e) if tries >= 3 => return Err(e),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    };
     match moved_to(&said, &name) {
         Some(tip) => Ok(tip),
         None => git::rev(main, &name),
