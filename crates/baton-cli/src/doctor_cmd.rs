@@ -1,6 +1,7 @@
 //! `baton doctor`: are the outside parts baton uses on this machine, and how to
 //! install what is missing.
 
+use baton_agent::cli_session::CliKind;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -64,7 +65,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     println!("baton doctor: {} ({why_browser})", dir.display());
 
-    let checks = vec![
+    let mut checks = vec![
         Check {
             name: "git",
             required: true,
@@ -92,16 +93,17 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             required: browser_required,
             result: chromium(&cfg.browser.chromium, &dir),
         },
+    ];
+    // Each agent CLI baton drives, required where the project's provider names it.
+    checks.extend(CliKind::ALL.into_iter().map(|kind| {
+        let profile = kind.profile();
         Check {
-            name: "claude",
-            required: cfg.agent.provider.as_deref() == Some("claude-code"),
-            result: claude(&dir),
-        },
-        Check {
-            name: "codex",
-            required: cfg.agent.provider.as_deref() == Some("codex"),
-            result: codex(&dir),
-        },
+            name: profile.program,
+            required: cfg.agent.provider.as_deref() == Some(profile.provider),
+            result: agent_cli(kind, &dir),
+        }
+    }));
+    checks.extend([
         Check {
             name: "landlock",
             required: false,
@@ -112,7 +114,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             required: false,
             result: bubblewrap(),
         },
-    ];
+    ]);
 
     let mut missing_required = 0;
     for c in &checks {
@@ -146,26 +148,17 @@ fn missing(why: String, install: &str) -> Missing {
     }
 }
 
-/// The Claude Code CLI of `provider = "claude-code"` (`$BATON_CLAUDE`, else `claude`).
-fn claude(dir: &Path) -> Result<String, Missing> {
-    let program = std::env::var("BATON_CLAUDE")
+/// The agent CLI `kind` (`$BATON_CLAUDE` or `claude`, `$BATON_CODEX` or
+/// `codex`, …), as its provider would start it.
+fn agent_cli(kind: CliKind, dir: &Path) -> Result<String, Missing> {
+    let profile = kind.profile();
+    let program = std::env::var(profile.program_var)
         .ok()
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "claude".to_string());
+        .unwrap_or_else(|| profile.program.to_string());
     probe(&program, &["--version"], dir)
         .map(|v| format!("{program}: {v}"))
-        .map_err(|why| missing(why, "npm install -g @anthropic-ai/claude-code"))
-}
-
-/// The Codex CLI of `provider = "codex"` (`$BATON_CODEX`, else `codex`).
-fn codex(dir: &Path) -> Result<String, Missing> {
-    let program = std::env::var("BATON_CODEX")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "codex".to_string());
-    probe(&program, &["--version"], dir)
-        .map(|v| format!("{program}: {v}"))
-        .map_err(|why| missing(why, "npm install -g @openai/codex"))
+        .map_err(|why| missing(why, profile.install))
 }
 
 fn node(dir: &Path) -> Result<String, Missing> {

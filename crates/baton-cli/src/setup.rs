@@ -122,10 +122,8 @@ pub fn guarded_tools_with(
 pub enum AgentKind {
     /// baton's loop against this provider's API.
     Model(Provider),
-    /// The Claude Code CLI, driven as a session backend.
-    ClaudeCode,
-    /// The Codex CLI, driven as a session backend inside the sandbox.
-    Codex,
+    /// An agent CLI, driven as a session backend.
+    Cli(cli_session::CliKind),
 }
 
 /// The provider from the flag, `BATON_PROVIDER` or `baton.toml`, in that order
@@ -140,11 +138,8 @@ pub fn agent_kind(cfg: &Config, provider_flag: Option<&str>) -> anyhow::Result<A
         })
         .or_else(|| cfg.agent.provider.clone())
         .unwrap_or_else(|| "anthropic".to_string());
-    if name == cli_session::PROVIDER {
-        return Ok(AgentKind::ClaudeCode);
-    }
-    if name == cli_session::codex::PROVIDER {
-        return Ok(AgentKind::Codex);
+    if let Some(cli) = cli_session::CliKind::of_provider(&name) {
+        return Ok(AgentKind::Cli(cli));
     }
     Ok(AgentKind::Model(Provider::parse(&name)?))
 }
@@ -167,24 +162,17 @@ pub fn cli_backend(
     provider_flag: Option<&str>,
     model_flag: Option<&str>,
 ) -> anyhow::Result<Option<CliBackend>> {
-    let kind = agent_kind(cfg, provider_flag)?;
-    if !matches!(kind, AgentKind::ClaudeCode | AgentKind::Codex) {
+    let AgentKind::Cli(kind) = agent_kind(cfg, provider_flag)? else {
         return Ok(None);
-    }
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let default_model = match kind {
-        AgentKind::Codex => Provider::OpenAiResponses.default_model(),
-        _ => Provider::Anthropic.default_model(),
     };
+    let profile = kind.profile();
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let model = model_flag
         .map(str::to_string)
         .or_else(|| env("BATON_MODEL"))
         .or_else(|| cfg.agent.model.clone())
-        .unwrap_or_else(|| default_model.to_string());
-    let keys: &[&str] = match kind {
-        AgentKind::Codex => &[],
-        _ => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
-    };
+        .unwrap_or_else(|| profile.wire.default_model().to_string());
+    let keys = profile.keys;
     // The CLI's shell commands go through baton's sandbox as the built-in Bash's do.
     let project = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let (spec, warning) = baton_policy::session_sandbox(&cfg.sandbox, &project);
@@ -194,7 +182,7 @@ pub fn cli_backend(
     let mut specs = baton_mcp::specs_from_config(cfg, dir);
     // Codex runs whole in the sandbox, and Claude Code starts its MCP servers
     // through its shell prefix, so in the sandbox too when there is one.
-    if kind == AgentKind::Codex || spec.is_some() {
+    if profile.inside_sandbox || spec.is_some() {
         inside_the_sandbox(&mut specs, dir)?;
     }
     let mcp_config = if specs.is_empty() {
@@ -221,15 +209,19 @@ pub fn cli_backend(
             ];
             args.extend(s.args.iter().cloned());
             let mut server = serde_json::json!({"command": "env", "args": args, "env": s.env});
-            if kind == AgentKind::Codex {
-                // Each server is waited for before the first turn, as long as baton's
-                // own loop waits for one: Codex would otherwise go on without a server
-                // slower than its 10 s and answer the model's first call of it
-                // "unsupported call".
-                let hub = baton_mcp::HubOptions::default();
-                server["required"] = true.into();
-                server["startup_timeout_sec"] = hub.start_timeout.as_secs_f64().into();
-                server["tool_timeout_sec"] = hub.call_timeout.as_secs_f64().into();
+            // How each CLI's MCP configuration says what baton's loop does.
+            match kind {
+                cli_session::CliKind::Codex => {
+                    // Each server is waited for before the first turn, as long as baton's
+                    // own loop waits for one: Codex would otherwise go on without a server
+                    // slower than its 10 s and answer the model's first call of it
+                    // "unsupported call".
+                    let hub = baton_mcp::HubOptions::default();
+                    server["required"] = true.into();
+                    server["startup_timeout_sec"] = hub.start_timeout.as_secs_f64().into();
+                    server["tool_timeout_sec"] = hub.call_timeout.as_secs_f64().into();
+                }
+                cli_session::CliKind::ClaudeCode => {}
             }
             servers.insert(s.name.clone(), server);
         }
@@ -253,21 +245,14 @@ pub fn cli_backend(
     let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset, join));
     let hook_config = freeze_config(&project)?;
     let mut keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
+    let program =
+        env(profile.program_var).map_or_else(|| PathBuf::from(profile.program), PathBuf::from);
     let (cli, program) = match kind {
-        AgentKind::Codex => {
-            let program = installed(
-                env("BATON_CODEX").map_or_else(|| PathBuf::from("codex"), PathBuf::from),
-                "npm install -g @openai/codex",
-            )?;
-            (
-                cli_session::Cli::Codex(codex_link(&project, secrets)?),
-                program,
-            )
-        }
-        _ => (
-            cli_session::Cli::ClaudeCode,
-            env("BATON_CLAUDE").map_or_else(|| PathBuf::from("claude"), PathBuf::from),
+        cli_session::CliKind::Codex => (
+            cli_session::Cli::Codex(codex_link(&project, secrets)?),
+            installed(program, profile.install)?,
         ),
+        cli_session::CliKind::ClaudeCode => (cli_session::Cli::ClaudeCode, program),
     };
     if let Some(l) = launcher {
         keep_alive.push(std::sync::Arc::new(l));

@@ -751,9 +751,7 @@ impl Runner<'_> {
         let binds = self.kernel_binds
             && match &self.backend {
                 Backend::Loop(_) => true,
-                Backend::Cli(b) => {
-                    matches!(b.cli, baton_agent::cli_session::Cli::Codex(_)) && b.bubblewrap
-                }
+                Backend::Cli(b) => b.cli.kind().profile().inside_sandbox && b.bubblewrap,
             };
         let snap = Snapshot::take(dir)?.with_kernel_binds(binds);
         snap.save(&saved)?;
