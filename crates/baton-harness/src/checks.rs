@@ -157,9 +157,15 @@ impl Checker<'_> {
             // fit in what the Bash tool keeps of an output, or the checks whose
             // reports were cut would run again one by one.
             for chunk in allowed.chunks(SHELL_CHECKS) {
-                let limit = budget.map_or(self.timeout, |b| {
-                    self.timeout.min(b.saturating_sub(started.elapsed()))
-                });
+                // One check's limit for each check in the shell, within what
+                // one Bash call may take and what is left of the sweep's box:
+                // `timeout_secs` is one check's, never the lot's.
+                let shell = self
+                    .timeout
+                    .saturating_mul(u32::try_from(chunk.len()).unwrap_or(u32::MAX))
+                    .min(Duration::from_millis(baton_tools::bash::MAX_TIMEOUT_MS));
+                let limit =
+                    budget.map_or(shell, |b| shell.min(b.saturating_sub(started.elapsed())));
                 if limit.is_zero() {
                     break;
                 }
@@ -510,6 +516,22 @@ mod tests {
         assert!(run.failed[0].reason.contains("boom"), "{run:?}");
         assert!(run.failed[0].reason.contains("Exit code: 3"), "{run:?}");
         assert!(!run.failed[0].reason.contains("baton-check"), "{run:?}");
+    }
+
+    /// `[verify] timeout_secs` is one check's limit, not the shared shell's:
+    /// three checks of 0.9 s each with a 2 s limit all report from the shell
+    /// and run once. (The shell was cut at one check's limit, so the third ran
+    /// twice, and past about 30 real checks at the default the rest of a sweep
+    /// ran one process each.)
+    #[test]
+    fn one_checks_timeout_does_not_cut_the_shell_of_many() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("ran.txt");
+        let command = format!("echo ran >> {}; sleep 0.9", log.display());
+        let run = run(&[&command, &command, &command], Duration::from_secs(2));
+        assert_eq!(run.passed, vec![1, 2, 3], "{run:?}");
+        let ran = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(ran.lines().count(), 3, "each check runs once");
     }
 
     /// A sweep of many checks is as linear as a few: every check reports from
