@@ -194,6 +194,7 @@ impl Checker<'_> {
                 });
             }
         }
+        run.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         run
     }
 

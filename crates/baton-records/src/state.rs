@@ -74,6 +74,13 @@ pub struct CheckRun {
     /// Whether the start script ran (not recorded).
     #[serde(skip)]
     pub init_ran: bool,
+    /// How long it took, the start script included, in milliseconds.
+    #[serde(default, skip_serializing_if = "no_ms")]
+    pub ms: u64,
+}
+
+fn no_ms(n: &u64) -> bool {
+    *n == 0
 }
 
 fn yes() -> bool {

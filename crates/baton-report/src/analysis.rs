@@ -81,6 +81,9 @@ pub struct Analysis {
     pub findings: Findings,
     /// Wall time covered by sessions, in seconds.
     pub session_secs: f64,
+    /// Wall time of the regression sweeps before sessions, in seconds (outside
+    /// the sessions' own).
+    pub sweep_secs: f64,
 }
 
 /// Whether a session's outcome counts as a failure.
@@ -197,6 +200,12 @@ impl Analysis {
             total_tokens: r.sessions.iter().map(|s| s.usage.total()).sum(),
             findings,
             session_secs: r.sessions.iter().map(Session::duration_secs).sum(),
+            sweep_secs: r
+                .sessions
+                .iter()
+                .filter_map(|s| s.sweep.as_ref())
+                .map(|w| w.ms as f64 / 1000.0)
+                .sum(),
         }
     }
 }
@@ -228,6 +237,26 @@ mod tests {
             passes,
             depends_on: Vec::new(),
         }
+    }
+
+    /// The sweeps' time, outside every session's own clock, is added up.
+    #[test]
+    fn the_time_of_the_sweeps_before_sessions_is_summed() {
+        let mut swept = session(2, &[], &[], 0.0);
+        swept.sweep = Some(baton_records::CheckRun {
+            ms: 1_500,
+            ..baton_records::CheckRun::default()
+        });
+        let mut again = session(3, &[], &[], 0.0);
+        again.sweep = Some(baton_records::CheckRun {
+            ms: 2_250,
+            ..baton_records::CheckRun::default()
+        });
+        let r = Records {
+            sessions: vec![session(1, &[], &[], 0.0), swept, again],
+            ..Records::default()
+        };
+        assert_eq!(Analysis::new(&r).sweep_secs, 3.75);
     }
 
     #[test]

@@ -189,6 +189,10 @@ pub struct SessionStatus {
     /// --session N` reads it), when one ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verifier_session: Option<u32>,
+    /// Seconds the regression sweep before it took (the start script included),
+    /// when one ran: time no session's own clock shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_secs: Option<f64>,
 }
 
 /// A failing feature that waits for others to pass first.
@@ -347,6 +351,11 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             cost_usd: s.cost_usd,
             verifier_cost_usd: s.verifier_cost_usd,
             verifier_session: s.gates.verifier_session,
+            sweep_secs: s
+                .sweep
+                .as_ref()
+                .filter(|w| w.ms > 0)
+                .map(|w| w.ms as f64 / 1000.0),
             reverted: s
                 .gates
                 .verify_failed

@@ -402,6 +402,7 @@ mod render_tests {
                     cost_usd: 0.5,
                     verifier_cost_usd: 0.0,
                     verifier_session: None,
+                    sweep_secs: None,
                     reverted: Vec::new(),
                     regressions: Vec::new(),
                     flipped: vec![3],

@@ -526,4 +526,14 @@ async fn a_check_longer_than_the_sweeps_time_box_does_not_starve_the_rest() {
         log.contains("baton: regression sweep before session 2 set back #3"),
         "{log}"
     );
+    // The sweep's time is recorded with the session it came before: the 2 s
+    // check at least (a lower bound, which no load can break).
+    let state = State::load(&p.dir).unwrap();
+    let first = state.sessions[0].sweep.as_ref().unwrap();
+    assert!(first.ms >= 2_000, "{first:?}");
+    // And `baton status` shows it.
+    let files = Files::new(p.dir.clone(), Config::load(&p.dir).unwrap().project);
+    let status = baton_harness::status::status(&files).unwrap();
+    let json = serde_json::to_value(&status.sessions[0]).unwrap();
+    assert!(json["sweep_secs"].as_f64().unwrap() >= 2.0, "{json}");
 }

@@ -102,9 +102,18 @@ pub(super) fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
             p.speed_up
         )
     });
+    // The sweeps run between sessions, outside their clocks.
+    let sweeps = if a.sweep_secs > 0.0 {
+        format!(
+            r#" · <span id="sweep-time">{} in regression sweeps</span>"#,
+            duration(a.sweep_secs)
+        )
+    } else {
+        String::new()
+    };
     let _ = write!(
         o,
-        r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{agents}</div></div>"#,
+        r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{sweeps}{agents}</div></div>"#,
         money(a.total_cost),
         count(a.total_tokens),
         r.sessions.len(),
