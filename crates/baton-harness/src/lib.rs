@@ -51,6 +51,7 @@ mod git;
 pub mod guard;
 mod kind;
 mod leftovers;
+mod limits;
 mod list;
 pub mod lock;
 pub mod new;

@@ -12,6 +12,7 @@
 
 pub mod claude;
 pub mod codex;
+mod profile;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ pub use claude::{
     LAUNCHER_LOG, PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SHELL_NAME, SANDBOX_SPEC_VAR,
     SHELL_PREFIX_VAR,
 };
+pub use profile::{CliKind, CliProfile};
 
 /// Which agent CLI, with what that CLI needs besides the shared parts.
 #[derive(Debug, Clone)]
@@ -55,73 +57,6 @@ impl Cli {
     /// The provider name in config and transcripts.
     pub fn provider(&self) -> &'static str {
         self.kind().profile().provider
-    }
-}
-
-/// Which agent CLI, before it is set up. Every match on it is exhaustive: a
-/// third CLI is one more variant, its [`CliProfile`] and its module, and the
-/// compiler names every place that must say what it does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CliKind {
-    /// Claude Code.
-    ClaudeCode,
-    /// Codex.
-    Codex,
-}
-
-/// What baton needs to know of an agent CLI to set it up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CliProfile {
-    /// The provider name that chooses it (`[agent] provider`, `--provider`).
-    pub provider: &'static str,
-    /// The environment variable naming its program.
-    pub program_var: &'static str,
-    /// Its program's name on `PATH`, when that variable is not set.
-    pub program: &'static str,
-    /// How a person installs it.
-    pub install: &'static str,
-    /// The wire of the models it drives (their default model and prices).
-    pub wire: crate::wire::Provider,
-    /// The user's secrets baton hands it (none for a CLI that reaches the model
-    /// through baton's key proxy).
-    pub keys: &'static [&'static str],
-    /// It runs whole inside baton's sandbox (its MCP servers too), reaching the
-    /// model only through baton's key proxy; otherwise only its shell commands
-    /// do, through baton's sandbox shell.
-    pub inside_sandbox: bool,
-}
-
-impl CliKind {
-    /// Every agent CLI baton drives.
-    pub const ALL: [CliKind; 2] = [CliKind::ClaudeCode, CliKind::Codex];
-
-    /// Its profile.
-    pub fn profile(self) -> CliProfile {
-        match self {
-            CliKind::ClaudeCode => CliProfile {
-                provider: claude::PROVIDER,
-                program_var: "BATON_CLAUDE",
-                program: "claude",
-                install: "npm install -g @anthropic-ai/claude-code",
-                wire: crate::wire::Provider::Anthropic,
-                keys: &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
-                inside_sandbox: false,
-            },
-            CliKind::Codex => CliProfile {
-                provider: codex::PROVIDER,
-                program_var: "BATON_CODEX",
-                program: "codex",
-                install: "npm install -g @openai/codex",
-                wire: crate::wire::Provider::OpenAiResponses,
-                keys: &[],
-                inside_sandbox: true,
-            },
-        }
-    }
-
-    /// The CLI a provider name chooses, if it names one.
-    pub fn of_provider(name: &str) -> Option<CliKind> {
-        Self::ALL.into_iter().find(|k| k.profile().provider == name)
     }
 }
 
@@ -750,24 +685,6 @@ fn reset_of(said: &str) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn each_cli_is_chosen_by_its_own_provider_name() {
-        for kind in CliKind::ALL {
-            assert_eq!(CliKind::of_provider(kind.profile().provider), Some(kind));
-        }
-        let names: std::collections::BTreeSet<_> =
-            CliKind::ALL.iter().map(|k| k.profile().provider).collect();
-        assert_eq!(names.len(), CliKind::ALL.len());
-        assert_eq!(CliKind::of_provider("anthropic"), None);
-        // A CLI that holds no key of the user's reaches its model through the
-        // key proxy, so it runs whole inside the sandbox.
-        for kind in CliKind::ALL {
-            let p = kind.profile();
-            assert_eq!(p.keys.is_empty(), p.inside_sandbox, "{kind:?}");
-        }
-    }
-
     use super::*;
 
     #[test]

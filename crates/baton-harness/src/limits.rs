@@ -1,0 +1,165 @@
+//! A run's limits and its stop rule, one for a run of one and for N agents.
+
+use std::time::Instant;
+
+use baton_config::Config;
+use baton_records::{FeatureList, State};
+
+use crate::queue;
+use crate::run::{RunEnd, RunOptions};
+
+/// A run's limits: the command line's, else `baton.toml`'s (0 = none).
+pub(crate) struct RunLimits {
+    /// Sessions in the run.
+    pub(crate) max_sessions: u32,
+    /// Spend for the project, USD.
+    pub(crate) budget: f64,
+    /// Wall-clock hours of the run.
+    pub(crate) max_hours: f64,
+    /// When the run started.
+    pub(crate) started: Instant,
+    /// The stall rule's limit: coding sessions in a row without a newly passing
+    /// feature (0: none). `stall_sessions` for each agent working at once.
+    pub(crate) stall: u32,
+}
+
+impl RunLimits {
+    pub(crate) fn new(opts: &RunOptions, cfg: &Config) -> Self {
+        Self {
+            max_sessions: opts.max_sessions.unwrap_or(cfg.run.max_sessions),
+            budget: opts.budget_usd.unwrap_or(cfg.run.budget_usd),
+            max_hours: opts.max_hours.unwrap_or(cfg.run.max_hours),
+            started: Instant::now(),
+            stall: cfg.run.stall_sessions,
+        }
+    }
+
+    /// The run's limits for a project whose record is `state`: the project's
+    /// budget (recorded by [`RunLimits::record_budget`]) when none is given on
+    /// the command line. A run of one and the coordinator both go by it.
+    pub(crate) fn for_project(opts: &RunOptions, cfg: &Config, state: &State) -> Self {
+        let mut limits = Self::new(opts, cfg);
+        if opts.budget_usd.is_none()
+            && let Some(b) = state.budget_usd
+        {
+            limits.budget = b;
+        }
+        limits
+    }
+
+    /// A budget given on the command line is the project's from now on: put in
+    /// `state`; `true` when that changed it (the caller saves it).
+    pub(crate) fn record_budget(opts: &RunOptions, state: &mut State) -> bool {
+        match opts.budget_usd {
+            Some(b) if state.budget_usd != Some(b) => {
+                state.budget_usd = Some(b);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The run's stop rule, one for one agent and for N, judged before a session
+    /// is handed out: every feature passes; Ctrl-C; nothing left to hand out but
+    /// blocked features (once no session is under way: `idle`); a limit reached
+    /// after `sessions` sessions of the run, with `unsettled` USD spent by
+    /// sessions the record does not hold yet; the stall count at its limit.
+    /// `list` is `None` before the initializer's list is accepted.
+    pub(crate) fn stop_rule(
+        &self,
+        list: Option<&FeatureList>,
+        state: &State,
+        unsettled: f64,
+        sessions: u32,
+        idle: bool,
+        cancelled: bool,
+    ) -> Option<RunEnd> {
+        if list.is_some_and(FeatureList::all_pass) {
+            return Some(RunEnd::Complete);
+        }
+        if cancelled {
+            return Some(RunEnd::Interrupted);
+        }
+        if let Some(list) = list
+            && idle
+            && queue::order(list, state).is_empty()
+        {
+            return Some(RunEnd::CompleteExceptBlocked(queue::blocked(list, state)));
+        }
+        if let Some(l) = self.reached(sessions, state.total_cost() + unsettled) {
+            return Some(RunEnd::Limit(l));
+        }
+        (list.is_some() && self.stall > 0 && state.stalled >= self.stall)
+            .then_some(RunEnd::Stalled(state.stalled))
+    }
+
+    /// The limit reached, in words, after `sessions` sessions of the run with
+    /// `spent` USD spent on the project.
+    pub(crate) fn reached(&self, sessions: u32, spent: f64) -> Option<String> {
+        let (max_sessions, budget, max_hours) = (self.max_sessions, self.budget, self.max_hours);
+        if max_sessions > 0 && sessions >= max_sessions {
+            return Some(format!("--max-sessions {max_sessions} reached"));
+        }
+        // In millionths of a dollar: sums of float prices fall a hair short of the
+        // budget they reach ($0.0012 + 3 × $0.0006 is $0.0029999… in f64).
+        let micro = |usd: f64| (usd * 1e6).round() as u64;
+        if budget > 0.0 && micro(spent) >= micro(budget) {
+            return Some(format!(
+                "budget {} reached (spent ${spent:.4})",
+                baton_records::human::usd(budget)
+            ));
+        }
+        if max_hours > 0.0 && self.started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
+            return Some(format!("--max-hours {max_hours} reached"));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A budget given on the command line becomes the project's, and the
+    /// project's is gone by when none is given (a run of one and a parallel run
+    /// alike).
+    #[test]
+    fn the_budget_given_once_is_the_projects_from_then_on() {
+        use super::RunLimits;
+        use crate::run::RunOptions;
+        let cfg = baton_config::Config::default();
+        let mut state = baton_records::State::default();
+        let given = RunOptions {
+            budget_usd: Some(2.5),
+            ..RunOptions::default()
+        };
+        assert!(RunLimits::record_budget(&given, &mut state));
+        assert!(!RunLimits::record_budget(&given, &mut state), "unchanged");
+        let none = RunOptions::default();
+        assert!(!RunLimits::record_budget(&none, &mut state));
+        assert_eq!(RunLimits::for_project(&none, &cfg, &state).budget, 2.5);
+        let other = RunOptions {
+            budget_usd: Some(1.0),
+            ..RunOptions::default()
+        };
+        assert_eq!(RunLimits::for_project(&other, &cfg, &state).budget, 1.0);
+    }
+
+    /// A budget is reached when the sessions' costs add up to it, though their
+    /// sum in floating point falls a hair short.
+    #[test]
+    fn a_budget_the_costs_add_up_to_is_reached() {
+        let limits = RunLimits {
+            max_sessions: 0,
+            budget: 0.003,
+            max_hours: 0.0,
+            started: std::time::Instant::now(),
+            stall: 0,
+        };
+        let spent = 0.0012 + 0.0006 + 0.0006 + 0.0006;
+        assert!(spent < 0.003);
+        let said = limits.reached(0, spent).unwrap();
+        assert!(said.starts_with("budget $0.003 reached"), "{said}");
+        assert_eq!(limits.reached(0, 0.0029), None);
+    }
+}
