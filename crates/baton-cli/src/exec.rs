@@ -189,10 +189,7 @@ fn run_cli(
             dir,
             cfg,
             Setting {
-                tools: match backend.cli {
-                    baton_agent::cli_session::Cli::ClaudeCode => Toolset::ClaudeCode,
-                    baton_agent::cli_session::Cli::Codex(_) => Toolset::Codex,
-                },
+                tools: Toolset::of_cli(backend.cli.kind()),
                 bubblewrap: backend.bubblewrap,
             },
         );

@@ -7,7 +7,7 @@ use baton_config::ProjectConfig;
 pub const PRACTICES: &str = r#"How to work here:
 - No person will answer questions or watch. Decide, act, and write down what the next session needs.
 - Before starting a server, check whether it already runs (the brief lists what baton started; `ss -ltnp`). Started in the background, servers keep running after your call: poll it until it answers (`curl -fsS --retry 30 --retry-connrefused --retry-delay 1 URL`), and restart it after changing its code.
-- What you read stays in your context for the rest of the session: do not print lockfiles, bundles, generated files, long logs or the whole feature list. Search with {Grep}, read ranges with {Read}, filter with head, tail and grep.{sandbox}
+- What you read stays in your context for the rest of the session: do not print lockfiles, bundles, generated files, long logs or the whole feature list. Search with {Grep}, read ranges with {Read}, filter with head, tail and grep.{sandbox}{inline_code}
 - Make small changes and check each one by running it: the build, the tests, the app.
 - Evidence is what you ran and saw. Never weaken, skip or delete a test, special-case test data, or hard-code a result to make a check pass.
 - Git: commit with messages that say what changed and why. Never rewrite or throw away history or work: no `git reset --hard`, `git commit --amend`, `git stash`, `git checkout -- .`, `git clean`, `--no-verify`, force pushes.
@@ -43,6 +43,17 @@ pub enum Toolset {
     Codex,
 }
 
+impl Toolset {
+    /// The tools of the agent CLI `kind`.
+    pub fn of_cli(kind: baton_agent::cli_session::CliKind) -> Self {
+        use baton_agent::cli_session::CliKind;
+        match kind {
+            CliKind::ClaudeCode => Self::ClaudeCode,
+            CliKind::Codex => Self::Codex,
+        }
+    }
+}
+
 /// What is true of the run the texts are for: the agent's tools, and whether
 /// its commands run inside baton's bubblewrap sandbox (where the policy allows
 /// inline code and `pkill`, which Landlock alone cannot bound).
@@ -56,7 +67,7 @@ pub struct Setting {
 
 impl Setting {
     /// The texts' words for the tools and the sandbox.
-    fn words(self) -> [(&'static str, &'static str); 7] {
+    fn words(self) -> [(&'static str, &'static str); 8] {
         let codex = self.tools == Toolset::Codex;
         [
             ("{Grep}", if codex { "`grep -rn`" } else { "Grep" }),
@@ -86,12 +97,15 @@ impl Setting {
             // CLI's does not.
             (
                 "{sandbox}",
-                match (self.tools == Toolset::Own, self.bubblewrap) {
-                    (true, true) => "",
-                    (true, false) => INLINE_CODE,
-                    (false, true) => SANDBOX,
-                    (false, false) => SANDBOX_LANDLOCK,
+                if self.tools == Toolset::Own {
+                    ""
+                } else {
+                    SANDBOX
                 },
+            ),
+            (
+                "{inline_code}",
+                if self.bubblewrap { "" } else { INLINE_CODE },
             ),
         ]
     }
@@ -103,9 +117,6 @@ const SANDBOX: &str = "\n- Your commands run in baton's sandbox without secrets;
 
 /// What the policy refuses where Landlock is the only sandbox.
 const INLINE_CODE: &str = "\n- This run's sandbox cannot bound inline code: python3 -c, node -e and programs piped into an interpreter are refused, so write the code to a file in /tmp and run that; stop a process by its pid (kill), not by name.";
-
-/// [`SANDBOX`] and [`INLINE_CODE`].
-const SANDBOX_LANDLOCK: &str = "\n- Your commands run in baton's sandbox without secrets; they write the project, /tmp ($TMPDIR) and a home of this project's own: global installs there are lost on a fresh clone, so dependencies belong in {init_script}; scratch files go to /tmp, not into the project.\n- This run's sandbox cannot bound inline code: python3 -c, node -e and programs piped into an interpreter are refused, so write the code to a file in /tmp and run that; stop a process by its pid (kill), not by name.";
 
 /// The independent verifier's system prompt: read-only, strict, evidence-based.
 const VERIFIER_SYSTEM: &str = r#"You are an independent QA engineer checking another engineer's work in a project directory on a Linux machine: {dir}. No person will answer questions.

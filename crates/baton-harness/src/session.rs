@@ -35,14 +35,10 @@ impl Runner<'_> {
     /// What the texts of this run's sessions may say: the agent's tools (by
     /// backend) and whether its commands run inside bubblewrap.
     pub(crate) fn setting(&self) -> prompts::Setting {
-        use baton_agent::cli_session::Cli;
         prompts::Setting {
             tools: match &self.backend {
                 Backend::Loop(_) => prompts::Toolset::Own,
-                Backend::Cli(c) => match c.cli {
-                    Cli::ClaudeCode => prompts::Toolset::ClaudeCode,
-                    Cli::Codex(_) => prompts::Toolset::Codex,
-                },
+                Backend::Cli(c) => prompts::Toolset::of_cli(c.cli.kind()),
             },
             bubblewrap: self.kernel_binds,
         }

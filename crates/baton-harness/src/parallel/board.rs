@@ -209,6 +209,18 @@ mod tests {
         .unwrap()
     }
 
+    /// A board whose agents each started a session on its feature, as `(agent,
+    /// feature)` in hand-out order, numbered from 1.
+    fn working(sessions: &[(usize, usize)]) -> Board {
+        let mut b = Board::new(sessions.len(), 0, 1);
+        for &(a, f) in sessions {
+            assert_eq!(b.take_idle(), Some(a));
+            b.hand(a, f);
+            b.started();
+        }
+        b
+    }
+
     #[test]
     fn a_new_board_hands_agent_0_first_and_is_not_busy() {
         let mut b = Board::new(3, 1, 2);
@@ -256,13 +268,8 @@ mod tests {
 
     #[test]
     fn a_batch_takes_everything_ended_and_only_one_runs_at_a_time() {
-        let mut b = Board::new(2, 0, 1);
+        let mut b = working(&[(0, 1), (1, 2)]);
         assert!(b.start_batch().is_none(), "nothing ended");
-        for (a, f) in [(0, 1), (1, 2)] {
-            b.take_idle();
-            b.hand(a, f);
-            b.started();
-        }
         b.ended(0, 1, Some(ended(0, 1, 1, 0.1, true, "t1")));
         // A session that left nothing to settle still waits with its feature.
         b.ended(1, 2, None);
@@ -283,10 +290,7 @@ mod tests {
 
     #[test]
     fn a_feature_released_early_leaves_the_batch_and_is_not_built_on() {
-        let mut b = Board::new(1, 0, 1);
-        b.take_idle();
-        b.hand(0, 7);
-        b.started();
+        let mut b = working(&[(0, 7)]);
         b.ended(0, 7, Some(ended(0, 7, 1, 0.1, true, "t7")));
         b.start_batch().unwrap();
         assert!(b.own(0).is_some());
@@ -300,12 +304,7 @@ mod tests {
 
     #[test]
     fn a_settled_batch_releases_its_features_and_a_next_batch_may_start() {
-        let mut b = Board::new(2, 0, 1);
-        for (a, f) in [(0, 1), (1, 2)] {
-            b.take_idle();
-            b.hand(a, f);
-            b.started();
-        }
+        let mut b = working(&[(0, 1), (1, 2)]);
         b.ended(0, 1, Some(ended(0, 1, 1, 0.1, true, "t1")));
         b.start_batch().unwrap();
         b.ended(1, 2, Some(ended(1, 2, 2, 0.1, true, "t2")));
@@ -319,12 +318,7 @@ mod tests {
 
     #[test]
     fn what_ended_costs_until_the_record_holds_it() {
-        let mut b = Board::new(2, 0, 1);
-        for (a, f) in [(0, 1), (1, 2)] {
-            b.take_idle();
-            b.hand(a, f);
-            b.started();
-        }
+        let mut b = working(&[(0, 1), (1, 2)]);
         b.ended(0, 1, Some(ended(0, 1, 1, 0.25, true, "t1")));
         b.start_batch().unwrap();
         b.ended(1, 2, Some(ended(1, 2, 2, 0.5, true, "t2")));

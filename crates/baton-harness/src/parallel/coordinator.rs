@@ -388,12 +388,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 Woke::Note(note) => note.tell(self.run.reporter),
                 Woke::Done(first) => {
                     let mut sessions = vec![*first];
-                    while let Ok(d) = self.channels.done.try_recv() {
-                        sessions.push(d);
-                    }
-                    while let Ok(note) = self.channels.lines.try_recv() {
-                        note.tell(self.run.reporter);
-                    }
+                    sessions.extend(self.ended_now());
                     return Ok(Event::Ended(sessions));
                 }
                 // One on the record as requeued already was handed out again.
@@ -417,14 +412,20 @@ impl<'f, 'a> Coordinator<'f, 'a> {
     /// Sessions that ended while the coordinator was busy (a batch settling):
     /// taken now, so that the next batch holds every session that has ended.
     fn take_ended(&mut self) {
-        let ended: Vec<Done> = std::iter::from_fn(|| self.channels.done.try_recv().ok()).collect();
-        if ended.is_empty() {
-            return;
+        let ended = self.ended_now();
+        if !ended.is_empty() {
+            self.sessions_ended(ended);
         }
+    }
+
+    /// Every session's end reported by now; the agents' lines sent by then are
+    /// told first (a session's lines come before its end).
+    fn ended_now(&mut self) -> Vec<Done> {
+        let ended: Vec<Done> = std::iter::from_fn(|| self.channels.done.try_recv().ok()).collect();
         while let Ok(note) = self.channels.lines.try_recv() {
             note.tell(self.run.reporter);
         }
-        self.sessions_ended(ended);
+        ended
     }
 
     /// Sessions ended: gathered from their copies (before their agents' next
