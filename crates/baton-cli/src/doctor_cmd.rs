@@ -213,7 +213,7 @@ pub fn browser_for_new(launch: &Path) -> Result<BrowserFound, Vec<String>> {
         Err(first) => {
             let on_path = ["chromium", "chromium-browser"]
                 .iter()
-                .filter_map(|name| on_path(name))
+                .filter_map(|name| crate::setup::on_path(name))
                 .find_map(|p| {
                     let p = p.display().to_string();
                     chromium(&p, launch).ok().map(|found| (Some(p), found))
@@ -243,13 +243,6 @@ pub struct BrowserFound {
     pub chromium: Option<String>,
     /// What was found, for a person.
     pub found: String,
-}
-
-/// The first `name` on `PATH` that is a file.
-pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 fn chromium(path: &str, dir: &Path) -> Result<String, Missing> {

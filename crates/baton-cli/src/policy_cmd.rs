@@ -10,6 +10,8 @@ use baton_config::{Config, SandboxNetwork};
 use baton_policy::Policy;
 use baton_policy::sandbox::{SandboxSpec, exec_confined};
 
+use crate::shell_spec::ShellSpec;
+
 /// Arguments of `baton policy`.
 #[derive(Debug, clap::Args)]
 pub struct PolicyArgs {
@@ -206,22 +208,6 @@ fn serve(spec: &SandboxSpec, target: i32) -> ExitCode {
     }
 }
 
-/// The `BATON_SANDBOX` value for `baton --sandbox-shell`: the spec and the variables
-/// to remove from the command's environment.
-pub fn shell_spec(spec: &SandboxSpec, unset: &[String], join: Option<i32>) -> String {
-    serde_json::json!({
-        "join": join,
-        "project": spec.project.display().to_string(),
-        "writable": spec.writable.iter().map(|w| w.display().to_string()).collect::<Vec<_>>(),
-        "network": if spec.network == SandboxNetwork::Loopback { "loopback" } else { "open" },
-        "read_only": spec.read_only,
-        "home": spec.home.display().to_string(),
-        "readable": spec.readable.iter().map(|r| r.display().to_string()).collect::<Vec<_>>(),
-        "unset": unset,
-    })
-    .to_string()
-}
-
 /// `baton --sandbox-shell '<command string>'`, as Claude Code runs a shell command
 /// with `CLAUDE_CODE_SHELL_PREFIX` set: confine this process to the spec in
 /// `BATON_SANDBOX` and become `bash -c '<command string>'` without the secret
@@ -282,38 +268,12 @@ fn shell_command(args: &[OsString]) -> anyhow::Result<ShellCommand> {
     };
     let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
     let raw = std::env::var(var).with_context(|| format!("--sandbox-shell: ${var} is not set"))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&raw).with_context(|| format!("--sandbox-shell: bad ${var}"))?;
-    let Some(project) = v["project"].as_str() else {
-        anyhow::bail!("--sandbox-shell: ${var} has no project");
-    };
-    let strings = |k: &str| -> Vec<String> {
-        v[k].as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let project = PathBuf::from(project);
-    let spec = SandboxSpec {
-        home: v["home"].as_str().map_or_else(
-            || baton_policy::sandbox::private_home(&project),
-            PathBuf::from,
-        ),
-        project,
-        writable: strings("writable").into_iter().map(PathBuf::from).collect(),
-        network: match v["network"].as_str() {
-            Some("loopback") => SandboxNetwork::Loopback,
-            _ => SandboxNetwork::Open,
-        },
-        read_only: v["read_only"].as_bool().unwrap_or(false),
-        readable: strings("readable").into_iter().map(PathBuf::from).collect(),
-    };
-    let mut unset = strings("unset");
+    let ShellSpec {
+        spec,
+        mut unset,
+        join,
+    } = ShellSpec::from_env(var, &raw)?;
     unset.push(var.to_string());
     let command = vec!["bash".into(), "-c".into(), script.clone()];
-    let join = v["join"].as_i64().and_then(|p| i32::try_from(p).ok());
     Ok((spec, command, unset, join))
 }

@@ -242,7 +242,14 @@ pub fn cli_backend(
         .as_ref()
         .and_then(baton_policy::sandbox::SandboxLauncher::join_target);
     let bubblewrap = join.is_some();
-    let command_sandbox = spec.map(|s| crate::policy_cmd::shell_spec(&s, &unset, join));
+    let command_sandbox = spec.map(|spec| {
+        crate::shell_spec::ShellSpec {
+            spec,
+            unset: unset.clone(),
+            join,
+        }
+        .to_env()
+    });
     let hook_config = freeze_config(&project)?;
     let mut keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
     let program =
@@ -281,7 +288,7 @@ fn installed(program: PathBuf, install: &str) -> anyhow::Result<PathBuf> {
     let found = if program.components().count() > 1 {
         program.is_file().then(|| program.clone())
     } else {
-        crate::doctor_cmd::on_path(&program.to_string_lossy())
+        on_path(&program.to_string_lossy())
     };
     found.with_context(|| {
         format!(
@@ -415,4 +422,11 @@ pub fn client_config(
         max_wait: Duration::from_secs_f64(cfg.run.max_wait_hours * 3600.0),
         model,
     })
+}
+
+/// The file `name` in a directory of `PATH`, if there is one.
+pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }

@@ -18,7 +18,7 @@
 //!   fsmonitor, pagers, editors, ssh, credential helpers, signing programs,
 //!   external diffs, textconv, submodules) is switched off, the system config is
 //!   ignored, and `filter.*` drivers and `include.path` in the project's config are
-//!   kept out by the gates' [`crate::boundary::Snapshot`] check before any git
+//!   kept out by the gates' boundary snapshot check before any git
 //!   command. Without bubblewrap this is the only layer.
 
 use std::path::Path;

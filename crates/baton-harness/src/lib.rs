@@ -62,6 +62,7 @@ mod proof;
 mod push;
 mod queue;
 pub mod run;
+mod runner;
 mod running;
 pub mod scrutiny;
 mod session;

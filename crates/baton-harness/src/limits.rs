@@ -1,12 +1,62 @@
 //! A run's limits and its stop rule, one for a run of one and for N agents.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use baton_config::Config;
 use baton_records::{FeatureList, State};
 
 use crate::queue;
-use crate::run::{RunEnd, RunOptions};
+
+/// Limits given on the command line; `None` falls back to `baton.toml`.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Sessions in this run.
+    pub max_sessions: Option<u32>,
+    /// Spend in USD for the project.
+    pub budget_usd: Option<f64>,
+    /// Wall-clock hours of this run.
+    pub max_hours: Option<f64>,
+    /// Pause between sessions.
+    pub pause: Option<Duration>,
+    /// Number sessions from this one up (a parallel run keeps the project's
+    /// numbering across its agents' working copies).
+    pub first_number: Option<u32>,
+    /// The agent (1-based) of a parallel run whose working copy this is.
+    pub agent: Option<u32>,
+    /// No regression sweep before a coding session, nor before "complete": a
+    /// parallel run's working copy starts from the main branch's tip, which was
+    /// swept when it was merged, and the coordinator sweeps the main branch before
+    /// the run says complete.
+    pub skip_sweep: bool,
+}
+
+/// Why a run ended without an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// Every feature passes.
+    Complete,
+    /// Every feature passes but these (1-based), which an agent declared blocked.
+    CompleteExceptBlocked(Vec<usize>),
+    /// A limit was reached (which one).
+    Limit(String),
+    /// Sessions in a row without a newly passing feature.
+    Stalled(u32),
+    /// Stopped by Ctrl-C.
+    Interrupted,
+}
+
+impl RunEnd {
+    /// The exit code of `baton run`.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Complete => 0,
+            Self::CompleteExceptBlocked(_) => 4,
+            Self::Limit(_) => 2,
+            Self::Stalled(_) => 3,
+            Self::Interrupted => 130,
+        }
+    }
+}
 
 /// A run's limits: the command line's, else `baton.toml`'s (0 = none).
 pub(crate) struct RunLimits {
@@ -126,7 +176,6 @@ mod tests {
     #[test]
     fn the_budget_given_once_is_the_projects_from_then_on() {
         use super::RunLimits;
-        use crate::run::RunOptions;
         let cfg = baton_config::Config::default();
         let mut state = baton_records::State::default();
         let given = RunOptions {

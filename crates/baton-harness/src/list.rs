@@ -13,7 +13,7 @@ use baton_records::FeatureList;
 
 use crate::error::HarnessError;
 use crate::git;
-use crate::run::Runner;
+use crate::runner::Runner;
 use baton_records::GateReport;
 use baton_records::{LedgerEntry, LedgerKind};
 use baton_records::{SessionKind, State};

@@ -19,7 +19,7 @@ use crate::error::HarnessError;
 use crate::gates::Gates;
 use crate::guard::GateStack;
 use crate::prompts;
-use crate::run::{Backend, Runner};
+use crate::runner::{Backend, Runner};
 use crate::session::Agent;
 use crate::verifier;
 

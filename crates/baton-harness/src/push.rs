@@ -11,7 +11,7 @@ use baton_records::{LedgerEntry, LedgerKind};
 
 use crate::error::HarnessError;
 use crate::git;
-use crate::run::Runner;
+use crate::runner::Runner;
 
 impl Runner<'_> {
     /// Push the run's branch after session `session`, when `[git] push` names a

@@ -207,36 +207,6 @@ pub(crate) fn cut(s: &str, max: usize) -> String {
     format!("{c}…")
 }
 
-/// What a person did since the project stalled (after its last session), in
-/// words: guidance queued with `baton tell`, a feature handed out again with
-/// `baton unblock`, or features added or changed (`baton plan`, `baton accept`).
-/// `None` when nothing was done.
-pub(crate) fn acted_since_stall(files: &crate::files::Files, state: &State) -> Option<String> {
-    use baton_records::LedgerKind;
-    if !crate::tell::pending(&files.dir).is_empty() {
-        return Some("a person's guidance is waiting (baton tell)".to_string());
-    }
-    let last = state.sessions.last().map_or(0, |s| s.number);
-    let ledger = baton_records::ledger::read(&files.ledger()).unwrap_or_default();
-    ledger
-        .entries
-        .iter()
-        .rev()
-        .take_while(|e| e.session >= last)
-        .find(|e| {
-            matches!(
-                e.kind,
-                LedgerKind::Unblocked | LedgerKind::Added | LedgerKind::Amended
-            )
-        })
-        .map(|e| match (e.kind, e.feature) {
-            (LedgerKind::Unblocked, Some(n)) => {
-                format!("#{n} was handed out again (baton unblock)")
-            }
-            _ => "the feature list was changed by a person (baton plan, baton accept)".to_string(),
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

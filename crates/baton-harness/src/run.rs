@@ -11,150 +11,20 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton_agent::cli_session::CliBackend;
-use baton_agent::client::ModelClient;
-use baton_agent::pricing::PriceTable;
-use baton_agent::session::{AgentError, Observer};
+use baton_agent::session::AgentError;
 use baton_agent::transcript::now_ms;
-use baton_config::Config;
 use baton_records::FeatureList;
-use baton_tools::{ToolGate, Toolbox};
-use tokio_util::sync::CancellationToken;
 
 use crate::block::BlockTool;
 use crate::boundary::Snapshot;
-use crate::checks::{Checker, Sweep, Sweeper};
 use crate::error::HarnessError;
-use crate::files::Files;
 pub(crate) use crate::limits::RunLimits;
+pub use crate::limits::{RunEnd, RunOptions};
+pub use crate::runner::{Backend, Reporter, Runner, RunnerParts};
 use crate::{git, queue};
 use baton_records::human::features;
-use baton_records::{CheckRun, SessionKind, SessionOutcome, SessionRecord, State};
 use baton_records::{LedgerEntry, LedgerKind};
-
-/// Limits given on the command line; `None` falls back to `baton.toml`.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// Sessions in this run.
-    pub max_sessions: Option<u32>,
-    /// Spend in USD for the project.
-    pub budget_usd: Option<f64>,
-    /// Wall-clock hours of this run.
-    pub max_hours: Option<f64>,
-    /// Pause between sessions.
-    pub pause: Option<Duration>,
-    /// Number sessions from this one up (a parallel run keeps the project's
-    /// numbering across its agents' working copies).
-    pub first_number: Option<u32>,
-    /// The agent (1-based) of a parallel run whose working copy this is.
-    pub agent: Option<u32>,
-    /// No regression sweep before a coding session, nor before "complete": a
-    /// parallel run's working copy starts from the main branch's tip, which was
-    /// swept when it was merged, and the coordinator sweeps the main branch before
-    /// the run says complete.
-    pub skip_sweep: bool,
-}
-
-/// Why a run ended without an error.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunEnd {
-    /// Every feature passes.
-    Complete,
-    /// Every feature passes but these (1-based), which an agent declared blocked.
-    CompleteExceptBlocked(Vec<usize>),
-    /// A limit was reached (which one).
-    Limit(String),
-    /// Sessions in a row without a newly passing feature.
-    Stalled(u32),
-    /// Stopped by Ctrl-C.
-    Interrupted,
-}
-
-impl RunEnd {
-    /// The exit code of `baton run`.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            Self::Complete => 0,
-            Self::CompleteExceptBlocked(_) => 4,
-            Self::Limit(_) => 2,
-            Self::Stalled(_) => 3,
-            Self::Interrupted => 130,
-        }
-    }
-}
-
-/// Told about the run's progress, for the terminal.
-pub trait Reporter: Send + Sync {
-    /// One line for people.
-    fn line(&self, text: &str);
-    /// A session is starting (its `line` is also sent).
-    fn session_start(&self, _number: u32, _kind: SessionKind) {}
-    /// A session was recorded, gates included; `passing` of `total` features pass now.
-    fn session_end(&self, _record: &SessionRecord, _passing: usize, _total: usize) {}
-    /// In a parallel run: what agent `agent` is doing now, in a few words (its
-    /// feature, turn, tokens, the tool it runs).
-    fn agent_status(&self, _agent: u32, _status: &str) {}
-    /// In a parallel run: agent `agent`'s session waits out a quota until its reset
-    /// (a run of one tells its session's observer instead).
-    fn agent_waits(&self, _agent: u32, _notice: &baton_agent::client::RetryNotice) {}
-}
-
-/// What runs the sessions.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one value per run, never copied around"
-)]
-pub enum Backend<'a> {
-    /// baton's own agent loop, with this model client.
-    Loop(&'a ModelClient),
-    /// An agent CLI (provider `claude-code` or `codex`); baton's rules apply through
-    /// its hook.
-    Cli(CliBackend),
-}
-
-impl<'a> Backend<'a> {
-    /// The one place the backend is chosen: the agent CLI when the provider is
-    /// one (`cli`), else baton's own loop with `client`.
-    pub fn choose(
-        cli: Option<CliBackend>,
-        client: Option<&'a ModelClient>,
-    ) -> Result<Self, HarnessError> {
-        match (cli, client) {
-            (Some(cli), _) => Ok(Backend::Cli(cli)),
-            (None, Some(c)) => Ok(Backend::Loop(c)),
-            (None, None) => Err(HarnessError::Input(
-                "neither a model client nor an agent CLI to run sessions with".into(),
-            )),
-        }
-    }
-}
-
-/// One `baton run` over a project.
-pub struct Runner<'a> {
-    /// Project files.
-    pub files: Files,
-    /// Settings.
-    pub cfg: Config,
-    /// What runs the sessions.
-    pub backend: Backend<'a>,
-    /// Prices.
-    pub prices: &'a PriceTable,
-    /// The command policy, behind the feature-list guard.
-    pub policy: &'a dyn ToolGate,
-    /// Live view of sessions.
-    pub observer: &'a dyn Observer,
-    /// Run-level lines.
-    pub reporter: &'a dyn Reporter,
-    /// The tools; one process registry for the run, so dev servers live across sessions.
-    pub tools: Toolbox,
-    /// Cancelled on the first Ctrl-C: finish the current tool call, then stop.
-    pub stop: CancellationToken,
-    /// Command-line limits.
-    pub opts: RunOptions,
-    /// The agent's commands run under bubblewrap's read-only binds of git's
-    /// guarded files and `baton.toml` ([`Runner::with_kernel_binds`]).
-    pub kernel_binds: bool,
-}
+use baton_records::{SessionKind, SessionOutcome, State};
 
 /// The waits of a run for an agent CLI's usage limit to reset.
 #[derive(Default)]
@@ -163,120 +33,6 @@ struct Waits {
     waited: Duration,
     /// Waits of a limit that named no reset (their delays double).
     probes: u32,
-}
-
-/// What every runner needs; the rest has defaults ([`Runner::new`]).
-pub struct RunnerParts<'a> {
-    /// Project files.
-    pub files: Files,
-    /// Settings.
-    pub cfg: Config,
-    /// What runs the sessions ([`Backend::choose`]).
-    pub backend: Backend<'a>,
-    /// Prices.
-    pub prices: &'a PriceTable,
-    /// The command policy.
-    pub policy: &'a dyn ToolGate,
-    /// The tools.
-    pub tools: Toolbox,
-    /// Run-level lines.
-    pub reporter: &'a dyn Reporter,
-}
-
-impl<'a> Runner<'a> {
-    /// A runner of `parts`, observed by nobody, stopped by nothing, with the
-    /// limits of `baton.toml`; the `with_` methods change those.
-    pub fn new(parts: RunnerParts<'a>) -> Self {
-        Self {
-            files: parts.files,
-            cfg: parts.cfg,
-            backend: parts.backend,
-            prices: parts.prices,
-            policy: parts.policy,
-            observer: &baton_agent::session::Quiet,
-            reporter: parts.reporter,
-            tools: parts.tools,
-            stop: CancellationToken::new(),
-            opts: RunOptions::default(),
-            kernel_binds: false,
-        }
-    }
-
-    /// Whether the agent's commands run under bubblewrap's read-only binds
-    /// (`SandboxLauncher::bubblewrap`; default no): recorded in the snapshot a
-    /// run saves, so that after a crash a changed `baton.toml` is known to be the
-    /// user's edit only where nothing the agent ran could write it
-    /// ([`crate::boundary::ConfigVerdict`]).
-    #[must_use]
-    pub fn with_kernel_binds(mut self, binds: bool) -> Self {
-        self.kernel_binds = binds;
-        self
-    }
-
-    /// Sessions shown to `observer` as they go.
-    #[must_use]
-    pub fn with_observer(mut self, observer: &'a dyn Observer) -> Self {
-        self.observer = observer;
-        self
-    }
-
-    /// Stopped (after the current tool call) when `stop` is cancelled.
-    #[must_use]
-    pub fn with_stop(mut self, stop: CancellationToken) -> Self {
-        self.stop = stop;
-        self
-    }
-
-    /// The command line's limits and options.
-    #[must_use]
-    pub fn with_opts(mut self, opts: RunOptions) -> Self {
-        self.opts = opts;
-        self
-    }
-}
-
-impl Runner<'_> {
-    /// The checker for verify commands, through the run's tools and policy.
-    pub(crate) fn checker(&self) -> Checker<'_> {
-        Checker::for_project(&self.tools, self.policy, &self.cfg, &self.files.dir)
-    }
-
-    /// The regression sweep before session `number` ([`Sweeper::sweep`]):
-    /// time-boxed by `sweep_secs`, at most `sweep_checks` checks.
-    pub(crate) async fn sweep(
-        &self,
-        number: u32,
-        accepted: &mut Option<FeatureList>,
-    ) -> Result<Option<CheckRun>, HarnessError> {
-        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
-        self.sweeper(&|l| self.reporter.line(l))
-            .sweep(Sweep::Before(number), accepted, Some(budget))
-            .await
-    }
-
-    /// Before the run says "complete": every passing feature's check, with no
-    /// time box (a regression the time-boxed sweeps have not reached yet is found
-    /// here). `true` when something broke and was set back: not complete.
-    pub(crate) async fn sweep_before_complete(
-        &self,
-        last: u32,
-        accepted: &mut Option<FeatureList>,
-    ) -> Result<bool, HarnessError> {
-        let run = self
-            .sweeper(&|l| self.reporter.line(l))
-            .sweep(Sweep::Complete(last), accepted, None)
-            .await?;
-        Ok(run.is_some_and(|r| !r.failed.is_empty()))
-    }
-
-    fn sweeper<'s>(&'s self, say: &'s (dyn Fn(&str) + Sync)) -> Sweeper<'s> {
-        Sweeper {
-            checker: self.checker(),
-            files: &self.files,
-            most: self.cfg.verify.sweep_checks as usize,
-            say,
-        }
-    }
 }
 
 impl Runner<'_> {
@@ -373,7 +129,7 @@ impl Runner<'_> {
         if limit == 0 || state.stalled < limit {
             return Ok(());
         }
-        let why = queue::acted_since_stall(&self.files, state);
+        let why = crate::tell::acted_since_stall(&self.files, state);
         if let Some(why) = why {
             self.reporter.line(&format!(
                 "the project had stalled ({} coding sessions without a newly passing feature); going on: {why}",

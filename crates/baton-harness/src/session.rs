@@ -2,7 +2,7 @@
 //! record while it runs), run on the backend (baton's own loop or an agent CLI,
 //! within the session's limits), finished (the gates), and put on the record
 //! with what it did to the features (passes forgotten, blocks, attempts, the
-//! stall count). The loop around it is in [`crate::run`].
+//! stall count). The loop around it is in `run.rs`.
 
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use crate::boundary::Snapshot;
 use crate::error::HarnessError;
 use crate::gates::Gates;
 use crate::guard::GateStack;
-use crate::run::{Backend, Runner};
+use crate::runner::{Backend, Runner};
 use crate::summary::{Summary, summarize};
 use crate::{block, brief, git, prompts, queue};
 

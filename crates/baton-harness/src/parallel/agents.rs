@@ -11,7 +11,7 @@ use super::relay::{Note, Relay, Watch};
 use super::{AgentParts, Parallel, agent_env, merge};
 use crate::error::HarnessError;
 use crate::git::{self, git};
-use crate::run::{RunEnd, RunOptions};
+use crate::limits::{RunEnd, RunOptions};
 
 /// An agent of the run.
 pub(super) struct Agent {

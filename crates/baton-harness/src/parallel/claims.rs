@@ -12,7 +12,7 @@ use std::time::Duration;
 use super::remote::{CLAIMS, Remote};
 use crate::error::HarnessError;
 use crate::git::git;
-use crate::run::Reporter;
+use crate::runner::Reporter;
 
 /// Where a run's claims live.
 pub(super) trait Claims {

@@ -36,8 +36,8 @@ use super::remote::Remote;
 use super::{AgentParts, Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git;
+use crate::limits::{RunEnd, RunLimits};
 use crate::queue;
-use crate::run::{RunEnd, RunLimits};
 
 /// The integration of a batch of ended sessions, running in the run's task while
 /// it hands out work.

@@ -48,7 +48,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error::HarnessError;
 use crate::files::Files;
 use crate::git::{self, git};
-use crate::run::{Backend, Reporter, RunEnd, RunLimits, RunOptions, Runner, RunnerParts};
+use crate::limits::{RunEnd, RunLimits, RunOptions};
+use crate::runner::{Backend, Reporter, Runner, RunnerParts};
 
 mod agents;
 mod board;

@@ -1,7 +1,7 @@
 //! What the agents' threads tell the run's reporter: their lines, prefixed with
 //! the agent, and what each agent's session is doing now, for the live view.
 
-use crate::run::Reporter;
+use crate::runner::Reporter;
 
 /// An agent's lines, prefixed with it, straight to the run's reporter (from the
 /// coordinator's own task).

@@ -15,7 +15,7 @@ use baton_records::{SessionKind, State};
 use super::{Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git::{self, git, git_network};
-use crate::run::{RunEnd, RunOptions};
+use crate::limits::{RunEnd, RunOptions};
 
 /// The name of the remote baton adds to the project's repository.
 pub const REMOTE: &str = "baton";

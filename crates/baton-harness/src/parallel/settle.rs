@@ -21,8 +21,8 @@ use super::relay::Prefixed;
 use super::remote::Remote;
 use super::{AgentParts, Parallel};
 use crate::error::HarnessError;
+use crate::limits::{RunEnd, RunOptions};
 use crate::queue;
-use crate::run::{RunEnd, RunOptions};
 
 /// A session that ended, on its way to the project's record. Written to
 /// `.baton/settling/<number>.json` until it is settled, since its agent's next

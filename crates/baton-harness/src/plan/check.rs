@@ -8,7 +8,7 @@ use baton_records::{Feature, FeatureList, LedgerEntry, LedgerKind, SessionRecord
 use super::{MIN_SPEC_LINES, Planned, first_line};
 use crate::error::{HarnessError, io};
 use crate::git;
-use crate::run::Runner;
+use crate::runner::Runner;
 
 impl Runner<'_> {
     /// A planner that writes a spec from an idea writes the spec alone: a feature

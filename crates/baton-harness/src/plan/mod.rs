@@ -18,7 +18,7 @@ use crate::error::{HarnessError, io};
 use crate::git;
 use crate::guard::GateStack;
 use crate::prompts;
-use crate::run::Runner;
+use crate::runner::Runner;
 use crate::session::Agent;
 use crate::summary::{Summary, summarize};
 
