@@ -33,7 +33,8 @@ impl Provider {
             "openai" => Ok(Self::OpenAi),
             "openai-responses" => Ok(Self::OpenAiResponses),
             other => Err(ModelError::Config(format!(
-                "unknown provider {other:?}; expected \"anthropic\", \"openai\", \"openai-responses\", \"claude-code\" or \"codex\""
+                "unknown provider {other:?}; expected {}",
+                baton_config::providers_named()
             ))),
         }
     }

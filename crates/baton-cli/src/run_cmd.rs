@@ -22,15 +22,6 @@ use crate::setup::client_config;
 /// Where a run records the process groups its tools start, relative to the project.
 const PROCESSES_FILE: &str = baton_records::layout::PROCESSES;
 
-/// The providers `--provider` takes.
-const PROVIDERS: [&str; 5] = [
-    "anthropic",
-    "openai",
-    "openai-responses",
-    "claude-code",
-    "codex",
-];
-
 /// The model sessions use and how a run shows: `baton run`'s flags, shared with
 /// `baton plan` and `baton new --idea`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -39,7 +30,7 @@ pub struct ModelFlags {
     /// OpenAI Responses API), claude-code (an installed Claude Code CLI) or codex (an
     /// installed Codex CLI). A name not among them is refused before anything is
     /// created or run.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(PROVIDERS))]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(baton_config::PROVIDERS))]
     pub provider: Option<String>,
     /// Model name.
     #[arg(long)]

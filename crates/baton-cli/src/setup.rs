@@ -256,10 +256,13 @@ pub fn cli_backend(
         env(profile.program_var).map_or_else(|| PathBuf::from(profile.program), PathBuf::from);
     let (cli, program) = match kind {
         cli_session::CliKind::Codex => (
-            cli_session::Cli::Codex(codex_link(&project, secrets)?),
+            std::sync::Arc::new(codex_link(&project, secrets)?) as cli_session::Cli,
             installed(program, profile.install)?,
         ),
-        cli_session::CliKind::ClaudeCode => (cli_session::Cli::ClaudeCode, program),
+        cli_session::CliKind::ClaudeCode => (
+            std::sync::Arc::new(cli_session::ClaudeCode) as cli_session::Cli,
+            program,
+        ),
     };
     if let Some(l) = launcher {
         keep_alive.push(std::sync::Arc::new(l));
@@ -327,18 +330,10 @@ fn inside_the_sandbox(specs: &mut [baton_mcp::ServerSpec], dir: &Path) -> anyhow
 /// when a command starts (docs/cli-backends.md says the same).
 pub fn cli_caveats(b: &CliBackend) -> Vec<&'static str> {
     let mut said = Vec::new();
-    if let cli_session::Cli::Codex(_) = b.cli {
-        said.push(
-            "note: with codex, an apply_patch of the feature list is checked after the session (the gates undo what it may not change), not refused on the spot",
-        );
-        said.push(
-            "note: with codex, a session's tokens are counted at its end (what baton's key proxy saw the provider report), so cost and the budget move then",
-        );
-        if b.command_sandbox.is_none() {
-            said.push(
-                "warning: codex runs without baton's sandbox ([sandbox] is off, or the kernel lacks Landlock): only baton's hook judges its edits and commands, and it holds the key proxy's token",
-            );
-        }
+    let profile = b.cli.kind().profile();
+    said.extend(profile.caveats);
+    if profile.inside_sandbox && b.command_sandbox.is_none() {
+        said.push(profile.unsandboxed);
     }
     said
 }

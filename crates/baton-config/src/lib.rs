@@ -21,6 +21,26 @@ pub use mcp::*;
 pub use policy::*;
 pub use verify::*;
 
+/// Every `[agent] provider` (and `--provider`) baton knows: its own loop's wires,
+/// then the agent CLIs it drives (each named by its profile in `baton-agent`,
+/// whose test checks that every one is here).
+pub const PROVIDERS: [&str; 5] = [
+    "anthropic",
+    "openai",
+    "openai-responses",
+    "claude-code",
+    "codex",
+];
+
+/// [`PROVIDERS`] as an error names them: `"anthropic", …, "claude-code" or "codex"`.
+pub fn providers_named() -> String {
+    let quoted: Vec<String> = PROVIDERS.iter().map(|n| format!("{n:?}")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
+}
+
 /// File name of the project configuration inside a project directory.
 pub const CONFIG_FILE: &str = "baton.toml";
 
@@ -474,17 +494,11 @@ impl Config {
         };
         self.notify.validate(path)?;
         if let Some(p) = &self.agent.provider
-            && p != "anthropic"
-            && p != "openai"
-            && p != "openai-responses"
-            && p != "claude-code"
-            && p != "codex"
+            && !PROVIDERS.contains(&p.as_str())
         {
             return Err(invalid(
                 "agent.provider",
-                &format!(
-                    "unknown provider {p:?}; expected \"anthropic\", \"openai\", \"openai-responses\", \"claude-code\" or \"codex\""
-                ),
+                &format!("unknown provider {p:?}; expected {}", providers_named()),
             ));
         }
         if self.agent.max_turns == 0 {

@@ -246,9 +246,8 @@ impl Runner<'_> {
                         .command_sandbox
                         .as_deref()
                         .map(|s| read_only_spec(s, home));
-                    if let (baton_agent::cli_session::Cli::Codex(c), Some(h)) = (&mut cli.cli, home)
-                    {
-                        c.homes = h.join(".baton-codex");
+                    if let Some(h) = home {
+                        cli.cli = cli.cli.in_home(h);
                     }
                 }
                 let ended = cli

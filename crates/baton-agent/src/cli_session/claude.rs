@@ -14,11 +14,12 @@
 //! table, each tool result a `tool_result` (a hook refusal marked `refused`), and the
 //! CLI's final `result` the `session_end` with its outcome, usage and total cost.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{CliSession, Progress, Start, io_err, reset_of, result_text, tail};
+use super::{AgentCli, CliKind, CliSession, Progress, Start, io_err, reset_of, result_text, tail};
 use crate::model::{Block, Usage};
 use crate::session::{AgentError, Outcome};
 use crate::transcript::Transcript;
@@ -53,26 +54,45 @@ pub const LAUNCHER_LOG: &str = "sandbox-shell.log";
 /// Where the per-session files for the CLI live, inside the project.
 const CLI_DIR: &str = baton_records::layout::CLAUDE_CODE;
 
-impl CliSession<'_> {
+/// Claude Code: it holds the user's key and runs outside baton's sandbox; its
+/// shell commands go through baton's sandbox shell, its tool calls through
+/// baton's hook.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaudeCode;
+
+impl AgentCli for ClaudeCode {
+    fn kind(&self) -> CliKind {
+        CliKind::ClaudeCode
+    }
+
+    fn counts_turns(&self) -> bool {
+        false // `--max-turns`
+    }
+
+    fn in_home(&self, _home: &Path) -> Arc<dyn AgentCli> {
+        Arc::new(*self) // It keeps nothing of a session's in HOME.
+    }
+
     /// Write the session's settings and say how to start Claude Code.
-    pub(super) fn claude_command(
+    fn start(
         &self,
+        s: &CliSession<'_>,
         n: u32,
         system: &str,
         prompt: &str,
     ) -> Result<Start, AgentError> {
-        let dir = self.project_dir.join(CLI_DIR);
+        let dir = s.project_dir.join(CLI_DIR);
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let settings = dir.join(format!("{n:04}-settings.json"));
         let hooks = json!({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
-            {"type": "command", "command": self.hook_command}
+            {"type": "command", "command": s.hook_command}
         ]}]}});
         std::fs::write(&settings, hooks.to_string()).map_err(io_err(&settings))?;
-        let mut cmd = tokio::process::Command::new(&self.program);
-        cmd.current_dir(&self.project_dir)
+        let mut cmd = tokio::process::Command::new(&s.program);
+        cmd.current_dir(&s.project_dir)
             .args(["-p", "--output-format", "stream-json", "--verbose"])
-            .args(["--model", &self.model])
-            .args(["--max-turns", &self.limits.max_turns.to_string()])
+            .args(["--model", &s.model])
+            .args(["--max-turns", &s.limits.max_turns.to_string()])
             .arg("--settings")
             .arg(&settings)
             // Only the user's settings besides baton's: the project's .claude/ files are
@@ -80,7 +100,7 @@ impl CliSession<'_> {
             // or the hooks; likewise only baton's MCP servers, not a project .mcp.json.
             .args(["--setting-sources", "user", "--strict-mcp-config"])
             .args(["--append-system-prompt", system]);
-        if let Some(mcp) = &self.mcp_config {
+        if let Some(mcp) = &s.mcp_config {
             let path = dir.join(format!("{n:04}-mcp.json"));
             std::fs::write(&path, mcp.to_string()).map_err(io_err(&path))?;
             // The servers' tools offered as they are, not deferred behind the CLI's
@@ -91,29 +111,31 @@ impl CliSession<'_> {
         }
         cmd.arg("--")
             .arg(prompt)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(s.env.iter().map(|(k, v)| (k, v)))
             .env_remove(SHELL_PREFIX_VAR)
             .env_remove(SANDBOX_SPEC_VAR);
-        if let Some(spec) = &self.command_sandbox {
-            cmd.env(SHELL_PREFIX_VAR, self.sandbox_shell_link()?)
+        if let Some(spec) = &s.command_sandbox {
+            cmd.env(SHELL_PREFIX_VAR, s.sandbox_shell_link()?)
                 .env(SANDBOX_SPEC_VAR, spec);
         }
         Ok(Start {
             cmd,
             stdin: None,
             scratch: None,
+            grant: None,
         })
     }
 
     /// How the session ended, from the CLI's `result` event.
-    pub(super) fn claude_outcome(
+    fn outcome(
         &self,
+        s: &CliSession<'_>,
         p: &Progress,
         status: &str,
         stderr: &str,
     ) -> Result<Outcome, AgentError> {
         let Some(r) = &p.result else {
-            return Err(self.cli_err(format!(
+            return Err(s.cli_err(format!(
                 "it ended ({status}) without a result: {}",
                 tail(stderr)
             )));
@@ -122,7 +144,7 @@ impl CliSession<'_> {
             "success" if r["is_error"] != json!(true) => Ok(Outcome::Completed),
             "error_max_turns" => Ok(Outcome::MaxTurns),
             _ if usage_limited(r) => Err(AgentError::UsageLimit {
-                program: self.program.display().to_string(),
+                program: s.program.display().to_string(),
                 message: r["result"].as_str().unwrap_or("rate limited").to_string(),
                 reset_in: r["result"].as_str().and_then(reset_of),
             }),
@@ -136,7 +158,7 @@ impl CliSession<'_> {
                     "success" => "error".to_string(),
                     o => o.replace('_', " "),
                 };
-                Err(self.cli_err(format!(
+                Err(s.cli_err(format!(
                     "the CLI reported an {kind}: {said} {}",
                     tail(stderr)
                 )))
@@ -145,8 +167,9 @@ impl CliSession<'_> {
     }
 
     /// One event of Claude Code's stream.
-    pub(super) fn claude_event(
+    fn event(
         &self,
+        s: &CliSession<'_>,
         transcript: &mut Transcript,
         p: &mut Progress,
         v: Value,
@@ -160,7 +183,7 @@ impl CliSession<'_> {
                 let msg = &v["message"];
                 let id = msg["id"].as_str().unwrap_or_default().to_string();
                 if p.pending.as_ref().is_some_and(|(pid, _, _)| *pid != id) {
-                    self.flush(transcript, p)?;
+                    s.flush(transcript, p)?;
                 }
                 let blocks = msg["content"]
                     .as_array()
@@ -176,7 +199,7 @@ impl CliSession<'_> {
                 }
             }
             "user" => {
-                self.flush(transcript, p)?;
+                s.flush(transcript, p)?;
                 let content = v["message"]["content"].as_array().cloned();
                 for b in content.unwrap_or_default() {
                     if b["type"] != "tool_result" {
@@ -197,7 +220,7 @@ impl CliSession<'_> {
                         is_error,
                         images,
                     };
-                    self.tool_output(transcript, p, id, out, refused)?;
+                    s.tool_output(transcript, p, id, out, refused)?;
                 }
             }
             // baton's hook gave no usable answer (it failed to start, or timed out):
@@ -208,13 +231,13 @@ impl CliSession<'_> {
                 let why = if nv["timed_out"] == json!(true) {
                     "it timed out".to_string()
                 } else {
-                    self.launcher_failure()
+                    s.launcher_failure()
                         .map_or("it failed".to_string(), |l| format!("it failed: {l}"))
                 };
                 p.no_verdict.insert(id, why);
             }
             "result" => {
-                self.flush(transcript, p)?;
+                s.flush(transcript, p)?;
                 if let Some(t) = v["result"].as_str() {
                     p.final_text = t.to_string();
                 }
@@ -320,7 +343,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let prices = crate::pricing::PriceTable::new(&Default::default());
         let backend = super::super::CliBackend {
-            cli: super::super::Cli::ClaudeCode,
+            cli: std::sync::Arc::new(super::ClaudeCode),
             program: "claude".into(),
             model: "m".into(),
             baton_exe: "baton".into(),
@@ -343,7 +366,8 @@ mod tests {
             r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"Claude requested permissions to write to /tmp/x/a.txt, but you haven't granted it yet.","is_error":true,"tool_use_id":"toolu_001_0"}]},"parent_tool_use_id":null}"#,
         ];
         for l in lines {
-            s.claude_event(&mut t, &mut p, serde_json::from_str(l).unwrap())
+            ClaudeCode
+                .event(&s, &mut t, &mut p, serde_json::from_str(l).unwrap())
                 .unwrap();
         }
         let records = crate::transcript::read(t.path()).unwrap();

@@ -30,15 +30,16 @@
 //! proxy saw no answer report any (Codex gives none per turn). Codex has no turn
 //! limit of its own: baton counts the calls and stops it past `max_turns`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::{
-    CliSession, Progress, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, Start, io_err, shell_quote, tail,
+    AgentCli, CliKind, CliSession, Progress, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, Start, io_err,
+    shell_quote, tail,
 };
-use crate::key_proxy::{Grant, KeyProxy};
+use crate::key_proxy::KeyProxy;
 use crate::model::{Block, Usage};
 use crate::session::{AgentError, Outcome};
 use crate::transcript::Transcript;
@@ -67,17 +68,33 @@ fn toml_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
 }
 
-impl CliSession<'_> {
+impl AgentCli for Codex {
+    fn kind(&self) -> CliKind {
+        CliKind::Codex
+    }
+
+    fn counts_turns(&self) -> bool {
+        true // `codex exec` has no turn limit of its own.
+    }
+
+    fn in_home(&self, home: &Path) -> Arc<dyn AgentCli> {
+        Arc::new(Codex {
+            proxy: self.proxy.clone(),
+            homes: home.join(".baton-codex"),
+        })
+    }
+
     /// Make the session's Codex home and say how to start Codex in the sandbox.
-    pub(super) fn codex_command(
+    fn start(
         &self,
-        c: &Codex,
-        grant: &Grant,
+        s: &CliSession<'_>,
         n: u32,
         system: &str,
         prompt: &str,
     ) -> Result<Start, AgentError> {
-        let home = c.homes.join(format!("{n:04}"));
+        // The session's own token, revoked when the grant drops at its end.
+        let grant = self.proxy.grant_limited(s.limits.max_tokens);
+        let home = self.homes.join(format!("{n:04}"));
         // In the agent's private home, which its commands can write: made and
         // removed beneath that home, never through a link planted there.
         let scratch = super::Scratch::of(&home);
@@ -97,14 +114,14 @@ impl CliSession<'_> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        args.extend(["-C".into(), self.project_dir.display().to_string()]);
-        args.extend(["-m".into(), self.model.clone()]);
+        args.extend(["-C".into(), s.project_dir.display().to_string()]);
+        args.extend(["-m".into(), s.model.clone()]);
         let provider = [
             "model_provider=\"baton\"".to_string(),
             "model_providers.baton.name=\"baton\"".to_string(),
             format!(
                 "model_providers.baton.base_url={}",
-                toml_str(&c.proxy.base_url())
+                toml_str(&self.proxy.base_url())
             ),
             "model_providers.baton.wire_api=\"responses\"".to_string(),
             format!("model_providers.baton.env_key=\"{TOKEN_VAR}\""),
@@ -114,14 +131,14 @@ impl CliSession<'_> {
             format!("developer_instructions={}", toml_str(system)),
             format!(
                 "hooks.PreToolUse=[{{matcher=\"*\", hooks=[{{type=\"command\", command={}}}]}}]",
-                toml_str(&self.hook_command)
+                toml_str(&s.hook_command)
             ),
             "web_search=\"disabled\"".to_string(),
         ];
         for kv in provider {
             args.extend(["-c".into(), kv]);
         }
-        if let Some(servers) = self
+        if let Some(servers) = s
             .mcp_config
             .as_ref()
             .and_then(|m| m["mcpServers"].as_object())
@@ -135,46 +152,46 @@ impl CliSession<'_> {
         }
         // The prompt comes on stdin.
         args.push("-".into());
-        let mut cmd = match &self.command_sandbox {
+        let mut cmd = match &s.command_sandbox {
             Some(spec) => {
-                let mut script =
-                    format!("exec {}", shell_quote(&self.program.display().to_string()));
+                let mut script = format!("exec {}", shell_quote(&s.program.display().to_string()));
                 for a in &args {
                     script.push(' ');
                     script.push_str(&shell_quote(a));
                 }
-                let mut cmd = tokio::process::Command::new(&self.baton_exe);
+                let mut cmd = tokio::process::Command::new(&s.baton_exe);
                 cmd.arg(SANDBOX_SHELL_FLAG)
                     .arg(script)
                     .env(SANDBOX_SPEC_VAR, spec);
                 cmd
             }
             None => {
-                let mut cmd = tokio::process::Command::new(&self.program);
+                let mut cmd = tokio::process::Command::new(&s.program);
                 cmd.args(&args).env_remove(SANDBOX_SPEC_VAR);
                 cmd
             }
         };
-        cmd.current_dir(&self.project_dir)
+        cmd.current_dir(&s.project_dir)
             .env("CODEX_HOME", &home)
             .env(TOKEN_VAR, grant.token());
         Ok(Start {
             cmd,
             stdin: Some(prompt.to_string()),
             scratch: Some(scratch),
+            grant: Some(grant),
         })
     }
 
     /// How the session ended, from Codex's last turn event.
-    pub(super) fn codex_outcome(
+    fn outcome(
         &self,
-        c: &Codex,
+        s: &CliSession<'_>,
         p: &Progress,
         status: &str,
         stderr: &str,
     ) -> Result<Outcome, AgentError> {
         let Some(r) = &p.result else {
-            return Err(self.cli_err(format!(
+            return Err(s.cli_err(format!(
                 "it ended ({status}) without finishing its turn: {}",
                 tail(stderr)
             )));
@@ -189,17 +206,18 @@ impl CliSession<'_> {
             .to_string();
         if usage_limited(&said) {
             return Err(AgentError::UsageLimit {
-                program: self.program.display().to_string(),
+                program: s.program.display().to_string(),
                 message: said,
-                reset_in: c.proxy.limit_reset(),
+                reset_in: self.proxy.limit_reset(),
             });
         }
-        Err(self.cli_err(format!("Codex reported an error: {said} {}", tail(stderr))))
+        Err(s.cli_err(format!("Codex reported an error: {said} {}", tail(stderr))))
     }
 
     /// One event of Codex's `--json` stream.
-    pub(super) fn codex_event(
+    fn event(
         &self,
+        s: &CliSession<'_>,
         transcript: &mut Transcript,
         p: &mut Progress,
         v: Value,
@@ -212,12 +230,12 @@ impl CliSession<'_> {
         ) {
             ("item.started", Some("command_execution")) => {
                 let input = json!({"command": item["command"]});
-                self.call(transcript, p, id, "Bash".into(), input)?;
+                s.call(transcript, p, id, "Bash".into(), input)?;
             }
             ("item.completed", Some("command_execution")) => {
                 if !p.calls.contains_key(&id) {
                     let input = json!({"command": item["command"]});
-                    self.call(transcript, p, id.clone(), "Bash".into(), input)?;
+                    s.call(transcript, p, id.clone(), "Bash".into(), input)?;
                 }
                 let text = item["aggregated_output"]
                     .as_str()
@@ -225,18 +243,18 @@ impl CliSession<'_> {
                     .to_string();
                 let failed = item["exit_code"].as_i64().is_some_and(|c| c != 0)
                     || item["status"] == "failed";
-                self.tool_result(transcript, p, id, text, failed, false)?;
+                s.tool_result(transcript, p, id, text, failed, false)?;
             }
             ("item.completed", Some("file_change")) => {
                 let input = json!({"changes": item["changes"]});
-                self.call(transcript, p, id.clone(), "apply_patch".into(), input)?;
+                s.call(transcript, p, id.clone(), "apply_patch".into(), input)?;
                 let failed = item["status"] == "failed";
                 let text = if failed {
                     "the patch failed"
                 } else {
                     "patch applied"
                 };
-                self.tool_result(transcript, p, id, text.to_string(), failed, false)?;
+                s.tool_result(transcript, p, id, text.to_string(), failed, false)?;
             }
             ("item.completed", Some("mcp_tool_call")) => {
                 let name = format!(
@@ -244,7 +262,7 @@ impl CliSession<'_> {
                     item["server"].as_str().unwrap_or_default(),
                     item["tool"].as_str().unwrap_or_default()
                 );
-                self.call(transcript, p, id.clone(), name, item["arguments"].clone())?;
+                s.call(transcript, p, id.clone(), name, item["arguments"].clone())?;
                 let failed = item["status"] == "failed" || !item["error"].is_null();
                 let text = if failed {
                     item["error"].to_string()
@@ -256,15 +274,15 @@ impl CliSession<'_> {
                     is_error: failed,
                     images: super::images_of(&item["result"]["content"]),
                 };
-                self.tool_output(transcript, p, id, out, false)?;
+                s.tool_output(transcript, p, id, out, false)?;
             }
             ("item.completed", Some("agent_message")) => {
                 let text = item["text"].as_str().unwrap_or_default().to_string();
-                self.turn(transcript, p, vec![Block::Text { text }])?;
+                s.turn(transcript, p, vec![Block::Text { text }])?;
             }
             ("turn.completed", _) => {
                 let usage = usage_of(&v["usage"]);
-                p.totals = Some((usage, Some(self.prices.cost(&self.model, &usage))));
+                p.totals = Some((usage, Some(s.prices.cost(&s.model, &usage))));
                 p.result = Some(v);
             }
             ("turn.failed", _) | ("error", _)
@@ -277,30 +295,10 @@ impl CliSession<'_> {
         Ok(())
     }
 
-    /// The session's usage and cost as the key proxy saw the provider report them
-    /// for its grant; `None` when no answer reported any (Codex's own count stands).
-    pub(super) fn codex_metered(&self, grant: &Grant) -> Option<(Usage, Option<f64>)> {
-        let m = grant.metered();
-        if m.by_model.is_empty() {
-            return None;
-        }
-        let cost = m
-            .by_model
-            .iter()
-            .map(|(model, u)| {
-                // An answer that named no model, or one without a price, is priced
-                // as the session's model.
-                let priced = self.prices.lookup(model).is_some();
-                self.prices
-                    .cost(if priced { model } else { &self.model }, u)
-            })
-            .sum();
-        Some((m.total(), Some(cost)))
-    }
-
     /// One line of Codex's stderr: a call its hook refused becomes a refused turn.
-    pub(super) fn codex_stderr(
+    fn stderr_line(
         &self,
+        s: &CliSession<'_>,
         transcript: &mut Transcript,
         p: &mut Progress,
         line: &str,
@@ -311,8 +309,8 @@ impl CliSession<'_> {
         let (reason, command) = rest.rsplit_once(". Command: ").unwrap_or((rest, ""));
         let id = format!("refused-{}", p.turns + 1);
         let input = json!({"command": command});
-        self.call(transcript, p, id.clone(), "Bash".into(), input)?;
-        self.tool_result(transcript, p, id, reason.to_string(), true, true)
+        s.call(transcript, p, id.clone(), "Bash".into(), input)?;
+        s.tool_result(transcript, p, id, reason.to_string(), true, true)
     }
 }
 

@@ -2,9 +2,10 @@
 //! baton's transcript. What every CLI shares lives here: starting it in its own
 //! process group, following its JSON event stream (and its stderr) line by line,
 //! the turn and wall-time limits, stopping it and the commands it started, and
-//! recording turns and tool results. Each CLI is one module that says how to start
-//! it and what its lines mean ([`claude`], [`codex`]); `docs/cli-backends.md` says
-//! what a third one needs.
+//! recording turns and tool results. Each CLI is one module implementing
+//! [`AgentCli`] (how to start it, what its lines mean, how it ended: [`claude`],
+//! [`codex`]) and one [`CliKind`] with its [`CliProfile`]; `docs/cli-backends.md`
+//! says what a third one needs.
 //!
 //! baton's rules reach inside a CLI through its `PreToolUse` hook (both CLIs speak
 //! the same hook JSON): the hook's command line is `baton hook pre-tool-use …`,
@@ -17,6 +18,7 @@ mod profile;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton_tools::{ProcessRegistry, ToolOutput};
@@ -30,35 +32,80 @@ use crate::pricing::PriceTable;
 use crate::session::{AgentError, Limits, Observer, Outcome, SessionResult};
 use crate::transcript::{Event, Transcript, TranscriptError};
 
+pub use claude::ClaudeCode;
 pub use claude::{
     LAUNCHER_LOG, PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SHELL_NAME, SANDBOX_SPEC_VAR,
     SHELL_PREFIX_VAR,
 };
+pub use codex::Codex;
 pub use profile::{CliKind, CliProfile};
 
-/// Which agent CLI, with what that CLI needs besides the shared parts.
-#[derive(Debug, Clone)]
-pub enum Cli {
-    /// Claude Code (`claude -p --output-format stream-json`).
-    ClaudeCode,
-    /// Codex (`codex exec --json`), run whole inside baton's sandbox.
-    Codex(codex::Codex),
-}
+/// One agent CLI: how a session of it starts, what the lines of its stream mean
+/// and how it ended. What every CLI shares (its process, the limits, stopping it,
+/// the transcript) is [`CliSession`]'s; a third CLI is one module implementing
+/// this and one [`CliKind`] (`docs/cli-backends.md`).
+pub trait AgentCli: std::fmt::Debug + Send + Sync {
+    /// Which CLI (its [`CliProfile`]: provider name, program, keys, whether it
+    /// runs inside the sandbox).
+    fn kind(&self) -> CliKind;
 
-impl Cli {
-    /// Which CLI this is.
-    pub fn kind(&self) -> CliKind {
-        match self {
-            Cli::ClaudeCode => CliKind::ClaudeCode,
-            Cli::Codex(_) => CliKind::Codex,
-        }
+    /// Whether baton counts its turns and stops it past `max_turns`, for a CLI
+    /// with no turn limit of its own.
+    fn counts_turns(&self) -> bool;
+
+    /// The same CLI for sessions whose `HOME` is `home` (the verifier's fresh
+    /// one), where it keeps what it keeps of a session's.
+    fn in_home(&self, home: &Path) -> Arc<dyn AgentCli>;
+
+    /// How to start session `n`: its command (told the hook, the model, the MCP
+    /// servers and the sandbox), its input, and its grant of the key proxy when it
+    /// reaches the model through baton's.
+    fn start(
+        &self,
+        s: &CliSession<'_>,
+        n: u32,
+        system: &str,
+        prompt: &str,
+    ) -> Result<Start, AgentError>;
+
+    /// One event of its JSON stream, recorded in `transcript`.
+    fn event(
+        &self,
+        s: &CliSession<'_>,
+        transcript: &mut Transcript,
+        p: &mut Progress,
+        v: Value,
+    ) -> Result<(), AgentError>;
+
+    /// One line of its stderr (where a CLI may say which calls its hook refused).
+    fn stderr_line(
+        &self,
+        _s: &CliSession<'_>,
+        _transcript: &mut Transcript,
+        _p: &mut Progress,
+        _line: &str,
+    ) -> Result<(), AgentError> {
+        Ok(())
     }
 
+    /// How the session ended, when nothing cut it short: from its last event, its
+    /// exit status and the end of its stderr.
+    fn outcome(
+        &self,
+        s: &CliSession<'_>,
+        p: &Progress,
+        status: &str,
+        stderr: &str,
+    ) -> Result<Outcome, AgentError>;
+
     /// The provider name in config and transcripts.
-    pub fn provider(&self) -> &'static str {
+    fn provider(&self) -> &'static str {
         self.kind().profile().provider
     }
 }
+
+/// The CLI a backend drives.
+pub type Cli = Arc<dyn AgentCli>;
 
 /// One session through an agent CLI.
 pub struct CliSession<'a> {
@@ -220,7 +267,7 @@ pub fn shell_quote(s: &str) -> String {
 
 /// What the stream has told so far.
 #[derive(Default)]
-struct Progress {
+pub struct Progress {
     turns: u32,
     /// The assistant message being assembled: (id, blocks, usage).
     pending: Option<(String, Vec<Block>, Usage)>,
@@ -242,12 +289,16 @@ struct Progress {
 }
 
 /// How one CLI is started and read.
-struct Start {
+pub struct Start {
     cmd: tokio::process::Command,
     /// Written to the CLI's stdin, which is then closed.
     stdin: Option<String>,
     /// What to remove when the session ends (Codex's home for the session).
     scratch: Option<Scratch>,
+    /// The session's grant of baton's key proxy, for a CLI that reaches the model
+    /// through it: revoked when the session ends, and what it metered is the
+    /// session's usage and cost.
+    grant: Option<key_proxy::Grant>,
 }
 
 /// A directory of the session's own inside a tree the agent can write (Codex's
@@ -356,21 +407,15 @@ impl CliSession<'_> {
         p: &mut Progress,
     ) -> Result<Outcome, AgentError> {
         let n = transcript.number();
-        // Codex's token is this session's only: revoked when `grant` drops at the end.
-        let (mut start, grant) = match &self.cli {
-            Cli::ClaudeCode => (self.claude_command(n, system, prompt)?, None),
-            Cli::Codex(c) => {
-                let g = c.proxy.grant_limited(self.limits.max_tokens);
-                (self.codex_command(c, &g, n, system, prompt)?, Some(g))
-            }
-        };
+        let mut start = self.cli.start(self, n, system, prompt)?;
+        let grant = start.grant.take();
         let scratch = start.scratch.take();
         let ended = self.follow(start, transcript, stop, p).await;
         if let Some(dir) = scratch {
             let _ = dir.remove();
         }
         // What the provider said the session's token spent, whoever spent it.
-        if let Some(metered) = grant.as_ref().and_then(|g| self.codex_metered(g)) {
+        if let Some(metered) = grant.as_ref().and_then(|g| self.metered(g)) {
             p.totals = Some(metered);
         }
         let (ended, status, stderr) = ended?;
@@ -381,10 +426,7 @@ impl CliSession<'_> {
         if grant.as_ref().is_some_and(key_proxy::Grant::spent) {
             return Ok(Outcome::TokenLimit);
         }
-        match &self.cli {
-            Cli::ClaudeCode => self.claude_outcome(p, &status, &stderr),
-            Cli::Codex(c) => self.codex_outcome(c, p, &status, &stderr),
-        }
+        self.cli.outcome(self, p, &status, &stderr)
     }
 
     /// Spawn the CLI and read its stdout (events) and stderr (lines) until it ends,
@@ -438,7 +480,7 @@ impl CliSession<'_> {
             .max_duration
             .map(|d| tokio::time::Instant::now() + d);
         let ended = loop {
-            if p.turns > self.limits.max_turns && matches!(self.cli, Cli::Codex(_)) {
+            if p.turns > self.limits.max_turns && self.cli.counts_turns() {
                 break Some(Outcome::MaxTurns);
             }
             tokio::select! {
@@ -480,6 +522,27 @@ impl CliSession<'_> {
         Ok((ended, status, err_text))
     }
 
+    /// The session's usage and cost as the key proxy saw the provider report them
+    /// for its grant; `None` when no answer reported any (the CLI's own count stands).
+    fn metered(&self, grant: &key_proxy::Grant) -> Option<(Usage, Option<f64>)> {
+        let m = grant.metered();
+        if m.by_model.is_empty() {
+            return None;
+        }
+        let cost = m
+            .by_model
+            .iter()
+            .map(|(model, u)| {
+                // An answer that named no model, or one without a price, is priced
+                // as the session's model.
+                let priced = self.prices.lookup(model).is_some();
+                self.prices
+                    .cost(if priced { model } else { &self.model }, u)
+            })
+            .sum();
+        Some((m.total(), Some(cost)))
+    }
+
     fn cli_err(&self, message: String) -> AgentError {
         AgentError::Cli {
             program: self.program.display().to_string(),
@@ -497,10 +560,7 @@ impl CliSession<'_> {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             return Ok(()); // Not an event (the CLI may print other things).
         };
-        match &self.cli {
-            Cli::ClaudeCode => self.claude_event(transcript, p, v),
-            Cli::Codex(_) => self.codex_event(transcript, p, v),
-        }
+        self.cli.event(self, transcript, p, v)
     }
 
     /// One line of the CLI's stderr (Codex says there which calls its hook refused).
@@ -510,10 +570,7 @@ impl CliSession<'_> {
         p: &mut Progress,
         line: &str,
     ) -> Result<(), AgentError> {
-        match &self.cli {
-            Cli::ClaudeCode => Ok(()),
-            Cli::Codex(_) => self.codex_stderr(transcript, p, line),
-        }
+        self.cli.stderr_line(self, transcript, p, line)
     }
 
     /// Record a tool call's result (text only).

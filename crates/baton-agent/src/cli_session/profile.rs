@@ -34,6 +34,11 @@ pub struct CliProfile {
     /// model only through baton's key proxy; otherwise only its shell commands
     /// do, through baton's sandbox shell.
     pub inside_sandbox: bool,
+    /// What it does not give that baton's own loop does, said when a command
+    /// starts (`docs/cli-backends.md` says the same).
+    pub caveats: &'static [&'static str],
+    /// Said when it runs whole inside the sandbox but the sandbox is off.
+    pub unsandboxed: &'static str,
 }
 
 impl CliKind {
@@ -51,6 +56,8 @@ impl CliKind {
                 wire: crate::wire::Provider::Anthropic,
                 keys: &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
                 inside_sandbox: false,
+                caveats: &[],
+                unsandboxed: "",
             },
             CliKind::Codex => CliProfile {
                 provider: codex::PROVIDER,
@@ -60,6 +67,11 @@ impl CliKind {
                 wire: crate::wire::Provider::OpenAiResponses,
                 keys: &[],
                 inside_sandbox: true,
+                caveats: &[
+                    "note: with codex, an apply_patch of the feature list is checked after the session (the gates undo what it may not change), not refused on the spot",
+                    "note: with codex, a session's tokens are counted at its end (what baton's key proxy saw the provider report), so cost and the budget move then",
+                ],
+                unsandboxed: "warning: codex runs without baton's sandbox ([sandbox] is off, or the kernel lacks Landlock): only baton's hook judges its edits and commands, and it holds the key proxy's token",
             },
         }
     }
@@ -83,11 +95,16 @@ mod tests {
             CliKind::ALL.iter().map(|k| k.profile().provider).collect();
         assert_eq!(names.len(), CliKind::ALL.len());
         assert_eq!(CliKind::of_provider("anthropic"), None);
+        // `baton.toml` and `--provider` take each of them.
+        for name in &names {
+            assert!(baton_config::PROVIDERS.contains(name), "{name}");
+        }
         // A CLI that holds no key of the user's reaches its model through the
         // key proxy, so it runs whole inside the sandbox.
         for kind in CliKind::ALL {
             let p = kind.profile();
             assert_eq!(p.keys.is_empty(), p.inside_sandbox, "{kind:?}");
+            assert_eq!(p.unsandboxed.is_empty(), !p.inside_sandbox, "{kind:?}");
         }
     }
 }
