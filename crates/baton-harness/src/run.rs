@@ -26,6 +26,24 @@ use baton_records::human::features;
 use baton_records::{LedgerEntry, LedgerKind};
 use baton_records::{SessionKind, SessionOutcome, State};
 
+/// A run between its sessions.
+struct Going {
+    /// What the agent may not change, as the run found it.
+    snap: Snapshot,
+    /// The record.
+    state: State,
+    /// The list baton goes by, once there is one.
+    accepted: Option<FeatureList>,
+    /// The run's limits.
+    limits: RunLimits,
+    /// When `--max-hours` runs out.
+    deadline: Option<Instant>,
+    /// Its waits for a usage limit's reset.
+    waits: Waits,
+    /// Sessions in this run.
+    this_run: u32,
+}
+
 /// The waits of a run for an agent CLI's usage limit to reset.
 #[derive(Default)]
 struct Waits {
@@ -39,22 +57,7 @@ impl Runner<'_> {
     /// Run sessions until a stop condition. Resumes from `.baton/state.json` and git.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
         // MCP servers (the browser among them) live for the whole run.
-        // (An agent CLI starts them itself.)
-        let specs = match &self.backend {
-            Backend::Loop(_) => baton_mcp::specs_from_config(&self.cfg, &self.files.dir),
-            Backend::Cli(_) => Vec::new(),
-        };
-        let hub = if specs.is_empty() {
-            None
-        } else {
-            let hub = baton_mcp::McpHub::start(specs)
-                .await
-                .map_err(HarnessError::Mcp)?;
-            self.reporter
-                .line(&format!("mcp: started {}", hub.servers().join(", ")));
-            self.tools.attach(hub.clone());
-            Some(hub)
-        };
+        let hub = self.start_mcp().await?;
         // BlockFeature, offered only while a coding session of our own loop runs.
         let block = Arc::new(BlockTool::default());
         if let Backend::Loop(_) = &self.backend {
@@ -64,15 +67,38 @@ impl Runner<'_> {
         if let Some(hub) = hub {
             hub.shutdown().await;
         }
-        // Ended cleanly, with no session left unfinished (an interrupted one is
-        // finished by the next run, which must judge it against this snapshot): the
-        // gates restored what the last session changed, so the saved snapshot has
-        // done its job.
+        self.forget_snapshot(end.is_ok());
+        end
+    }
+
+    /// A run (or its list's making) that ended cleanly, with no session left
+    /// unfinished (an interrupted one is finished by the next run, which must
+    /// judge it against this snapshot): the gates restored what the last session
+    /// changed, so the saved snapshot has done its job.
+    fn forget_snapshot(&self, ok: bool) {
         let unfinished = State::load(&self.files.dir).map_or(true, |s| s.in_progress.is_some());
-        if end.is_ok() && !unfinished {
+        if ok && !unfinished {
             let _ = std::fs::remove_file(crate::boundary::saved_path(&self.files.dir));
         }
-        end
+    }
+
+    /// The MCP servers of `baton.toml` (the browser among them), started and
+    /// offered to baton's own loop (an agent CLI starts them itself).
+    async fn start_mcp(&self) -> Result<Option<Arc<baton_mcp::McpHub>>, HarnessError> {
+        let specs = match &self.backend {
+            Backend::Loop(_) => baton_mcp::specs_from_config(&self.cfg, &self.files.dir),
+            Backend::Cli(_) => Vec::new(),
+        };
+        if specs.is_empty() {
+            return Ok(None);
+        }
+        let hub = baton_mcp::McpHub::start(specs)
+            .await
+            .map_err(HarnessError::Mcp)?;
+        self.reporter
+            .line(&format!("mcp: started {}", hub.servers().join(", ")));
+        self.tools.attach(hub.clone());
+        Ok(Some(hub))
     }
 
     /// The project as a run finds it: its own repository (even inside another
@@ -180,21 +206,61 @@ impl Runner<'_> {
     }
 
     async fn run_sessions(&self, block: &BlockTool) -> Result<RunEnd, HarnessError> {
-        let (snap, mut state, mut accepted) = self.open_project().await?;
+        let mut g = self.going().await?;
+        if let Some(end) = self.make_list_in(&mut g, block).await? {
+            return Ok(end);
+        }
+        self.code(&mut g, block).await
+    }
+
+    /// The first part of a run, alone: the initializer (tried twice) and the
+    /// list-append sessions, until the list baton goes by is made, as a run of
+    /// one makes it. A parallel run's coordinator runs this in the project before
+    /// it hands out any feature. `Some` when the run ends here (a limit, Ctrl-C).
+    pub(crate) async fn make_list(&self) -> Result<Option<RunEnd>, HarnessError> {
+        // The initializer's session has the browser a coding session has.
+        let hub = self.start_mcp().await?;
+        let block = BlockTool::default();
+        let made = match self.going().await {
+            Ok(mut g) => self.make_list_in(&mut g, &block).await,
+            Err(e) => Err(e),
+        };
+        if let Some(hub) = hub {
+            hub.shutdown().await;
+        }
+        self.forget_snapshot(made.is_ok());
+        made
+    }
+
+    /// The run as it starts: the project opened, its limits, no session yet.
+    async fn going(&self) -> Result<Going, HarnessError> {
+        let (snap, state, accepted) = self.open_project().await?;
         let limits = RunLimits::for_project(&self.opts, &self.cfg, &state);
-        let max_hours = limits.max_hours;
-        let pause = self
-            .opts
-            .pause
-            .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
-        let deadline =
-            (max_hours > 0.0).then(|| limits.started + Duration::from_secs_f64(max_hours * 3600.0));
-        let mut waits = Waits::default();
-        let mut this_run = 0u32;
-        let mut init_failures = 0u32;
+        let deadline = (limits.max_hours > 0.0)
+            .then(|| limits.started + Duration::from_secs_f64(limits.max_hours * 3600.0));
+        Ok(Going {
+            snap,
+            state,
+            accepted,
+            limits,
+            deadline,
+            waits: Waits::default(),
+            this_run: 0,
+        })
+    }
+
+    /// Sessions until the list is made: the initializer until one list is
+    /// accepted (two tries; the second is told why the first was not), then
+    /// list-append sessions while the list is shorter than asked.
+    async fn make_list_in(
+        &self,
+        g: &mut Going,
+        block: &BlockTool,
+    ) -> Result<Option<RunEnd>, HarnessError> {
+        let mut failures = 0u32;
         // An earlier initializer's list was rejected: the next one is told why.
-        let mut problem: Option<String> = (accepted.is_none()
-            && state
+        let mut problem: Option<String> = (g.accepted.is_none()
+            && g.state
                 .sessions
                 .iter()
                 .any(|s| s.kind == SessionKind::Initializer))
@@ -205,105 +271,35 @@ impl Runner<'_> {
             ));
         }
         loop {
-            if let Some(end) = limits.stop_rule(
-                accepted.as_ref(),
-                &state,
-                0.0,
-                this_run,
-                true,
-                self.stop.is_cancelled(),
-            ) {
-                // "Complete" only after every passing feature's check passed: a
-                // regression the time-boxed sweeps did not reach yet is set back
-                // here, and the run goes on.
-                let done = matches!(end, RunEnd::Complete | RunEnd::CompleteExceptBlocked(_));
-                let last = state.sessions.last().map_or(0, |s| s.number);
-                if done
-                    && !self.opts.skip_sweep
-                    && self.sweep_before_complete(last, &mut accepted).await?
-                {
-                    continue;
-                }
-                return Ok(end);
-            }
-            if this_run > 0 && !pause.is_zero() {
-                tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    () = self.stop.cancelled() => return Ok(RunEnd::Interrupted),
-                }
-            }
-            // The initializer's list is shorter than asked: list-append sessions
-            // first, before any coding session.
-            if let Some(list) = &accepted
-                && self.wants_rest(list, &state)
+            // Made: what comes next (a coding session, a limit) is not the list's.
+            if let Some(list) = &g.accepted
+                && !self.wants_rest(list, &g.state)
             {
-                self.append_rest(&mut state, &snap).await?;
-                accepted = self.files.load_accepted()?;
-                this_run += 1;
+                return Ok(None);
+            }
+            if let Some(end) = self.between_sessions(g).await? {
+                return Ok(Some(end));
+            }
+            if g.accepted.is_some() {
+                // The initializer's list is shorter than asked: list-append sessions
+                // first, before any coding session.
+                self.append_rest(&mut g.state, &g.snap).await?;
+                g.accepted = self.files.load_accepted()?;
+                g.this_run += 1;
                 continue;
             }
-            let kind = if accepted.is_some() {
-                SessionKind::Coding
-            } else {
-                SessionKind::Initializer
-            };
-            let f = self
-                .session(
-                    kind,
-                    &state,
-                    problem.as_deref(),
-                    &mut accepted,
-                    block,
-                    deadline,
-                    &snap,
-                )
+            let outcome = self
+                .one_session(g, SessionKind::Initializer, problem.as_deref(), block)
                 .await?;
-            this_run += 1;
-            let error = f.error;
-            let outcome = f.record.outcome;
-            let number = f.record.number;
-            self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
-            if let Err(e) = self.push_branch(number) {
-                self.reporter
-                    .line(&format!("  push: could not push the branch: {e}"));
+            if let Err(end) = outcome {
+                return Ok(Some(end));
             }
-            match error {
-                None => {}
-                // The provider's quota will not be back in time: a limit, not an error.
-                Some(AgentError::Model {
-                    source: e @ baton_agent::client::ModelError::QuotaExhausted { .. },
-                    ..
-                }) => return Ok(RunEnd::Limit(format!("the provider's quota: {e}"))),
-                // Cut off by the output limit again and again: this session is lost,
-                // the run is not; the next session starts fresh.
-                Some(e @ AgentError::Truncated { .. }) => {
-                    self.reporter
-                        .line(&format!("  session ended with an error; going on: {e}"));
-                }
-                // An agent CLI's usage limit: wait for its reset between sessions.
-                Some(AgentError::UsageLimit {
-                    message, reset_in, ..
-                }) => {
-                    if let Some(end) = self
-                        .wait_out_usage_limit(&mut state, &message, reset_in, &mut waits, deadline)
-                        .await?
-                    {
-                        return Ok(end);
-                    }
-                }
-                Some(e) => return Err(e.into()),
-            }
-            // Stopped by the user: not a failed initializer (which would be
-            // retried, or end the run as an error at the second).
-            if outcome == SessionOutcome::Interrupted {
-                return Ok(RunEnd::Interrupted);
-            }
-            if kind == SessionKind::Initializer && accepted.is_none() {
-                init_failures += 1;
+            if g.accepted.is_none() {
+                failures += 1;
                 let p = self.initial_problem();
-                if init_failures >= 2 {
+                if failures >= 2 {
                     return Err(HarnessError::Initializer {
-                        attempts: init_failures,
+                        attempts: failures,
                         problem: p,
                     });
                 }
@@ -313,6 +309,119 @@ impl Runner<'_> {
                 problem = Some(p);
             }
         }
+    }
+
+    /// Coding sessions until the run ends.
+    async fn code(&self, g: &mut Going, block: &BlockTool) -> Result<RunEnd, HarnessError> {
+        loop {
+            if let Some(end) = self.between_sessions(g).await? {
+                return Ok(end);
+            }
+            if let Err(end) = self
+                .one_session(g, SessionKind::Coding, None, block)
+                .await?
+            {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// Before each session: the stop rule ("complete" only once every passing
+    /// feature's check passed: a regression the time-boxed sweeps did not reach
+    /// yet is set back here, and the run goes on), then the pause.
+    async fn between_sessions(&self, g: &mut Going) -> Result<Option<RunEnd>, HarnessError> {
+        while let Some(end) = g.limits.stop_rule(
+            g.accepted.as_ref(),
+            &g.state,
+            0.0,
+            g.this_run,
+            true,
+            self.stop.is_cancelled(),
+        ) {
+            let done = matches!(end, RunEnd::Complete | RunEnd::CompleteExceptBlocked(_));
+            let last = g.state.sessions.last().map_or(0, |s| s.number);
+            if !(done
+                && !self.opts.skip_sweep
+                && self.sweep_before_complete(last, &mut g.accepted).await?)
+            {
+                return Ok(Some(end));
+            }
+        }
+        let pause = self
+            .opts
+            .pause
+            .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
+        if g.this_run > 0 && !pause.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = self.stop.cancelled() => return Ok(Some(RunEnd::Interrupted)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// One session of `kind`, recorded, its branch pushed, and what its error
+    /// means for the run: `Err` with how the run ends, `Ok` to go on.
+    async fn one_session(
+        &self,
+        g: &mut Going,
+        kind: SessionKind,
+        problem: Option<&str>,
+        block: &BlockTool,
+    ) -> Result<Result<(), RunEnd>, HarnessError> {
+        let f = self
+            .session(
+                kind,
+                &g.state,
+                problem,
+                &mut g.accepted,
+                block,
+                g.deadline,
+                &g.snap,
+            )
+            .await?;
+        g.this_run += 1;
+        let error = f.error;
+        let outcome = f.record.outcome;
+        let number = f.record.number;
+        self.record(&mut g.state, f.record, &f.blocks, &mut g.accepted)?;
+        if let Err(e) = self.push_branch(number) {
+            self.reporter
+                .line(&format!("  push: could not push the branch: {e}"));
+        }
+        match error {
+            None => {}
+            // The provider's quota will not be back in time: a limit, not an error.
+            Some(AgentError::Model {
+                source: e @ baton_agent::client::ModelError::QuotaExhausted { .. },
+                ..
+            }) => return Ok(Err(RunEnd::Limit(format!("the provider's quota: {e}")))),
+            // Cut off by the output limit again and again: this session is lost,
+            // the run is not; the next session starts fresh.
+            Some(e @ AgentError::Truncated { .. }) => {
+                self.reporter
+                    .line(&format!("  session ended with an error; going on: {e}"));
+            }
+            // An agent CLI's usage limit: wait for its reset between sessions.
+            Some(AgentError::UsageLimit {
+                message, reset_in, ..
+            }) => {
+                let (state, waits, deadline) = (&mut g.state, &mut g.waits, g.deadline);
+                if let Some(end) = self
+                    .wait_out_usage_limit(state, &message, reset_in, waits, deadline)
+                    .await?
+                {
+                    return Ok(Err(end));
+                }
+            }
+            Some(e) => return Err(e.into()),
+        }
+        // Stopped by the user: not a failed initializer (which would be
+        // retried, or end the run as an error at the second).
+        if outcome == SessionOutcome::Interrupted {
+            return Ok(Err(RunEnd::Interrupted));
+        }
+        Ok(Ok(()))
     }
 
     /// [`queue::wants_rest`], with the features `[project] features` asks.

@@ -207,7 +207,7 @@ impl Parallel<'_> {
         copy.waiting_until_ms = None;
         copy.claim = Some(n);
         // Its session is its feature's, never a list-append one: those run in the
-        // project before any feature is handed out (`continue_list`).
+        // project before any feature is handed out (`make_list`).
         copy.list_covered = true;
         Start {
             tip: tip.to_string(),

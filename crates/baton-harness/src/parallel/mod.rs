@@ -278,61 +278,45 @@ impl Parallel<'_> {
         Ok(true)
     }
 
-    /// One session of a run of one in the project itself (the initializer, a
-    /// list-append session), with the run's other options.
-    async fn one_session_in_the_project(&self) -> Result<RunEnd, HarnessError> {
-        let opts = RunOptions {
-            max_sessions: Some(1),
-            ..self.opts.clone()
-        };
-        self.runner(
-            &self.files.dir,
-            self.main,
-            self.reporter,
-            opts,
-            self.stop.clone(),
-        )?
-        .run()
-        .await
+    /// The list a run of one would make, made in the project itself: the
+    /// initializer (tried twice) and the list-append sessions, with the run's
+    /// options (`--max-sessions` counts them). `Some` when the run ends here.
+    pub(super) async fn make_list(&self, handed: &mut u32) -> Result<Option<RunEnd>, HarnessError> {
+        let dir = &self.files.dir;
+        let before = State::load(dir)?.sessions.len();
+        let made = self
+            .runner(
+                dir,
+                self.main,
+                self.reporter,
+                self.opts.clone(),
+                self.stop.clone(),
+            )?
+            .make_list()
+            .await;
+        let after = State::load(dir)?.sessions.len();
+        *handed += u32::try_from(after.saturating_sub(before)).unwrap_or(u32::MAX);
+        made
     }
 
-    /// The feature list to go by: taken from the remote, or made by the
-    /// initializer (one session in the project, counted in `handed` as
-    /// `--max-sessions` counts it in a run of one; tried twice) and continued by
-    /// list-append sessions. `Some` when the run ends here.
+    /// The feature list to go by: taken from the remote, or made in the project
+    /// as a run of one makes it ([`Self::make_list`]). `Some` when the run ends
+    /// here.
     async fn initialize(
         &self,
         remote: Option<&remote::Remote>,
         handed: &mut u32,
     ) -> Result<Option<RunEnd>, HarnessError> {
-        if let Some(r) = remote {
-            match self.initialize_shared(r).await? {
-                Some(end) => return Ok(Some(end)),
-                None => *handed += u32::from(self.ran_initializer()?),
+        match remote {
+            Some(r) => {
+                let end = self.initialize_shared(r).await?;
+                if end.is_none() {
+                    *handed += u32::from(self.ran_initializer()?);
+                }
+                Ok(end)
             }
+            None => self.make_list(handed).await,
         }
-        for _ in 0..2 {
-            if self.files.load_accepted()?.is_some() {
-                break;
-            }
-            let end = self.one_session_in_the_project().await?;
-            *handed += 1;
-            if let RunEnd::Interrupted = end {
-                return Ok(Some(RunEnd::Interrupted));
-            }
-        }
-        if self.files.load_accepted()?.is_none() {
-            return Err(HarnessError::Initializer {
-                attempts: 2,
-                problem: "no feature list was accepted".into(),
-            });
-        }
-        // With a remote, the machine that ran the initializer continued its list
-        // before pushing it.
-        if remote.is_none() {
-            return self.continue_list(handed).await;
-        }
-        Ok(None)
     }
 
     /// The run's limits as a run of one judges them, so that a copy's runner,
@@ -348,48 +332,6 @@ impl Parallel<'_> {
         let mut limits = RunLimits::for_project(&self.opts, &self.cfg, &state);
         limits.stall = self.stall_limit();
         Ok(limits)
-    }
-
-    /// The initializer's list is shorter than `[project] features` asked: the
-    /// list-append sessions a run of one runs before its first coding session,
-    /// run in the project, one at a time, before any agent is handed a feature
-    /// (a working copy never runs one: its session is its feature's). Counted in
-    /// `handed`; `Some` when the run ends here (Ctrl-C).
-    async fn continue_list(&self, handed: &mut u32) -> Result<Option<RunEnd>, HarnessError> {
-        let max_sessions = RunLimits::new(&self.opts, &self.cfg).max_sessions;
-        while self.wants_rest()? {
-            if max_sessions > 0 && *handed >= max_sessions {
-                break;
-            }
-            let before = State::load(&self.files.dir)?.sessions.len();
-            let end = self.one_session_in_the_project().await?;
-            if let RunEnd::Interrupted = end {
-                return Ok(Some(end));
-            }
-            // A runner that stopped before its session (the budget): the run's
-            // own stop conditions say so next.
-            if State::load(&self.files.dir)?.sessions.len() == before {
-                break;
-            }
-            *handed += 1;
-        }
-        Ok(None)
-    }
-
-    /// Whether the project's list wants list-append sessions, as a run of one
-    /// judges it: baton's own initializer wrote it, no coding session has run, no
-    /// list-append session said it covers the spec or failed too often, and it is
-    /// shorter than asked.
-    fn wants_rest(&self) -> Result<bool, HarnessError> {
-        let Some(list) = self.files.load_accepted()? else {
-            return Ok(false);
-        };
-        let state = State::load(&self.files.dir)?;
-        Ok(crate::queue::wants_rest(
-            &list,
-            &state,
-            self.files.names.features,
-        ))
     }
 
     /// The stall rule's limit (0: none): coding sessions in a row, in the order

@@ -15,7 +15,7 @@ use baton_records::{SessionKind, State};
 use super::{Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git::{self, git, git_network};
-use crate::limits::{RunEnd, RunOptions};
+use crate::limits::RunEnd;
 
 /// The name of the remote baton adds to the project's repository.
 pub const REMOTE: &str = "baton";
@@ -339,34 +339,12 @@ impl Parallel<'_> {
                     r.release("init");
                     continue;
                 }
-                let opts = RunOptions {
-                    max_sessions: Some(1),
-                    ..self.opts.clone()
-                };
-                for _ in 0..2 {
-                    if self.files.load_accepted()?.is_some() {
-                        break;
-                    }
-                    let runner = self.runner(
-                        main,
-                        self.main,
-                        self.reporter,
-                        opts.clone(),
-                        self.stop.clone(),
-                    )?;
-                    if let RunEnd::Interrupted = runner.run().await? {
-                        r.release("init");
-                        return Ok(Some(RunEnd::Interrupted));
-                    }
-                }
-                // The rest of a short list, before the others adopt it.
-                if self.files.load_accepted()?.is_some() {
-                    // The initializer counts towards `--max-sessions`.
-                    let mut ran = 1;
-                    if let Some(end) = self.continue_list(&mut ran).await? {
-                        r.release("init");
-                        return Ok(Some(end));
-                    }
+                // The initializer, and the rest of a short list, before the others
+                // adopt it.
+                let made = self.make_list(&mut 0).await;
+                if !matches!(made, Ok(None)) {
+                    r.release("init");
+                    return made;
                 }
                 let head = git::own_head(main)?;
                 if !r.push(&head)? {
