@@ -143,6 +143,12 @@ impl RunLimits {
             .then_some(RunEnd::Stalled(state.stalled))
     }
 
+    /// When `--max-hours` (or `[run] max_hours`) runs out, if it is set.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        (self.max_hours > 0.0)
+            .then(|| self.started + std::time::Duration::from_secs_f64(self.max_hours * 3600.0))
+    }
+
     /// The limit reached, in words, after `sessions` sessions of the run with
     /// `spent` USD spent on the project.
     pub(crate) fn reached(&self, sessions: u32, spent: f64) -> Option<String> {
@@ -159,7 +165,7 @@ impl RunLimits {
                 baton_records::human::usd(budget)
             ));
         }
-        if max_hours > 0.0 && self.started.elapsed().as_secs_f64() >= max_hours * 3600.0 {
+        if self.deadline().is_some_and(|d| Instant::now() >= d) {
             return Some(format!("--max-hours {max_hours} reached"));
         }
         None

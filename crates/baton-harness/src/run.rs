@@ -36,8 +36,6 @@ struct Going {
     accepted: Option<FeatureList>,
     /// The run's limits.
     limits: RunLimits,
-    /// When `--max-hours` runs out.
-    deadline: Option<Instant>,
     /// Its waits for a usage limit's reset.
     waits: Waits,
     /// Sessions in this run.
@@ -169,7 +167,7 @@ impl Runner<'_> {
 
     /// An agent CLI's usage limit: wait for its reset between sessions, unless
     /// that is beyond `[run] max_wait_hours` (all waits of the run together) or
-    /// `--max-hours` (`deadline`), which end the run as a limit; Ctrl-C while
+    /// `--max-hours` (`limits`), which end the run as a limit; Ctrl-C while
     /// waiting ends it interrupted. `None`: waited, go on.
     async fn wait_out_usage_limit(
         &self,
@@ -177,7 +175,7 @@ impl Runner<'_> {
         message: &str,
         reset_in: Option<Duration>,
         waits: &mut Waits,
-        deadline: Option<Instant>,
+        limits: &RunLimits,
     ) -> Result<Option<RunEnd>, HarnessError> {
         let max_wait = Duration::from_secs_f64(self.cfg.run.max_wait_hours * 3600.0);
         let wait = reset_in
@@ -191,8 +189,8 @@ impl Runner<'_> {
                 baton_records::human::wait(max_wait)
             ))));
         }
-        if deadline.is_some_and(|d| Instant::now() + wait > d) {
-            let max_hours = RunLimits::new(&self.opts, &self.cfg).max_hours;
+        if limits.deadline().is_some_and(|d| Instant::now() + wait > d) {
+            let max_hours = limits.max_hours;
             return Ok(Some(RunEnd::Limit(format!(
                 "--max-hours {max_hours} would pass while waiting {} for the agent CLI's usage limit to reset",
                 baton_records::human::wait(wait)
@@ -236,14 +234,11 @@ impl Runner<'_> {
     async fn going(&self) -> Result<Going, HarnessError> {
         let (snap, state, accepted) = self.open_project().await?;
         let limits = RunLimits::for_project(&self.opts, &self.cfg, &state);
-        let deadline = (limits.max_hours > 0.0)
-            .then(|| limits.started + Duration::from_secs_f64(limits.max_hours * 3600.0));
         Ok(Going {
             snap,
             state,
             accepted,
             limits,
-            deadline,
             waits: Waits::default(),
             this_run: 0,
         })
@@ -376,7 +371,7 @@ impl Runner<'_> {
                 problem,
                 &mut g.accepted,
                 block,
-                g.deadline,
+                g.limits.deadline(),
                 &g.snap,
             )
             .await?;
@@ -406,9 +401,9 @@ impl Runner<'_> {
             Some(AgentError::UsageLimit {
                 message, reset_in, ..
             }) => {
-                let (state, waits, deadline) = (&mut g.state, &mut g.waits, g.deadline);
+                let (state, waits) = (&mut g.state, &mut g.waits);
                 if let Some(end) = self
-                    .wait_out_usage_limit(state, &message, reset_in, waits, deadline)
+                    .wait_out_usage_limit(state, &message, reset_in, waits, &g.limits)
                     .await?
                 {
                     return Ok(Err(end));
