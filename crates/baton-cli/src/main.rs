@@ -14,7 +14,6 @@ mod run_cmd;
 mod secrets;
 mod serve;
 mod setup;
-mod shell_spec;
 mod status_cmd;
 
 use std::path::PathBuf;

@@ -8,9 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use baton_config::{Config, SandboxNetwork};
 use baton_policy::Policy;
-use baton_policy::sandbox::{SandboxSpec, exec_confined};
-
-use crate::shell_spec::ShellSpec;
+use baton_policy::sandbox::{SandboxSpec, ShellSpec, exec_confined};
 
 /// Arguments of `baton policy`.
 #[derive(Debug, clap::Args)]
@@ -272,7 +270,7 @@ fn shell_command(args: &[OsString]) -> anyhow::Result<ShellCommand> {
         spec,
         mut unset,
         join,
-    } = ShellSpec::from_env(var, &raw)?;
+    } = ShellSpec::from_env(var, &raw).map_err(anyhow::Error::msg)?;
     unset.push(var.to_string());
     let command = vec!["bash".into(), "-c".into(), script.clone()];
     Ok((spec, command, unset, join))

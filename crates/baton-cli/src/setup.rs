@@ -242,14 +242,8 @@ pub fn cli_backend(
         .as_ref()
         .and_then(baton_policy::sandbox::SandboxLauncher::join_target);
     let bubblewrap = join.is_some();
-    let command_sandbox = spec.map(|spec| {
-        crate::shell_spec::ShellSpec {
-            spec,
-            unset: unset.clone(),
-            join,
-        }
-        .to_env()
-    });
+    let command_sandbox =
+        spec.map(|spec| baton_policy::sandbox::ShellSpec { spec, unset, join }.to_env());
     let hook_config = freeze_config(&project)?;
     let mut keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
     let program =

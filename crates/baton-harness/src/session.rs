@@ -622,13 +622,15 @@ pub(crate) struct Agent<'a> {
 
 /// A `BATON_SANDBOX` spec with the project read-only, and `home` for the commands'.
 fn read_only_spec(spec: &str, home: Option<&std::path::Path>) -> String {
-    match serde_json::from_str::<serde_json::Value>(spec) {
-        Ok(mut v) => {
-            v["read_only"] = serde_json::Value::Bool(true);
+    use baton_policy::sandbox::ShellSpec;
+    let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
+    match ShellSpec::from_env(var, spec) {
+        Ok(mut s) => {
+            s.spec.read_only = true;
             if let Some(h) = home {
-                v["home"] = h.display().to_string().into();
+                s.spec.home = h.to_path_buf();
             }
-            v.to_string()
+            s.to_env()
         }
         Err(_) => spec.to_string(),
     }

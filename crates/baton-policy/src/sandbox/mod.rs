@@ -35,9 +35,11 @@ use baton_config::SandboxNetwork;
 
 mod bubblewrap;
 mod home;
+mod shell_spec;
 
 pub use bubblewrap::{Hidden, SandboxLauncher, bwrap, bwrap_args, hidden_procs, kernel_binds};
 pub use home::{FreshHome, HomeView, MCP_OUTPUT, TOOLCHAINS, clean_home, view};
+pub use shell_spec::ShellSpec;
 
 /// Paths of the project (relative) that sandboxed processes may read but not
 /// write, where bubblewrap is available: what git runs programs from, and baton's

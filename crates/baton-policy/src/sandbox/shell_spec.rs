@@ -1,25 +1,25 @@
 //! What `baton --sandbox-shell` is told through `BATON_SANDBOX`: the sandbox a
 //! CLI's shell command runs in, the variables to take out of its environment and
-//! the run's PID namespace to join. Written by `setup.rs` when it sets up
-//! an agent CLI, read by `policy_cmd.rs` in the launcher; one type for both
-//! ends, so neither can drift from the other.
+//! the run's PID namespace to join. Written when baton sets up an agent CLI
+//! (and made read-only for the verifier's session), read by the launcher; one
+//! type for every end, so none can drift from the others.
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use baton_config::SandboxNetwork;
-use baton_policy::sandbox::SandboxSpec;
+
+use super::SandboxSpec;
 use serde::{Deserialize, Serialize};
 
 /// The launcher's orders.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ShellSpec {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellSpec {
     /// The sandbox the command runs in.
-    pub(crate) spec: SandboxSpec,
+    pub spec: SandboxSpec,
     /// Variables taken out of the command's environment.
-    pub(crate) unset: Vec<String>,
+    pub unset: Vec<String>,
     /// The run's PID namespace (its holder's pid), when the command joins it.
-    pub(crate) join: Option<i32>,
+    pub join: Option<i32>,
 }
 
 /// The JSON form: paths as text, the network as `"loopback"` or `"open"`.
@@ -47,7 +47,7 @@ fn texts(paths: &[PathBuf]) -> Vec<String> {
 
 impl ShellSpec {
     /// The value of `BATON_SANDBOX`.
-    pub(crate) fn to_env(&self) -> String {
+    pub fn to_env(&self) -> String {
         let s = &self.spec;
         let wire = Wire {
             join: self.join,
@@ -70,15 +70,14 @@ impl ShellSpec {
 
     /// Read back from the value of `var`; a spec without a home gets the
     /// project's private one.
-    pub(crate) fn from_env(var: &str, raw: &str) -> anyhow::Result<Self> {
+    pub fn from_env(var: &str, raw: &str) -> Result<Self, String> {
         let w: Wire =
-            serde_json::from_str(raw).with_context(|| format!("--sandbox-shell: bad ${var}"))?;
+            serde_json::from_str(raw).map_err(|e| format!("--sandbox-shell: bad ${var}: {e}"))?;
         let project = PathBuf::from(w.project);
         let spec = SandboxSpec {
-            home: w.home.map_or_else(
-                || baton_policy::sandbox::private_home(&project),
-                PathBuf::from,
-            ),
+            home: w
+                .home
+                .map_or_else(|| super::private_home(&project), PathBuf::from),
             project,
             writable: w.writable.into_iter().map(PathBuf::from).collect(),
             network: match w.network.as_deref() {
@@ -121,8 +120,8 @@ mod tests {
     #[test]
     fn a_spec_without_a_project_or_in_bad_json_is_refused_by_name() {
         let e = ShellSpec::from_env("BATON_SANDBOX", "{\"join\": null}").unwrap_err();
-        assert!(format!("{e:#}").contains("bad $BATON_SANDBOX"), "{e:#}");
-        assert!(format!("{e:#}").contains("project"), "{e:#}");
+        assert!(e.contains("bad $BATON_SANDBOX"), "{e}");
+        assert!(e.contains("project"), "{e}");
         assert!(ShellSpec::from_env("BATON_SANDBOX", "not json").is_err());
     }
 }
