@@ -9,32 +9,103 @@
 //! a failure is written to `.baton/notify.log` and said once on stderr. At the end
 //! of the run the queue is drained for a bounded time.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use baton_config::NotifyConfig;
+use baton_config::{NotifyConfig, NotifyFormat};
 use serde_json::{Value, json};
 
-/// How a notification is delivered: the command, the webhook and its format.
-#[derive(Debug, Clone)]
-struct Targets {
-    command: Vec<String>,
-    webhook: Option<String>,
-    format: String,
+/// A delivery under way.
+type Delivery<'a> = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send + 'a>>;
+
+/// Somewhere a person hears of an event. `[notify]` sets a [`Command`] and a
+/// [`Webhook`]; another kind of channel is one more implementation, made in
+/// [`Channels::of`].
+trait Channel: Send + Sync {
+    /// Its name in a failure ("command", "webhook").
+    fn name(&self) -> &'static str;
+    /// Deliver `event`, bounded by the channel's own timeout.
+    fn deliver<'a>(&'a self, event: &'a Value) -> Delivery<'a>;
+}
+
+/// A program outside the sandbox, given the event as one JSON object on stdin.
+struct Command {
+    argv: Vec<String>,
     timeout: Duration,
+}
+
+/// A URL the event is POSTed to, in its format (three attempts).
+struct Webhook {
+    url: String,
+    format: NotifyFormat,
+    timeout: Duration,
+}
+
+impl Channel for Command {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+
+    fn deliver<'a>(&'a self, event: &'a Value) -> Delivery<'a> {
+        Box::pin(run_command(&self.argv, self.timeout, event))
+    }
+}
+
+impl Channel for Webhook {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn deliver<'a>(&'a self, event: &'a Value) -> Delivery<'a> {
+        Box::pin(post(self, event))
+    }
+}
+
+/// The channels `[notify]` sets, in order, and where their failures are written.
+struct Channels {
+    list: Vec<Box<dyn Channel>>,
     log: PathBuf,
 }
 
-impl Targets {
+impl Channels {
     fn of(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> Self {
+        let timeout = Duration::from_secs(cfg.timeout_secs.max(1));
+        let mut list: Vec<Box<dyn Channel>> = Vec::new();
+        if !cfg.command.is_empty() {
+            list.push(Box::new(Command {
+                argv: cfg.command.clone(),
+                timeout,
+            }));
+        }
+        if let Some(url) = webhook {
+            list.push(Box::new(Webhook {
+                url,
+                format: cfg.format(),
+                timeout,
+            }));
+        }
         Self {
-            command: cfg.command.clone(),
-            webhook,
-            format: cfg.format.clone(),
-            timeout: Duration::from_secs(cfg.timeout_secs.max(1)),
-            log: dir.join(baton_records::layout::DIR).join("notify.log"),
+            list,
+            log: dir.join(baton_records::layout::NOTIFY_LOG),
+        }
+    }
+
+    /// Deliver `event` to each channel in turn: every failure, named by channel.
+    async fn deliver(&self, event: &Value) -> anyhow::Result<()> {
+        let mut errors = Vec::new();
+        for c in &self.list {
+            if let Err(e) = c.deliver(event).await {
+                errors.push(format!("{}: {e}", c.name()));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            anyhow::bail!("{}", errors.join("; "))
         }
     }
 }
@@ -51,10 +122,10 @@ impl Notifier {
     /// A notifier for the project in `dir`, or `None` when `[notify]` sets neither a
     /// command nor a webhook (a `webhook_env` naming an unset variable is said once).
     pub fn new(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> Option<Self> {
-        if cfg.command.is_empty() && webhook.is_none() {
+        let targets = Channels::of(cfg, webhook, dir);
+        if targets.list.is_empty() {
             return None;
         }
-        let targets = Targets::of(cfg, webhook, dir);
         let (tx, rx) = mpsc::channel::<Value>();
         let (done, drained) = mpsc::channel::<()>();
         std::thread::Builder::new()
@@ -70,7 +141,7 @@ impl Notifier {
                 };
                 let mut warned = false;
                 for event in rx {
-                    if let Err(e) = rt.block_on(deliver(&targets, &event)) {
+                    if let Err(e) = rt.block_on(targets.deliver(&event)) {
                         let line = format!(
                             "{} {}: {e}\n",
                             baton_agent::transcript::now_ms(),
@@ -152,13 +223,13 @@ pub fn test(dir: &Path) -> anyhow::Result<()> {
 
 /// Send one event now: the error, if delivery failed.
 fn send_now(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> anyhow::Result<()> {
-    if cfg.command.is_empty() && webhook.is_none() {
+    let targets = Channels::of(cfg, webhook, dir);
+    if targets.list.is_empty() {
         anyhow::bail!(
             "{} sets no [notify] command, and no webhook: set command = [\"program\", …] or webhook_env = \"VAR\" with VAR holding the URL",
             dir.join(baton_config::CONFIG_FILE).display()
         );
     }
-    let targets = Targets::of(cfg, webhook, dir);
     let event = json!({
         "event": "test",
         "project": dir.display().to_string(),
@@ -168,7 +239,7 @@ fn send_now(cfg: &NotifyConfig, webhook: Option<String>, dir: &Path) -> anyhow::
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(deliver(&targets, &event))
+    rt.block_on(targets.deliver(&event))
 }
 
 fn append(path: &Path, line: &str) -> std::io::Result<()> {
@@ -183,30 +254,9 @@ fn append(path: &Path, line: &str) -> std::io::Result<()> {
         .write_all(line.as_bytes())
 }
 
-/// Deliver `event` to the command, then the webhook.
-async fn deliver(t: &Targets, event: &Value) -> anyhow::Result<()> {
-    let mut errors = Vec::new();
-    if !t.command.is_empty()
-        && let Err(e) = run_command(t, event).await
-    {
-        errors.push(format!("command: {e}"));
-    }
-    if let Some(url) = &t.webhook
-        && let Err(e) = post(t, url, event).await
-    {
-        errors.push(format!("webhook: {e}"));
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        anyhow::bail!("{}", errors.join("; "))
-    }
-}
-
-async fn run_command(t: &Targets, event: &Value) -> anyhow::Result<()> {
+async fn run_command(argv: &[String], timeout: Duration, event: &Value) -> anyhow::Result<()> {
     use tokio::io::AsyncWriteExt as _;
-    let (program, args) = t
-        .command
+    let (program, args) = argv
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("no program"))?;
     // A group of its own: at the timeout the command goes with whatever it
@@ -228,7 +278,7 @@ async fn run_command(t: &Targets, event: &Value) -> anyhow::Result<()> {
         }
         child.wait().await
     };
-    let ended = tokio::time::timeout(t.timeout, done).await;
+    let ended = tokio::time::timeout(timeout, done).await;
     if let (Err(_), Some(g)) = (&ended, group) {
         // At the timeout all of it goes, what it started included.
         baton_tools::process::signal_group(g, rustix::process::Signal::KILL);
@@ -237,7 +287,7 @@ async fn run_command(t: &Targets, event: &Value) -> anyhow::Result<()> {
         Ok(Ok(s)) if s.success() => Ok(()),
         Ok(Ok(s)) => anyhow::bail!("{program} exited with {s}"),
         Ok(Err(e)) => anyhow::bail!("{program}: {e}"),
-        Err(_) => anyhow::bail!("{program} took longer than {:?} and was stopped", t.timeout),
+        Err(_) => anyhow::bail!("{program} took longer than {timeout:?} and was stopped"),
     }
 }
 
@@ -263,31 +313,31 @@ fn slack_escaped(text: &str) -> String {
 }
 
 /// The webhook's request body and content type for `format`.
-fn body(format: &str, event: &Value) -> (String, &'static str) {
+fn body(format: NotifyFormat, event: &Value) -> (String, &'static str) {
     let text = event["text"].as_str().unwrap_or_default().to_string();
     match format {
-        "slack" => (
+        NotifyFormat::Slack => (
             json!({ "text": slack_escaped(&text) }).to_string(),
             "application/json",
         ),
-        "ntfy" => (text, "text/plain"),
-        _ => (event.to_string(), "application/json"),
+        NotifyFormat::Ntfy => (text, "text/plain"),
+        NotifyFormat::Json => (event.to_string(), "application/json"),
     }
 }
 
-async fn post(t: &Targets, url: &str, event: &Value) -> anyhow::Result<()> {
+async fn post(t: &Webhook, event: &Value) -> anyhow::Result<()> {
     let client = reqwest::Client::builder().timeout(t.timeout).build()?;
-    let (body, kind) = body(&t.format, event);
+    let (body, kind) = body(t.format, event);
     let mut last = String::new();
     for attempt in 0..3u32 {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
         }
         let mut req = client
-            .post(url)
+            .post(&t.url)
             .header("content-type", kind)
             .body(body.clone());
-        if t.format == "ntfy" {
+        if t.format == NotifyFormat::Ntfy {
             req = req.header(
                 "Title",
                 format!("baton: {}", event["event"].as_str().unwrap_or("event")),
@@ -325,10 +375,12 @@ impl RunNotices {
             streak: std::sync::atomic::AtomicU32::new(0),
         }
     }
+}
 
+impl crate::live::Listener for RunNotices {
     /// A session was recorded: features it blocked, 80 % of the budget spent (once),
     /// and a streak of sessions whose flips the verifier rejected.
-    pub fn session_end(&self, r: &baton_records::SessionRecord, spent: f64, budget: Option<f64>) {
+    fn session_end(&self, r: &baton_records::SessionRecord, spent: f64, budget: Option<f64>) {
         use std::sync::atomic::Ordering;
         // The session's blocks are the ledger's last lines by now (its own, or in a
         // parallel run those copied from the agent's working copy).
@@ -377,7 +429,7 @@ impl RunNotices {
     }
 
     /// A quota is waited out until its reset.
-    pub fn waiting(&self, session: Option<u32>, n: &baton_agent::client::RetryNotice) {
+    fn waiting(&self, session: Option<u32>, n: &baton_agent::client::RetryNotice) {
         let until = baton_agent::transcript::now_ms() + n.delay.as_millis() as u64;
         self.to.send(
             "waiting",
@@ -390,7 +442,7 @@ impl RunNotices {
     }
 
     /// The run ended: say how, then deliver what is queued (bounded).
-    pub fn run_end(&self, outcome: &str, code: u8, reason: &str, figures: (usize, usize, f64)) {
+    fn run_end(&self, outcome: &str, code: u8, reason: &str, figures: (usize, usize, f64)) {
         let (passing, total, spent) = figures;
         self.to.send(
             "run_end",
@@ -450,6 +502,7 @@ fn recent_blocks(dir: &Path, number: u32) -> Vec<(usize, String)> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::live::Listener as _;
 
     #[test]
     fn a_streak_of_verifier_rejections_is_told_once_per_streak() {
@@ -504,16 +557,19 @@ mod tests {
     #[test]
     fn each_format_has_the_shape_its_service_takes() {
         let e = json!({"event": "run_end", "text": "baton: complete", "outcome": "complete"});
-        assert_eq!(body("json", &e), (e.to_string(), "application/json"));
         assert_eq!(
-            body("slack", &e),
+            body(NotifyFormat::Json, &e),
+            (e.to_string(), "application/json")
+        );
+        assert_eq!(
+            body(NotifyFormat::Slack, &e),
             (
                 r#"{"text":"baton: complete"}"#.to_string(),
                 "application/json"
             )
         );
         assert_eq!(
-            body("ntfy", &e),
+            body(NotifyFormat::Ntfy, &e),
             ("baton: complete".to_string(), "text/plain")
         );
     }
@@ -527,7 +583,7 @@ mod tests {
         );
         let e =
             json!({"event": "blocked", "text": format!("baton: #2 blocked, which says {said}")});
-        let (b, _) = body("slack", &e);
+        let (b, _) = body(NotifyFormat::Slack, &e);
         let text = serde_json::from_str::<Value>(&b).unwrap()["text"]
             .as_str()
             .unwrap()

@@ -402,25 +402,23 @@ fn live_view(
     } else {
         Mode::Bars
     };
-    Ok(Arc::new(
-        RunView::new(
-            mode,
-            &Start {
-                project: dir.display().to_string(),
-                passing: before.passing,
-                total: before.total,
-                sessions: before.totals.sessions,
-                spent_usd: before.totals.cost_usd,
-                budget_usd: budget,
-            },
-            ProgressDrawTarget::stderr(),
-            Box::new(std::io::stdout()),
-        )
-        .with_notices(
-            crate::notify::Notifier::new(&cfg.notify, webhook, dir)
-                .map(|n| crate::notify::RunNotices::new(n, dir)),
-        ),
-    ))
+    let mut view = RunView::new(
+        mode,
+        &Start {
+            project: dir.display().to_string(),
+            passing: before.passing,
+            total: before.total,
+            sessions: before.totals.sessions,
+            spent_usd: before.totals.cost_usd,
+            budget_usd: budget,
+        },
+        ProgressDrawTarget::stderr(),
+        Box::new(std::io::stdout()),
+    );
+    if let Some(n) = crate::notify::Notifier::new(&cfg.notify, webhook, dir) {
+        view = view.with_listener(crate::notify::RunNotices::new(n, dir));
+    }
+    Ok(Arc::new(view))
 }
 
 /// Processes a crashed or killed run left behind (dev servers, long commands)

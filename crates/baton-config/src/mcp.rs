@@ -67,7 +67,38 @@ pub struct NotifyConfig {
     pub timeout_secs: u64,
 }
 
+/// What a webhook gets, from `[notify] format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyFormat {
+    /// The event as one JSON object.
+    Json,
+    /// `{"text": …}`: Slack, Mattermost and Discord's Slack-compatible URLs.
+    Slack,
+    /// The text as the body, a title header (ntfy.sh).
+    Ntfy,
+}
+
+impl NotifyFormat {
+    /// Every format, by the name `baton.toml` gives it.
+    pub const ALL: [(&'static str, NotifyFormat); 3] = [
+        ("json", Self::Json),
+        ("slack", Self::Slack),
+        ("ntfy", Self::Ntfy),
+    ];
+
+    /// The format `name` names, if any.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+    }
+}
+
 impl NotifyConfig {
+    /// The webhook's format. `validate` has refused an unknown name, so the
+    /// fallback (`json`) is only ever seen by a config built in code.
+    pub fn format(&self) -> NotifyFormat {
+        NotifyFormat::named(&self.format).unwrap_or(NotifyFormat::Json)
+    }
+
     /// A known format, and a variable's name where the URL's variable goes.
     pub(crate) fn validate(&self, path: &std::path::Path) -> Result<(), crate::ConfigError> {
         let invalid = |field: &str, message: String| crate::ConfigError::Invalid {
@@ -75,7 +106,7 @@ impl NotifyConfig {
             field: field.to_string(),
             message,
         };
-        if !["json", "slack", "ntfy"].contains(&self.format.as_str()) {
+        if NotifyFormat::named(&self.format).is_none() {
             return Err(invalid(
                 "notify.format",
                 format!(

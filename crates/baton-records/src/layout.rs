@@ -46,6 +46,9 @@ pub const REPORT: &str = ".baton/report.html";
 /// runs every few sessions however many there are.
 pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 
+/// Notifications `[notify]` could not deliver, one line each.
+pub const NOTIFY_LOG: &str = ".baton/notify.log";
+
 /// A person's guidance waiting for the next coding session's brief (`baton tell`):
 /// one file each, removed once a brief carried it.
 pub const TELL: &str = ".baton/tell";
@@ -95,6 +98,7 @@ mod tests {
     fn every_path_is_under_the_records_directory() {
         for p in [
             STATE,
+            NOTIFY_LOG,
             LEDGER,
             ACCEPTED,
             SESSIONS,

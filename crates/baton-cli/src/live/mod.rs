@@ -344,13 +344,26 @@ impl Face for Lines {
 /// Where JSON events go.
 type Sink = Box<dyn std::io::Write + Send>;
 
+/// What hears the run's events beside the view (notifications to a person,
+/// [`crate::notify::RunNotices`]): each method is called once per event, after
+/// the view has drawn it.
+pub trait Listener: Send + Sync {
+    /// A session was recorded; `spent` is the run's cost so far, of `budget`.
+    fn session_end(&self, r: &SessionRecord, spent: f64, budget: Option<f64>);
+    /// A quota is waited out (`session`, if one is running).
+    fn waiting(&self, session: Option<u32>, n: &RetryNotice);
+    /// The run ended with `outcome` and exit `code`; `figures` are the features
+    /// passing, in all, and the run's cost.
+    fn run_end(&self, outcome: &str, code: u8, reason: &str, figures: (usize, usize, f64));
+}
+
 /// The live view of `baton run`: an [`Observer`] of each session and the run's
 /// [`Reporter`], showing both through the [`Face`] of its [`Mode`].
 pub struct RunView {
     totals: Mutex<Totals>,
     face: Box<dyn Face>,
-    /// Notifications to a person (`[notify]`), where any are set.
-    notices: Option<crate::notify::RunNotices>,
+    /// What else hears the run's events (`[notify]`'s notices, where set).
+    listeners: Vec<Box<dyn Listener>>,
 }
 
 /// Where the run stands when the view starts.
@@ -389,7 +402,7 @@ impl RunView {
                 budget: start.budget_usd,
             }),
             face,
-            notices: None,
+            listeners: Vec::new(),
         };
         view.refresh();
         view.face.event(RunEvent::RunStart {
@@ -403,9 +416,9 @@ impl RunView {
         view
     }
 
-    /// Send the run's events to a person too.
-    pub fn with_notices(mut self, notices: Option<crate::notify::RunNotices>) -> Self {
-        self.notices = notices;
+    /// Tell `listener` the run's events too.
+    pub fn with_listener(mut self, listener: impl Listener + 'static) -> Self {
+        self.listeners.push(Box::new(listener));
         self
     }
 
@@ -462,8 +475,8 @@ impl RunView {
         let spent = t.spent_now();
         let (passing, total, sessions, budget) = (t.passing, t.total, t.sessions, t.budget);
         drop(t);
-        if let Some(n) = &self.notices {
-            n.run_end(outcome, code, &reason, (passing, total, spent));
+        for l in &self.listeners {
+            l.run_end(outcome, code, &reason, (passing, total, spent));
         }
         self.face.event(RunEvent::RunEnd {
             outcome,
@@ -491,8 +504,8 @@ impl Reporter for RunView {
     fn agent_waits(&self, agent: u32, n: &RetryNotice) {
         self.face
             .message(&format!("[agent {agent}] ⏸ {}", quota_wait(n)));
-        if let Some(x) = &self.notices {
-            x.waiting(None, n);
+        for l in &self.listeners {
+            l.waiting(None, n);
         }
     }
 
@@ -527,11 +540,13 @@ impl Reporter for RunView {
         }
         self.face.session_end();
         self.refresh();
-        if let Some(n) = &self.notices {
+        if !self.listeners.is_empty() {
             let t = self.totals();
             let (spent, budget) = (t.spent_now(), t.budget);
             drop(t);
-            n.session_end(r, spent, budget);
+            for l in &self.listeners {
+                l.session_end(r, spent, budget);
+            }
         }
         let g = &r.gates;
         self.face.event(RunEvent::SessionEnd {
@@ -567,8 +582,8 @@ impl Reporter for RunView {
 impl Observer for RunView {
     fn wait(&self, turn: u32, n: &RetryNotice) {
         self.face.wait(self.session_number(), turn, n);
-        if let Some(x) = &self.notices {
-            x.waiting(self.session_number(), n);
+        for l in &self.listeners {
+            l.waiting(self.session_number(), n);
         }
     }
 
