@@ -1,17 +1,27 @@
-//! The dashboard's HTTP/1.1: a bounded request head, GET only, and responses
-//! written with a time limit.
+//! The dashboard's HTTP on hyper: one request a connection (GET only), a bounded
+//! request head, and writes that wait at most [`WRITE_TIMEOUT`] for the client.
 
+use std::convert::Infallible;
 use std::fmt::Write as _;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::Bytes;
+use hyper::header::{self, HeaderValue};
+use hyper::{Response, StatusCode};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::MAX_REQUEST;
+/// A response's body: a page, or the events stream.
+pub(super) type Body = BoxBody<Bytes, Infallible>;
 
-/// A request's head: method, path, query, the bearer token and the host if any.
+/// What a request asks and carries: path, query, the bearer token, the host and
+/// the `baton_token` cookie, if any.
 pub(super) struct Request {
-    pub(super) method: String,
+    pub(super) method: hyper::Method,
     pub(super) path: String,
     pub(super) query: String,
     pub(super) bearer: Option<String>,
@@ -20,68 +30,125 @@ pub(super) struct Request {
     pub(super) cookie: Option<String>,
 }
 
-/// Read a request head (bounded in size and time).
-pub(super) async fn read_head(stream: &mut TcpStream) -> Option<Result<Request, &'static str>> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    let read = async {
-        loop {
-            if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                return Some(true);
-            }
-            if buf.len() > MAX_REQUEST {
-                return Some(false);
-            }
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    };
-    match tokio::time::timeout(Duration::from_secs(10), read).await {
-        Ok(Some(true)) => {}
-        Ok(Some(false)) => return Some(Err("431 Request Header Fields Too Large")),
-        _ => return None,
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let mut lines = text.split("\r\n");
-    let mut first = lines.next().unwrap_or_default().split(' ');
-    let method = first.next().unwrap_or_default().to_string();
-    let target = first.next().unwrap_or_default();
-    if !first.next().is_some_and(|v| v.starts_with("HTTP/1.")) {
-        return Some(Err("400 Bad Request"));
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let headers: Vec<(&str, &str)> = lines
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.split_once(':'))
-        .collect();
-    let header = |name: &str| {
-        headers
+impl Request {
+    pub(super) fn of<B>(req: &hyper::Request<B>) -> Self {
+        let headers = req.headers();
+        let header = |name: header::HeaderName| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        };
+        let bearer = header(header::AUTHORIZATION)
+            .and_then(|v| v.strip_prefix("Bearer ").map(|t| t.trim().to_string()));
+        let cookie = headers
+            .get_all(header::COOKIE)
             .iter()
-            .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim())
-    };
-    let host = header("host").map(str::to_string);
-    let bearer = header("authorization").and_then(|v| {
-        v.trim()
-            .strip_prefix("Bearer ")
-            .map(|t| t.trim().to_string())
-    });
-    let cookie = header("cookie").and_then(|v| {
-        v.split(';')
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
             .filter_map(|kv| kv.trim().strip_prefix("baton_token="))
             .map(|t| url_decode(t.trim()))
-            .next()
-    });
-    Some(Ok(Request {
-        method,
-        path: path.to_string(),
-        query: query.to_string(),
-        bearer,
-        host,
-        cookie,
-    }))
+            .next();
+        Self {
+            method: req.method().clone(),
+            path: req.uri().path().to_string(),
+            query: req.uri().query().unwrap_or_default().to_string(),
+            bearer,
+            host: header(header::HOST).map(str::to_string),
+            cookie,
+        }
+    }
+}
+
+/// A whole response: `status`, `content_type` and `body`, never cached.
+pub(super) fn respond(
+    status: StatusCode,
+    content_type: &'static str,
+    body: String,
+) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+/// How long a write to a client may wait for it to read: one that does not
+/// read is let go.
+pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A client's socket whose writes wait at most [`WRITE_TIMEOUT`] for the
+/// client to read.
+pub(super) struct Bounded {
+    stream: TcpStream,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Bounded {
+    pub(super) fn new(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            stalled: None,
+        }
+    }
+
+    /// `r`, or a time-out once a write has waited [`WRITE_TIMEOUT`].
+    fn bound<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(WRITE_TIMEOUT)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::ErrorKind::TimedOut.into())),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for Bounded {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Bounded {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let me = self.get_mut();
+        let r = Pin::new(&mut me.stream).poll_write(cx, buf);
+        me.bound(cx, r)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let me = self.get_mut();
+        let r = Pin::new(&mut me.stream).poll_flush(cx);
+        me.bound(cx, r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let me = self.get_mut();
+        let r = Pin::new(&mut me.stream).poll_shutdown(cx);
+        me.bound(cx, r)
+    }
 }
 
 /// Whether a Host header names an IP address or localhost (with or without a port).
@@ -144,34 +211,6 @@ pub(super) fn url_encode(s: &str) -> String {
         }
     }
     o
-}
-
-pub(super) async fn respond(
-    stream: &mut TcpStream,
-    status: &str,
-    content_type: &str,
-    body: &str,
-) -> std::io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    let write = async {
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(body.as_bytes()).await?;
-        stream.shutdown().await
-    };
-    bounded(write).await
-}
-
-/// How long a write to a client may take: one that does not read is let go.
-pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// `io` within [`WRITE_TIMEOUT`].
-pub(super) async fn bounded(io: impl Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
-    tokio::time::timeout(WRITE_TIMEOUT, io)
-        .await
-        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
 }
 
 pub(super) const TEXT: &str = "text/plain; charset=utf-8";

@@ -1,6 +1,6 @@
 //! `baton serve DIR…`: a read-only live dashboard of projects in the browser.
 //!
-//! A small HTTP/1.1 server (GET only, bounded requests) on tokio: `/` lists the
+//! A small HTTP/1.1 server (GET only, bounded requests) on hyper: `/` lists the
 //! projects, `/p/N` shows one (a board of its features, cost against budget, the
 //! sessions, the notes' tail and the newest transcript's tail), `/p/N/board` is the
 //! board as an HTML fragment and `/p/N/events` a server-sent-events stream that says
@@ -15,7 +15,7 @@ mod http;
 mod pages;
 
 use http::{
-    HTML, TEXT, bounded, host_is_address, read_head, respond, same, url_decode, url_encode,
+    Body, Bounded, HTML, Request, TEXT, host_is_address, respond, same, url_decode, url_encode,
 };
 use pages::{board, index, project_list, project_page};
 
@@ -29,7 +29,10 @@ use anyhow::{Context as _, bail};
 use baton_config::Config;
 use baton_harness::files::Files;
 use baton_records::FeatureList;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use http_body_util::BodyExt as _;
+use hyper::body::{Bytes, Frame};
+use hyper::header::{self, HeaderValue};
+use hyper::{Response, StatusCode};
 use tokio::net::{TcpListener, TcpStream};
 
 /// `baton serve`'s arguments.
@@ -159,7 +162,7 @@ async fn serve(server: Arc<Server>, addr: SocketAddr) -> anyhow::Result<()> {
                 };
                 let server = server.clone();
                 tokio::spawn(async move {
-                    let _ = handle(server, stream).await;
+                    connection(server, stream).await;
                     drop(permit);
                 });
             }
@@ -167,35 +170,42 @@ async fn serve(server: Arc<Server>, addr: SocketAddr) -> anyhow::Result<()> {
     }
 }
 
-/// Serve one connection: one request, answered (the events streams stay open).
-async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<()> {
-    let req = match read_head(&mut stream).await {
-        None => return Ok(()),
-        Some(Err(status)) => return respond(&mut stream, status, TEXT, status).await,
-        Some(Ok(r)) => r,
-    };
-    if req.method != "GET" {
-        let body = "baton serve is read-only: GET is allowed\n";
-        let head = format!(
-            "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\ncontent-type: {TEXT}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        return bounded(async {
-            stream.write_all(head.as_bytes()).await?;
-            stream.shutdown().await
-        })
+/// Serve one connection: one request, answered (an events stream stays open),
+/// its head read within 10 s and at most [`MAX_REQUEST`] bytes.
+async fn connection(server: Arc<Server>, stream: TcpStream) {
+    let service = hyper::service::service_fn(move |req| {
+        let server = server.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(server, Request::of(&req)).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(10))
+        .max_buf_size(MAX_REQUEST)
+        .keep_alive(false)
+        .serve_connection(hyper_util::rt::TokioIo::new(Bounded::new(stream)), service)
         .await;
+}
+
+/// The answer to one request.
+async fn handle(server: Arc<Server>, req: Request) -> Response<Body> {
+    if req.method != hyper::Method::GET {
+        let mut r = respond(
+            StatusCode::METHOD_NOT_ALLOWED,
+            TEXT,
+            "baton serve is read-only: GET is allowed\n".into(),
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return r;
     }
     // Without a token, only a page named by an address (or localhost) may read: a
     // web page whose own name was pointed at 127.0.0.1 (DNS rebinding) may not.
     if server.token.is_none() && !req.host.as_deref().is_some_and(host_is_address) {
         return respond(
-            &mut stream,
-            "403 Forbidden",
+            StatusCode::FORBIDDEN,
             TEXT,
-            "the Host header must be an IP address or localhost\n",
-        )
-        .await;
+            "the Host header must be an IP address or localhost\n".into(),
+        );
     }
     let query_token = req
         .query
@@ -210,26 +220,29 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
             .or(query_token.as_deref());
         if !given.is_some_and(|g| same(g, token)) {
             return respond(
-                &mut stream,
-                "401 Unauthorized",
+                StatusCode::UNAUTHORIZED,
                 TEXT,
-                "a token is needed: open ?token=… once, or send Authorization: Bearer …\n",
-            )
-            .await;
+                "a token is needed: open ?token=… once, or send Authorization: Bearer …\n".into(),
+            );
         }
         // A token that came in the address is exchanged for a cookie and taken
         // out of the address at once: it never stays in links, history or logs.
         if let Some(t) = &query_token {
-            let head = format!(
-                "HTTP/1.1 303 See Other\r\nlocation: {}\r\nset-cookie: baton_token={}; HttpOnly; SameSite=Strict; Path=/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                if req.path.is_empty() { "/" } else { &req.path },
+            let mut r = respond(StatusCode::SEE_OTHER, TEXT, String::new());
+            let location = if req.path.is_empty() { "/" } else { &req.path };
+            let cookie = format!(
+                "baton_token={}; HttpOnly; SameSite=Strict; Path=/",
                 url_encode(t)
             );
-            return bounded(async {
-                stream.write_all(head.as_bytes()).await?;
-                stream.shutdown().await
-            })
-            .await;
+            // Both come from the request's own path and an encoded token: valid.
+            if let (Ok(l), Ok(c)) = (
+                HeaderValue::from_str(location),
+                HeaderValue::from_str(&cookie),
+            ) {
+                r.headers_mut().insert(header::LOCATION, l);
+                r.headers_mut().insert(header::SET_COOKIE, c);
+            }
+            return r;
         }
     }
     let parts: Vec<&str> = req.path.trim_matches('/').split('/').collect();
@@ -238,33 +251,27 @@ async fn handle(server: Arc<Server>, mut stream: TcpStream) -> std::io::Result<(
             .ok()
             .filter(|&i| i < server.projects.len() && n == i.to_string())
     };
+    let page = |body: String| respond(StatusCode::OK, HTML, body);
     match parts.as_slice() {
         [""] => {
             let s = server.clone();
-            let body = blocking(move || index(&s)).await;
-            respond(&mut stream, "200 OK", HTML, &body).await
+            page(blocking(move || index(&s)).await)
         }
         ["list"] => {
             let s = server.clone();
-            let body = blocking(move || project_list(&s)).await;
-            respond(&mut stream, "200 OK", HTML, &body).await
+            page(blocking(move || project_list(&s)).await)
         }
-        ["events"] => events(&server.projects, stream).await,
+        ["events"] => events(server.clone(), None),
         ["p", n] if project(n).is_some() => {
             let (s, i) = (server.clone(), project(n).unwrap_or_default());
-            let body = blocking(move || project_page(&s.projects[i], i)).await;
-            respond(&mut stream, "200 OK", HTML, &body).await
+            page(blocking(move || project_page(&s.projects[i], i)).await)
         }
         ["p", n, "board"] if project(n).is_some() => {
             let (s, i) = (server.clone(), project(n).unwrap_or_default());
-            let body = blocking(move || board(&s.projects[i])).await;
-            respond(&mut stream, "200 OK", HTML, &body).await
+            page(blocking(move || board(&s.projects[i])).await)
         }
-        ["p", n, "events"] if project(n).is_some() => {
-            let i = project(n).unwrap_or_default();
-            events(std::slice::from_ref(&server.projects[i]), stream).await
-        }
-        _ => respond(&mut stream, "404 Not Found", TEXT, "not found\n").await,
+        ["p", n, "events"] if project(n).is_some() => events(server.clone(), project(n)),
+        _ => respond(StatusCode::NOT_FOUND, TEXT, "not found\n".into()),
     }
 }
 
@@ -304,41 +311,56 @@ fn fingerprint(p: &Project) -> Vec<(u64, Option<SystemTime>)> {
         .collect()
 }
 
-/// The server-sent-events stream of some projects (one for `/p/N/events`, all
-/// for `/events`): `event: change` whenever their records change, a comment every 15 s, until the client goes away.
-async fn events(projects: &[Project], stream: TcpStream) -> std::io::Result<()> {
-    let fingerprint = || projects.iter().flat_map(fingerprint).collect::<Vec<_>>();
+/// The server-sent-events stream of one project (`/p/N/events`) or all
+/// (`/events`): `event: change` whenever their records change, a comment every
+/// 15 s, until the client goes away.
+fn events(server: Arc<Server>, one: Option<usize>) -> Response<Body> {
+    let look = move || {
+        let projects = match one {
+            Some(i) => std::slice::from_ref(&server.projects[i]),
+            None => &server.projects[..],
+        };
+        projects.iter().flat_map(fingerprint).collect::<Vec<_>>()
+    };
     // Taken before the answer starts: a change right after the client sees the
     // stream open is reported.
-    let mut last = fingerprint();
-    let (mut rd, mut wr) = stream.into_split();
-    bounded(wr.write_all(
-        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-store\r\nconnection: close\r\n\r\nretry: 1000\n\n",
-    ))
-    .await?;
-    let mut beat = tokio::time::Instant::now();
-    let mut buf = [0u8; 256];
-    loop {
-        tokio::select! {
-            n = rd.read(&mut buf) => {
-                if matches!(n, Ok(0) | Err(_)) {
-                    return Ok(());
+    let last = look();
+    let first = Bytes::from_static(b"retry: 1000\n\n");
+    let said = futures_util::stream::unfold(
+        (Some(first), last, tokio::time::Instant::now()),
+        move |(first, mut last, mut beat)| {
+            let look = look.clone();
+            async move {
+                if let Some(b) = first {
+                    return Some((b, (None, last, beat)));
+                }
+                loop {
+                    tokio::time::sleep(POLL).await;
+                    let now = look();
+                    let line: &'static [u8] = if now != last {
+                        last = now;
+                        b"event: change\ndata: records\n\n"
+                    } else if beat.elapsed() >= HEARTBEAT {
+                        b": heartbeat\n\n"
+                    } else {
+                        continue;
+                    };
+                    beat = tokio::time::Instant::now();
+                    return Some((Bytes::from_static(line), (None, last, beat)));
                 }
             }
-            () = tokio::time::sleep(POLL) => {
-                let now = fingerprint();
-                if now != last {
-                    last = now;
-                    bounded(wr.write_all(b"event: change\ndata: records\n\n")).await?;
-                } else if beat.elapsed() >= HEARTBEAT {
-                    bounded(wr.write_all(b": heartbeat\n\n")).await?;
-                } else {
-                    continue;
-                }
-                beat = tokio::time::Instant::now();
-            }
-        }
-    }
+        },
+    );
+    let frames =
+        futures_util::StreamExt::map(said, |b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
+    let mut r = Response::new(http_body_util::StreamBody::new(frames).boxed());
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
 }
 
 /// The newest `.baton/sessions/NNNN.jsonl`.

@@ -298,6 +298,42 @@ fn serve_answers_get_only_and_unknown_paths_with_404() {
     }
 }
 
+/// Events streams hold their connection only while their client is there: with
+/// all 64 places taken by streams, the next request is turned away, and once the
+/// clients leave, a page is served again (bounded wait, no timing asserted).
+#[test]
+fn serve_frees_an_events_streams_place_when_its_client_leaves() {
+    let p = fixture();
+    let s = serve(p.path(), &[], &[]);
+    let streams: Vec<TcpStream> = (0..64)
+        .map(|_| {
+            let mut ev = TcpStream::connect(&s.addr).unwrap();
+            ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            ev.write_all(format!("GET /events HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
+                .unwrap();
+            let mut seen = String::new();
+            let mut buf = [0u8; 1024];
+            while !seen.contains("retry:") {
+                let n = ev.read(&mut buf).unwrap();
+                assert!(n > 0, "{seen}");
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            ev
+        })
+        .collect();
+    assert_eq!(get(&s.addr, "/").0, "HTTP/1.1 503 Service Unavailable");
+    drop(streams);
+    let mut status = String::new();
+    for _ in 0..100 {
+        status = get(&s.addr, "/").0;
+        if status.contains("200") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status, "HTTP/1.1 200 OK");
+}
+
 #[test]
 fn serve_refuses_a_non_loopback_address_without_a_token_and_checks_the_token() {
     let p = fixture();
