@@ -100,6 +100,19 @@ impl ProjectLock {
     }
 }
 
+/// Whether a baton command holds `project`'s lock now, as the lock's record says:
+/// it names a process that is alive. For readers (the dashboard), which must not
+/// take the lock even for a moment: a run starting then would be refused.
+pub fn held(project: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(project.join(LOCK_FILE)) else {
+        return false;
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("pid "))
+        .and_then(|p| p.trim().parse::<u32>().ok())
+        .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,34 @@ pub fn transcript(session: u32) -> String {
     format!("{SESSIONS}/{session:04}.jsonl")
 }
 
+/// Agent `k`'s working copy in a parallel run, relative to the project.
+pub fn agent(k: u32) -> String {
+    format!("{AGENTS}/a{k}")
+}
+
+/// The agents' working copies there are in `project` (`.baton/agents/aK`), by
+/// agent, at most 64.
+pub fn agent_copies(project: &Path) -> Vec<(u32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(project.join(AGENTS)) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let k: u32 = e
+                .file_name()
+                .to_string_lossy()
+                .strip_prefix('a')?
+                .parse()
+                .ok()?;
+            (e.file_name().to_string_lossy() == format!("a{k}")).then(|| (k, e.path()))
+        })
+        .take(64)
+        .collect();
+    found.sort();
+    found
+}
+
 /// `rel` (one of this module's paths) inside `project`.
 pub fn at(project: &Path, rel: &str) -> PathBuf {
     project.join(rel)
@@ -118,5 +146,19 @@ mod tests {
         }
         assert_eq!(evidence(7), ".baton/evidence/0007");
         assert_eq!(transcript(12), ".baton/sessions/0012.jsonl");
+    }
+
+    #[test]
+    fn agent_copies_are_the_agents_working_copies_in_order() {
+        let p = tempfile::tempdir().unwrap();
+        assert!(agent_copies(p.path()).is_empty());
+        for d in ["a10", "a2", "a1", "b1", "a01", "ax"] {
+            std::fs::create_dir_all(p.path().join(AGENTS).join(d)).unwrap();
+        }
+        let found: Vec<(u32, PathBuf)> = agent_copies(p.path());
+        assert_eq!(
+            found,
+            [1, 2, 10].map(|k| (k, p.path().join(agent(k)))).to_vec()
+        );
     }
 }

@@ -298,7 +298,7 @@ fn fingerprint(p: &Project) -> Vec<(u64, Option<SystemTime>)> {
         paths.push(t);
     }
     paths.extend(
-        agent_dirs(&f.dir)
+        baton_records::layout::agent_copies(&f.dir)
             .into_iter()
             .map(|(_, d)| d.join(baton_records::layout::STATE)),
     );
@@ -365,44 +365,16 @@ fn events(server: Arc<Server>, one: Option<usize>) -> Response<Body> {
 
 /// The newest `.baton/sessions/NNNN.jsonl`.
 fn newest_transcript(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir.join(baton_records::layout::SESSIONS))
+    baton_agent::transcript::list_sessions(dir)
         .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "jsonl")
-                && p.file_stem()
-                    .is_some_and(|s| s.to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        })
-        .max()
-}
-
-/// The working copies of a parallel run's agents (`.baton/agents/aK`), at most 64.
-fn agent_dirs(dir: &Path) -> Vec<(u32, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir.join(baton_records::layout::AGENTS)) else {
-        return Vec::new();
-    };
-    let mut found: Vec<(u32, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let k = e
-                .file_name()
-                .to_string_lossy()
-                .strip_prefix('a')?
-                .parse()
-                .ok()?;
-            Some((k, e.path()))
-        })
-        .take(64)
-        .collect();
-    found.sort();
-    found
+        .pop()
+        .map(|(_, p)| p)
 }
 
 /// What a parallel run's agents work on now: (agent, session, its claimed feature),
 /// from each working copy's state.json (a session under way and its claim).
 fn agents_at_work(dir: &Path) -> Vec<(u32, u32, Option<usize>)> {
-    agent_dirs(dir)
+    baton_records::layout::agent_copies(dir)
         .into_iter()
         .filter_map(|(k, d)| {
             let st = baton_records::State::load(&d).ok()?;
@@ -412,15 +384,9 @@ fn agents_at_work(dir: &Path) -> Vec<(u32, u32, Option<usize>)> {
         .collect()
 }
 
-/// Whether a `baton run` holds the project's lock now: its record names a live pid.
+/// Whether a `baton run` holds the project's lock now.
 fn running(dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(dir.join(baton_records::layout::LOCK)) else {
-        return false;
-    };
-    text.lines()
-        .find_map(|l| l.strip_prefix("pid "))
-        .and_then(|p| p.trim().parse::<u32>().ok())
-        .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
+    baton_harness::lock::held(dir)
 }
 
 /// The list as accepted, else as the file is, else empty.

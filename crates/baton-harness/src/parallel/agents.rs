@@ -227,9 +227,7 @@ impl Parallel<'_> {
     /// once, a thread each) and parts.
     pub(super) fn agents(&self, n: u32) -> Result<Vec<Agent>, HarnessError> {
         let main = &self.files.dir;
-        let dirs: Vec<(u32, PathBuf)> = (1..=n)
-            .map(|k| (k, main.join(layout::AGENTS).join(format!("a{k}"))))
-            .collect();
+        let dirs: Vec<(u32, PathBuf)> = (1..=n).map(|k| (k, main.join(layout::agent(k)))).collect();
         std::thread::scope(|s| {
             let clones: Vec<_> = dirs
                 .iter()
