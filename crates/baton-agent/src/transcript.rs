@@ -209,18 +209,25 @@ impl Transcript {
         Self::create_next_from(project_dir, 1)
     }
 
-    /// Like [`Transcript::create_next`], numbered `at_least` or higher: how the
-    /// sessions of a parallel run's agents keep the project's numbering.
+    /// Like [`Transcript::create_next`], numbered `at_least` or higher.
     pub fn create_next_from(project_dir: &Path, at_least: u32) -> Result<Self, TranscriptError> {
+        let number = list_sessions(project_dir)?
+            .last()
+            .map_or(1, |(n, _)| n + 1)
+            .max(at_least);
+        Self::create(project_dir, number)
+    }
+
+    /// The transcript of session `number`, handed out by the project's records
+    /// (`baton_records::SessionNumbers`); numbered past it only if a file is in
+    /// the way ([`Transcript::number`] says, to be kept on record).
+    pub fn create(project_dir: &Path, number: u32) -> Result<Self, TranscriptError> {
         let dir = project_dir.join(SESSIONS_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| TranscriptError::Io {
             path: dir.clone(),
             source,
         })?;
-        let mut number = list_sessions(project_dir)?
-            .last()
-            .map_or(1, |(n, _)| n + 1)
-            .max(at_least);
+        let mut number = number.max(1);
         loop {
             let path = dir.join(format!("{number:04}.jsonl"));
             match File::options().append(true).create_new(true).open(&path) {

@@ -86,7 +86,7 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
         tools.attach(hub.clone());
         let cancel = tools.context().cancel.clone();
         on_ctrl_c(cancel);
-        let mut transcript = Transcript::create_next(&dir)?;
+        let mut transcript = baton_harness::run::new_transcript(&dir, None, None)?;
         let system = system_prompt(
             &dir,
             &cfg,
@@ -184,7 +184,7 @@ fn run_cli(
     runtime.block_on(async {
         let stop = tokio_util::sync::CancellationToken::new();
         on_ctrl_c(stop.clone());
-        let mut transcript = Transcript::create_next(dir)?;
+        let mut transcript = baton_harness::run::new_transcript(dir, None, None)?;
         let system = system_prompt(
             dir,
             cfg,

@@ -22,11 +22,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use baton_agent::pricing::PriceTable;
-use baton_agent::session::Quiet;
 use baton_config::Config;
 use baton_harness::files::Files;
 use baton_harness::parallel::{Parallel, Workspace};
-use baton_harness::run::{Backend, Reporter, RunEnd, RunOptions, Runner};
+use baton_harness::run::{Backend, Reporter, RunEnd, RunOptions, Runner, RunnerParts};
 use baton_testkit::ScriptedServer;
 use baton_testkit::Step;
 use baton_testkit::Wire;
@@ -134,21 +133,20 @@ fn run(agents: u32, kind: Kind) -> (Duration, Duration) {
     };
     // One agent is what `baton run` does without `--agents`: the plain runner,
     // with no working copy, merge or integration.
-    let plain = |max: u32| Runner {
-        files: Files::new(dir.clone(), cfg.project.clone()),
-        cfg: cfg.clone(),
-        backend: Backend::Loop(&client),
-        prices: &prices,
-        policy: &*main.policy,
-        observer: &Quiet,
-        reporter: &silent,
-        tools: main.tools.clone(),
-        stop: CancellationToken::new(),
-        opts: RunOptions {
+    let plain = |max: u32| {
+        Runner::new(RunnerParts {
+            files: Files::new(dir.clone(), cfg.project.clone()),
+            cfg: cfg.clone(),
+            backend: Backend::Loop(&client),
+            prices: &prices,
+            policy: &*main.policy,
+            tools: main.tools.clone(),
+            reporter: &silent,
+        })
+        .with_opts(RunOptions {
             max_sessions: Some(max),
             ..RunOptions::default()
-        },
-        kernel_binds: false,
+        })
     };
     let whole = |max: u32| async move {
         if agents == 1 {

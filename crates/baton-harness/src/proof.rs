@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use baton_agent::client::ModelClient;
 use baton_agent::session::AgentError;
-use baton_agent::transcript::Transcript;
 use baton_tools::Toolbox;
 
 use baton_records::{BaseCheck, FeatureList, InProgress};
@@ -135,7 +134,7 @@ impl Runner<'_> {
             feature_list: None,
             read_only: true,
         };
-        let mut transcript = Transcript::create_next(&self.files.dir)?;
+        let mut transcript = self.new_transcript(None)?;
         let session = transcript.number();
         g.report.verifier_session = Some(session);
         self.reporter.line(&format!(
@@ -146,10 +145,11 @@ impl Runner<'_> {
         let kind = self.cfg.project.kind.as_str();
         let browser = self.cfg.browser.enabled && kind == "web";
         // Its scratch space: a temp dir of its own (`TMPDIR`), gone after it.
+        let temp = baton_policy::sandbox::temp_dir_for(&self.files.dir);
         let scratch = tempfile::Builder::new()
             .prefix("baton-verifier-")
-            .tempdir()
-            .map_err(crate::error::io(&std::env::temp_dir()))?;
+            .tempdir_in(&temp)
+            .map_err(crate::error::io(&temp))?;
         let prompt = verifier::prompt(&verifier::Brief {
             list: &current,
             features: flips,
@@ -349,9 +349,11 @@ impl Runner<'_> {
         list: &FeatureList,
         features: &[usize],
     ) -> Result<baton_records::CheckRun, String> {
+        // Where the commands may write: a copy's own temp dir when the main
+        // project lies in the temp dir.
         let copy = tempfile::Builder::new()
             .prefix("baton-base-")
-            .tempdir()
+            .tempdir_in(baton_policy::sandbox::temp_dir_for(&self.files.dir))
             .map_err(|e| format!("cannot make a temp dir: {e}"))?;
         let dir = copy.path().to_path_buf();
         // Made by git inside the sandbox, like every command on the project's

@@ -20,7 +20,7 @@ use crate::boundary::Snapshot;
 use crate::error::HarnessError;
 pub(crate) use crate::limits::RunLimits;
 pub use crate::limits::{RunEnd, RunOptions};
-pub use crate::runner::{Backend, Reporter, Runner, RunnerParts};
+pub use crate::runner::{Backend, Reporter, Runner, RunnerParts, new_transcript};
 use crate::{git, queue};
 use baton_records::human::features;
 use baton_records::{LedgerEntry, LedgerKind};

@@ -92,6 +92,9 @@ pub struct Runner<'a> {
     /// The agent's commands run under bubblewrap's read-only binds of git's
     /// guarded files and `baton.toml` ([`Runner::with_kernel_binds`]).
     pub kernel_binds: bool,
+    /// Where its sessions' numbers come from ([`Runner::with_numbers`]); the
+    /// project's own record when `None`.
+    pub numbers: Option<baton_records::SessionNumbers>,
 }
 
 /// What every runner needs; the rest has defaults ([`Runner::new`]).
@@ -128,7 +131,25 @@ impl<'a> Runner<'a> {
             stop: CancellationToken::new(),
             opts: RunOptions::default(),
             kernel_binds: false,
+            numbers: None,
         }
+    }
+
+    /// Number sessions from `numbers` (a parallel run's agents share the
+    /// project's), not from the record of the directory the runner works in.
+    #[must_use]
+    pub fn with_numbers(mut self, numbers: baton_records::SessionNumbers) -> Self {
+        self.numbers = Some(numbers);
+        self
+    }
+
+    /// The transcript of a new session, numbered by the project's records (a
+    /// number handed out already, for an agent's session, when `given`).
+    pub(crate) fn new_transcript(
+        &self,
+        given: Option<u32>,
+    ) -> Result<baton_agent::transcript::Transcript, crate::HarnessError> {
+        new_transcript(&self.files.dir, self.numbers.as_ref(), given)
     }
 
     /// Whether the agent's commands run under bubblewrap's read-only binds
@@ -206,4 +227,27 @@ impl Runner<'_> {
             say,
         }
     }
+}
+
+/// The transcript of a new session in `project`, numbered `given` or the next of
+/// `numbers` (the project's own record when `None`); a number past it, when a
+/// file was in the way, is kept on record too.
+pub fn new_transcript(
+    project: &std::path::Path,
+    numbers: Option<&baton_records::SessionNumbers>,
+    given: Option<u32>,
+) -> Result<baton_agent::transcript::Transcript, crate::HarnessError> {
+    let numbers = match numbers {
+        Some(n) => n.clone(),
+        None => baton_records::SessionNumbers::open(project)?,
+    };
+    let number = match given {
+        Some(n) => n,
+        None => numbers.take()?,
+    };
+    let t = baton_agent::transcript::Transcript::create(project, number)?;
+    if t.number() != number {
+        numbers.saw(t.number())?;
+    }
+    Ok(t)
 }

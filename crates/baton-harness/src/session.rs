@@ -80,8 +80,7 @@ impl Runner<'_> {
         snap: &Snapshot,
     ) -> Result<Finished, HarnessError> {
         let dir = &self.files.dir;
-        let mut transcript =
-            Transcript::create_next_from(dir, self.opts.first_number.unwrap_or(1))?;
+        let mut transcript = self.new_transcript(self.opts.first_number)?;
         let number = transcript.number();
         // A process left running by an earlier session may have changed them since.
         self.guard_boundary(snap, number)?;

@@ -46,6 +46,8 @@ pub const REPORT: &str = ".baton/report.html";
 /// runs every few sessions however many there are.
 pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 
+/// The highest session number handed out ([`crate::SessionNumbers`]).
+pub const LAST_SESSION: &str = ".baton/last-session";
 /// Notifications `[notify]` could not deliver, one line each.
 pub const NOTIFY_LOG: &str = ".baton/notify.log";
 
@@ -127,6 +129,7 @@ mod tests {
         for p in [
             STATE,
             NOTIFY_LOG,
+            LAST_SESSION,
             LEDGER,
             ACCEPTED,
             SESSIONS,

@@ -24,6 +24,7 @@ pub mod features;
 pub mod human;
 pub mod layout;
 pub mod ledger;
+pub mod numbers;
 pub mod state;
 
 pub use cursor::SweepCursor;
@@ -31,6 +32,7 @@ pub use features::{
     DEPENDS_ON, Feature, FeatureList, FeatureListError, Reconciled, VERIFY, Violation, reconcile,
 };
 pub use ledger::{LedgerEntry, LedgerKind, Proof};
+pub use numbers::SessionNumbers;
 pub use state::{
     BaseCheck, CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration,
     IntegrationOutcome, Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Usage,

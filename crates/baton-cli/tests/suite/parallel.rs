@@ -439,3 +439,81 @@ fn a_budget_stops_a_run_of_two_agents() {
     // agent's session is under way then, and none starts after.
     assert!((4..=5).contains(&sessions), "{sessions} sessions:\n{err}");
 }
+
+/// Each session's verifier in a parallel run gets a number of the project's
+/// own, never one another agent's session has: every transcript the records
+/// name (sessions and their verifiers) is in the project, and no two share one.
+#[test]
+fn the_verifiers_of_agents_sessions_have_numbers_no_other_session_has() {
+    let (_t, dir) = super::proof::new_project("cli");
+    let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap();
+    assert!(toml.contains("features = 4"), "{toml}");
+    std::fs::write(
+        dir.join("baton.toml"),
+        toml.replace("features = 4", "features = 2"),
+    )
+    .unwrap();
+    // Two features without a verify command: the verifier proves each flip.
+    let mut l: Vec<Value> = serde_json::from_str(&list(2, 0)).unwrap();
+    for f in &mut l {
+        f.as_object_mut().unwrap().remove("verify");
+    }
+    let l = serde_json::to_string_pretty(&l).unwrap() + "\n";
+    let mut b = ScriptedServer::builder(Wire::Anthropic)
+        .think_time(Duration::from_millis(20))
+        .respond(baton_testkit::scenario::honest_verifier);
+    for n in 1..=2usize {
+        let t = baton_testkit::scenario::parallel::token(n);
+        let flip = format!(
+            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
+        );
+        b = b.when(
+            move |r| is_for(r, n),
+            vec![
+                Step::Reply(Reply::tool(
+                    "Bash",
+                    serde_json::json!({"command": format!("mkdir -p src && echo 'feature {n}' > src/feature{n}.txt && {flip} && echo 'Session: {t} done and verified.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
+                )),
+                Step::Reply(Reply::text(&format!("{t} works."))),
+            ],
+        );
+    }
+    let server = b.start(initializer(&l));
+    let out = baton(&server, Wire::Anthropic)
+        .args(["run", "--quiet", "--agents", "2", "--max-sessions", "6"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    // The verifier's checks ran at the base commit and now, in each copy's own
+    // temp dir (the project lies in the temp dir, which a copy may not write).
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("fails before the work and passes now").count(),
+        2,
+        "{err}"
+    );
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".baton/state.json")).unwrap())
+            .unwrap();
+    let sessions = state["sessions"].as_array().unwrap();
+    let mut numbers: Vec<u64> = sessions
+        .iter()
+        .map(|s| s["number"].as_u64().unwrap())
+        .collect();
+    let verifiers: Vec<u64> = sessions
+        .iter()
+        .filter_map(|s| s["gates"]["verifier_session"].as_u64())
+        .collect();
+    assert_eq!(verifiers.len(), 2, "{state}");
+    numbers.extend(&verifiers);
+    let mut unique = numbers.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), numbers.len(), "shared numbers: {numbers:?}");
+    for v in verifiers {
+        let t = std::fs::read_to_string(dir.join(format!(".baton/sessions/{v:04}.jsonl")))
+            .unwrap_or_else(|e| panic!("verifier transcript {v}: {e}"));
+        assert!(t.contains("verifier"), "{v}: not a verifier's transcript");
+    }
+}

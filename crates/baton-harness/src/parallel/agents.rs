@@ -61,6 +61,8 @@ pub(super) struct Reports {
     /// Cancelled on Ctrl-C (a child of the run's `stop`), or when a hand-out
     /// started no session and the run stops with its error.
     pub stop: tokio_util::sync::CancellationToken,
+    /// The project's session numbers: a session's verifier takes its own here.
+    pub numbers: baton_records::SessionNumbers,
 }
 
 /// What one agent's session came back with.
@@ -132,6 +134,7 @@ impl Parallel<'_> {
         let (dir, id, stop) = (agent.dir.clone(), agent.id, reports.stop.clone());
         let main = self.files.dir.clone();
         let (done, lines) = (reports.done.clone(), reports.lines.clone());
+        let numbers = reports.numbers.clone();
         std::thread::Builder::new()
             .name(format!("baton-agent-{id}"))
             .spawn(move || {
@@ -167,6 +170,7 @@ impl Parallel<'_> {
                             .runner(&cfg, &dir, client.as_ref(), &prices, &relay)?
                             .with_observer(&watch)
                             .with_stop(stop.clone())
+                            .with_numbers(numbers.clone())
                             .with_opts(opts);
                         rt.block_on(runner.run())
                     };

@@ -27,7 +27,6 @@ pub(super) struct Board {
     /// Sessions handed out in this run (the initializer's and list-append
     /// sessions counted too), for `--max-sessions`.
     handed: u32,
-    next_number: u32,
     /// Features this run holds claimed, with the agent (index) working on each.
     held: BTreeMap<usize, usize>,
     /// Agents with nothing to do (indexes; the last is handed work first).
@@ -44,11 +43,10 @@ pub(super) struct Board {
 
 impl Board {
     /// `agents` idle agents (agent 0 handed work first); `handed` sessions so
-    /// far in this run, the next numbered `next_number`.
-    pub(super) fn new(agents: usize, handed: u32, next_number: u32) -> Self {
+    /// far in this run.
+    pub(super) fn new(agents: usize, handed: u32) -> Self {
         Self {
             handed,
-            next_number,
             held: BTreeMap::new(),
             idle: (0..agents).rev().collect(),
             running: 0,
@@ -97,13 +95,10 @@ impl Board {
         self.idle.push(a);
     }
 
-    /// Agent `a` is handed feature `n`: held, counted; the session's number.
-    pub(super) fn hand(&mut self, a: usize, n: usize) -> u32 {
+    /// Agent `a` is handed feature `n`: held, counted.
+    pub(super) fn hand(&mut self, a: usize, n: usize) {
         self.held.insert(n, a);
-        let number = self.next_number;
-        self.next_number += 1;
         self.handed += 1;
-        number
     }
 
     /// The session handed out last started in its agent's thread.
@@ -210,9 +205,9 @@ mod tests {
     }
 
     /// A board whose agents each started a session on its feature, as `(agent,
-    /// feature)` in hand-out order, numbered from 1.
+    /// feature)` in hand-out order.
     fn working(sessions: &[(usize, usize)]) -> Board {
-        let mut b = Board::new(sessions.len(), 0, 1);
+        let mut b = Board::new(sessions.len(), 0);
         for &(a, f) in sessions {
             assert_eq!(b.take_idle(), Some(a));
             b.hand(a, f);
@@ -223,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_new_board_hands_agent_0_first_and_is_not_busy() {
-        let mut b = Board::new(3, 1, 2);
+        let mut b = Board::new(3, 1);
         assert_eq!((b.handed(), b.busy(), b.running()), (1, 0, 0));
         assert!(!b.integrating());
         assert_eq!(b.take_idle(), Some(0));
@@ -231,21 +226,22 @@ mod tests {
     }
 
     #[test]
-    fn a_hand_out_holds_the_feature_counts_it_and_numbers_the_session() {
-        let mut b = Board::new(2, 1, 2);
+    fn a_hand_out_holds_the_feature_and_counts_it() {
+        let mut b = Board::new(2, 1);
         let a = b.take_idle().unwrap();
-        assert_eq!(b.hand(a, 5), 2);
+        b.hand(a, 5);
         b.started();
         assert!(b.holds(5));
         assert_eq!((b.handed(), b.running(), b.busy()), (2, 1, 1));
         let a = b.take_idle().unwrap();
-        assert_eq!(b.hand(a, 6), 3);
+        b.hand(a, 6);
+        assert_eq!(b.handed(), 3);
         assert_eq!(b.take_idle(), None);
     }
 
     #[test]
     fn an_agent_not_handed_out_is_idle_again() {
-        let mut b = Board::new(1, 0, 1);
+        let mut b = Board::new(1, 0);
         let a = b.take_idle().unwrap();
         b.not_handed(a);
         assert_eq!(b.take_idle(), Some(a));
@@ -254,7 +250,7 @@ mod tests {
 
     #[test]
     fn an_ended_session_frees_its_agent_and_keeps_its_feature_busy() {
-        let mut b = Board::new(1, 0, 1);
+        let mut b = Board::new(1, 0);
         let a = b.take_idle().unwrap();
         b.hand(a, 4);
         b.started();

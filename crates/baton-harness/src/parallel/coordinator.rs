@@ -118,7 +118,8 @@ pub(super) struct Setup<'f> {
     pub agents: Vec<Agent>,
     pub limits: RunLimits,
     pub handed: u32,
-    pub next_number: u32,
+    /// The project's session numbers, shared with the agents' verifiers.
+    pub numbers: baton_records::SessionNumbers,
 }
 
 impl<'f, 'a> Coordinator<'f, 'a> {
@@ -137,7 +138,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             remote: start.remote,
             copies: start.copies,
             integrate: start.integrate,
-            board: Board::new(start.agents.len(), start.handed, start.next_number),
+            board: Board::new(start.agents.len(), start.handed),
             agents: start.agents,
             limits: start.limits,
             settling: None,
@@ -152,6 +153,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                     done: done_tx,
                     lines: line_tx,
                     stop: halt.clone(),
+                    numbers: start.numbers,
                 },
             },
             halt,
@@ -281,7 +283,15 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                     continue;
                 }
             }
-            let number = self.board.hand(a, n);
+            let number = match self.channels.reports.numbers.take() {
+                Ok(number) => number,
+                Err(e) => {
+                    self.claims.release(n);
+                    self.board.not_handed(a);
+                    return Err(e.into());
+                }
+            };
+            self.board.hand(a, n);
             self.run.reporter.line(&format!(
                 "agent {} takes feature #{n} (session {number:04})",
                 self.agents[a].id

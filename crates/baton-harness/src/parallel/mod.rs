@@ -228,7 +228,7 @@ impl Parallel<'_> {
             agents,
             limits: self.limits()?,
             handed,
-            next_number: self.next_number()?,
+            numbers: baton_records::SessionNumbers::open(&self.files.dir)?,
         };
         Coordinator::new(self, setup).drive().await
     }
@@ -344,20 +344,5 @@ impl Parallel<'_> {
             .run
             .stall_sessions
             .saturating_mul(self.agents.max(1))
-    }
-
-    /// The first session number no record or transcript of the project uses.
-    fn next_number(&self) -> Result<u32, HarnessError> {
-        let main = &self.files.dir;
-        let recorded = State::load(main)?
-            .sessions
-            .iter()
-            .map(|s| s.number)
-            .max()
-            .unwrap_or(0);
-        let transcripts = baton_agent::transcript::list_sessions(main)?
-            .last()
-            .map_or(0, |(n, _)| *n);
-        Ok(recorded.max(transcripts) + 1)
     }
 }

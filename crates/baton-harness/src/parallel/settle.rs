@@ -391,9 +391,13 @@ impl Parallel<'_> {
         state.sessions.push(record.clone());
         state.sessions.sort_by_key(|s| s.number);
         state.save(main)?;
+        // Its numbers are the project's (a no-op for what this run handed out; a
+        // session a killed run left may be past the record).
+        baton_records::SessionNumbers::open(main)?
+            .saw(number.max(record.gates.verifier_session.unwrap_or(0)))?;
         self.reporter
             .session_end(&record, list.passing(), list.features.len());
-        self.copy_artifacts(copy, number)
+        self.copy_artifacts(copy, number, record.gates.verifier_session)
     }
 
     /// The copy's ledger lines of session `number`: its decisions, on the
@@ -486,16 +490,25 @@ impl Parallel<'_> {
         queue::count_stall(state, false, worked, first_deferral);
     }
 
-    /// The session's transcript (where `baton log` looks) and evidence (where the
-    /// report looks) into the project; then it is settled.
-    fn copy_artifacts(&self, copy: &CopyDir, number: u32) -> Result<(), HarnessError> {
+    /// The session's transcript and its verifier's (where `baton log` looks) and
+    /// evidence (where the report looks) into the project; then it is settled.
+    fn copy_artifacts(
+        &self,
+        copy: &CopyDir,
+        number: u32,
+        verifier: Option<u32>,
+    ) -> Result<(), HarnessError> {
         let main = &self.files.dir;
-        let t = layout::transcript(number);
-        if copy.dir.join(&t).is_file() {
-            std::fs::create_dir_all(main.join(layout::SESSIONS))
-                .map_err(crate::error::io(main.join(layout::SESSIONS)))?;
-            std::fs::copy(copy.dir.join(&t), main.join(&t))
-                .map_err(crate::error::io(main.join(&t)))?;
+        for t in std::iter::once(number)
+            .chain(verifier)
+            .map(layout::transcript)
+        {
+            if copy.dir.join(&t).is_file() {
+                std::fs::create_dir_all(main.join(layout::SESSIONS))
+                    .map_err(crate::error::io(main.join(layout::SESSIONS)))?;
+                std::fs::copy(copy.dir.join(&t), main.join(&t))
+                    .map_err(crate::error::io(main.join(&t)))?;
+            }
         }
         let ev = layout::evidence(number);
         if copy.dir.join(&ev).is_dir() {

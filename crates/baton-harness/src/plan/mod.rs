@@ -8,7 +8,7 @@
 
 mod check;
 
-use baton_agent::transcript::{Transcript, now_ms};
+use baton_agent::transcript::now_ms;
 use baton_records::{
     FeatureList, InProgress, LedgerEntry, LedgerKind, SessionKind, SessionOutcome, SessionRecord,
     State,
@@ -201,7 +201,7 @@ impl Runner<'_> {
         let request = self.request(plan, accepted.as_ref())?;
         let head_before = git::head(dir);
         let spec_before = self.files.read_text(&names.spec);
-        let mut transcript = Transcript::create_next_from(dir, 1)?;
+        let mut transcript = self.new_transcript(None)?;
         let number = transcript.number();
         let started_ms = now_ms();
         // On record while it runs: a planner stopped mid-way is settled next time.

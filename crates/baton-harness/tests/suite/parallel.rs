@@ -973,8 +973,7 @@ async fn a_stop_ends_every_agent_cleanly() {
 /// model answers the first), and two agents.
 #[tokio::test(flavor = "current_thread")]
 async fn working_sessions_finish_a_project_with_one_agent_and_with_two() {
-    use baton_agent::session::Quiet;
-    use baton_harness::run::{Backend, Runner};
+    use baton_harness::run::{Backend, Runner, RunnerParts};
     use baton_testkit::scenario::parallel::working_session;
     for agents in [1, 2] {
         let (_t, dir) = project(5);
@@ -991,22 +990,19 @@ async fn working_sessions_finish_a_project_with_one_agent_and_with_two() {
         let kit = Kit::new(&dir, &server);
         let lines = Lines::default();
         let end = if agents == 1 {
-            Runner {
+            Runner::new(RunnerParts {
                 files: Files::new(dir.clone(), kit.cfg.project.clone()),
                 cfg: kit.cfg.clone(),
                 backend: Backend::Loop(&kit.client),
                 prices: &kit.prices,
                 policy: &*kit.main.policy,
-                observer: &Quiet,
                 reporter: &lines,
                 tools: kit.main.tools.clone(),
-                stop: CancellationToken::new(),
-                opts: RunOptions {
-                    max_sessions: Some(20),
-                    ..RunOptions::default()
-                },
-                kernel_binds: false,
-            }
+            })
+            .with_opts(RunOptions {
+                max_sessions: Some(20),
+                ..RunOptions::default()
+            })
             .run()
             .await
             .unwrap()

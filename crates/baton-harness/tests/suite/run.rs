@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 
 use baton_agent::pricing::PriceTable;
-use baton_agent::session::Quiet;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::run::{Backend, RunEnd, RunOptions, Runner};
+use baton_harness::run::{Backend, RunEnd, RunOptions, Runner, RunnerParts};
 
 use super::support::{Lines, client, git};
 use baton_records::{InProgress, LedgerEntry, LedgerKind, SessionKind, SessionOutcome, State};
@@ -16,7 +15,6 @@ use baton_testkit::scenario::{features, honest, initializer};
 use baton_testkit::{Reply, ScriptedServer, Step, Wire};
 use baton_tools::{AllowAll, ToolContext, Toolbox};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 /// A project directory with a git repository, a spec and `baton.toml`.
 pub(super) struct Project {
@@ -61,22 +59,19 @@ impl Project {
         let client = client(server.base_url(), &cfg);
         let prices = PriceTable::new(&cfg.prices);
         let lines = Lines::default();
-        let runner = Runner {
+        let runner = Runner::new(RunnerParts {
             files: Files::new(self.dir.clone(), cfg.project.clone()),
             cfg,
             backend: Backend::Loop(&client),
             prices: &prices,
             policy: &AllowAll,
-            observer: &Quiet,
             reporter: &lines,
             tools: Toolbox::new(ToolContext::new(self.dir.clone())),
-            stop: CancellationToken::new(),
-            opts: RunOptions {
-                max_sessions: Some(max_sessions),
-                ..RunOptions::default()
-            },
-            kernel_binds: false,
-        };
+        })
+        .with_opts(RunOptions {
+            max_sessions: Some(max_sessions),
+            ..RunOptions::default()
+        });
         let end = runner.run().await.unwrap();
         let said = lines.0.lock().unwrap().join("\n");
         (end, said)

@@ -185,15 +185,8 @@ pub fn home_env_in(
     var: &dyn Fn(&str) -> Option<OsString>,
 ) -> Vec<(&'static str, OsString)> {
     let mut env = vec![("HOME", spec.home.clone().into_os_string())];
-    if let Some(main) = main_of_copy(&spec.project) {
-        let tmp = var("TMPDIR")
-            .map(PathBuf::from)
-            .filter(|t| t.is_absolute())
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        let own = spec.home.join("tmp");
-        if main.starts_with(&tmp) && std::fs::create_dir_all(&own).is_ok() {
-            env.push(("TMPDIR", own.into_os_string()));
-        }
+    if let Some(own) = own_temp_in(&spec.project, &spec.home, var) {
+        env.push(("TMPDIR", own.into_os_string()));
     }
     let Some(user) = var("HOME").map(PathBuf::from).filter(|h| h.is_absolute()) else {
         return env;
@@ -214,6 +207,32 @@ pub fn home_env_in(
         }
     }
     env
+}
+
+/// Where baton makes temporary directories that commands confined to `project`
+/// must write (the verifier's scratch, a copy at the base commit): the temp dir,
+/// or, for a parallel run's copy whose main project lies in it (then not writable
+/// from the copy, see `write_rules`), the copy's own `<private home>/tmp`, made
+/// here. The same rule gives those commands their `TMPDIR` ([`home_env`]).
+pub fn temp_dir_for(project: &Path) -> PathBuf {
+    own_temp_in(project, &private_home(project), &|k| std::env::var_os(k))
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// `<home>/tmp` (made) when `project` is a copy whose main project lies in the
+/// temp dir `var` names; `None` when the temp dir itself will do.
+fn own_temp_in(
+    project: &Path,
+    home: &Path,
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Option<PathBuf> {
+    let main = main_of_copy(project)?;
+    let tmp = var("TMPDIR")
+        .map(PathBuf::from)
+        .filter(|t| t.is_absolute())
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let own = home.join("tmp");
+    (main.starts_with(&tmp) && std::fs::create_dir_all(&own).is_ok()).then_some(own)
 }
 
 impl SandboxSpec {
