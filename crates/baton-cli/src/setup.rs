@@ -94,6 +94,28 @@ pub fn guarded_tools(
     guarded_tools_with(dir, cfg, processes, Vec::new())
 }
 
+/// A directory's parts for sessions, assembled one way for the project a run
+/// works in (`baton run`, `baton plan`) and for each working copy of a parallel
+/// run: its tools under the command policy and OS sandbox, with its own process
+/// registry and environment, and the agent CLI set up for it (`cli`) when the
+/// provider is one. With the sandbox's warning when it is weaker than asked.
+pub fn dir_parts(
+    dir: &Path,
+    cfg: &Config,
+    processes: std::sync::Arc<baton_tools::ProcessRegistry>,
+    env: Vec<(String, String)>,
+    cli: Option<CliBackend>,
+) -> anyhow::Result<(baton_harness::parallel::AgentParts, Option<String>)> {
+    let (tools, guard) = guarded_tools_with(dir, cfg, Some(processes), env)?;
+    let parts = baton_harness::parallel::AgentParts {
+        tools,
+        kernel_binds: guard.policy.bubblewrap(),
+        policy: Box::new(guard.policy),
+        cli,
+    };
+    Ok((parts, guard.warning))
+}
+
 /// [`guarded_tools`], with `env` set for every command (a parallel run's agent).
 pub fn guarded_tools_with(
     dir: &Path,

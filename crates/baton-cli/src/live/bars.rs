@@ -1,7 +1,7 @@
 //! The bars face of the run view (a terminal): features passing, the current
 //! session with its elapsed time, turns, tokens and cost, the tool call in flight
 //! with a spinner, one line per agent of a parallel run, and the lines of
-//! [`super::Lines`] printed above them as they land.
+//! [`Lines`](super::face::Lines) printed above them as they land.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,7 +11,7 @@ use baton_agent::client::RetryNotice;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
-use super::{
+use super::face::{
     ContextEvent, Face, Start, ToolEnd, Totals, clock_in, context_line, key_argument, one_line,
     retry_line, secs, tokens, tool_end_line, usd, wait_line,
 };

@@ -8,7 +8,7 @@ use baton_agent::client::RetryNotice;
 use baton_agent::transcript::now_ms;
 use serde_json::Value;
 
-use super::{ContextEvent, Face, Sink, ToolEnd, key_argument, one_line};
+use super::face::{ContextEvent, Face, Sink, ToolEnd, key_argument, one_line};
 use crate::events::{Line, RunEvent};
 
 /// Writes each event to its sink as one JSON line.

@@ -1,5 +1,6 @@
 //! The run view's lines, bars and JSON events, driven without a terminal.
 
+use super::face::both_ends;
 use super::*;
 use std::sync::Arc;
 

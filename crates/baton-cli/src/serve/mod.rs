@@ -8,19 +8,22 @@
 //! fetches the board again; `/events` and `/list` do the same for the list of
 //! projects. Nothing here writes anything.
 //!
-//! `http.rs` reads requests and writes responses; `pages.rs` renders the pages and
-//! the board; this file serves them and watches the records.
+//! `http.rs` is the HTTP on hyper; `projects.rs` the projects served and what
+//! is read of them; `pages.rs` renders the pages and the board; this file routes
+//! requests and streams the records' changes.
 
 mod http;
 mod pages;
+mod projects;
 
 use http::{
     Body, Bounded, HTML, Request, TEXT, host_is_address, respond, same, url_decode, url_encode,
 };
 use pages::{board, index, project_list, project_page};
+use projects::{Project, Server, newest_transcript};
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -28,7 +31,6 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context as _, bail};
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_records::FeatureList;
 use http_body_util::BodyExt as _;
 use hyper::body::{Bytes, Frame};
 use hyper::header::{self, HeaderValue};
@@ -59,30 +61,6 @@ const POLL: Duration = Duration::from_millis(300);
 const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Connections served at once.
 const MAX_CONNECTIONS: usize = 64;
-/// Lines of the notes and of the transcript shown.
-const TAIL_LINES: usize = 30;
-
-/// One project served.
-struct Project {
-    files: Files,
-    budget_usd: f64,
-}
-
-impl Project {
-    fn name(&self) -> String {
-        self.files
-            .dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.files.dir.display().to_string())
-    }
-}
-
-struct Server {
-    projects: Vec<Project>,
-    token: Option<String>,
-}
-
 /// Run `baton serve` until Ctrl-C.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let addr: SocketAddr = args
@@ -361,43 +339,4 @@ fn events(server: Arc<Server>, one: Option<usize>) -> Response<Body> {
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     r
-}
-
-/// The newest `.baton/sessions/NNNN.jsonl`.
-fn newest_transcript(dir: &Path) -> Option<PathBuf> {
-    baton_agent::transcript::list_sessions(dir)
-        .ok()?
-        .pop()
-        .map(|(_, p)| p)
-}
-
-/// What a parallel run's agents work on now: (agent, session, its claimed feature),
-/// from each working copy's state.json (a session under way and its claim).
-fn agents_at_work(dir: &Path) -> Vec<(u32, u32, Option<usize>)> {
-    baton_records::layout::agent_copies(dir)
-        .into_iter()
-        .filter_map(|(k, d)| {
-            let st = baton_records::State::load(&d).ok()?;
-            let ip = st.in_progress?;
-            Some((k, ip.number, st.claim.or(ip.target)))
-        })
-        .collect()
-}
-
-/// Whether a `baton run` holds the project's lock now.
-fn running(dir: &Path) -> bool {
-    baton_harness::lock::held(dir)
-}
-
-/// The list as accepted, else as the file is, else empty.
-fn feature_list(files: &Files) -> FeatureList {
-    if let Ok(Some(l)) = files.load_accepted() {
-        return l;
-    }
-    files
-        .read_list()
-        .ok()
-        .flatten()
-        .and_then(|t| FeatureList::parse(&t, &files.names.feature_list).ok())
-        .unwrap_or_default()
 }

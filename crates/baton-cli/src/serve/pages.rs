@@ -9,7 +9,7 @@ use baton_harness::status::Status;
 use baton_records::FeatureList;
 use baton_report::escape;
 
-use super::{
+use super::projects::{
     Project, Server, TAIL_LINES, agents_at_work, feature_list, newest_transcript, running,
 };
 

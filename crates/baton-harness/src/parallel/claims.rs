@@ -2,8 +2,10 @@
 //! on one machine a claim is a ref in the project that only one can create
 //! (`refs/baton/claims/<n>`); with `--remote` it is a claim commit pushed to the
 //! shared remote only if none is there, renewed while its session runs and
-//! expired when its machine stops renewing it ([`Remote`]). The coordinator goes
-//! through [`Claims`] alone and does not know which it has.
+//! expired when its machine stops renewing it ([`Remote`]). Claims are part of
+//! the [`Mainline`], the main branch the work lands on (the project's, or the
+//! remote's), through which the coordinator, the merges and the settling go
+//! without knowing which they have.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -13,6 +15,51 @@ use super::remote::{CLAIMS, Remote};
 use crate::error::HarnessError;
 use crate::git::git;
 use crate::runner::Reporter;
+
+/// The main branch the agents' work lands on, and the claims on its features:
+/// the project's own branch and refs on one machine ([`Local`]), or a remote's
+/// shared by machines ([`Remote`]). The coordinator, the merges and the
+/// settling go through it alone.
+pub(super) trait Mainline: Claims + Sync {
+    /// Whether other machines share it (their merges and claims can appear at
+    /// any time).
+    fn shared(&self) -> bool;
+    /// Bring the project's main branch up to the mainline's; true when it moved.
+    fn pull(&self) -> Result<bool, HarnessError>;
+    /// Make `commit` the mainline's main branch; false when it moved first
+    /// (another machine integrated): nothing was published.
+    fn publish(&self, commit: &str) -> Result<bool, HarnessError>;
+}
+
+impl Mainline for Local {
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// The project's branch is the mainline: there is nothing to bring in.
+    fn pull(&self) -> Result<bool, HarnessError> {
+        Ok(false)
+    }
+
+    /// The project's branch is moved by the merge itself.
+    fn publish(&self, _commit: &str) -> Result<bool, HarnessError> {
+        Ok(true)
+    }
+}
+
+impl Mainline for Remote {
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn pull(&self) -> Result<bool, HarnessError> {
+        self.sync()
+    }
+
+    fn publish(&self, commit: &str) -> Result<bool, HarnessError> {
+        self.push(commit)
+    }
+}
 
 /// Where a run's claims live.
 pub(super) trait Claims {

@@ -30,9 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::agents::{Agent, CopyDir, Done, Reports};
 use super::board::Board;
-use super::claims::Claims;
+use super::claims::Mainline;
 use super::relay::Note;
-use super::remote::Remote;
 use super::{AgentParts, Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git;
@@ -90,8 +89,8 @@ struct Channels {
 /// The run's state between its turns.
 pub(super) struct Coordinator<'f, 'a> {
     run: &'f Parallel<'a>,
-    claims: &'f dyn Claims,
-    remote: Option<&'f Remote>,
+    /// The main branch and its claims: the project's, or a shared remote's.
+    mainline: &'f dyn Mainline,
     copies: &'f [CopyDir],
     integrate: &'f AgentParts,
     agents: Vec<Agent>,
@@ -111,8 +110,7 @@ pub(super) struct Coordinator<'f, 'a> {
 
 /// Where the coordinator starts from.
 pub(super) struct Setup<'f> {
-    pub claims: &'f dyn Claims,
-    pub remote: Option<&'f Remote>,
+    pub mainline: &'f dyn Mainline,
     pub copies: &'f [CopyDir],
     pub integrate: &'f AgentParts,
     pub agents: Vec<Agent>,
@@ -129,13 +127,12 @@ impl<'f, 'a> Coordinator<'f, 'a> {
         let (release_tx, released) = unbounded_channel::<usize>();
         let halt = run.stop.child_token();
         let next_renewal = start
-            .claims
+            .mainline
             .renew_every()
             .map(|d| tokio::time::Instant::now() + d);
         Self {
             run,
-            claims: start.claims,
-            remote: start.remote,
+            mainline: start.mainline,
             copies: start.copies,
             integrate: start.integrate,
             board: Board::new(start.agents.len(), start.handed),
@@ -185,7 +182,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                     // "Complete" only after every passing feature's check passed on
                     // the main branch: what broke is set back and handed out again.
                     Idle::Stop(Ok(end @ (RunEnd::Complete | RunEnd::CompleteExceptBlocked(_)))) => {
-                        if self.run.sweep_before_complete(self.remote).await? {
+                        if self.run.sweep_before_complete(self.mainline).await? {
                             continue;
                         }
                         return Ok(end);
@@ -211,11 +208,9 @@ impl<'f, 'a> Coordinator<'f, 'a> {
     /// The record, the accepted list and the claims of other machines, read with
     /// no await in between, so the integration cannot move one without the other.
     fn look(&self) -> Result<Look, HarnessError> {
-        if let Some(r) = self.remote {
-            self.run.sync(r)?;
-        }
+        self.run.sync(self.mainline)?;
         let elsewhere = self
-            .claims
+            .mainline
             .claimed()?
             .into_iter()
             .filter(|&n| !self.board.holds(n))
@@ -251,7 +246,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 look.tip = Some(git::own_head(&main)?);
             }
             let mut head = look.tip.clone().unwrap_or_default();
-            match self.claims.claim(n, &head) {
+            match self.mainline.claim(n, &head) {
                 Ok(true) => {}
                 Ok(false) => {
                     // Another machine claimed it first.
@@ -268,16 +263,16 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                     continue;
                 }
             }
-            if let Some(r) = self.remote {
+            if self.mainline.shared() {
                 // A claim is released only after its merge was pushed: what was
                 // merged before this claim was won is seen now.
-                self.run.sync(r)?;
+                self.run.sync(self.mainline)?;
                 look.list = self.run.files.load_accepted()?.unwrap_or_default();
                 look.state = State::load(&main)?;
                 head = git::own_head(&main)?;
                 look.tip = Some(head.clone());
                 if look.list.features.get(n - 1).is_some_and(|f| f.passes) {
-                    self.claims.release(n);
+                    self.mainline.release(n);
                     self.board.not_handed(a);
                     look.stale = true;
                     continue;
@@ -286,7 +281,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             let number = match self.channels.reports.numbers.take() {
                 Ok(number) => number,
                 Err(e) => {
-                    self.claims.release(n);
+                    self.mainline.release(n);
                     self.board.not_handed(a);
                     return Err(e.into());
                 }
@@ -320,12 +315,13 @@ impl<'f, 'a> Coordinator<'f, 'a> {
         let Some(sessions) = self.board.start_batch() else {
             return;
         };
-        let (run, copies, integrate, remote) = (self.run, self.copies, self.integrate, self.remote);
+        let (run, copies, integrate, mainline) =
+            (self.run, self.copies, self.integrate, self.mainline);
         let release = self.channels.release_tx.clone();
         self.settling = Some(Box::pin(run.settle(
             copies,
             integrate,
-            remote,
+            mainline,
             sessions,
             Some(release),
         )));
@@ -409,9 +405,9 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                 }
                 Woke::Settled(result) => return Ok(Event::Settled(result)),
                 Woke::Renew => {
-                    self.claims.renew(self.run.reporter)?;
+                    self.mainline.renew(self.run.reporter)?;
                     self.next_renewal = self
-                        .claims
+                        .mainline
                         .renew_every()
                         .map(|d| tokio::time::Instant::now() + d);
                 }
@@ -465,7 +461,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
     /// conflicted with the main branch itself): its claim is released.
     fn released(&mut self, feature: usize) {
         self.board.released(feature);
-        self.claims.release(feature);
+        self.mainline.release(feature);
     }
 
     /// The batch was settled: the claims of its features are released.
@@ -477,7 +473,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
         while self.channels.released.try_recv().is_ok() {}
         result?;
         for feature in features {
-            self.claims.release(feature);
+            self.mainline.release(feature);
         }
         Ok(())
     }

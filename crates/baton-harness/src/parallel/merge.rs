@@ -18,7 +18,7 @@ use std::time::Duration;
 use baton_config::CONFIG_FILE;
 use baton_records::{FeatureList, Integration, IntegrationOutcome, layout};
 
-use super::remote::Remote;
+use super::claims::Mainline;
 use super::{AgentParts, PUSH_ATTEMPTS, Parallel};
 use crate::checks::{Checker, passing_checks};
 use crate::error::HarnessError;
@@ -103,14 +103,14 @@ impl Parallel<'_> {
     pub(super) async fn integrate_all(
         &self,
         parts: &AgentParts,
-        remote: Option<&Remote>,
+        mainline: &dyn Mainline,
         branches: &[Branch<'_>],
         early: &mut Early<'_>,
     ) -> Result<Vec<Settled>, HarnessError> {
         let mut settled = Vec::new();
         if branches.len() > 1
             && let Batched::Done(done) = self
-                .integrate_batch(parts, remote, branches, early, &mut settled)
+                .integrate_batch(parts, mainline, branches, early, &mut settled)
                 .await?
         {
             return Ok(done);
@@ -122,7 +122,7 @@ impl Parallel<'_> {
                 continue;
             }
             // The flips merged before are in the accepted list by now.
-            let i = self.integrate(parts, remote, b).await?;
+            let i = self.integrate(parts, mainline, b).await?;
             if i.outcome == IntegrationOutcome::Conflict {
                 early(b.number, i)?;
                 out.push(Settled::Early);
@@ -144,14 +144,12 @@ impl Parallel<'_> {
     async fn integrate_batch(
         &self,
         parts: &AgentParts,
-        remote: Option<&Remote>,
+        mainline: &dyn Mainline,
         branches: &[Branch<'_>],
         early: &mut Early<'_>,
         settled: &mut Vec<u32>,
     ) -> Result<Batched, HarnessError> {
-        if let Some(r) = remote {
-            self.sync(r)?;
-        }
+        self.sync(mainline)?;
         let (tree, ours, mut list) = self.fresh_tree().await?;
         let mut out = Vec::new();
         let mut tip = ours.clone();
@@ -182,9 +180,7 @@ impl Parallel<'_> {
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(Batched::OneByOne);
         }
-        if let Some(r) = remote
-            && !r.push(&tip)?
-        {
+        if !mainline.publish(&tip)? {
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(Batched::OneByOne);
         }
@@ -198,14 +194,12 @@ impl Parallel<'_> {
     pub(super) async fn integrate(
         &self,
         parts: &AgentParts,
-        remote: Option<&Remote>,
+        mainline: &dyn Mainline,
         b: &Branch<'_>,
     ) -> Result<Integration, HarnessError> {
         for _ in 0..PUSH_ATTEMPTS {
-            if let Some(r) = remote {
-                self.sync(r)?;
-            }
-            if let Some(i) = self.integrate_once(parts, remote, b).await? {
+            self.sync(mainline)?;
+            if let Some(i) = self.integrate_once(parts, mainline, b).await? {
                 return Ok(i);
             }
         }
@@ -222,7 +216,7 @@ impl Parallel<'_> {
     async fn integrate_once(
         &self,
         parts: &AgentParts,
-        remote: Option<&Remote>,
+        mainline: &dyn Mainline,
         b: &Branch<'_>,
     ) -> Result<Option<Integration>, HarnessError> {
         let (tree, ours, mut list) = self.fresh_tree().await?;
@@ -242,9 +236,7 @@ impl Parallel<'_> {
                 .await
                 .map(Some);
         }
-        if let Some(r) = remote
-            && !r.push(&commit)?
-        {
+        if !mainline.publish(&commit)? {
             // Another machine moved the main branch first: merge again onto its.
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(None);

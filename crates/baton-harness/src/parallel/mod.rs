@@ -28,7 +28,8 @@
 //! - `coordinator.rs`: the run's state machine: hand-outs, sessions ending,
 //!   batches settling, claims renewed; the stop rule is a run of one's
 //!   (`RunLimits::stop_rule`), with the stall limit scaled by the agents.
-//! - `claims.rs`: claims behind one trait, in the project or on a remote.
+//! - `claims.rs`: the mainline (the main branch and the claims on its features,
+//!   the project's or a shared remote's) behind one trait, `Mainline`.
 //! - `agents.rs`: each agent's working copy and thread, and what its copy starts from.
 //! - `merge.rs`: integrating branches into the main branch (merge, sweep, advance).
 //! - `settle.rs`: sessions that ended, on their way to the project's record.
@@ -61,7 +62,7 @@ pub mod remote;
 mod settle;
 
 use agents::CopyDir;
-use claims::Claims;
+use claims::Mainline;
 use coordinator::{Coordinator, Setup};
 
 /// Ports each agent may use: agent `k` gets `PORT = base + (k - 1) * PORT_BLOCK`
@@ -98,8 +99,8 @@ impl AgentParts {
         Backend::choose(self.cli.clone(), client)
     }
 
-    /// A runner in the working copy `dir` with these parts.
-    fn runner<'b>(
+    /// A runner in `dir` (the project, or a working copy) with these parts.
+    pub fn runner<'b>(
         &'b self,
         cfg: &Config,
         dir: &Path,
@@ -209,20 +210,19 @@ impl Parallel<'_> {
         let local = claims::Local {
             dir: self.files.dir.clone(),
         };
-        let claims: &dyn Claims = match &remote {
+        let mainline: &dyn Mainline = match &remote {
             Some(r) => r,
             None => &local,
         };
-        claims.drop_stale(self.reporter)?;
+        mainline.drop_stale(self.reporter)?;
         let agents = self.agents(self.agents.max(1))?;
         let integrate = self
             .workspace
             .parts(0, &self.integration_tree()?, agent_env(0))?;
-        self.recover(&agents, &integrate, remote.as_ref()).await?;
+        self.recover(&agents, &integrate, mainline).await?;
         let copies = CopyDir::of(&agents);
         let setup = Setup {
-            claims,
-            remote: remote.as_ref(),
+            mainline,
             copies: &copies,
             integrate: &integrate,
             agents,
@@ -239,10 +239,7 @@ impl Parallel<'_> {
     /// back in a commit of baton's, pushed to the shared remote where there is
     /// one. `true` when something was set back (or the remote moved meanwhile):
     /// not complete, the coordinator looks again.
-    pub(super) async fn sweep_before_complete(
-        &self,
-        remote: Option<&remote::Remote>,
-    ) -> Result<bool, HarnessError> {
+    async fn sweep_before_complete(&self, mainline: &dyn Mainline) -> Result<bool, HarnessError> {
         let dir = &self.files.dir;
         let runner = self.runner(
             dir,
@@ -262,9 +259,7 @@ impl Parallel<'_> {
         if !broke? {
             return Ok(false);
         }
-        if let Some(r) = remote
-            && !r.push(&git::own_head(dir)?)?
-        {
+        if !mainline.publish(&git::own_head(dir)?)? {
             // Another machine integrated first: this set-back is not published, and
             // the check runs again on the main branch with its work.
             self.reporter.line(

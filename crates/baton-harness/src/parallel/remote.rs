@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use baton_records::{SessionKind, State};
 
+use super::claims::Mainline;
 use super::{Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git::{self, git, git_network};
@@ -269,8 +270,8 @@ impl Parallel<'_> {
 
     /// Bring the project up to the remote's main branch, and take the flips other
     /// machines merged into the accepted list.
-    pub(super) fn sync(&self, r: &Remote) -> Result<(), HarnessError> {
-        if !r.sync()? {
+    pub(super) fn sync(&self, mainline: &dyn Mainline) -> Result<(), HarnessError> {
+        if !mainline.pull()? {
             return Ok(());
         }
         let Some(accepted) = self.files.load_accepted()? else {

@@ -16,9 +16,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use super::agents::{Agent, CopyDir, Done, fetch};
+use super::claims::Mainline;
 use super::merge::{Branch, Settled};
 use super::relay::Prefixed;
-use super::remote::Remote;
 use super::{AgentParts, Parallel};
 use crate::error::HarnessError;
 use crate::limits::{RunEnd, RunOptions};
@@ -113,7 +113,7 @@ impl Parallel<'_> {
         &self,
         agents: &[Agent],
         integrate: &AgentParts,
-        remote: Option<&Remote>,
+        mainline: &dyn Mainline,
     ) -> Result<(), HarnessError> {
         let main = &self.files.dir;
         let unsettled = self.unsettled()?;
@@ -130,7 +130,7 @@ impl Parallel<'_> {
                     dir: main.join(layout::AGENTS).join(format!("a{k}")),
                 })
                 .collect();
-            self.settle(&copies, integrate, remote, unsettled, None)
+            self.settle(&copies, integrate, mainline, unsettled, None)
                 .await?;
         }
         let copies = CopyDir::of(agents);
@@ -162,7 +162,7 @@ impl Parallel<'_> {
                 theirs: None,
             };
             if let Some(e) = self.gather(&copies[i], done)? {
-                self.settle(&copies, integrate, remote, vec![e], None)
+                self.settle(&copies, integrate, mainline, vec![e], None)
                     .await?;
             }
         }
@@ -273,7 +273,7 @@ impl Parallel<'_> {
         &self,
         agents: &[CopyDir],
         integrate: &AgentParts,
-        remote: Option<&Remote>,
+        mainline: &dyn Mainline,
         ended: Vec<Ended>,
         released: Option<UnboundedSender<usize>>,
     ) -> Result<(), HarnessError> {
@@ -319,7 +319,7 @@ impl Parallel<'_> {
             Ok(())
         };
         let results = self
-            .integrate_all(integrate, remote, &branches, &mut early)
+            .integrate_all(integrate, mainline, &branches, &mut early)
             .await?;
         let mut merged: BTreeMap<u32, Integration> = results
             .into_iter()
