@@ -70,31 +70,31 @@ impl<'a> Backend<'a> {
 /// One `baton run` over a project.
 pub struct Runner<'a> {
     /// Project files.
-    pub files: Files,
+    pub(crate) files: Files,
     /// Settings.
-    pub cfg: Config,
+    pub(crate) cfg: Config,
     /// What runs the sessions.
-    pub backend: Backend<'a>,
+    pub(crate) backend: Backend<'a>,
     /// Prices.
-    pub prices: &'a PriceTable,
+    pub(crate) prices: &'a PriceTable,
     /// The command policy, behind the feature-list guard.
-    pub policy: &'a dyn ToolGate,
+    pub(crate) policy: &'a dyn ToolGate,
     /// Live view of sessions.
-    pub observer: &'a dyn Observer,
+    pub(crate) observer: &'a dyn Observer,
     /// Run-level lines.
-    pub reporter: &'a dyn Reporter,
+    pub(crate) reporter: &'a dyn Reporter,
     /// The tools; one process registry for the run, so dev servers live across sessions.
-    pub tools: Toolbox,
+    pub(crate) tools: Toolbox,
     /// Cancelled on the first Ctrl-C: finish the current tool call, then stop.
-    pub stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
     /// Command-line limits.
-    pub opts: RunOptions,
+    pub(crate) opts: RunOptions,
     /// The agent's commands run under bubblewrap's read-only binds of git's
     /// guarded files and `baton.toml` ([`Runner::with_kernel_binds`]).
-    pub kernel_binds: bool,
+    pub(crate) kernel_binds: bool,
     /// Where its sessions' numbers come from ([`Runner::with_numbers`]); the
     /// project's own record when `None`.
-    pub numbers: Option<baton_records::SessionNumbers>,
+    pub(crate) numbers: Option<baton_records::SessionNumbers>,
 }
 
 /// What every runner needs; the rest has defaults ([`Runner::new`]).
