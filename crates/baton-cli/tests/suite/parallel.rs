@@ -463,19 +463,10 @@ fn the_verifiers_of_agents_sessions_have_numbers_no_other_session_has() {
         .think_time(Duration::from_millis(20))
         .respond(baton_testkit::scenario::honest_verifier);
     for n in 1..=2usize {
-        let t = baton_testkit::scenario::parallel::token(n);
-        let flip = format!(
-            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
-        );
+        let work = format!("mkdir -p src && echo 'feature {n}' > src/feature{n}.txt");
         b = b.when(
             move |r| is_for(r, n),
-            vec![
-                Step::Reply(Reply::tool(
-                    "Bash",
-                    serde_json::json!({"command": format!("mkdir -p src && echo 'feature {n}' > src/feature{n}.txt && {flip} && echo 'Session: {t} done and verified.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
-                )),
-                Step::Reply(Reply::text(&format!("{t} works."))),
-            ],
+            baton_testkit::scenario::parallel::session_doing(n, &work),
         );
     }
     let server = b.start(initializer(&l));

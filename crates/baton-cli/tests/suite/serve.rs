@@ -83,6 +83,29 @@ fn request(addr: &str, raw: &str) -> (String, String) {
     )
 }
 
+/// An events stream of `path` open on `addr`, read up to its `retry:` line;
+/// what was read so far.
+fn open_events(addr: &str, path: &str) -> (TcpStream, String) {
+    let mut ev = TcpStream::connect(addr).unwrap();
+    ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    ev.write_all(format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut seen = String::new();
+    read_until(&mut ev, &mut seen, "retry:");
+    (ev, seen)
+}
+
+/// Read `ev` into `seen` until it holds `what` (each read bounded by the
+/// stream's timeout).
+fn read_until(ev: &mut TcpStream, seen: &mut String, what: &str) {
+    let mut buf = [0u8; 1024];
+    while !seen.contains(what) {
+        let n = ev.read(&mut buf).unwrap();
+        assert!(n > 0, "{seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
 fn get(addr: &str, path: &str) -> (String, String) {
     request(
         addr,
@@ -278,24 +301,10 @@ fn serve_answers_get_only_and_unknown_paths_with_404() {
     let (status, _) = request(&s.addr, &huge);
     assert_eq!(status, "HTTP/1.1 431 Request Header Fields Too Large");
     // The events stream says when the records change.
-    let mut ev = TcpStream::connect(&s.addr).unwrap();
-    ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    ev.write_all(format!("GET /p/0/events HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
-        .unwrap();
-    let mut seen = String::new();
-    let mut buf = [0u8; 1024];
-    while !seen.contains("retry:") {
-        let n = ev.read(&mut buf).unwrap();
-        assert!(n > 0, "{seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
+    let (mut ev, mut seen) = open_events(&s.addr, "/p/0/events");
     assert!(seen.contains("text/event-stream"), "{seen}");
     session_3_ends(p.path());
-    while !seen.contains("event: change") {
-        let n = ev.read(&mut buf).unwrap();
-        assert!(n > 0, "{seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
+    read_until(&mut ev, &mut seen, "event: change");
 }
 
 /// Events streams hold their connection only while their client is there: with
@@ -307,17 +316,7 @@ fn serve_frees_an_events_streams_place_when_its_client_leaves() {
     let s = serve(p.path(), &[], &[]);
     let streams: Vec<TcpStream> = (0..64)
         .map(|_| {
-            let mut ev = TcpStream::connect(&s.addr).unwrap();
-            ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            ev.write_all(format!("GET /events HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
-                .unwrap();
-            let mut seen = String::new();
-            let mut buf = [0u8; 1024];
-            while !seen.contains("retry:") {
-                let n = ev.read(&mut buf).unwrap();
-                assert!(n > 0, "{seen}");
-                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
+            let (ev, _) = open_events(&s.addr, "/events");
             ev
         })
         .collect();
@@ -625,23 +624,9 @@ fn serve_lists_several_projects_and_one_without_records() {
     assert!(body.starts_with("<table>"), "{body}");
     assert!(body.contains(r#"href="/p/1""#), "{body}");
     // `/events` says when any project's records change (here the second's).
-    let mut ev = TcpStream::connect(&s.addr).unwrap();
-    ev.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    ev.write_all(format!("GET /events HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr).as_bytes())
-        .unwrap();
-    let mut seen = String::new();
-    let mut buf = [0u8; 1024];
-    while !seen.contains("retry:") {
-        let n = ev.read(&mut buf).unwrap();
-        assert!(n > 0, "{seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
+    let (mut ev, mut seen) = open_events(&s.addr, "/events");
     std::fs::write(bare.path().join("feature_list.json"), list([false; 3])).unwrap();
-    while !seen.contains("event: change") {
-        let n = ev.read(&mut buf).unwrap();
-        assert!(n > 0, "{seen}");
-        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-    }
+    read_until(&mut ev, &mut seen, "event: change");
     // A directory that is not a project is refused before serving.
     let plain = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_baton"))

@@ -331,18 +331,10 @@ async fn sessions_ending_together_merge_as_one_batch_and_a_breaking_one_is_found
                 before = n - 1
             )
         };
-        let flip = format!(
-            "sed -i '/\"description\": \"Feature {t}:/,/\"passes\"/ s/\"passes\": false/\"passes\": true/' feature_list.json"
-        );
+        let work = format!("{wait}mkdir -p src && echo '{t}' > src/{t}.txt");
         b = b.when(
             move |r| is_for(r, n),
-            vec![
-                Step::Reply(Reply::tool(
-                    "Bash",
-                    serde_json::json!({"command": format!("{wait}mkdir -p src && echo '{t}' > src/{t}.txt && {flip} && echo 'Session: {t} done.' >> claude-progress.txt && git add -A && git commit -qm 'Implement {t}'")}),
-                )),
-                Step::Reply(Reply::text(&format!("{t} works."))),
-            ],
+            baton_testkit::scenario::parallel::session_doing(n, &work),
         );
     }
     let server = b.start(initializer(&text));
