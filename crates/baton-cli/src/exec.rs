@@ -77,8 +77,10 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
     let prices = PriceTable::new(&cfg.prices);
     let runtime = crate::setup::runtime()?;
     runtime.block_on(async {
-        let (tools, guard) = crate::setup::guarded_tools(&dir, &cfg, None)?;
-        if let Some(w) = &guard.warning {
+        // The parts a run assembles for its project, without an agent CLI.
+        let (parts, warning) = crate::setup::dir_parts(&dir, &cfg, None, Vec::new(), None)?;
+        let tools = parts.tools.clone();
+        if let Some(w) = &warning {
             eprintln!("baton: warning: {w}");
         }
         // MCP servers of baton.toml and the browser: their tools join the built-in ones.
@@ -92,11 +94,11 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
             &cfg,
             Setting {
                 tools: Toolset::Own,
-                bubblewrap: guard.policy.bubblewrap(),
+                bubblewrap: parts.kernel_binds,
             },
         );
         let reach = baton_harness::guard::ReachGate {
-            inner: &guard.policy,
+            inner: &*parts.policy,
             allow_file_urls: cfg.policy.allow_file_urls,
         };
         let session = Session {

@@ -83,30 +83,20 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-/// The tools for `dir` under the command policy and OS sandbox of `cfg`: secrets
-/// stripped from commands, `Bash` through the sandbox launcher where the kernel
-/// allows, and the policy gate (in the guard) knowing the tools' processes.
-pub fn guarded_tools(
-    dir: &Path,
-    cfg: &Config,
-    processes: Option<std::sync::Arc<baton_tools::ProcessRegistry>>,
-) -> anyhow::Result<(Toolbox, SessionGuard)> {
-    guarded_tools_with(dir, cfg, processes, Vec::new())
-}
-
 /// A directory's parts for sessions, assembled one way for the project a run
-/// works in (`baton run`, `baton plan`) and for each working copy of a parallel
-/// run: its tools under the command policy and OS sandbox, with its own process
-/// registry and environment, and the agent CLI set up for it (`cli`) when the
-/// provider is one. With the sandbox's warning when it is weaker than asked.
+/// works in (`baton run`, `baton plan`, `baton exec`) and for each working copy
+/// of a parallel run: its tools under the command policy and OS sandbox, with
+/// its process registry (a fresh one when `None`) and environment, and the agent
+/// CLI set up for it (`cli`) when the provider is one. With the sandbox's
+/// warning when it is weaker than asked.
 pub fn dir_parts(
     dir: &Path,
     cfg: &Config,
-    processes: std::sync::Arc<baton_tools::ProcessRegistry>,
+    processes: Option<std::sync::Arc<baton_tools::ProcessRegistry>>,
     env: Vec<(String, String)>,
     cli: Option<CliBackend>,
 ) -> anyhow::Result<(baton_harness::parallel::AgentParts, Option<String>)> {
-    let (tools, guard) = guarded_tools_with(dir, cfg, Some(processes), env)?;
+    let (tools, guard) = guarded_tools_with(dir, cfg, processes, env)?;
     let parts = baton_harness::parallel::AgentParts {
         tools,
         kernel_binds: guard.policy.bubblewrap(),
@@ -116,8 +106,11 @@ pub fn dir_parts(
     Ok((parts, guard.warning))
 }
 
-/// [`guarded_tools`], with `env` set for every command (a parallel run's agent).
-pub fn guarded_tools_with(
+/// The tools for `dir` under the command policy and OS sandbox of `cfg`, with
+/// `env` set for every command (a parallel run's agent): secrets stripped from
+/// commands, `Bash` through the sandbox launcher where the kernel allows, and the
+/// policy gate (in the guard) knowing the tools' processes.
+fn guarded_tools_with(
     dir: &Path,
     cfg: &Config,
     processes: Option<std::sync::Arc<baton_tools::ProcessRegistry>>,

@@ -89,7 +89,7 @@ fn run_locked(
         let (main, warning) = crate::setup::dir_parts(
             &p.dir,
             &p.cfg,
-            Arc::clone(&processes),
+            Some(Arc::clone(&processes)),
             baton_harness::parallel::agent_env(1),
             p.cli.clone(),
         )?;

@@ -159,7 +159,7 @@ impl Workspace for Copies<'_> {
             }
             None => None,
         };
-        let (parts, _) = crate::setup::dir_parts(dir, self.cfg, processes, env, cli)
+        let (parts, _) = crate::setup::dir_parts(dir, self.cfg, Some(processes), env, cli)
             .map_err(|e| baton_harness::HarnessError::Agents(format!("{e:#}")))?;
         Ok(parts)
     }
