@@ -65,6 +65,10 @@ impl AgentCli for ClaudeCode {
         CliKind::ClaudeCode
     }
 
+    fn missing_end(&self) -> &'static str {
+        "a result"
+    }
+
     fn counts_turns(&self) -> bool {
         false // `--max-turns`
     }
@@ -127,19 +131,7 @@ impl AgentCli for ClaudeCode {
     }
 
     /// How the session ended, from the CLI's `result` event.
-    fn outcome(
-        &self,
-        s: &CliSession<'_>,
-        p: &Progress,
-        status: &str,
-        stderr: &str,
-    ) -> Result<Outcome, AgentError> {
-        let Some(r) = &p.result else {
-            return Err(s.cli_err(format!(
-                "it ended ({status}) without a result: {}",
-                tail(stderr)
-            )));
-        };
+    fn outcome(&self, s: &CliSession<'_>, r: &Value, stderr: &str) -> Result<Outcome, AgentError> {
         match r["subtype"].as_str().unwrap_or_default() {
             "success" if r["is_error"] != json!(true) => Ok(Outcome::Completed),
             "error_max_turns" => Ok(Outcome::MaxTurns),

@@ -73,6 +73,10 @@ impl AgentCli for Codex {
         CliKind::Codex
     }
 
+    fn missing_end(&self) -> &'static str {
+        "finishing its turn"
+    }
+
     fn counts_turns(&self) -> bool {
         true // `codex exec` has no turn limit of its own.
     }
@@ -183,19 +187,7 @@ impl AgentCli for Codex {
     }
 
     /// How the session ended, from Codex's last turn event.
-    fn outcome(
-        &self,
-        s: &CliSession<'_>,
-        p: &Progress,
-        status: &str,
-        stderr: &str,
-    ) -> Result<Outcome, AgentError> {
-        let Some(r) = &p.result else {
-            return Err(s.cli_err(format!(
-                "it ended ({status}) without finishing its turn: {}",
-                tail(stderr)
-            )));
-        };
+    fn outcome(&self, s: &CliSession<'_>, r: &Value, stderr: &str) -> Result<Outcome, AgentError> {
         if r["type"] == "turn.completed" {
             return Ok(Outcome::Completed);
         }

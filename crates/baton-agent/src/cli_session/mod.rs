@@ -88,15 +88,19 @@ pub trait AgentCli: std::fmt::Debug + Send + Sync {
         Ok(())
     }
 
-    /// How the session ended, when nothing cut it short: from its last event, its
-    /// exit status and the end of its stderr.
+    /// How the session ended, when nothing cut it short and it gave its last
+    /// event (`last`, the one `event` kept as the result); `stderr` is the end of
+    /// its stderr.
     fn outcome(
         &self,
         s: &CliSession<'_>,
-        p: &Progress,
-        status: &str,
+        last: &Value,
         stderr: &str,
     ) -> Result<Outcome, AgentError>;
+
+    /// What a session that ended without its last event did not do ("a result"),
+    /// for the error that says so.
+    fn missing_end(&self) -> &'static str;
 
     /// The provider name in config and transcripts.
     fn provider(&self) -> &'static str {
@@ -426,7 +430,14 @@ impl CliSession<'_> {
         if grant.as_ref().is_some_and(key_proxy::Grant::spent) {
             return Ok(Outcome::TokenLimit);
         }
-        self.cli.outcome(self, p, &status, &stderr)
+        let Some(last) = &p.result else {
+            return Err(self.cli_err(format!(
+                "it ended ({status}) without {}: {}",
+                self.cli.missing_end(),
+                tail(&stderr)
+            )));
+        };
+        self.cli.outcome(self, last, &stderr)
     }
 
     /// Spawn the CLI and read its stdout (events) and stderr (lines) until it ends,
