@@ -19,7 +19,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{AgentCli, CliKind, CliSession, Progress, Start, io_err, reset_of, result_text, tail};
+use super::{
+    AgentCli, CliKind, CliSession, Progress, Start, io_err, mentions_any, reset_of, result_text,
+    tail,
+};
 use crate::model::{Block, Usage};
 use crate::session::{AgentError, Outcome};
 use crate::transcript::Transcript;
@@ -279,19 +282,16 @@ fn usage_limited(r: &Value) -> bool {
     if matches!(r["api_error_status"].as_u64(), Some(429 | 529)) {
         return true;
     }
-    let said = r["result"]
-        .as_str()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    [
-        "usage limit",
-        "hit your limit",
-        "rate limit",
-        "request rejected (429)",
-    ]
-    .iter()
-    .any(|k| said.contains(k))
+    mentions_any(r["result"].as_str().unwrap_or_default(), LIMIT_WORDS)
 }
+
+/// What Claude Code's result says when a quota or rate limit stopped it.
+const LIMIT_WORDS: &[&str] = &[
+    "usage limit",
+    "hit your limit",
+    "rate limit",
+    "request rejected (429)",
+];
 
 /// Anthropic usage JSON as baton's [`Usage`].
 fn usage_of(u: &Value) -> Usage {

@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 
 use super::{
     AgentCli, CliKind, CliSession, Progress, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, Start, io_err,
-    shell_quote, tail,
+    mentions_any, shell_quote, tail,
 };
 use crate::key_proxy::KeyProxy;
 use crate::model::{Block, Usage};
@@ -308,17 +308,17 @@ impl AgentCli for Codex {
 
 /// Whether Codex's error says a quota or rate limit stopped it.
 fn usage_limited(said: &str) -> bool {
-    let s = said.to_ascii_lowercase();
-    [
-        "quota",
-        "rate limit",
-        "usage limit",
-        "429",
-        "too many requests",
-    ]
-    .iter()
-    .any(|k| s.contains(k))
+    mentions_any(said, LIMIT_WORDS)
 }
+
+/// What Codex's error says when a quota or rate limit stopped it.
+const LIMIT_WORDS: &[&str] = &[
+    "quota",
+    "rate limit",
+    "usage limit",
+    "429",
+    "too many requests",
+];
 
 /// `turn.completed`'s usage as baton's [`Usage`]: cached input tokens are cache reads.
 fn usage_of(u: &Value) -> Usage {

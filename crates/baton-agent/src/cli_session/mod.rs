@@ -226,6 +226,12 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> AgentError + '_ {
     }
 }
 
+/// Whether `text` mentions any of `words` (lower case), in any case.
+pub(super) fn mentions_any(text: &str, words: &[&str]) -> bool {
+    let text = text.to_ascii_lowercase();
+    words.iter().any(|w| text.contains(w))
+}
+
 /// The text of a tool result's content: a string, or its text blocks joined.
 pub(super) fn result_text(c: &Value) -> String {
     match c {
