@@ -32,6 +32,7 @@ use super::agents::{Agent, CopyDir, Done, Reports};
 use super::board::Board;
 use super::claims::Mainline;
 use super::relay::Note;
+use super::settle::Settler;
 use super::{AgentParts, Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git;
@@ -315,16 +316,16 @@ impl<'f, 'a> Coordinator<'f, 'a> {
         let Some(sessions) = self.board.start_batch() else {
             return;
         };
-        let (run, copies, integrate, mainline) =
-            (self.run, self.copies, self.integrate, self.mainline);
+        let settler = Settler {
+            run: self.run,
+            integrate: self.integrate,
+            mainline: self.mainline,
+        };
+        let copies = self.copies;
         let release = self.channels.release_tx.clone();
-        self.settling = Some(Box::pin(run.settle(
-            copies,
-            integrate,
-            mainline,
-            sessions,
-            Some(release),
-        )));
+        self.settling = Some(Box::pin(async move {
+            settler.settle(copies, sessions, Some(release)).await
+        }));
     }
 
     /// Nothing runs and nothing is being integrated: the run stops, with the

@@ -8,7 +8,7 @@
 //!
 //! All of it runs while the run's task hands out work (see `coordinator.rs`):
 //! git in the integration worktree does not block the thread, and the main
-//! branch and the accepted list move together ([`Parallel::advance`], with no
+//! branch and the accepted list move together ([`Integrator::advance`], with no
 //! await between), so an agent handed work at any moment starts from a tip and a
 //! list that match.
 
@@ -43,7 +43,7 @@ pub(super) struct Branch<'b> {
 /// swept: its feature can go back to the queue without waiting for them.
 pub(super) type Early<'e> = dyn FnMut(u32, Integration) -> Result<(), HarnessError> + 'e;
 
-/// How one branch of [`Parallel::integrate_all`] came out.
+/// How one branch of [`Integrator::integrate_all`] came out.
 pub(super) enum Settled {
     /// Merged, kept or requeued now: its integration.
     Now(Integration),
@@ -95,6 +95,46 @@ impl Parallel<'_> {
         })
     }
 
+    /// The integration worktree, made on first use, and the attributes its merges
+    /// read.
+    pub(super) fn integration_tree(&self) -> Result<PathBuf, HarnessError> {
+        let main = &self.files.dir;
+        let tree = main.join(layout::INTEGRATE);
+        // Written afresh whenever it is not baton's: what else it said (a planted
+        // `* merge=union`) would merge conflicting code without a word.
+        let attributes = main.join(layout::MERGE_ATTRIBUTES);
+        let want = merge_attributes(&self.cfg.project.progress);
+        if std::fs::read_to_string(&attributes).ok().as_deref() != Some(want.as_str()) {
+            baton_records::write_atomic(&attributes, &want)?;
+        }
+        if !tree.join(".git").exists() {
+            let _ = git(main, &["worktree", "prune"]);
+            git(
+                main,
+                &[
+                    "worktree",
+                    "add",
+                    "-q",
+                    "--detach",
+                    &tree.display().to_string(),
+                    "HEAD",
+                ],
+            )?;
+        }
+        Ok(tree)
+    }
+}
+
+/// Integrates agents' branches into the main branch: the run, the parts its
+/// merges and sweeps run with (the integration worktree's), and the mainline
+/// they land on.
+pub(super) struct Integrator<'r, 'a> {
+    pub run: &'r Parallel<'a>,
+    pub parts: &'r AgentParts,
+    pub mainline: &'r dyn Mainline,
+}
+
+impl Integrator<'_, '_> {
     /// Integrate `branches` (sessions that ended together), in order: as one batch
     /// with one sweep when there are several, else (or when the batch's sweep or
     /// push fails) one at a time. One result per branch, in order; a branch that
@@ -102,16 +142,12 @@ impl Parallel<'_> {
     /// is known.
     pub(super) async fn integrate_all(
         &self,
-        parts: &AgentParts,
-        mainline: &dyn Mainline,
         branches: &[Branch<'_>],
         early: &mut Early<'_>,
     ) -> Result<Vec<Settled>, HarnessError> {
         let mut settled = Vec::new();
         if branches.len() > 1
-            && let Batched::Done(done) = self
-                .integrate_batch(parts, mainline, branches, early, &mut settled)
-                .await?
+            && let Batched::Done(done) = self.integrate_batch(branches, early, &mut settled).await?
         {
             return Ok(done);
         }
@@ -122,7 +158,7 @@ impl Parallel<'_> {
                 continue;
             }
             // The flips merged before are in the accepted list by now.
-            let i = self.integrate(parts, mainline, b).await?;
+            let i = self.integrate(b).await?;
             if i.outcome == IntegrationOutcome::Conflict {
                 early(b.number, i)?;
                 out.push(Settled::Early);
@@ -143,13 +179,11 @@ impl Parallel<'_> {
     /// the batch: its next session must start from a main branch holding that.
     async fn integrate_batch(
         &self,
-        parts: &AgentParts,
-        mainline: &dyn Mainline,
         branches: &[Branch<'_>],
         early: &mut Early<'_>,
         settled: &mut Vec<u32>,
     ) -> Result<Batched, HarnessError> {
-        self.sync(mainline)?;
+        self.run.sync(self.mainline)?;
         let (tree, ours, mut list) = self.fresh_tree().await?;
         let mut out = Vec::new();
         let mut tip = ours.clone();
@@ -176,11 +210,11 @@ impl Parallel<'_> {
         if tip == ours {
             return Ok(Batched::Done(out));
         }
-        if self.sweep_tree(parts, &tree, &list).await.is_some() {
+        if self.sweep_tree(&tree, &list).await.is_some() {
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(Batched::OneByOne);
         }
-        if !mainline.publish(&tip)? {
+        if !self.mainline.publish(&tip)? {
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(Batched::OneByOne);
         }
@@ -191,15 +225,10 @@ impl Parallel<'_> {
     /// Merge one agent's branch into the main branch in the integration worktree,
     /// the feature list by meaning and the notes as a union; sweep the merged tree;
     /// move the main branch only if every check passes.
-    pub(super) async fn integrate(
-        &self,
-        parts: &AgentParts,
-        mainline: &dyn Mainline,
-        b: &Branch<'_>,
-    ) -> Result<Integration, HarnessError> {
+    pub(super) async fn integrate(&self, b: &Branch<'_>) -> Result<Integration, HarnessError> {
         for _ in 0..PUSH_ATTEMPTS {
-            self.sync(mainline)?;
-            if let Some(i) = self.integrate_once(parts, mainline, b).await? {
+            self.run.sync(self.mainline)?;
+            if let Some(i) = self.integrate_once(b).await? {
                 return Ok(i);
             }
         }
@@ -213,12 +242,7 @@ impl Parallel<'_> {
 
     /// One attempt of [`Self::integrate`]; `None` when the remote's main branch
     /// moved before the push.
-    async fn integrate_once(
-        &self,
-        parts: &AgentParts,
-        mainline: &dyn Mainline,
-        b: &Branch<'_>,
-    ) -> Result<Option<Integration>, HarnessError> {
+    async fn integrate_once(&self, b: &Branch<'_>) -> Result<Option<Integration>, HarnessError> {
         let (tree, ours, mut list) = self.fresh_tree().await?;
         let commit = match self.merge_one(&tree, &mut list, b, &ours).await? {
             Merged::Commit(commit) => commit,
@@ -229,14 +253,14 @@ impl Parallel<'_> {
                     .map(Some);
             }
         };
-        if let Some(failed) = self.sweep_tree(parts, &tree, &list).await {
+        if let Some(failed) = self.sweep_tree(&tree, &list).await {
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return self
                 .not_merged(b, IntegrationOutcome::Regressed, failed)
                 .await
                 .map(Some);
         }
-        if !mainline.publish(&commit)? {
+        if !self.mainline.publish(&commit)? {
             // Another machine moved the main branch first: merge again onto its.
             git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
             return Ok(None);
@@ -255,10 +279,10 @@ impl Parallel<'_> {
         b: &Branch<'_>,
         before: &str,
     ) -> Result<Merged, HarnessError> {
-        let names = &self.cfg.project;
+        let names = &self.run.cfg.project;
         // The notes merge as a union in git itself where the attributes say so
         // (baton's file, below anything the repository sets); the rest by hand.
-        let attributes = attributes_setting(&self.files.dir);
+        let attributes = attributes_setting(&self.run.files.dir);
         let merge = [
             "-c",
             &attributes,
@@ -325,15 +349,11 @@ impl Parallel<'_> {
 
     /// Every passing feature's check on the integration worktree; what failed, if
     /// anything did.
-    async fn sweep_tree(
-        &self,
-        parts: &AgentParts,
-        tree: &Path,
-        list: &FeatureList,
-    ) -> Option<String> {
-        let checker = Checker::for_project(&parts.tools, &*parts.policy, &self.cfg, tree);
+    async fn sweep_tree(&self, tree: &Path, list: &FeatureList) -> Option<String> {
+        let parts = self.parts;
+        let checker = Checker::for_project(&parts.tools, &*parts.policy, &self.run.cfg, tree);
         let passing = passing_checks(list);
-        let budget = Duration::from_secs(self.cfg.verify.sweep_secs.max(1));
+        let budget = Duration::from_secs(self.run.cfg.verify.sweep_secs.max(1));
         let run = checker.run(list, &passing, Some(budget)).await;
         parts
             .tools
@@ -358,7 +378,7 @@ impl Parallel<'_> {
         detail: String,
     ) -> Result<Integration, HarnessError> {
         let kept = unintegrated(b.feature, b.number);
-        git_async(&self.files.dir, &["update-ref", &kept, b.theirs]).await?;
+        git_async(&self.run.files.dir, &["update-ref", &kept, b.theirs]).await?;
         Ok(Integration {
             outcome,
             commit: None,
@@ -370,9 +390,9 @@ impl Parallel<'_> {
     /// The integration worktree on the main branch's tip, nothing else in it: the
     /// tree, the tip, and the accepted list that goes with it (read together).
     async fn fresh_tree(&self) -> Result<(PathBuf, String, FeatureList), HarnessError> {
-        let tree = self.integration_tree()?;
-        let ours = git::own_head(&self.files.dir)?;
-        let list = self.files.load_accepted()?.unwrap_or_default();
+        let tree = self.run.integration_tree()?;
+        let ours = git::own_head(&self.run.files.dir)?;
+        let list = self.run.files.load_accepted()?.unwrap_or_default();
         git_async(&tree, &["reset", "-q", "--hard", &ours]).await?;
         git_async(&tree, &["clean", "-q", "-fd"]).await?;
         Ok((tree, ours, list))
@@ -382,37 +402,8 @@ impl Parallel<'_> {
     /// the accepted list: both at once (no await between), so that work handed
     /// out while an integration runs starts from a tip and a list that match.
     fn advance(&self, tip: &str, list: &FeatureList) -> Result<(), HarnessError> {
-        git(&self.files.dir, &["merge", "-q", "--ff-only", tip])?;
-        self.files.save_accepted(list)
-    }
-
-    /// The integration worktree, made on first use, and the attributes its merges
-    /// read.
-    pub(super) fn integration_tree(&self) -> Result<PathBuf, HarnessError> {
-        let main = &self.files.dir;
-        let tree = main.join(layout::INTEGRATE);
-        // Written afresh whenever it is not baton's: what else it said (a planted
-        // `* merge=union`) would merge conflicting code without a word.
-        let attributes = main.join(layout::MERGE_ATTRIBUTES);
-        let want = merge_attributes(&self.cfg.project.progress);
-        if std::fs::read_to_string(&attributes).ok().as_deref() != Some(want.as_str()) {
-            baton_records::write_atomic(&attributes, &want)?;
-        }
-        if !tree.join(".git").exists() {
-            let _ = git(main, &["worktree", "prune"]);
-            git(
-                main,
-                &[
-                    "worktree",
-                    "add",
-                    "-q",
-                    "--detach",
-                    &tree.display().to_string(),
-                    "HEAD",
-                ],
-            )?;
-        }
-        Ok(tree)
+        git(&self.run.files.dir, &["merge", "-q", "--ff-only", tip])?;
+        self.run.files.save_accepted(list)
     }
 }
 

@@ -31,8 +31,11 @@
 //! - `claims.rs`: the mainline (the main branch and the claims on its features,
 //!   the project's or a shared remote's) behind one trait, `Mainline`.
 //! - `agents.rs`: each agent's working copy and thread, and what its copy starts from.
-//! - `merge.rs`: integrating branches into the main branch (merge, sweep, advance).
-//! - `settle.rs`: sessions that ended, on their way to the project's record.
+//! - `merge.rs`: the `Integrator`, an owned part: integrating branches into the
+//!   main branch (merge, sweep, publish on the mainline, advance).
+//! - `settle.rs`: the `Settler`, an owned part: sessions that ended (or that a
+//!   killed run left), on their way to the project's record.
+//! - `board.rs`: the coordinator's bookkeeping, with no I/O (a unit test each).
 //! - `remote.rs`: a git remote shared by machines (`--remote`).
 //! - `relay.rs`: the agents' lines and live status, to the run's reporter.
 
@@ -219,7 +222,12 @@ impl Parallel<'_> {
         let integrate = self
             .workspace
             .parts(0, &self.integration_tree()?, agent_env(0))?;
-        self.recover(&agents, &integrate, mainline).await?;
+        let settler = settle::Settler {
+            run: self,
+            integrate: &integrate,
+            mainline,
+        };
+        settler.recover(&agents).await?;
         let copies = CopyDir::of(&agents);
         let setup = Setup {
             mainline,

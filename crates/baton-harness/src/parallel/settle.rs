@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agents::{Agent, CopyDir, Done, fetch};
 use super::claims::Mainline;
-use super::merge::{Branch, Settled};
+use super::merge::{Branch, Integrator, Settled};
 use super::relay::Prefixed;
 use super::{AgentParts, Parallel};
 use crate::error::HarnessError;
@@ -105,70 +105,6 @@ pub(super) fn unmerged_own(
 }
 
 impl Parallel<'_> {
-    /// Before the first hand-out: what a killed run left is put on the record.
-    /// Sessions it had ended but not settled first; then sessions it left
-    /// unfinished in a working copy, whose gates run there (the copy's runner
-    /// resumes them and stops) before they are integrated.
-    pub(super) async fn recover(
-        &self,
-        agents: &[Agent],
-        integrate: &AgentParts,
-        mainline: &dyn Mainline,
-    ) -> Result<(), HarnessError> {
-        let main = &self.files.dir;
-        let unsettled = self.unsettled()?;
-        if !unsettled.is_empty() {
-            self.reporter.line(&format!(
-                "settling {} session(s) a stopped run left unsettled",
-                unsettled.len()
-            ));
-            // Their copies, whether or not this run has as many agents.
-            let last = unsettled.iter().map(|e| e.agent + 1).max().unwrap_or(0);
-            let copies: Vec<CopyDir> = (1..=last)
-                .map(|k| CopyDir {
-                    id: k as u32,
-                    dir: main.join(layout::AGENTS).join(format!("a{k}")),
-                })
-                .collect();
-            self.settle(&copies, integrate, mainline, unsettled, None)
-                .await?;
-        }
-        let copies = CopyDir::of(agents);
-        for (i, a) in agents.iter().enumerate() {
-            let Some(ip) = State::load(&a.dir)?.in_progress else {
-                continue;
-            };
-            let Some(parts) = &a.parts else { continue };
-            let stopped = CancellationToken::new();
-            stopped.cancel();
-            let reporter = Prefixed {
-                agent: a.id,
-                inner: self.reporter,
-            };
-            let opts = RunOptions {
-                agent: Some(a.id),
-                ..self.opts.clone()
-            };
-            let end = match self.runner(&a.dir, parts, &reporter, opts, stopped) {
-                Ok(runner) => runner.run().await,
-                Err(e) => Err(e),
-            };
-            let done = Done {
-                agent: i,
-                feature: ip.target.unwrap_or(0),
-                number: ip.number,
-                end,
-                parts: None,
-                theirs: None,
-            };
-            if let Some(e) = self.gather(&copies[i], done)? {
-                self.settle(&copies, integrate, mainline, vec![e], None)
-                    .await?;
-            }
-        }
-        Ok(())
-    }
-
     /// What a session that ended left in its copy: its record, the copy's state
     /// and its branch's tip (fetched into the project). Taken before the agent's
     /// next session starts, which writes the copy's state afresh. `None` when the
@@ -239,7 +175,6 @@ impl Parallel<'_> {
         baton_records::write_atomic(&Ended::path(&self.files.dir, d.number), &text)?;
         Ok(Some(ended))
     }
-
     /// Sessions a killed run had ended but not settled (`.baton/settling/`).
     fn unsettled(&self) -> Result<Vec<Ended>, HarnessError> {
         let dir = self.files.dir.join(layout::SETTLING);
@@ -264,6 +199,74 @@ impl Parallel<'_> {
         }
         Ok(out)
     }
+}
+
+/// Settles agents' ended sessions on the project's record, integrating their
+/// branches (through an [`Integrator`]) with the integration worktree's parts
+/// onto the mainline.
+pub(super) struct Settler<'r, 'a> {
+    pub run: &'r Parallel<'a>,
+    pub integrate: &'r AgentParts,
+    pub mainline: &'r dyn Mainline,
+}
+
+impl Settler<'_, '_> {
+    /// Before the first hand-out: what a killed run left is put on the record.
+    /// Sessions it had ended but not settled first; then sessions it left
+    /// unfinished in a working copy, whose gates run there (the copy's runner
+    /// resumes them and stops) before they are integrated.
+    pub(super) async fn recover(&self, agents: &[Agent]) -> Result<(), HarnessError> {
+        let main = &self.run.files.dir;
+        let unsettled = self.run.unsettled()?;
+        if !unsettled.is_empty() {
+            self.run.reporter.line(&format!(
+                "settling {} session(s) a stopped run left unsettled",
+                unsettled.len()
+            ));
+            // Their copies, whether or not this run has as many agents.
+            let last = unsettled.iter().map(|e| e.agent + 1).max().unwrap_or(0);
+            let copies: Vec<CopyDir> = (1..=last)
+                .map(|k| CopyDir {
+                    id: k as u32,
+                    dir: main.join(layout::AGENTS).join(format!("a{k}")),
+                })
+                .collect();
+            self.settle(&copies, unsettled, None).await?;
+        }
+        let copies = CopyDir::of(agents);
+        for (i, a) in agents.iter().enumerate() {
+            let Some(ip) = State::load(&a.dir)?.in_progress else {
+                continue;
+            };
+            let Some(parts) = &a.parts else { continue };
+            let stopped = CancellationToken::new();
+            stopped.cancel();
+            let reporter = Prefixed {
+                agent: a.id,
+                inner: self.run.reporter,
+            };
+            let opts = RunOptions {
+                agent: Some(a.id),
+                ..self.run.opts.clone()
+            };
+            let end = match self.run.runner(&a.dir, parts, &reporter, opts, stopped) {
+                Ok(runner) => runner.run().await,
+                Err(e) => Err(e),
+            };
+            let done = Done {
+                agent: i,
+                feature: ip.target.unwrap_or(0),
+                number: ip.number,
+                end,
+                parts: None,
+                theirs: None,
+            };
+            if let Some(e) = self.run.gather(&copies[i], done)? {
+                self.settle(&copies, vec![e], None).await?;
+            }
+        }
+        Ok(())
+    }
 
     /// Record what sessions that ended together did in the project, integrating
     /// their flips (as one batch when there are several). A session whose branch
@@ -272,8 +275,6 @@ impl Parallel<'_> {
     pub(super) async fn settle(
         &self,
         agents: &[CopyDir],
-        integrate: &AgentParts,
-        mainline: &dyn Mainline,
         ended: Vec<Ended>,
         released: Option<UnboundedSender<usize>>,
     ) -> Result<(), HarnessError> {
@@ -318,9 +319,12 @@ impl Parallel<'_> {
             }
             Ok(())
         };
-        let results = self
-            .integrate_all(integrate, mainline, &branches, &mut early)
-            .await?;
+        let integrator = Integrator {
+            run: self.run,
+            parts: self.integrate,
+            mainline: self.mainline,
+        };
+        let results = integrator.integrate_all(&branches, &mut early).await?;
         let mut merged: BTreeMap<u32, Integration> = results
             .into_iter()
             .zip(branches.iter().map(|b| b.number))
@@ -332,7 +336,7 @@ impl Parallel<'_> {
         for e in waiting.into_iter().flatten() {
             let integration = match merged.remove(&e.number) {
                 Some(i) => i,
-                None => self.keep(&e.theirs, e.feature, e.number).await?,
+                None => self.run.keep(&e.theirs, e.feature, e.number).await?,
             };
             self.record_settled(&agents[e.agent], e, integration)?;
         }
@@ -356,10 +360,10 @@ impl Parallel<'_> {
             blocked,
             ..
         } = ended;
-        let main = &self.files.dir;
+        let main = &self.run.files.dir;
         let mut state = State::load(main)?;
         self.copy_ledger(copy, number, &integration)?;
-        let mut list = self.files.load_accepted()?.unwrap_or_default();
+        let mut list = self.run.files.load_accepted()?.unwrap_or_default();
         keep_blocks(&mut state, &list, blocked);
         let merged = integration.outcome == IntegrationOutcome::Merged;
         if merged {
@@ -369,7 +373,7 @@ impl Parallel<'_> {
                 }
                 state.features.remove(&f);
             }
-            self.files.save_accepted(&list)?;
+            self.run.files.save_accepted(&list)?;
             if record.kind == SessionKind::Coding {
                 queue::count_stall(&mut state, !record.gates.flipped.is_empty(), true, false);
             }
@@ -385,7 +389,8 @@ impl Parallel<'_> {
             // Not the project's: the flips stay on the kept branch.
             record.gates.flipped.clear();
         }
-        self.reporter
+        self.run
+            .reporter
             .line(&settled_line(copy.id, number, feature, &integration));
         record.integration = Some(integration);
         state.sessions.push(record.clone());
@@ -395,7 +400,8 @@ impl Parallel<'_> {
         // session a killed run left may be past the record).
         baton_records::SessionNumbers::open(main)?
             .saw(number.max(record.gates.verifier_session.unwrap_or(0)))?;
-        self.reporter
+        self.run
+            .reporter
             .session_end(&record, list.passing(), list.features.len());
         self.copy_artifacts(copy, number, record.gates.verifier_session)
     }
@@ -416,7 +422,7 @@ impl Parallel<'_> {
                 }
                 e.commit.clone_from(&integration.commit);
             }
-            self.files.append_ledger(&e)?;
+            self.run.files.append_ledger(&e)?;
         }
         Ok(())
     }
@@ -437,11 +443,11 @@ impl Parallel<'_> {
             integration.detail,
             integration.kept.as_deref().unwrap_or("-")
         );
-        self.files.append_ledger(&LedgerEntry {
+        self.run.files.append_ledger(&LedgerEntry {
             feature: Some(feature),
             ..LedgerEntry::new(number, LedgerKind::Requeued, detail.clone())
         })?;
-        let limit = self.cfg.run.feature_attempts;
+        let limit = self.run.cfg.run.feature_attempts;
         let Some(d) = queue::count_attempt(state, feature, number, detail.clone(), limit) else {
             return Ok(false);
         };
@@ -450,7 +456,7 @@ impl Parallel<'_> {
             .get(feature.wrapping_sub(1))
             .map(|f| f.description.clone())
             .unwrap_or_default();
-        self.files.append_ledger(&LedgerEntry {
+        self.run.files.append_ledger(&LedgerEntry {
             feature: Some(feature),
             ..LedgerEntry::new(
                 number,
@@ -485,7 +491,7 @@ impl Parallel<'_> {
         // A run of one stops as soon as the count reaches the limit, so no
         // deferral restarts it from there: neither does one of a session that was
         // under way when it did.
-        let limit = self.stall_limit();
+        let limit = self.run.stall_limit();
         let first_deferral = first_deferral && (limit == 0 || state.stalled < limit);
         queue::count_stall(state, false, worked, first_deferral);
     }
@@ -498,7 +504,7 @@ impl Parallel<'_> {
         number: u32,
         verifier: Option<u32>,
     ) -> Result<(), HarnessError> {
-        let main = &self.files.dir;
+        let main = &self.run.files.dir;
         for t in std::iter::once(number)
             .chain(verifier)
             .map(layout::transcript)
