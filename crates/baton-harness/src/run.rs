@@ -127,7 +127,9 @@ impl Runner<'_> {
                 ip.number,
                 ip.kind.name()
             ));
-            let f = self.finish(&ip, None, &mut accepted, None, &snap).await?;
+            let f = self
+                .finish(&ip, None, None, &mut accepted, None, &snap)
+                .await?;
             self.record(&mut state, f.record, &f.blocks, &mut accepted)?;
         }
         if let Some(list) = &accepted {

@@ -88,11 +88,14 @@ impl Runner<'_> {
         if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
             self.restore_before(number, list)?;
         }
+        let mut timing = baton_records::Timing::default();
+        let swept = now_ms();
         let sweep = match kind {
             SessionKind::Coding if self.opts.skip_sweep => None,
             SessionKind::Coding => self.sweep(number, accepted).await?,
             SessionKind::Initializer | SessionKind::Planner => None,
         };
+        timing.sweep_ms = now_ms().saturating_sub(swept);
         // The target is the first of the brief's list: computed after the sweep, from
         // the same list and state as the brief.
         let target = match (kind, accepted.as_ref()) {
@@ -101,6 +104,7 @@ impl Runner<'_> {
         };
         // The target's check on the base commit, before the work: one that passes
         // already proves nothing when the target is flipped.
+        let checked = now_ms();
         let base_check = match (target, accepted.as_ref()) {
             (Some(t), Some(list)) => {
                 let init_ran = sweep.as_ref().is_some_and(|s| s.init_ran);
@@ -108,6 +112,7 @@ impl Runner<'_> {
             }
             _ => None,
         };
+        timing.base_check_ms = now_ms().saturating_sub(checked);
         let ip = InProgress {
             number,
             kind,
@@ -117,6 +122,7 @@ impl Runner<'_> {
             sweep: sweep.clone(),
             target,
             base_check,
+            timing,
         };
         let mut saved = state.clone();
         saved.in_progress = Some(ip.clone());
@@ -198,7 +204,9 @@ impl Runner<'_> {
             .await;
         block.close();
         let error = result.err();
-        self.finish(&ip, error, accepted, deadline, snap).await
+        let ended = Some(now_ms());
+        self.finish(&ip, error, ended, accepted, deadline, snap)
+            .await
     }
 
     /// Run one agent on the run's backend: baton's own loop (with `a.tools` behind
@@ -295,15 +303,18 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Gates and the session's record, from its transcript (also for a killed session).
+    /// Gates and the session's record, from its transcript (also for a killed
+    /// session, whose agent's end, `agent_ended`, is not known).
     pub(crate) async fn finish(
         &self,
         ip: &InProgress,
         error: Option<AgentError>,
+        agent_ended: Option<u64>,
         accepted: &mut Option<FeatureList>,
         deadline: Option<Instant>,
         snap: &Snapshot,
     ) -> Result<Finished, HarnessError> {
+        let gates_began = now_ms();
         // No process of the session lives into the gates: one left running could
         // change what baton's git reads between the restore below and its next
         // command. The start script brings servers up again for the checks and
@@ -346,10 +357,12 @@ impl Runner<'_> {
         g.report.boundary = undone;
         g.report.rewound = rewound;
         let (mut verifier_cost, mut verifier_error) = (0.0, None);
+        let proving = now_ms();
         if ip.kind == SessionKind::Coding {
             (verifier_cost, verifier_error) =
                 self.prove(&mut g, ip, base.as_ref(), deadline).await?;
         }
+        let verifier_ms = now_ms().saturating_sub(proving);
         let summary = summarize(&self.files.dir, ip.number);
         // Stopped by Ctrl-C while the verifier checked it: an interruption, not a
         // failed attempt at its feature.
@@ -391,6 +404,12 @@ impl Runner<'_> {
             waited_ms,
             ..
         } = summary;
+        let mut timing = ip.timing;
+        timing.agent_ms = agent_ended.map_or(0, |e| e.saturating_sub(ip.started_ms));
+        timing.verifier_ms = verifier_ms;
+        timing.gates_ms = now_ms()
+            .saturating_sub(gates_began)
+            .saturating_sub(verifier_ms);
         let record = SessionRecord {
             number: ip.number,
             kind: ip.kind,
@@ -407,6 +426,7 @@ impl Runner<'_> {
             waited_ms,
             target: ip.target,
             agent: self.opts.agent,
+            timing,
             integration: None,
         };
         Ok(Finished {

@@ -35,7 +35,8 @@ pub use ledger::{LedgerEntry, LedgerKind, Proof};
 pub use numbers::SessionNumbers;
 pub use state::{
     BaseCheck, CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration,
-    IntegrationOutcome, Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Usage,
+    IntegrationOutcome, Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Timing,
+    Usage,
 };
 
 use std::path::PathBuf;

@@ -87,6 +87,47 @@ fn yes() -> bool {
     true
 }
 
+/// Where a session's wall time went, in ms: what baton did before the agent
+/// (the regression sweep, the target's check at the base commit), the agent's
+/// own time, and what baton did after it (the gates, and the verifier's
+/// session). All zero in records from before baton kept them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Timing {
+    /// The regression sweep before the session.
+    pub sweep_ms: u64,
+    /// The target's check on the base commit, before the work.
+    pub base_check_ms: u64,
+    /// The agent's session itself.
+    pub agent_ms: u64,
+    /// The gates after it, the verifier aside.
+    pub gates_ms: u64,
+    /// Proving the session's flips: their checks at the base commit and now,
+    /// and the verifier's session where one runs.
+    pub verifier_ms: u64,
+}
+
+impl Timing {
+    /// Nothing recorded.
+    pub fn is_zero(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// All of it.
+    pub fn total_ms(&self) -> u64 {
+        self.sweep_ms + self.base_check_ms + self.agent_ms + self.gates_ms + self.verifier_ms
+    }
+
+    /// Add `o`, part by part.
+    pub fn add(&mut self, o: &Timing) {
+        self.sweep_ms += o.sweep_ms;
+        self.base_check_ms += o.base_check_ms;
+        self.agent_ms += o.agent_ms;
+        self.gates_ms += o.gates_ms;
+        self.verifier_ms += o.verifier_ms;
+    }
+}
+
 /// What the gates found after one session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -346,6 +387,9 @@ pub struct SessionRecord {
     /// The agent (1-based) of a parallel run that ran it; `None` for a run of one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<u32>,
+    /// Where its wall time went: before the agent, the agent, after it.
+    #[serde(default, skip_serializing_if = "Timing::is_zero")]
+    pub timing: Timing,
     /// In a parallel run: how the agent's branch went into the main branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration: Option<Integration>,
@@ -462,6 +506,7 @@ impl SessionRecord {
             waited_ms: 0,
             target: None,
             agent: None,
+            timing: Timing::default(),
             integration: None,
         }
     }
@@ -503,6 +548,9 @@ pub struct InProgress {
     /// the work: a check that passed already proves nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_check: Option<BaseCheck>,
+    /// What baton did before the agent started (sweep, base check), in ms.
+    #[serde(default, skip_serializing_if = "Timing::is_zero")]
+    pub timing: Timing,
 }
 
 /// A feature's verify command run before a session, on its base commit.

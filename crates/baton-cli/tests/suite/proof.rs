@@ -757,3 +757,107 @@ fn a_config_planted_in_the_agents_home_does_not_make_a_check_pass() {
     assert!(transcript.contains("planted-npm-said-0"), "{err}");
     assert!(transcript.contains("no-npmrc-left"), "{err}");
 }
+
+/// Where a run's time went is on record and shown: each coding session says
+/// how long baton's sweep and base check before it, the agent, and the gates
+/// and proof after it took; `baton status` (text and JSON) and the report add
+/// them up. (The report used to show session time only, which left the sweeps
+/// and the verifier out.) Only presence is asserted, never how long.
+#[test]
+fn the_time_before_during_and_after_each_session_is_recorded_and_shown() {
+    let (_t, dir, out) = run_under_defaults(
+        &features(&[false; 4]),
+        &[],
+        vec![
+            session_writing(
+                &[("src/feature1.txt", "feature 1\n")],
+                &features(&[true, false, false, false]),
+            ),
+            vec![baton_testkit::Step::Reply(baton_testkit::Reply::text(
+                "reading",
+            ))],
+        ],
+        baton_testkit::scenario::honest_verifier,
+        3,
+    );
+    let err = stderr(&out);
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".baton/state.json")).unwrap())
+            .unwrap();
+    let coding: Vec<&serde_json::Value> = state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "coding")
+        .collect();
+    assert_eq!(coding.len(), 2, "{err}");
+    for s in &coding {
+        for part in [
+            "agent_ms",
+            "gates_ms",
+            "sweep_ms",
+            "base_check_ms",
+            "verifier_ms",
+        ] {
+            assert!(s["timing"][part].is_u64(), "{part} in {s}");
+        }
+    }
+    // The first session's flip was proven (the verifier ran); the second was
+    // preceded by a sweep that ran the verifier's check.
+    assert!(
+        coding[0]["timing"]["verifier_ms"].as_u64().unwrap() > 0,
+        "{}",
+        coding[0]
+    );
+    assert!(
+        coding[1]["timing"]["sweep_ms"].as_u64().unwrap() > 0,
+        "{}",
+        coding[1]
+    );
+    let json = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", "--json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let st: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let total = &st["totals"]["timing"];
+    let sum = |part: &str| -> u64 {
+        state["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["timing"][part].as_u64().unwrap_or(0))
+            .sum()
+    };
+    for part in [
+        "agent_ms",
+        "gates_ms",
+        "sweep_ms",
+        "base_check_ms",
+        "verifier_ms",
+    ] {
+        assert_eq!(total[part].as_u64(), Some(sum(part)), "{part}: {st}");
+    }
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("status")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = stdout(&text);
+    assert!(
+        text.contains("time      agents ")
+            && text.contains(" · sweeps ")
+            && text.contains(" · proof "),
+        "{text}"
+    );
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("report")
+        .arg(&dir)
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&report).contains(r#"<span id="time-split">time: agents "#),
+        "no time split in the report"
+    );
+}

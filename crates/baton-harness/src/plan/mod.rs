@@ -215,6 +215,7 @@ impl Runner<'_> {
             sweep: None,
             target: None,
             base_check: None,
+            timing: baton_records::Timing::default(),
         });
         running.save(dir)?;
         self.reporter

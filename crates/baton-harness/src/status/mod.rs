@@ -193,6 +193,11 @@ pub struct SessionStatus {
     /// when one ran: time no session's own clock shows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep_secs: Option<f64>,
+    /// Where its wall time went, in ms: before the agent (sweep, base check),
+    /// the agent, after it (gates, proof). Absent in records from before baton
+    /// kept it.
+    #[serde(skip_serializing_if = "baton_records::Timing::is_zero")]
+    pub timing: baton_records::Timing,
 }
 
 /// A failing feature that waits for others to pass first.
@@ -227,6 +232,9 @@ pub struct Totals {
     pub waited_secs: f64,
     /// Sessions that ended because their context window filled up.
     pub context_full: usize,
+    /// Where the sessions' wall time went, in ms, added up (quota waits are
+    /// `waited_secs`).
+    pub timing: baton_records::Timing,
 }
 
 /// A failing feature.
@@ -386,6 +394,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             waited_secs: s.waited_ms as f64 / 1000.0,
             agent: s.agent,
             integration: s.integration.as_ref().map(|i| i.outcome),
+            timing: s.timing,
         })
         .collect();
     let totals = Totals {
@@ -405,6 +414,12 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             .iter()
             .filter(|s| s.outcome == SessionOutcome::ContextFull)
             .count(),
+        timing: sessions
+            .iter()
+            .fold(baton_records::Timing::default(), |mut t, s| {
+                t.add(&s.timing);
+                t
+            }),
     };
     let cost_usd = totals.cost_usd;
     Ok(Status {

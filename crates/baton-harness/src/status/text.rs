@@ -172,6 +172,13 @@ fn standing(o: &mut String, s: &Status) {
             "uncommitted changes"
         }
     );
+    if !s.totals.timing.is_zero() {
+        let _ = writeln!(
+            o,
+            "time      {}",
+            time_line(&s.totals.timing, s.totals.waited_secs)
+        );
+    }
     if s.totals.waited_secs >= 1.0 || s.totals.context_full > 0 {
         let _ = writeln!(
             o,
@@ -374,6 +381,23 @@ fn session_row(x: &SessionStatus, width: usize) -> String {
     cut(line.trim_end(), 100)
 }
 
+/// Where the sessions' wall time went: the agents, and what baton did around
+/// them (sweeps and base checks before, gates and proof after, quota waits).
+pub fn time_line(t: &baton_records::Timing, waited_secs: f64) -> String {
+    let secs = |ms: u64| duration(ms as f64 / 1000.0);
+    let mut parts = vec![
+        format!("agents {}", secs(t.agent_ms)),
+        format!("sweeps {}", secs(t.sweep_ms)),
+        format!("base checks {}", secs(t.base_check_ms)),
+        format!("gates {}", secs(t.gates_ms)),
+        format!("proof {}", secs(t.verifier_ms)),
+    ];
+    if waited_secs >= 1.0 {
+        parts.push(format!("quota waits {}", duration(waited_secs)));
+    }
+    parts.join(" · ")
+}
+
 #[cfg(test)]
 mod render_tests {
     use super::*;
@@ -393,6 +417,7 @@ mod render_tests {
         ] {
             let row = session_row(
                 &SessionStatus {
+                    timing: baton_records::Timing::default(),
                     number: 12,
                     kind: "coding".into(),
                     outcome,

@@ -61,6 +61,7 @@ fn state_with_findings() -> State {
     State {
         version: 1,
         sessions: vec![SessionRecord {
+            timing: Default::default(),
             number: 41,
             kind: SessionKind::Coding,
             started_ms: 0,
@@ -257,6 +258,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
     let state = State {
         version: 1,
         sessions: vec![SessionRecord {
+            timing: Default::default(),
             number: 2,
             kind: SessionKind::Coding,
             started_ms: 0,

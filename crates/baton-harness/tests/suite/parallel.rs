@@ -664,6 +664,7 @@ async fn a_session_killed_mid_way_is_settled_and_its_feature_finished_by_the_nex
     let mut copy = State::load(&dir).unwrap();
     copy.claim = Some(1);
     copy.in_progress = Some(baton_records::InProgress {
+        timing: Default::default(),
         number: 2,
         kind: baton_records::SessionKind::Coding,
         started_ms: 1,

@@ -198,6 +198,7 @@ async fn a_session_left_by_a_killed_run_is_finished_by_the_next_one() {
     let notes = std::fs::read_to_string(p.dir.join("claude-progress.txt")).unwrap();
     let mut state = p.state();
     state.in_progress = Some(InProgress {
+        timing: Default::default(),
         number: 2,
         kind: SessionKind::Coding,
         started_ms: 1,
@@ -272,6 +273,7 @@ async fn a_list_a_killed_initializer_wrote_is_judged_by_its_gates_not_adopted() 
     std::fs::write(p.dir.join("init.sh"), "#!/bin/sh\necho started\n").unwrap();
     let mut state = p.state();
     state.in_progress = Some(InProgress {
+        timing: Default::default(),
         number: 1,
         kind: SessionKind::Initializer,
         started_ms: 1,

@@ -111,9 +111,27 @@ pub(super) fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     } else {
         String::new()
     };
+    // Where the sessions' wall time went, baton's own share included.
+    let mut t = baton_records::Timing::default();
+    for s in &r.sessions {
+        t.add(&s.timing);
+    }
+    let split = if t.is_zero() {
+        String::new()
+    } else {
+        let secs = |ms: u64| duration(ms as f64 / 1000.0);
+        format!(
+            r#"<br><span id="time-split">time: agents {} · sweeps {} · base checks {} · gates {} · proof {}</span>"#,
+            secs(t.agent_ms),
+            secs(t.sweep_ms),
+            secs(t.base_check_ms),
+            secs(t.gates_ms),
+            secs(t.verifier_ms)
+        )
+    };
     let _ = write!(
         o,
-        r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{sweeps}{agents}</div></div>"#,
+        r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{sweeps}{split}{agents}</div></div>"#,
         money(a.total_cost),
         count(a.total_tokens),
         r.sessions.len(),
