@@ -155,7 +155,7 @@ pub(super) fn kpis(o: &mut String, st: &Status, is_running: bool) {
     };
     let _ = write!(
         o,
-        r#"<section class="kpis"><div class="kpi"><h3>Passing</h3><div class="big" id="passing">{}/{}</div><span class="meter"><i style="width:{:.1}%"></i></span></div><div class="kpi"><h3>Cost</h3><div>{spend}</div></div><div class="kpi"><h3>Sessions</h3><div class="big">{}</div></div><div class="kpi"><h3>Run</h3><div class="big">{}</div></div></section>"#,
+        r#"<section class="kpis"><div class="kpi"><h3>Passing</h3><div class="big" id="passing">{}/{}</div><span class="meter"><i style="width:{:.1}%"></i></span></div><div class="kpi"><h3>Cost</h3><div>{spend}</div></div><div class="kpi"><h3>Sessions</h3><div class="big">{}</div>{}</div><div class="kpi"><h3>Run</h3><div class="big">{}</div></div></section>"#,
         st.passing,
         st.total,
         if st.total == 0 {
@@ -164,6 +164,17 @@ pub(super) fn kpis(o: &mut String, st: &Status, is_running: bool) {
             st.passing as f64 * 100.0 / st.total as f64
         },
         st.totals.sessions,
+        if st.totals.timing.is_zero() {
+            String::new()
+        } else {
+            format!(
+                r#"<div class="sub" id="time-split">{}</div>"#,
+                escape(&baton_harness::status::time_line(
+                    &st.totals.timing,
+                    st.totals.waited_secs
+                ))
+            )
+        },
         if is_running { "running" } else { "idle" }
     );
 }

@@ -134,6 +134,7 @@ fn session(n: u32, flipped: &[usize]) -> Value {
         "started_ms": start, "ended_ms": start + 600_000, "outcome": "completed", "turns": 12,
         "usage": {"input_tokens": 1000, "output_tokens": 200, "cache_read_tokens": 0, "cache_write_tokens": 0},
         "cost_usd": 0.25, "commits": 1,
+        "timing": {"sweep_ms": 90_000, "base_check_ms": 5_000, "agent_ms": 600_000, "gates_ms": 2_000, "verifier_ms": 30_000},
         "gates": {"flipped": flipped, "unflipped": [], "violations": [], "leftover_files": [],
                   "notes_updated": true, "refusals": 0},
     })
@@ -239,6 +240,11 @@ fn serve_answers_get_only_and_unknown_paths_with_404() {
     assert!(body.contains("1/3"), "{body}");
     let (status, body) = get(&s.addr, "/p/0");
     assert_eq!(status, "HTTP/1.1 200 OK");
+    // Where the time went, baton's sweeps and proof beside the agents'.
+    assert!(
+        body.contains(r#"id="time-split">agents 20m 00s · sweeps 3m 00s · base checks 10s · gates 4s · proof 1m 00s</div>"#),
+        "{body}"
+    );
     // The project's text is escaped.
     assert!(
         body.contains("The greeting shows the visitor&#39;s &lt;name&gt;"),

@@ -500,4 +500,4 @@ fn waiting_until(files: &Files, state: &State) -> Option<u64> {
 }
 
 mod text;
-pub use text::{TABLE_SESSIONS, render};
+pub use text::{TABLE_SESSIONS, render, time_line};
