@@ -176,14 +176,20 @@ impl Checker<'_> {
             // A time-boxed sweep always finishes one check: one that takes longer
             // than the box alone would be its first every time and starve the rest.
             let none_yet = run.passed.is_empty() && run.failed.is_empty();
-            let (ok, out) = if let Some(r) = reported.remove(&i) {
+            let (ok, out, ms) = if let Some(r) = reported.remove(&i) {
                 r
             } else if !none_yet && budget.is_some_and(|b| started.elapsed() >= b) {
                 run.skipped.push(i + 1);
                 continue;
             } else {
-                self.allowed(&command, self.timeout).await
+                let alone = Instant::now();
+                let (ok, out) = self.allowed(&command, self.timeout).await;
+                let ms = u64::try_from(alone.elapsed().as_millis()).unwrap_or(u64::MAX);
+                (ok, out, Some(ms))
             };
+            if let Some(ms) = ms {
+                run.check_ms.insert(i + 1, ms);
+            }
             if ok {
                 run.passed.push(i + 1);
             } else {
@@ -209,7 +215,7 @@ impl Checker<'_> {
         &self,
         checks: &[(usize, String)],
         limit: Duration,
-    ) -> BTreeMap<usize, (bool, String)> {
+    ) -> BTreeMap<usize, (bool, String, Option<u64>)> {
         let nonce = format!(
             "baton-check-{:016x}{:016x}",
             rand::random::<u64>(),
@@ -218,13 +224,14 @@ impl Checker<'_> {
         let mut script = format!(
             "__baton_out=\"${{TMPDIR:-/tmp}}/{nonce}-$$\"\n\
              : >\"$__baton_out\" || exit 97\n\
-             __baton_said() {{ if [ \"$2\" -ne 0 ]; then __baton_o=$(<\"$__baton_out\"); if [ ${{#__baton_o}} -gt {REASON_CHARS} ]; then __baton_o=${{__baton_o: -{REASON_CHARS}}}; fi; printf '%s' \"$__baton_o\"; fi; printf '\\n{nonce} %s %s\\n' \"$1\" \"$2\"; }}\n"
+             __baton_now() {{ __baton_n=${{EPOCHREALTIME/[.,]/}}; }}\n\
+             __baton_said() {{ __baton_now; if [ \"$2\" -ne 0 ]; then __baton_o=$(<\"$__baton_out\"); if [ ${{#__baton_o}} -gt {REASON_CHARS} ]; then __baton_o=${{__baton_o: -{REASON_CHARS}}}; fi; printf '%s' \"$__baton_o\"; fi; __baton_ms=-; if [ -n \"$__baton_n\" ] && [ -n \"$3\" ]; then __baton_ms=$(( (__baton_n - $3) / 1000 )); fi; printf '\\n{nonce} %s %s %s\\n' \"$1\" \"$2\" \"$__baton_ms\"; }}\n"
         );
         for (k, (_, command)) in checks.iter().enumerate() {
             // The command on lines of its own: a comment or heredoc in it ends
             // where it would alone.
             script.push_str(&format!(
-                "(\n{command}\n) >\"$__baton_out\" 2>&1 </dev/null\n__baton_said {k} $?\n"
+                "__baton_now; __baton_t=$__baton_n\n(\n{command}\n) >\"$__baton_out\" 2>&1 </dev/null\n__baton_said {k} $? $__baton_t\n"
             ));
         }
         script.push_str("rm -f \"$__baton_out\"\n");
@@ -244,6 +251,8 @@ impl Checker<'_> {
             ) else {
                 continue;
             };
+            // How long it took (absent where the shell has no EPOCHREALTIME).
+            let ms = parts.next().and_then(|m| m.parse::<u64>().ok());
             if let Some((i, _)) = checks.get(k) {
                 let said = out[since..line_start].trim_matches('\n');
                 let text = if code == 0 {
@@ -253,7 +262,7 @@ impl Checker<'_> {
                 } else {
                     format!("{said}\nExit code: {code}")
                 };
-                reported.insert(*i, (code == 0, text));
+                reported.insert(*i, (code == 0, text, ms));
             }
             since = line_start + line.len();
         }
@@ -517,6 +526,19 @@ mod tests {
         assert!(run.failed[0].reason.contains("boom"), "{run:?}");
         assert!(run.failed[0].reason.contains("Exit code: 3"), "{run:?}");
         assert!(!run.failed[0].reason.contains("baton-check"), "{run:?}");
+    }
+
+    /// Every check that ran says how long it took, whether it reported from the
+    /// shared shell or ran alone (after a hang past its limit, here #2 and the
+    /// one after it). Only presence is asserted, never how long.
+    #[test]
+    fn every_check_that_ran_records_how_long_it_took() {
+        let many = run(&["true", "sleep 5", "false"], Duration::from_secs(1));
+        assert_eq!(many.passed, vec![1], "{many:?}");
+        let timed: Vec<usize> = many.check_ms.keys().copied().collect();
+        assert_eq!(timed, vec![1, 2, 3], "{many:?}");
+        let one = run(&["true"], Duration::from_secs(5));
+        assert_eq!(one.check_ms.keys().copied().collect::<Vec<_>>(), vec![1]);
     }
 
     /// `[verify] timeout_secs` is one check's limit, not the shared shell's:

@@ -77,6 +77,9 @@ pub struct CheckRun {
     /// How long it took, the start script included, in milliseconds.
     #[serde(default, skip_serializing_if = "no_ms")]
     pub ms: u64,
+    /// How long each check that ran took, in milliseconds, by feature (1-based).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub check_ms: BTreeMap<usize, u64>,
 }
 
 fn no_ms(n: &u64) -> bool {

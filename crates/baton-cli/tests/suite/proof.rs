@@ -856,8 +856,14 @@ fn the_time_before_during_and_after_each_session_is_recorded_and_shown() {
         .args(["-o", "-"])
         .output()
         .unwrap();
+    let page = stdout(&report);
     assert!(
-        stdout(&report).contains(r#"<span id="time-split">time: agents "#),
+        page.contains(r#"<span id="time-split">time: agents "#),
         "no time split in the report"
+    );
+    // The sweep before the second session ran #1's check, and timed it.
+    assert!(
+        page.contains(r#"<span id="slow-checks">slowest checks: #1 "#),
+        "no slowest checks in the report"
     );
 }
