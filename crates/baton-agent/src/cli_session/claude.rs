@@ -20,12 +20,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{
-    AgentCli, CliKind, CliSession, Progress, Start, io_err, mentions_any, reset_of, result_text,
-    tail,
+    AgentCli, CliKind, CliSession, Opening, Recorder, Start, io_err, mentions_any, reset_of,
+    result_text, tail,
 };
 use crate::model::{Block, Usage};
 use crate::session::{AgentError, Outcome};
-use crate::transcript::Transcript;
 
 /// The provider name of this backend in config and transcripts.
 pub const PROVIDER: &str = "claude-code";
@@ -81,13 +80,8 @@ impl AgentCli for ClaudeCode {
     }
 
     /// Write the session's settings and say how to start Claude Code.
-    fn start(
-        &self,
-        s: &CliSession<'_>,
-        n: u32,
-        system: &str,
-        prompt: &str,
-    ) -> Result<Start, AgentError> {
+    fn start(&self, s: &CliSession<'_>, opening: &Opening<'_>) -> Result<Start, AgentError> {
+        let Opening { n, system, prompt } = *opening;
         let dir = s.project_dir.join(CLI_DIR);
         std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
         let settings = dir.join(format!("{n:04}-settings.json"));
@@ -162,14 +156,8 @@ impl AgentCli for ClaudeCode {
     }
 
     /// One event of Claude Code's stream.
-    fn event(
-        &self,
-        s: &CliSession<'_>,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        v: Value,
-    ) -> Result<(), AgentError> {
-        // Subagents' messages are theirs, not this conversation's.
+    fn event(&self, r: &mut Recorder<'_, '_>, v: Value) -> Result<(), AgentError> {
+        // Subagents' messages are theirs, not this conversation'r.s.
         if !v["parent_tool_use_id"].is_null() {
             return Ok(());
         }
@@ -177,24 +165,24 @@ impl AgentCli for ClaudeCode {
             "assistant" => {
                 let msg = &v["message"];
                 let id = msg["id"].as_str().unwrap_or_default().to_string();
-                if p.pending.as_ref().is_some_and(|(pid, _, _)| *pid != id) {
-                    s.flush(transcript, p)?;
+                if r.p.pending.as_ref().is_some_and(|(pid, _, _)| *pid != id) {
+                    r.flush()?;
                 }
                 let blocks = msg["content"]
                     .as_array()
                     .map(|c| c.iter().filter_map(block_of).collect::<Vec<_>>())
                     .unwrap_or_default();
                 let usage = usage_of(&msg["usage"]);
-                match &mut p.pending {
+                match &mut r.p.pending {
                     Some((_, b, u)) => {
                         b.extend(blocks);
                         *u = usage;
                     }
-                    None => p.pending = Some((id, blocks, usage)),
+                    None => r.p.pending = Some((id, blocks, usage)),
                 }
             }
             "user" => {
-                s.flush(transcript, p)?;
+                r.flush()?;
                 let content = v["message"]["content"].as_array().cloned();
                 for b in content.unwrap_or_default() {
                     if b["type"] != "tool_result" {
@@ -205,7 +193,7 @@ impl AgentCli for ClaudeCode {
                     let mut text = result_text(&b["content"]);
                     let is_error = b["is_error"] == json!(true);
                     let mut refused = is_error && text.contains(HOOK_REFUSAL);
-                    if let Some(why) = p.no_verdict.remove(&id) {
+                    if let Some(why) = r.p.no_verdict.remove(&id) {
                         // Claude Code refused it for want of baton's answer.
                         refused = is_error;
                         text = format!("{text}\n(baton's PreToolUse hook gave no answer: {why})");
@@ -215,7 +203,7 @@ impl AgentCli for ClaudeCode {
                         is_error,
                         images,
                     };
-                    s.tool_output(transcript, p, id, out, refused)?;
+                    r.tool_output(id, out, refused)?;
                 }
             }
             // baton's hook gave no usable answer (it failed to start, or timed out):
@@ -226,18 +214,18 @@ impl AgentCli for ClaudeCode {
                 let why = if nv["timed_out"] == json!(true) {
                     "it timed out".to_string()
                 } else {
-                    s.launcher_failure()
+                    r.s.launcher_failure()
                         .map_or("it failed".to_string(), |l| format!("it failed: {l}"))
                 };
-                p.no_verdict.insert(id, why);
+                r.p.no_verdict.insert(id, why);
             }
             "result" => {
-                s.flush(transcript, p)?;
+                r.flush()?;
                 if let Some(t) = v["result"].as_str() {
-                    p.final_text = t.to_string();
+                    r.p.final_text = t.to_string();
                 }
-                p.totals = Some((usage_of(&v["usage"]), v["total_cost_usd"].as_f64()));
-                p.result = Some(v);
+                r.p.totals = Some((usage_of(&v["usage"]), v["total_cost_usd"].as_f64()));
+                r.p.result = Some(v);
             }
             _ => {}
         }
@@ -349,8 +337,12 @@ mod tests {
         let limits = crate::session::Limits::from_config(&baton_config::AgentConfig::default(), 10);
         let quiet = crate::session::Quiet;
         let s = backend.session(dir.path(), &[], limits, &quiet, &prices);
-        let mut t = Transcript::create_next(dir.path()).unwrap();
-        let mut p = super::super::Progress::default();
+        let mut t = crate::transcript::Transcript::create_next(dir.path()).unwrap();
+        let mut r = Recorder {
+            s: &s,
+            transcript: &mut t,
+            p: super::super::Progress::default(),
+        };
         let lines = [
             r#"{"type":"assistant","message":{"id":"msg_0001","type":"message","role":"assistant","model":"scripted","content":[{"type":"tool_use","id":"toolu_001_0","name":"Write","input":{"file_path":"a.txt","content":"a\n"}}],"stop_reason":null,"usage":{"input_tokens":100,"output_tokens":1}},"parent_tool_use_id":null}"#,
             r#"{"type":"system","subtype":"informational","content":"A hook gave no usable answer, so it didn't check this action.","level":"warning","tag":"hook_no_verdict","hook_no_verdict":{"hook_event":"PreToolUse","tool_use_id":"toolu_001_0","timed_out":false}}"#,
@@ -359,9 +351,10 @@ mod tests {
         ];
         for l in lines {
             ClaudeCode
-                .event(&s, &mut t, &mut p, serde_json::from_str(l).unwrap())
+                .event(&mut r, serde_json::from_str(l).unwrap())
                 .unwrap();
         }
+        drop(r);
         let records = crate::transcript::read(t.path()).unwrap();
         let found = records.iter().find_map(|r| match &r.event {
             crate::transcript::Event::ToolResult {

@@ -36,13 +36,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{
-    AgentCli, CliKind, CliSession, Progress, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, Start, io_err,
-    mentions_any, shell_quote, tail,
+    AgentCli, CliKind, CliSession, Opening, Recorder, SANDBOX_SHELL_FLAG, SANDBOX_SPEC_VAR, Start,
+    io_err, mentions_any, shell_quote, tail,
 };
 use crate::key_proxy::KeyProxy;
 use crate::model::{Block, Usage};
 use crate::session::{AgentError, Outcome};
-use crate::transcript::Transcript;
 
 /// The provider name of this backend in config and transcripts.
 pub const PROVIDER: &str = "codex";
@@ -89,13 +88,8 @@ impl AgentCli for Codex {
     }
 
     /// Make the session's Codex home and say how to start Codex in the sandbox.
-    fn start(
-        &self,
-        s: &CliSession<'_>,
-        n: u32,
-        system: &str,
-        prompt: &str,
-    ) -> Result<Start, AgentError> {
+    fn start(&self, s: &CliSession<'_>, opening: &Opening<'_>) -> Result<Start, AgentError> {
+        let Opening { n, system, prompt } = *opening;
         // The session's own token, revoked when the grant drops at its end.
         let grant = self.proxy.grant_limited(s.limits.max_tokens);
         let home = self.homes.join(format!("{n:04}"));
@@ -207,13 +201,7 @@ impl AgentCli for Codex {
     }
 
     /// One event of Codex's `--json` stream.
-    fn event(
-        &self,
-        s: &CliSession<'_>,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        v: Value,
-    ) -> Result<(), AgentError> {
+    fn event(&self, r: &mut Recorder<'_, '_>, v: Value) -> Result<(), AgentError> {
         let item = &v["item"];
         let id = item["id"].as_str().unwrap_or_default().to_string();
         match (
@@ -222,12 +210,12 @@ impl AgentCli for Codex {
         ) {
             ("item.started", Some("command_execution")) => {
                 let input = json!({"command": item["command"]});
-                s.call(transcript, p, id, "Bash".into(), input)?;
+                r.call(id, "Bash".into(), input)?;
             }
             ("item.completed", Some("command_execution")) => {
-                if !p.calls.contains_key(&id) {
+                if !r.p.calls.contains_key(&id) {
                     let input = json!({"command": item["command"]});
-                    s.call(transcript, p, id.clone(), "Bash".into(), input)?;
+                    r.call(id.clone(), "Bash".into(), input)?;
                 }
                 let text = item["aggregated_output"]
                     .as_str()
@@ -235,18 +223,18 @@ impl AgentCli for Codex {
                     .to_string();
                 let failed = item["exit_code"].as_i64().is_some_and(|c| c != 0)
                     || item["status"] == "failed";
-                s.tool_result(transcript, p, id, text, failed, false)?;
+                r.tool_result(id, text, failed, false)?;
             }
             ("item.completed", Some("file_change")) => {
                 let input = json!({"changes": item["changes"]});
-                s.call(transcript, p, id.clone(), "apply_patch".into(), input)?;
+                r.call(id.clone(), "apply_patch".into(), input)?;
                 let failed = item["status"] == "failed";
                 let text = if failed {
                     "the patch failed"
                 } else {
                     "patch applied"
                 };
-                s.tool_result(transcript, p, id, text.to_string(), failed, false)?;
+                r.tool_result(id, text.to_string(), failed, false)?;
             }
             ("item.completed", Some("mcp_tool_call")) => {
                 let name = format!(
@@ -254,7 +242,7 @@ impl AgentCli for Codex {
                     item["server"].as_str().unwrap_or_default(),
                     item["tool"].as_str().unwrap_or_default()
                 );
-                s.call(transcript, p, id.clone(), name, item["arguments"].clone())?;
+                r.call(id.clone(), name, item["arguments"].clone())?;
                 let failed = item["status"] == "failed" || !item["error"].is_null();
                 let text = if failed {
                     item["error"].to_string()
@@ -266,21 +254,24 @@ impl AgentCli for Codex {
                     is_error: failed,
                     images: super::images_of(&item["result"]["content"]),
                 };
-                s.tool_output(transcript, p, id, out, false)?;
+                r.tool_output(id, out, false)?;
             }
             ("item.completed", Some("agent_message")) => {
                 let text = item["text"].as_str().unwrap_or_default().to_string();
-                s.turn(transcript, p, vec![Block::Text { text }])?;
+                r.turn(vec![Block::Text { text }])?;
             }
             ("turn.completed", _) => {
                 let usage = usage_of(&v["usage"]);
-                p.totals = Some((usage, Some(s.prices.cost(&s.model, &usage))));
-                p.result = Some(v);
+                r.p.totals = Some((usage, Some(r.s.prices.cost(&r.s.model, &usage))));
+                r.p.result = Some(v);
             }
             ("turn.failed", _) | ("error", _)
-                if p.result.as_ref().is_none_or(|r| r["type"] != "turn.failed") =>
+                if r.p
+                    .result
+                    .as_ref()
+                    .is_none_or(|r| r["type"] != "turn.failed") =>
             {
-                p.result = Some(v);
+                r.p.result = Some(v);
             }
             _ => {}
         }
@@ -288,21 +279,15 @@ impl AgentCli for Codex {
     }
 
     /// One line of Codex's stderr: a call its hook refused becomes a refused turn.
-    fn stderr_line(
-        &self,
-        s: &CliSession<'_>,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        line: &str,
-    ) -> Result<(), AgentError> {
+    fn stderr_line(&self, r: &mut Recorder<'_, '_>, line: &str) -> Result<(), AgentError> {
         let Some((_, rest)) = line.split_once(HOOK_REFUSAL) else {
             return Ok(());
         };
         let (reason, command) = rest.rsplit_once(". Command: ").unwrap_or((rest, ""));
-        let id = format!("refused-{}", p.turns + 1);
+        let id = format!("refused-{}", r.p.turns + 1);
         let input = json!({"command": command});
-        s.call(transcript, p, id.clone(), "Bash".into(), input)?;
-        s.tool_result(transcript, p, id, reason.to_string(), true, true)
+        r.call(id.clone(), "Bash".into(), input)?;
+        r.tool_result(id, reason.to_string(), true, true)
     }
 }
 

@@ -57,34 +57,16 @@ pub trait AgentCli: std::fmt::Debug + Send + Sync {
     /// one), where it keeps what it keeps of a session's.
     fn in_home(&self, home: &Path) -> Arc<dyn AgentCli>;
 
-    /// How to start session `n`: its command (told the hook, the model, the MCP
-    /// servers and the sandbox), its input, and its grant of the key proxy when it
-    /// reaches the model through baton's.
-    fn start(
-        &self,
-        s: &CliSession<'_>,
-        n: u32,
-        system: &str,
-        prompt: &str,
-    ) -> Result<Start, AgentError>;
+    /// How to start a session (`opening`): its command (told the hook, the model,
+    /// the MCP servers and the sandbox), its input, and its grant of the key proxy
+    /// when it reaches the model through baton's.
+    fn start(&self, s: &CliSession<'_>, opening: &Opening<'_>) -> Result<Start, AgentError>;
 
-    /// One event of its JSON stream, recorded in `transcript`.
-    fn event(
-        &self,
-        s: &CliSession<'_>,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        v: Value,
-    ) -> Result<(), AgentError>;
+    /// One event of its JSON stream, recorded through `r`.
+    fn event(&self, r: &mut Recorder<'_, '_>, v: Value) -> Result<(), AgentError>;
 
     /// One line of its stderr (where a CLI may say which calls its hook refused).
-    fn stderr_line(
-        &self,
-        _s: &CliSession<'_>,
-        _transcript: &mut Transcript,
-        _p: &mut Progress,
-        _line: &str,
-    ) -> Result<(), AgentError> {
+    fn stderr_line(&self, _r: &mut Recorder<'_, '_>, _line: &str) -> Result<(), AgentError> {
         Ok(())
     }
 
@@ -110,6 +92,26 @@ pub trait AgentCli: std::fmt::Debug + Send + Sync {
 
 /// The CLI a backend drives.
 pub type Cli = Arc<dyn AgentCli>;
+
+/// What a session opens with: its number, its system prompt and its prompt.
+pub struct Opening<'a> {
+    /// The session's number.
+    pub n: u32,
+    /// The system prompt.
+    pub system: &'a str,
+    /// The first user message.
+    pub prompt: &'a str,
+}
+
+/// Where a session's stream is recorded as it comes: the session, its transcript
+/// and what the stream has shown so far. A CLI's lines become turns and tool
+/// results through it.
+pub struct Recorder<'r, 'a> {
+    /// The session.
+    pub s: &'r CliSession<'a>,
+    transcript: &'r mut Transcript,
+    p: Progress,
+}
 
 /// One session through an agent CLI.
 pub struct CliSession<'a> {
@@ -374,11 +376,21 @@ impl CliSession<'_> {
                 text: prompt.to_string(),
             }],
         })?;
-        let mut p = Progress::default();
-        let result = self.drive(transcript, system, prompt, stop, &mut p).await;
+        let opening = Opening {
+            n: transcript.number(),
+            system,
+            prompt,
+        };
+        let mut r = Recorder {
+            s: self,
+            transcript,
+            p: Progress::default(),
+        };
+        let result = self.drive(&mut r, &opening, stop).await;
         // A turn still being assembled (the CLI was stopped) is recorded as it stood.
-        let flushed = self.flush(transcript, &mut p);
+        let flushed = r.flush();
         let result = result.and_then(|o| flushed.map(|()| o));
+        let Recorder { transcript, p, .. } = r;
         let (outcome_name, error) = match &result {
             Ok(o) => (o.name(), None),
             Err(e) => ("error", Some(e.to_string())),
@@ -410,23 +422,20 @@ impl CliSession<'_> {
     /// Start the CLI, follow its stream to the end, and say how it ended.
     async fn drive(
         &self,
-        transcript: &mut Transcript,
-        system: &str,
-        prompt: &str,
+        r: &mut Recorder<'_, '_>,
+        opening: &Opening<'_>,
         stop: &CancellationToken,
-        p: &mut Progress,
     ) -> Result<Outcome, AgentError> {
-        let n = transcript.number();
-        let mut start = self.cli.start(self, n, system, prompt)?;
+        let mut start = self.cli.start(self, opening)?;
         let grant = start.grant.take();
         let scratch = start.scratch.take();
-        let ended = self.follow(start, transcript, stop, p).await;
+        let ended = self.follow(start, r, stop).await;
         if let Some(dir) = scratch {
             let _ = dir.remove();
         }
         // What the provider said the session's token spent, whoever spent it.
         if let Some(metered) = grant.as_ref().and_then(|g| self.metered(g)) {
-            p.totals = Some(metered);
+            r.p.totals = Some(metered);
         }
         let (ended, status, stderr) = ended?;
         if let Some(o) = ended {
@@ -436,7 +445,7 @@ impl CliSession<'_> {
         if grant.as_ref().is_some_and(key_proxy::Grant::spent) {
             return Ok(Outcome::TokenLimit);
         }
-        let Some(last) = &p.result else {
+        let Some(last) = &r.p.result else {
             return Err(self.cli_err(format!(
                 "it ended ({status}) without {}: {}",
                 self.cli.missing_end(),
@@ -452,9 +461,8 @@ impl CliSession<'_> {
     async fn follow(
         &self,
         start: Start,
-        transcript: &mut Transcript,
+        r: &mut Recorder<'_, '_>,
         stop: &CancellationToken,
-        p: &mut Progress,
     ) -> Result<(Option<Outcome>, String, String), AgentError> {
         let Start { mut cmd, stdin, .. } = start;
         cmd.stdin(if stdin.is_some() {
@@ -497,18 +505,18 @@ impl CliSession<'_> {
             .max_duration
             .map(|d| tokio::time::Instant::now() + d);
         let ended = loop {
-            if p.turns > self.limits.max_turns && self.cli.counts_turns() {
+            if r.p.turns > self.limits.max_turns && self.cli.counts_turns() {
                 break Some(Outcome::MaxTurns);
             }
             tokio::select! {
                 l = lines.next_line() => match l {
-                    Ok(Some(line)) => self.event(transcript, p, &line)?,
+                    Ok(Some(line)) => r.line(&line)?,
                     Ok(None) => break None,
                     Err(e) => return Err(self.cli_err(format!("reading its output: {e}"))),
                 },
                 l = errs.next_line(), if err_open => match l {
                     Ok(Some(line)) => {
-                        self.stderr_line(transcript, p, &line)?;
+                        self.cli.stderr_line(r, &line)?;
                         keep_tail(&mut err_text, &line);
                     }
                     _ => err_open = false,
@@ -526,7 +534,7 @@ impl CliSession<'_> {
         while err_open {
             match tokio::time::timeout_at(last_words, errs.next_line()).await {
                 Ok(Ok(Some(line))) => {
-                    self.stderr_line(transcript, p, &line)?;
+                    self.cli.stderr_line(r, &line)?;
                     keep_tail(&mut err_text, &line);
                 }
                 _ => err_open = false,
@@ -566,35 +574,21 @@ impl CliSession<'_> {
             message: message.trim().to_string(),
         }
     }
+}
 
+impl Recorder<'_, '_> {
     /// One line of the CLI's event stream.
-    fn event(
-        &self,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        line: &str,
-    ) -> Result<(), AgentError> {
+    fn line(&mut self, line: &str) -> Result<(), AgentError> {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             return Ok(()); // Not an event (the CLI may print other things).
         };
-        self.cli.event(self, transcript, p, v)
-    }
-
-    /// One line of the CLI's stderr (Codex says there which calls its hook refused).
-    fn stderr_line(
-        &self,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        line: &str,
-    ) -> Result<(), AgentError> {
-        self.cli.stderr_line(self, transcript, p, line)
+        let cli = self.s.cli.clone();
+        cli.event(self, v)
     }
 
     /// Record a tool call's result (text only).
     fn tool_result(
-        &self,
-        transcript: &mut Transcript,
-        p: &mut Progress,
+        &mut self,
         id: String,
         text: String,
         is_error: bool,
@@ -605,38 +599,37 @@ impl CliSession<'_> {
             is_error,
             images: Vec::new(),
         };
-        self.tool_output(transcript, p, id, out, refused)
+        self.tool_output(id, out, refused)
     }
 
     /// Record a tool call's result; what a browser call showed (its text, its
     /// screenshots) is kept as evidence as in baton's own loop.
     fn tool_output(
-        &self,
-        transcript: &mut Transcript,
-        p: &mut Progress,
+        &mut self,
         id: String,
         out: ToolOutput,
         refused: bool,
     ) -> Result<(), AgentError> {
-        let (name, took, input) = p
+        let (name, took, input) = self
+            .p
             .calls
             .remove(&id)
             .map_or((String::new(), Duration::ZERO, Value::Null), |(n, t, i)| {
                 (n, t.elapsed(), i)
             });
-        self.observer.tool_end(&name, &out, refused, took);
+        self.s.observer.tool_end(&name, &out, refused, took);
         let evidence = crate::session::keep_evidence(
-            &self.project_dir,
-            transcript.number(),
-            p.turns,
-            p.results,
+            &self.s.project_dir,
+            self.transcript.number(),
+            self.p.turns,
+            self.p.results,
             &name,
             &input,
             &out,
         );
-        p.results += 1;
-        transcript.record(Event::ToolResult {
-            turn: p.turns,
+        self.p.results += 1;
+        self.transcript.record(Event::ToolResult {
+            turn: self.p.turns,
             tool_use_id: id,
             name,
             content: out.content,
@@ -649,29 +642,29 @@ impl CliSession<'_> {
     }
 
     /// Record the assistant message being assembled as one turn.
-    fn flush(&self, transcript: &mut Transcript, p: &mut Progress) -> Result<(), AgentError> {
-        let Some((_, content, usage)) = p.pending.take() else {
+    fn flush(&mut self) -> Result<(), AgentError> {
+        let Some((_, content, usage)) = self.p.pending.take() else {
             return Ok(());
         };
-        p.turns += 1;
-        let turn = p.turns;
-        let cost = self.prices.cost(&self.model, &usage);
-        p.usage.input_tokens += usage.input_tokens;
-        p.usage.output_tokens += usage.output_tokens;
-        p.usage.cache_read_tokens += usage.cache_read_tokens;
-        p.usage.cache_write_tokens += usage.cache_write_tokens;
-        p.cost += cost;
-        transcript.record(Event::Request {
+        self.p.turns += 1;
+        let turn = self.p.turns;
+        let cost = self.s.prices.cost(&self.s.model, &usage);
+        self.p.usage.input_tokens += usage.input_tokens;
+        self.p.usage.output_tokens += usage.output_tokens;
+        self.p.usage.cache_read_tokens += usage.cache_read_tokens;
+        self.p.usage.cache_write_tokens += usage.cache_write_tokens;
+        self.p.cost += cost;
+        self.transcript.record(Event::Request {
             turn,
             messages: turn as usize * 2 - 1,
         })?;
         let calls = crate::model::tool_calls_of(&content);
         let text = crate::model::text_of(&content);
         if !text.is_empty() {
-            self.observer.assistant_text(&text, !calls.is_empty());
-            p.final_text = text;
+            self.s.observer.assistant_text(&text, !calls.is_empty());
+            self.p.final_text = text;
         }
-        transcript.record(Event::Assistant {
+        self.transcript.record(Event::Assistant {
             turn,
             content,
             stop_reason: if calls.is_empty() {
@@ -682,36 +675,24 @@ impl CliSession<'_> {
             usage,
             cost_usd: cost,
         })?;
-        self.observer.turn_end(turn, &usage, cost);
+        self.s.observer.turn_end(turn, &usage, cost);
         for (id, name, input) in calls {
-            self.observer.tool_start(&name, &input);
-            p.calls.insert(id, (name, Instant::now(), input));
+            self.s.observer.tool_start(&name, &input);
+            self.p.calls.insert(id, (name, Instant::now(), input));
         }
         Ok(())
     }
 
     /// Record one whole assistant turn that makes one tool call.
-    fn call(
-        &self,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        id: String,
-        name: String,
-        input: Value,
-    ) -> Result<(), AgentError> {
-        self.turn(transcript, p, vec![Block::ToolUse { id, name, input }])
+    fn call(&mut self, id: String, name: String, input: Value) -> Result<(), AgentError> {
+        self.turn(vec![Block::ToolUse { id, name, input }])
     }
 
     /// Record one whole assistant turn (`blocks`, without usage of its own).
-    fn turn(
-        &self,
-        transcript: &mut Transcript,
-        p: &mut Progress,
-        blocks: Vec<Block>,
-    ) -> Result<(), AgentError> {
-        self.flush(transcript, p)?;
-        p.pending = Some((String::new(), blocks, Usage::default()));
-        self.flush(transcript, p)
+    fn turn(&mut self, blocks: Vec<Block>) -> Result<(), AgentError> {
+        self.flush()?;
+        self.p.pending = Some((String::new(), blocks, Usage::default()));
+        self.flush()
     }
 }
 

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::agents::{Agent, CopyDir, Done, Reports};
 use super::board::Board;
 use super::claims::Mainline;
+use super::merge::Integrator;
 use super::relay::Note;
 use super::settle::Settler;
 use super::{AgentParts, Parallel, WAIT_FOR_OTHERS};
@@ -317,9 +318,11 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             return;
         };
         let settler = Settler {
-            run: self.run,
-            integrate: self.integrate,
-            mainline: self.mainline,
+            integrator: Integrator {
+                run: self.run,
+                parts: self.integrate,
+                mainline: self.mainline,
+            },
         };
         let copies = self.copies;
         let release = self.channels.release_tx.clone();

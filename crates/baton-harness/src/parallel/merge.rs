@@ -128,6 +128,7 @@ impl Parallel<'_> {
 /// Integrates agents' branches into the main branch: the run, the parts its
 /// merges and sweeps run with (the integration worktree's), and the mainline
 /// they land on.
+#[derive(Clone, Copy)]
 pub(super) struct Integrator<'r, 'a> {
     pub run: &'r Parallel<'a>,
     pub parts: &'r AgentParts,

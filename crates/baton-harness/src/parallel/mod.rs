@@ -223,9 +223,11 @@ impl Parallel<'_> {
             .workspace
             .parts(0, &self.integration_tree()?, agent_env(0))?;
         let settler = settle::Settler {
-            run: self,
-            integrate: &integrate,
-            mainline,
+            integrator: merge::Integrator {
+                run: self,
+                parts: &integrate,
+                mainline,
+            },
         };
         settler.recover(&agents).await?;
         let copies = CopyDir::of(&agents);

@@ -15,11 +15,10 @@ use baton_records::{
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use super::Parallel;
 use super::agents::{Agent, CopyDir, Done, fetch};
-use super::claims::Mainline;
 use super::merge::{Branch, Integrator, Settled};
 use super::relay::Prefixed;
-use super::{AgentParts, Parallel};
 use crate::error::HarnessError;
 use crate::limits::{RunEnd, RunOptions};
 use crate::queue;
@@ -202,12 +201,10 @@ impl Parallel<'_> {
 }
 
 /// Settles agents' ended sessions on the project's record, integrating their
-/// branches (through an [`Integrator`]) with the integration worktree's parts
-/// onto the mainline.
+/// branches through its [`Integrator`] (the run, the integration worktree's parts,
+/// the mainline).
 pub(super) struct Settler<'r, 'a> {
-    pub run: &'r Parallel<'a>,
-    pub integrate: &'r AgentParts,
-    pub mainline: &'r dyn Mainline,
+    pub integrator: Integrator<'r, 'a>,
 }
 
 impl Settler<'_, '_> {
@@ -216,10 +213,10 @@ impl Settler<'_, '_> {
     /// unfinished in a working copy, whose gates run there (the copy's runner
     /// resumes them and stops) before they are integrated.
     pub(super) async fn recover(&self, agents: &[Agent]) -> Result<(), HarnessError> {
-        let main = &self.run.files.dir;
-        let unsettled = self.run.unsettled()?;
+        let main = &self.integrator.run.files.dir;
+        let unsettled = self.integrator.run.unsettled()?;
         if !unsettled.is_empty() {
-            self.run.reporter.line(&format!(
+            self.integrator.run.reporter.line(&format!(
                 "settling {} session(s) a stopped run left unsettled",
                 unsettled.len()
             ));
@@ -243,13 +240,17 @@ impl Settler<'_, '_> {
             stopped.cancel();
             let reporter = Prefixed {
                 agent: a.id,
-                inner: self.run.reporter,
+                inner: self.integrator.run.reporter,
             };
             let opts = RunOptions {
                 agent: Some(a.id),
-                ..self.run.opts.clone()
+                ..self.integrator.run.opts.clone()
             };
-            let end = match self.run.runner(&a.dir, parts, &reporter, opts, stopped) {
+            let end = match self
+                .integrator
+                .run
+                .runner(&a.dir, parts, &reporter, opts, stopped)
+            {
                 Ok(runner) => runner.run().await,
                 Err(e) => Err(e),
             };
@@ -261,7 +262,7 @@ impl Settler<'_, '_> {
                 parts: None,
                 theirs: None,
             };
-            if let Some(e) = self.run.gather(&copies[i], done)? {
+            if let Some(e) = self.integrator.run.gather(&copies[i], done)? {
                 self.settle(&copies, vec![e], None).await?;
             }
         }
@@ -319,12 +320,7 @@ impl Settler<'_, '_> {
             }
             Ok(())
         };
-        let integrator = Integrator {
-            run: self.run,
-            parts: self.integrate,
-            mainline: self.mainline,
-        };
-        let results = integrator.integrate_all(&branches, &mut early).await?;
+        let results = self.integrator.integrate_all(&branches, &mut early).await?;
         let mut merged: BTreeMap<u32, Integration> = results
             .into_iter()
             .zip(branches.iter().map(|b| b.number))
@@ -336,7 +332,12 @@ impl Settler<'_, '_> {
         for e in waiting.into_iter().flatten() {
             let integration = match merged.remove(&e.number) {
                 Some(i) => i,
-                None => self.run.keep(&e.theirs, e.feature, e.number).await?,
+                None => {
+                    self.integrator
+                        .run
+                        .keep(&e.theirs, e.feature, e.number)
+                        .await?
+                }
             };
             self.record_settled(&agents[e.agent], e, integration)?;
         }
@@ -360,10 +361,15 @@ impl Settler<'_, '_> {
             blocked,
             ..
         } = ended;
-        let main = &self.run.files.dir;
+        let main = &self.integrator.run.files.dir;
         let mut state = State::load(main)?;
         self.copy_ledger(copy, number, &integration)?;
-        let mut list = self.run.files.load_accepted()?.unwrap_or_default();
+        let mut list = self
+            .integrator
+            .run
+            .files
+            .load_accepted()?
+            .unwrap_or_default();
         keep_blocks(&mut state, &list, blocked);
         let merged = integration.outcome == IntegrationOutcome::Merged;
         if merged {
@@ -373,7 +379,7 @@ impl Settler<'_, '_> {
                 }
                 state.features.remove(&f);
             }
-            self.run.files.save_accepted(&list)?;
+            self.integrator.run.files.save_accepted(&list)?;
             if record.kind == SessionKind::Coding {
                 queue::count_stall(&mut state, !record.gates.flipped.is_empty(), true, false);
             }
@@ -389,7 +395,8 @@ impl Settler<'_, '_> {
             // Not the project's: the flips stay on the kept branch.
             record.gates.flipped.clear();
         }
-        self.run
+        self.integrator
+            .run
             .reporter
             .line(&settled_line(copy.id, number, feature, &integration));
         record.integration = Some(integration);
@@ -400,7 +407,8 @@ impl Settler<'_, '_> {
         // session a killed run left may be past the record).
         baton_records::SessionNumbers::open(main)?
             .saw(number.max(record.gates.verifier_session.unwrap_or(0)))?;
-        self.run
+        self.integrator
+            .run
             .reporter
             .session_end(&record, list.passing(), list.features.len());
         self.copy_artifacts(copy, number, record.gates.verifier_session)
@@ -422,7 +430,7 @@ impl Settler<'_, '_> {
                 }
                 e.commit.clone_from(&integration.commit);
             }
-            self.run.files.append_ledger(&e)?;
+            self.integrator.run.files.append_ledger(&e)?;
         }
         Ok(())
     }
@@ -443,11 +451,11 @@ impl Settler<'_, '_> {
             integration.detail,
             integration.kept.as_deref().unwrap_or("-")
         );
-        self.run.files.append_ledger(&LedgerEntry {
+        self.integrator.run.files.append_ledger(&LedgerEntry {
             feature: Some(feature),
             ..LedgerEntry::new(number, LedgerKind::Requeued, detail.clone())
         })?;
-        let limit = self.run.cfg.run.feature_attempts;
+        let limit = self.integrator.run.cfg.run.feature_attempts;
         let Some(d) = queue::count_attempt(state, feature, number, detail.clone(), limit) else {
             return Ok(false);
         };
@@ -456,7 +464,7 @@ impl Settler<'_, '_> {
             .get(feature.wrapping_sub(1))
             .map(|f| f.description.clone())
             .unwrap_or_default();
-        self.run.files.append_ledger(&LedgerEntry {
+        self.integrator.run.files.append_ledger(&LedgerEntry {
             feature: Some(feature),
             ..LedgerEntry::new(
                 number,
@@ -491,7 +499,7 @@ impl Settler<'_, '_> {
         // A run of one stops as soon as the count reaches the limit, so no
         // deferral restarts it from there: neither does one of a session that was
         // under way when it did.
-        let limit = self.run.stall_limit();
+        let limit = self.integrator.run.stall_limit();
         let first_deferral = first_deferral && (limit == 0 || state.stalled < limit);
         queue::count_stall(state, false, worked, first_deferral);
     }
@@ -504,7 +512,7 @@ impl Settler<'_, '_> {
         number: u32,
         verifier: Option<u32>,
     ) -> Result<(), HarnessError> {
-        let main = &self.run.files.dir;
+        let main = &self.integrator.run.files.dir;
         for t in std::iter::once(number)
             .chain(verifier)
             .map(layout::transcript)
