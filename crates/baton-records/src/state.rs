@@ -75,15 +75,11 @@ pub struct CheckRun {
     #[serde(skip)]
     pub init_ran: bool,
     /// How long it took, the start script included, in milliseconds.
-    #[serde(default, skip_serializing_if = "no_ms")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub ms: u64,
     /// How long each check that ran took, in milliseconds, by feature (1-based).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub check_ms: BTreeMap<usize, u64>,
-}
-
-fn no_ms(n: &u64) -> bool {
-    *n == 0
 }
 
 fn yes() -> bool {
@@ -640,8 +636,8 @@ pub struct State {
 /// it has.
 pub const APPEND_ATTEMPTS: u32 = 2;
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn is_zero<N: Default + PartialEq>(n: &N) -> bool {
+    *n == N::default()
 }
 
 impl State {

@@ -33,8 +33,8 @@ mod json;
 use face::{ContextEvent, Current, Face, Lines, Sink, ToolEnd, Totals, quota_wait};
 pub use face::{LiveView, Mode, Start, key_argument, one_line, usd};
 
-/// What hears the run's events beside the view (notifications to a person,
-/// [`crate::notify::RunNotices`]): each method is called once per event, after
+/// What hears the run's events beside the view (the run's notifications to a
+/// person implement it): each method is called once per event, after
 /// the view has drawn it.
 pub trait Listener: Send + Sync {
     /// A session was recorded; `spent` is the run's cost so far, of `budget`.

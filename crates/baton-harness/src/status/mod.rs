@@ -322,34 +322,10 @@ fn needs_person(list: &FeatureList, state: &State) -> NeedsPerson {
     }
 }
 
-/// Compute the status of a project.
-pub fn status(files: &Files) -> Result<Status, HarnessError> {
-    let state = State::load(&files.dir)?;
-    let (list, list_accepted) = match files.load_accepted()? {
-        Some(l) => (l, true),
-        // Never read through a link planted in the list's place.
-        None => match files.read_list() {
-            Ok(Some(t)) => {
-                let mut l =
-                    FeatureList::parse(&t, &files.names.feature_list).map_err(|source| {
-                        HarnessError::FeatureList {
-                            what: "the project's feature list".into(),
-                            source,
-                        }
-                    })?;
-                // Not accepted: what it claims passes, nothing has proven.
-                for f in &mut l.features {
-                    f.passes = false;
-                }
-                (l, false)
-            }
-            Ok(None) | Err(_) => (FeatureList::default(), false),
-        },
-    };
-    let sessions: Vec<SessionStatus> = state
-        .sessions
-        .iter()
-        .map(|s| SessionStatus {
+impl SessionStatus {
+    /// What `status` shows of one recorded session.
+    fn of(s: &baton_records::SessionRecord) -> Self {
+        SessionStatus {
             number: s.number,
             kind: s.kind.name().to_string(),
             outcome: s.outcome,
@@ -395,32 +371,66 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
             agent: s.agent,
             integration: s.integration.as_ref().map(|i| i.outcome),
             timing: s.timing,
-        })
-        .collect();
-    let totals = Totals {
-        sessions: sessions.len(),
-        tokens: sessions.iter().map(|s| s.tokens).sum(),
-        // fold from +0.0: an empty f64 sum is -0.0, which prints as "$-0.0000".
-        cost_usd: sessions
-            .iter()
-            .fold(0.0, |a, s| a + s.cost_usd + s.verifier_cost_usd),
-        verifier_cost_usd: sessions.iter().fold(0.0, |a, s| a + s.verifier_cost_usd),
-        refusals: sessions.iter().map(|s| s.refusals).sum(),
-        violations: sessions.iter().map(|s| s.violations.len()).sum(),
-        reverted: sessions.iter().map(|s| s.reverted.len()).sum(),
-        regressions: sessions.iter().map(|s| s.regressions.len()).sum(),
-        waited_secs: sessions.iter().fold(0.0, |a, s| a + s.waited_secs),
-        context_full: sessions
-            .iter()
-            .filter(|s| s.outcome == SessionOutcome::ContextFull)
-            .count(),
-        timing: sessions
-            .iter()
-            .fold(baton_records::Timing::default(), |mut t, s| {
-                t.add(&s.timing);
-                t
-            }),
+        }
+    }
+}
+
+impl Totals {
+    /// The sessions' totals.
+    fn of(sessions: &[SessionStatus]) -> Self {
+        Totals {
+            sessions: sessions.len(),
+            tokens: sessions.iter().map(|s| s.tokens).sum(),
+            // fold from +0.0: an empty f64 sum is -0.0, which prints as "$-0.0000".
+            cost_usd: sessions
+                .iter()
+                .fold(0.0, |a, s| a + s.cost_usd + s.verifier_cost_usd),
+            verifier_cost_usd: sessions.iter().fold(0.0, |a, s| a + s.verifier_cost_usd),
+            refusals: sessions.iter().map(|s| s.refusals).sum(),
+            violations: sessions.iter().map(|s| s.violations.len()).sum(),
+            reverted: sessions.iter().map(|s| s.reverted.len()).sum(),
+            regressions: sessions.iter().map(|s| s.regressions.len()).sum(),
+            waited_secs: sessions.iter().fold(0.0, |a, s| a + s.waited_secs),
+            context_full: sessions
+                .iter()
+                .filter(|s| s.outcome == SessionOutcome::ContextFull)
+                .count(),
+            timing: sessions
+                .iter()
+                .fold(baton_records::Timing::default(), |mut t, s| {
+                    t.add(&s.timing);
+                    t
+                }),
+        }
+    }
+}
+
+/// Compute the status of a project.
+pub fn status(files: &Files) -> Result<Status, HarnessError> {
+    let state = State::load(&files.dir)?;
+    let (list, list_accepted) = match files.load_accepted()? {
+        Some(l) => (l, true),
+        // Never read through a link planted in the list's place.
+        None => match files.read_list() {
+            Ok(Some(t)) => {
+                let mut l =
+                    FeatureList::parse(&t, &files.names.feature_list).map_err(|source| {
+                        HarnessError::FeatureList {
+                            what: "the project's feature list".into(),
+                            source,
+                        }
+                    })?;
+                // Not accepted: what it claims passes, nothing has proven.
+                for f in &mut l.features {
+                    f.passes = false;
+                }
+                (l, false)
+            }
+            Ok(None) | Err(_) => (FeatureList::default(), false),
+        },
     };
+    let sessions: Vec<SessionStatus> = state.sessions.iter().map(SessionStatus::of).collect();
+    let totals = Totals::of(&sessions);
     let cost_usd = totals.cost_usd;
     Ok(Status {
         project: files.dir.display().to_string(),

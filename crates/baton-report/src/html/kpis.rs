@@ -129,29 +129,7 @@ pub(super) fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
             secs(t.verifier_ms)
         )
     };
-    // The slowest checks, as each last ran in a sweep: where a sweep's time goes.
-    let mut last_ms = std::collections::BTreeMap::new();
-    for s in &r.sessions {
-        if let Some(w) = &s.sweep {
-            last_ms.extend(w.check_ms.iter().map(|(f, ms)| (*f, *ms)));
-        }
-    }
-    let mut slow: Vec<(usize, u64)> = last_ms.into_iter().collect();
-    slow.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let slow = if slow.is_empty() {
-        String::new()
-    } else {
-        let each: Vec<String> = slow
-            .iter()
-            .take(3)
-            .map(|(f, ms)| format!("#{f} {}", duration(*ms as f64 / 1000.0)))
-            .collect();
-        format!(
-            r#"<br><span id="slow-checks">slowest checks: {}</span>"#,
-            each.join(", ")
-        )
-    };
-    let split = format!("{split}{slow}");
+    let split = format!("{split}{}", slowest_checks(r));
     let _ = write!(
         o,
         r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{sweeps}{split}{agents}</div></div>"#,
@@ -211,4 +189,30 @@ pub(super) fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
         let _ = write!(o, r#"<ul>{}</ul>"#, items.join(""));
     }
     o.push_str("</div></section>");
+}
+
+/// The slowest three checks, as each last ran in a sweep: where a sweep's time
+/// goes (empty when no sweep timed one).
+fn slowest_checks(r: &Records) -> String {
+    let mut last_ms = std::collections::BTreeMap::new();
+    for s in &r.sessions {
+        if let Some(w) = &s.sweep {
+            last_ms.extend(w.check_ms.iter().map(|(f, ms)| (*f, *ms)));
+        }
+    }
+    let mut slow: Vec<(usize, u64)> = last_ms.into_iter().collect();
+    slow.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if slow.is_empty() {
+        String::new()
+    } else {
+        let each: Vec<String> = slow
+            .iter()
+            .take(3)
+            .map(|(f, ms)| format!("#{f} {}", duration(*ms as f64 / 1000.0)))
+            .collect();
+        format!(
+            r#"<br><span id="slow-checks">slowest checks: {}</span>"#,
+            each.join(", ")
+        )
+    }
 }
