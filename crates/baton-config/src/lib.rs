@@ -510,6 +510,9 @@ impl Config {
         if self.verify.turns_per_feature == 0 {
             return Err(invalid("verify.turns_per_feature", "must be at least 1"));
         }
+        if let Some((field, why)) = self.verify.batch.as_ref().and_then(BatchConfig::problem) {
+            return Err(invalid(field, why));
+        }
         if self.agent.max_output_tokens == Some(0) {
             return Err(invalid("agent.max_output_tokens", "must be at least 1"));
         }

@@ -34,6 +34,7 @@ fn main() {
         policy: &AllowAll,
         timeout: Duration::from_secs(10),
         init_script: None,
+        batch: None,
     };
     let sweep = median(
         (0..5)

@@ -55,6 +55,9 @@ pub struct Checker<'a> {
     pub timeout: Duration,
     /// The start script to run first (relative to the project), if any.
     pub init_script: Option<String>,
+    /// `[verify.batch]`, and where its reports go (a directory the checks'
+    /// sandbox may write).
+    pub batch: Option<(baton_config::BatchConfig, std::path::PathBuf)>,
 }
 
 impl Checker<'_> {
@@ -101,6 +104,7 @@ impl Checker<'_> {
             policy: self.policy,
             timeout: self.timeout,
             init_script: self.init_script.clone(),
+            batch: self.batch.clone(),
         }
         .run_here(list, features, budget)
         .await
@@ -152,11 +156,29 @@ impl Checker<'_> {
             }
         }
         let mut reported = BTreeMap::new();
-        if allowed.len() > 1 {
+        if let Some((cfg, temp)) = &self.batch {
+            // The batch's bound: one check's limit for each check in it, within
+            // what one Bash call may take and what is left of the sweep's box.
+            let n = u32::try_from(allowed.len()).unwrap_or(u32::MAX);
+            let bound = self
+                .timeout
+                .saturating_mul(n)
+                .min(Duration::from_millis(baton_tools::bash::MAX_TIMEOUT_MS));
+            let limit = budget.map_or(bound, |b| bound.min(b.saturating_sub(started.elapsed())));
+            if !limit.is_zero() {
+                reported.extend(self.batched(cfg, temp, &allowed, limit).await);
+            }
+        }
+        let rest: Vec<(usize, String)> = allowed
+            .iter()
+            .filter(|(i, _)| !reported.contains_key(i))
+            .cloned()
+            .collect();
+        if rest.len() > 1 {
             // In shells of SHELL_CHECKS checks each: what one shell reports must
             // fit in what the Bash tool keeps of an output, or the checks whose
             // reports were cut would run again one by one.
-            for chunk in allowed.chunks(SHELL_CHECKS) {
+            for chunk in rest.chunks(SHELL_CHECKS) {
                 // One check's limit for each check in the shell, within what
                 // one Bash call may take and what is left of the sweep's box:
                 // `timeout_secs` is one check's, never the lot's.
@@ -202,6 +224,49 @@ impl Checker<'_> {
         }
         run.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         run
+    }
+
+    /// Run the checks of `checks` that have the batch's shape as one command
+    /// within `limit`, and return those its report says passed (with how long
+    /// their tests took). The rest, and all of them when the report is missing
+    /// or unreadable, are not in it: they run as before.
+    async fn batched(
+        &self,
+        cfg: &baton_config::BatchConfig,
+        temp: &std::path::Path,
+        checks: &[(usize, String)],
+        limit: Duration,
+    ) -> BTreeMap<usize, (bool, String, Option<u64>)> {
+        let joined: Vec<(usize, String)> = checks
+            .iter()
+            .filter_map(|(i, c)| crate::batch::file_of(cfg, c).map(|f| (*i, f)))
+            .collect();
+        let Ok(dir) = tempfile::Builder::new()
+            .prefix("baton-batch-")
+            .tempdir_in(temp)
+        else {
+            return BTreeMap::new();
+        };
+        if joined.len() < 2 {
+            return BTreeMap::new();
+        }
+        let report = dir.path().join("report.json");
+        let files: Vec<String> = joined.iter().map(|(_, f)| f.clone()).collect();
+        let command = crate::batch::command_for(cfg, &files, &report);
+        if self.refused(&command).is_some() {
+            return BTreeMap::new();
+        }
+        // Its exit status says nothing of one file: the report does.
+        let _ = self.allowed(&command, limit).await;
+        let text = crate::batch::read_report(&report).unwrap_or_default();
+        let said = crate::batch::results(cfg.report, &text, &files);
+        joined
+            .into_iter()
+            .filter_map(|(i, f)| match said.get(&f) {
+                Some((true, ms)) => Some((i, (true, "passed in the batch".to_string(), *ms))),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Run `checks` (feature index, command; each allowed by the policy) in one
@@ -290,6 +355,11 @@ impl<'a> Checker<'a> {
             policy,
             timeout: Duration::from_secs(cfg.verify.timeout_secs.max(1)),
             init_script: (cfg.verify.run_init && dir.join(init).is_file()).then(|| init.clone()),
+            batch: cfg
+                .verify
+                .batch
+                .clone()
+                .map(|b| (b, baton_policy::sandbox::temp_dir_for(dir))),
         }
     }
 }
@@ -338,6 +408,27 @@ pub fn with_kept(list: &FeatureList, kept: &BTreeMap<usize, String>) -> FeatureL
     probe
 }
 
+/// Keep, for each check of `run` that passed, the tree it passed on (as it stands
+/// after the checks ran: what they wrote is no change of the session's), and
+/// forget the ones that failed or were refused.
+pub(crate) fn note_passed(
+    passed_on: &mut baton_records::PassedOn,
+    files: &crate::files::Files,
+    list: &FeatureList,
+    run: &CheckRun,
+) {
+    let tree = crate::tree_digest::of_project(files);
+    for f in run.failed.iter().chain(&run.refused) {
+        passed_on.forget(f.feature);
+    }
+    for &n in &run.passed {
+        match (&tree, command_of(list, n - 1)) {
+            (Some(t), Some(c)) => passed_on.passed(n, &c, t),
+            _ => passed_on.forget(n),
+        }
+    }
+}
+
 /// When a regression sweep runs.
 #[derive(Debug, Clone, Copy)]
 pub enum Sweep {
@@ -374,11 +465,61 @@ pub struct Sweeper<'a> {
     pub files: &'a crate::files::Files,
     /// `[verify] sweep_checks`: the most checks a time-boxed sweep runs (0 = all).
     pub most: usize,
+    /// `[verify] skip_unchanged`: a time-boxed sweep leaves out a check whose
+    /// command passed on the same tree.
+    pub skip_unchanged: bool,
     /// A line for people.
     pub say: &'a (dyn Fn(&str) + Sync),
 }
 
+/// The checks a sweep runs, and those it leaves out.
+#[derive(Default)]
+struct Picked {
+    /// Features (0-based) whose checks run, in order.
+    run: Vec<usize>,
+    /// Where each stands among the passing checks, from the cursor.
+    at: Vec<usize>,
+    /// Features (1-based) left out: their checks passed on this same tree.
+    unchanged: Vec<usize>,
+}
+
 impl Sweeper<'_> {
+    /// The checks of `passing` a sweep runs: a time-boxed one (`boxed`) starts at
+    /// the cursor, leaves out what passed on this same tree (`[verify]
+    /// skip_unchanged`) and runs `most` at most; the one before "complete" runs
+    /// them all.
+    fn pick(
+        &self,
+        probe: &FeatureList,
+        mut passing: Vec<usize>,
+        boxed: bool,
+        start: baton_records::SweepCursor,
+        passed_on: &baton_records::PassedOn,
+    ) -> Picked {
+        if boxed {
+            let all = passing.len().max(1);
+            passing.rotate_left(start.0 % all);
+        }
+        let tree = (boxed && self.skip_unchanged)
+            .then(|| crate::tree_digest::of_project(self.files))
+            .flatten();
+        let mut picked = Picked::default();
+        for (k, i) in passing.into_iter().enumerate() {
+            let same = tree.as_ref().is_some_and(|t| {
+                command_of(probe, i).is_some_and(|c| passed_on.unchanged(i + 1, &c, t))
+            });
+            if same {
+                picked.unchanged.push(i + 1);
+            } else if boxed && self.most > 0 && picked.run.len() >= self.most {
+                break;
+            } else {
+                picked.run.push(i);
+                picked.at.push(k);
+            }
+        }
+        picked
+    }
+
     /// Re-run the checks of the passing features of `accepted` and set back what
     /// broke, in a commit of baton's. With a `budget` (the sweep before a session)
     /// at most `most` checks run, time-boxed, starting where the last sweep stopped
@@ -396,22 +537,38 @@ impl Sweeper<'_> {
         // The checks the verifier left and baton replayed run too, where the
         // list has none of its own; what breaks is set back in the list itself.
         let probe = with_kept(list, &kept_checks(self.files));
-        let mut passing = passing_checks(&probe);
+        let passing = passing_checks(&probe);
         if passing.is_empty() {
             return Ok(None);
         }
+        let mut passed_on = baton_records::PassedOn::load(&self.files.dir);
         let start = baton_records::SweepCursor::load(&self.files.dir);
         let all = passing.len();
-        if budget.is_some() {
-            passing.rotate_left(start.0 % all);
-            if self.most > 0 {
-                passing.truncate(self.most);
-            }
+        let picked = self.pick(&probe, passing, budget.is_some(), start, &passed_on);
+        if picked.run.is_empty() {
+            (self.say)(&format!(
+                "sweep: {} passing feature(s) unchanged since their checks passed, none re-run",
+                picked.unchanged.len()
+            ));
+            return Ok(Some(CheckRun {
+                unchanged: picked.unchanged,
+                ..CheckRun::default()
+            }));
         }
-        let run = self.checker.run(&probe, &passing, budget).await;
+        let mut run = self.checker.run(&probe, &picked.run, budget).await;
+        run.unchanged = picked.unchanged;
+        if self.skip_unchanged {
+            note_passed(&mut passed_on, self.files, &probe, &run);
+            passed_on.save(&self.files.dir)?;
+        }
         if budget.is_some() {
+            // The next sweep starts after the last check this one ran.
             let ran = run.passed.len() + run.failed.len();
-            start.after(ran, all).save(&self.files.dir)?;
+            let past = ran
+                .checked_sub(1)
+                .and_then(|r| picked.at.get(r))
+                .map_or(0, |k| k + 1);
+            start.after(past, all).save(&self.files.dir)?;
         }
         let number = when.number();
         let said = match when {
@@ -426,9 +583,17 @@ impl Sweeper<'_> {
                 run.skipped.len()
             )
         };
+        let same = if run.unchanged.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} more unchanged since their checks passed)",
+                run.unchanged.len()
+            )
+        };
         if run.failed.is_empty() {
             (self.say)(&format!(
-                "{said}: {} passing feature(s) re-checked, all still pass{later}",
+                "{said}: {} passing feature(s) re-checked, all still pass{same}{later}",
                 run.passed.len()
             ));
             return Ok(Some(run));
@@ -494,6 +659,7 @@ mod tests {
             policy: &AllowAll,
             timeout,
             init_script: None,
+            batch: None,
         };
         let list = list(commands);
         let all: Vec<usize> = (0..commands.len()).collect();
@@ -571,6 +737,7 @@ mod tests {
             policy: &AllowAll,
             timeout: Duration::from_secs(120),
             init_script: None,
+            batch: None,
         };
         let commands: Vec<String> = (0..1_500).map(|k| format!("echo {k} >> ran.txt")).collect();
         let refs: Vec<&str> = commands.iter().map(String::as_str).collect();

@@ -96,11 +96,20 @@ impl<'a> Gates<'a> {
     }
 
     /// Step 2, verify: run the `verify` command of every new flip; revert those that fail.
-    /// Returns whether the checker ran the start script (so the app is up).
-    pub async fn verify(&mut self, checker: &Checker<'_>) -> bool {
+    /// With `note_passed` (`[verify] skip_unchanged`), keep the tree the passing
+    /// ones passed on. Returns whether the checker ran the start script (so the
+    /// app is up).
+    pub async fn verify(&mut self, checker: &Checker<'_>, note_passed: bool) -> bool {
         let Some(list) = &self.list else { return false };
         let new: Vec<usize> = self.report.flipped.iter().map(|n| n - 1).collect();
         let run: CheckRun = checker.run(list, &new, None).await;
+        if note_passed {
+            // Where the new flips' checks passed: the next sweep need not run
+            // them again on this tree.
+            let mut passed_on = baton_records::PassedOn::load(&self.files.dir);
+            crate::checks::note_passed(&mut passed_on, self.files, list, &run);
+            let _ = passed_on.save(&self.files.dir);
+        }
         self.report.verified = run.passed.clone();
         for f in &run.failed {
             self.reasons.push(format!(

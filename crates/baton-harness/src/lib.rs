@@ -39,6 +39,7 @@
 //! # }
 //! ```
 
+pub mod batch;
 pub mod block;
 pub mod boundary;
 pub mod brief;
@@ -69,6 +70,7 @@ mod session;
 pub mod status;
 mod summary;
 pub mod tell;
+mod tree_digest;
 pub mod verifier;
 
 pub use error::HarnessError;

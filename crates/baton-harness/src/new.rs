@@ -84,6 +84,7 @@ trust_agent = false              # accept a flip on the agent's word when nothin
 # timeout_secs = 120             # seconds one verify command may run
 # sweep_secs = 300               # the regression sweep before each coding session, in all
 # sweep_checks = 200             # checks that sweep runs at most, in turn (0 = all); every check runs before "complete"
+# skip_unchanged = true          # that sweep leaves out a check that already passed on the same tree
 # run_init = true                # run init.sh before the checks, so servers are up
 
 [browser]

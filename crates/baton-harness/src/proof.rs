@@ -79,7 +79,9 @@ impl Runner<'_> {
         accepted: Option<&FeatureList>,
         deadline: Option<Instant>,
     ) -> Result<(f64, Option<AgentError>), HarnessError> {
-        let app_started = g.verify(&self.checker()).await;
+        let app_started = g
+            .verify(&self.checker(), self.cfg.verify.skip_unchanged)
+            .await;
         // What the start script ran for the checks stops before baton's git.
         if app_started {
             self.stop_processes().await;

@@ -224,6 +224,7 @@ impl Runner<'_> {
             checker: self.checker(),
             files: &self.files,
             most: self.cfg.verify.sweep_checks as usize,
+            skip_unchanged: self.cfg.verify.skip_unchanged,
             say,
         }
     }

@@ -45,6 +45,9 @@ pub const REPORT: &str = ".baton/report.html";
 /// each sweep goes on from where the last one's time ran out, so every check
 /// runs every few sessions however many there are.
 pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
+/// What each check last passed on (its command and a digest of the tree), so
+/// that a per-session sweep need not run it again on the same tree.
+pub const PASSED_ON: &str = ".baton/passed-on.json";
 
 /// The highest session number handed out ([`crate::SessionNumbers`]).
 pub const LAST_SESSION: &str = ".baton/last-session";

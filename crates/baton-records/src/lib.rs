@@ -25,6 +25,7 @@ pub mod human;
 pub mod layout;
 pub mod ledger;
 pub mod numbers;
+pub mod passed_on;
 pub mod state;
 
 pub use cursor::SweepCursor;
@@ -33,6 +34,7 @@ pub use features::{
 };
 pub use ledger::{LedgerEntry, LedgerKind, Proof};
 pub use numbers::SessionNumbers;
+pub use passed_on::PassedOn;
 pub use state::{
     BaseCheck, CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration,
     IntegrationOutcome, Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Timing,

@@ -65,6 +65,9 @@ pub struct CheckRun {
     pub refused: Vec<CheckFailure>,
     /// Features not checked because the time box ran out.
     pub skipped: Vec<usize>,
+    /// Features not checked because their check passed on this same tree.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<usize>,
     /// `init.sh` failed (its output), if it was run and failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub init_error: Option<String>,

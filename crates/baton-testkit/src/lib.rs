@@ -23,6 +23,7 @@ pub mod browser;
 mod http;
 pub mod scenario;
 mod script;
+pub mod webbench;
 mod wire;
 
 pub use http::{Realism, RecordedRequest, ScriptedServer, ServerBuilder};

@@ -187,7 +187,10 @@ fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
     assert_eq!(p.file("feature_list.json"), features(&[false, true, false]));
     let s = state(&p);
     assert_eq!(s["sessions"][2]["sweep"]["failed"][0]["feature"], 1);
-    assert_eq!(s["sessions"][2]["sweep"]["passed"], json!([2]));
+    // #2's check passed proving its flip, on the tree as it still is: the sweep
+    // leaves it out (`[verify] skip_unchanged`).
+    assert_eq!(s["sessions"][2]["sweep"]["unchanged"], json!([2]));
+    assert_eq!(s["sessions"][2]["sweep"]["passed"], json!([]));
     let brief = prompt_of(&server, 4);
     assert!(
         brief.contains("## Regression sweep baton ran just now"),

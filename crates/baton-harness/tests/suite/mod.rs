@@ -1,3 +1,4 @@
+mod batch;
 mod brief;
 mod claims;
 mod parallel;

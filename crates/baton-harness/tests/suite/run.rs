@@ -469,6 +469,58 @@ fn tidy_up_breaking_f3(sessions: usize) -> Vec<Step> {
     steps
 }
 
+/// `sessions`: the first writes only its notes, the second removes `src/f3.txt`
+/// (breaking #3's check), the rest look around.
+fn notes_then_breaking_f3(sessions: usize) -> Vec<Step> {
+    let mut steps = vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "echo 'Session 1: read the code.' >> claude-progress.txt && git add -A && git commit -qm 'Notes'"}),
+        )),
+        Step::Reply(Reply::text("Noted.")),
+    ];
+    steps.extend(tidy_up_breaking_f3(sessions - 1));
+    steps
+}
+
+/// The sweep before a session leaves out a check whose command passed on the
+/// same tree (`[verify] skip_unchanged`, on by default): after a session that
+/// wrote only its progress notes, no check runs; after one that removed a file,
+/// every check runs again (the digest is the whole tree's) and the regression is
+/// found at once. Off, every sweep runs every check.
+#[tokio::test(flavor = "current_thread")]
+async fn a_sweep_leaves_out_checks_whose_tree_is_unchanged_and_reruns_them_after_a_change() {
+    let p = three_built("", |_| "");
+    let (end, said) = p.run(notes_then_breaking_f3(3), 3).await;
+    assert!(matches!(end, RunEnd::Limit(_)), "{end:?}\n{said}");
+    let sweeps: Vec<&str> = said.lines().filter(|l| l.starts_with("sweep")).collect();
+    assert_eq!(sweeps.len(), 3, "{said}");
+    assert!(
+        sweeps[0].contains("3 passing feature(s) re-checked"),
+        "{said}"
+    );
+    assert!(
+        sweeps[1].contains("3 passing feature(s) unchanged since their checks passed, none re-run"),
+        "{said}"
+    );
+    assert!(sweeps[2].contains("#3 broke"), "{said}");
+    let state = State::load(&p.dir).unwrap();
+    let before_2 = state.sessions[1].sweep.as_ref().unwrap();
+    assert_eq!(before_2.unchanged, vec![1, 2, 3], "{before_2:?}");
+    assert!(before_2.passed.is_empty() && before_2.check_ms.is_empty());
+    let before_3 = state.sessions[2].sweep.as_ref().unwrap();
+    assert_eq!(before_3.passed, vec![1, 2], "{before_3:?}");
+    assert_eq!(before_3.failed[0].feature, 3);
+
+    let off = three_built("skip_unchanged = false\n", |_| "");
+    let (_, said) = off.run(notes_then_breaking_f3(2), 2).await;
+    let sweeps: Vec<&str> = said.lines().filter(|l| l.starts_with("sweep")).collect();
+    assert!(
+        sweeps[1].contains("3 passing feature(s) re-checked"),
+        "{said}"
+    );
+}
+
 /// The sweep before each session is bounded (`[verify] sweep_checks`) and takes
 /// the checks in turn, so a regression in a feature no session touches is found
 /// within a bounded number of sessions: here one check a sweep, three passing

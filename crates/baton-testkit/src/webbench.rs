@@ -1,0 +1,136 @@
+//! A Web-Bench-like project for tests and benches: a small static web app (one
+//! button a feature, in `app/app.js`) and one Playwright spec a feature
+//! (`tests/fN.spec.js`), run by Playwright's own runner against Debian's
+//! Chromium. Each feature's check is `npx playwright test tests/fN.spec.js`; the
+//! project's `[verify.batch]` ([`BATCH_TOML`]) runs many as one.
+
+use std::path::{Path, PathBuf};
+
+/// What the project needs: Playwright's runner (`.ci/npm`'s `node_modules`,
+/// linked into the project) and Chromium.
+#[derive(Debug, Clone)]
+pub struct WebBenchParts {
+    /// The `node_modules` holding `playwright`.
+    pub node_modules: PathBuf,
+    /// Chromium (`$BATON_CHROMIUM`, or `/usr/bin/chromium`).
+    pub chromium: PathBuf,
+}
+
+/// The parts for `test`, or `None` (with a `SKIPPED` note) where one is missing;
+/// on CI (`CI=true`) a missing part fails the test instead.
+pub fn parts(test: &str) -> Option<WebBenchParts> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let node_modules = root.join(".ci/npm/node_modules");
+    let chromium = std::env::var_os("BATON_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let mut missing = Vec::new();
+    if !node_modules.join("playwright/cli.js").is_file() {
+        missing.push(format!(
+            "{} (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix .ci/npm @playwright/mcp)",
+            node_modules.join("playwright").display()
+        ));
+    }
+    if !chromium.is_file() {
+        missing.push(format!("{} (apt-get install chromium)", chromium.display()));
+    }
+    if missing.is_empty() {
+        return Some(WebBenchParts {
+            node_modules: node_modules.canonicalize().unwrap_or(node_modules),
+            chromium,
+        });
+    }
+    crate::skip(test, &format!("missing {}", missing.join(", ")));
+    None
+}
+
+/// `[verify.batch]` for the project: Playwright's JSON report of many specs.
+pub const BATCH_TOML: &str = "[verify.batch]\n\
+command = \"PLAYWRIGHT_JSON_OUTPUT_NAME={report} npx --no-install playwright test --reporter=json {files}\"\n\
+check = \"npx --no-install playwright test {file}\"\n\
+report = \"playwright\"\n";
+
+/// Feature `n`'s check.
+pub fn check(n: usize) -> String {
+    format!("npx --no-install playwright test tests/f{n}.spec.js")
+}
+
+/// Write the project into `dir`: `features` specs, the app with the features of
+/// `built` (1-based), the runner's config, `node_modules` linked, a
+/// `.gitignore`, and `feature_list.json` with each feature's check, passing where
+/// `passes` says so.
+pub fn write(
+    dir: &Path,
+    parts: &WebBenchParts,
+    features: usize,
+    built: &[usize],
+    passes: &[usize],
+) -> std::io::Result<()> {
+    let w = |rel: &str, text: &str| -> std::io::Result<()> {
+        let p = dir.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, text)
+    };
+    w(
+        "app/index.html",
+        "<!doctype html><html><head><title>Bench</title></head><body><div id=\"app\"></div><script src=\"app.js\"></script></body></html>\n",
+    )?;
+    w("app/app.js", &app(built))?;
+    for n in 1..=features {
+        w(&format!("tests/f{n}.spec.js"), &spec(n))?;
+    }
+    w(
+        "playwright.config.js",
+        &format!(
+            "module.exports = {{\n  testDir: 'tests',\n  timeout: 10000,\n  expect: {{ timeout: 2000 }},\n  reporter: 'list',\n  use: {{ headless: true, actionTimeout: 2000, launchOptions: {{ executablePath: {:?} }} }},\n}};\n",
+            parts.chromium.display().to_string()
+        ),
+    )?;
+    w(
+        ".gitignore",
+        "node_modules\ntest-results/\nplaywright-report/\n",
+    )?;
+    let link = dir.join("node_modules");
+    if !link.exists() {
+        std::os::unix::fs::symlink(&parts.node_modules, link)?;
+    }
+    w("feature_list.json", &feature_list(features, passes))
+}
+
+/// The app's script with the features of `built`: a button `#bN` that writes
+/// `done N` into `#oN`.
+pub fn app(built: &[usize]) -> String {
+    built
+        .iter()
+        .map(|n| {
+            format!(
+                "(function () {{ const b = document.createElement('button'); b.id = 'b{n}'; b.textContent = 'Feature {n}'; const o = document.createElement('span'); o.id = 'o{n}'; b.onclick = () => {{ o.textContent = 'done {n}'; }}; document.getElementById('app').append(b, o); }})();\n"
+            )
+        })
+        .collect()
+}
+
+fn spec(n: usize) -> String {
+    format!(
+        "const {{ test, expect }} = require('playwright/test');\nconst path = require('path');\n\ntest('feature {n}', async ({{ page }}) => {{\n  await page.goto('file://' + path.resolve(__dirname, '../app/index.html'));\n  await page.click('#b{n}');\n  await expect(page.locator('#o{n}')).toHaveText('done {n}');\n}});\n"
+    )
+}
+
+/// `feature_list.json` of `features` features, each with its check, passing where
+/// `passes` names it.
+pub fn feature_list(features: usize, passes: &[usize]) -> String {
+    let list: Vec<serde_json::Value> = (1..=features)
+        .map(|n| {
+            serde_json::json!({
+                "category": "functional",
+                "description": format!("Feature {n}: its button says done {n}"),
+                "steps": [format!("Open the app"), format!("Click Feature {n}"), format!("See done {n}")],
+                "verify": check(n),
+                "passes": passes.contains(&n),
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
+}
