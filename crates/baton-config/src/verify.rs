@@ -39,7 +39,8 @@ pub struct VerifyConfig {
     /// globs relative to the project. A session that changes one proves no flip by
     /// check; the verifier judges it instead.
     pub protect: Vec<String>,
-    /// Checks that share a test runner run as one command (`[verify.batch]`).
+    /// Checks that share a test runner run as one command (`[verify.batch]`),
+    /// besides Playwright's shape, which baton knows ([`BatchConfig::playwright`]).
     pub batch: Option<BatchConfig>,
 }
 
@@ -70,6 +71,18 @@ pub enum ReportFormat {
 }
 
 impl BatchConfig {
+    /// Playwright's shape, which baton knows without configuration: checks
+    /// written `npx playwright test <file>` run as one, with its JSON report.
+    pub fn playwright() -> Self {
+        Self {
+            command:
+                "PLAYWRIGHT_JSON_OUTPUT_NAME={report} npx playwright test --reporter=json {files}"
+                    .to_string(),
+            check: "npx playwright test {file}".to_string(),
+            report: ReportFormat::Playwright,
+        }
+    }
+
     /// What is wrong with it, as the dotted field and why.
     pub fn problem(&self) -> Option<(&'static str, &'static str)> {
         if !self.command.contains("{files}") || !self.command.contains("{report}") {

@@ -15,6 +15,29 @@ use std::path::Path;
 use baton_config::{BatchConfig, ReportFormat};
 use serde_json::Value;
 
+/// How a checker batches: the shapes it knows (`[verify.batch]` first, then
+/// Playwright's) and where their reports go (a directory the checks' sandbox may
+/// write).
+#[derive(Debug, Clone)]
+pub struct Batching {
+    /// The batches, tried in order; a check joins the first whose shape it has.
+    pub configs: Vec<BatchConfig>,
+    /// Where reports are written.
+    pub temp: std::path::PathBuf,
+}
+
+impl Batching {
+    /// `[verify.batch]` if any, then Playwright's shape, reporting into `temp`.
+    pub fn of(configured: Option<&BatchConfig>, temp: std::path::PathBuf) -> Self {
+        let mut configs: Vec<BatchConfig> = configured.into_iter().cloned().collect();
+        let pw = BatchConfig::playwright();
+        if !configs.iter().any(|c| c.check == pw.check) {
+            configs.push(pw);
+        }
+        Self { configs, temp }
+    }
+}
+
 /// The file a check names, when the check has the batch's shape (`check` with
 /// `{file}` one plain path: no quote, space or shell character), else `None`.
 pub fn file_of(cfg: &BatchConfig, command: &str) -> Option<String> {

@@ -55,9 +55,9 @@ pub struct Checker<'a> {
     pub timeout: Duration,
     /// The start script to run first (relative to the project), if any.
     pub init_script: Option<String>,
-    /// `[verify.batch]`, and where its reports go (a directory the checks'
-    /// sandbox may write).
-    pub batch: Option<(baton_config::BatchConfig, std::path::PathBuf)>,
+    /// How checks that share a runner run as one ([`crate::batch::Batching`]);
+    /// `None`: each runs as its own command.
+    pub batch: Option<crate::batch::Batching>,
 }
 
 impl Checker<'_> {
@@ -156,17 +156,15 @@ impl Checker<'_> {
             }
         }
         let mut reported = BTreeMap::new();
-        if let Some((cfg, temp)) = &self.batch {
-            // The batch's bound: one check's limit for each check in it, within
-            // what one Bash call may take and what is left of the sweep's box.
-            let n = u32::try_from(allowed.len()).unwrap_or(u32::MAX);
-            let bound = self
-                .timeout
-                .saturating_mul(n)
-                .min(Duration::from_millis(baton_tools::bash::MAX_TIMEOUT_MS));
-            let limit = budget.map_or(bound, |b| bound.min(b.saturating_sub(started.elapsed())));
-            if !limit.is_zero() {
-                reported.extend(self.batched(cfg, temp, &allowed, limit).await);
+        if let Some(batching) = &self.batch {
+            for cfg in &batching.configs {
+                let left: Vec<(usize, String)> = allowed
+                    .iter()
+                    .filter(|(i, _)| !reported.contains_key(i))
+                    .cloned()
+                    .collect();
+                let budget_left = budget.map(|b| b.saturating_sub(started.elapsed()));
+                reported.extend(self.batched(cfg, &batching.temp, &left, budget_left).await);
             }
         }
         let rest: Vec<(usize, String)> = allowed
@@ -227,7 +225,7 @@ impl Checker<'_> {
     }
 
     /// Run the checks of `checks` that have the batch's shape as one command
-    /// within `limit`, and return those its report says passed (with how long
+    /// (within what is left of the sweep's box, `budget_left`), and return those its report says passed (with how long
     /// their tests took). The rest, and all of them when the report is missing
     /// or unreadable, are not in it: they run as before.
     async fn batched(
@@ -235,12 +233,23 @@ impl Checker<'_> {
         cfg: &baton_config::BatchConfig,
         temp: &std::path::Path,
         checks: &[(usize, String)],
-        limit: Duration,
+        budget_left: Option<Duration>,
     ) -> BTreeMap<usize, (bool, String, Option<u64>)> {
         let joined: Vec<(usize, String)> = checks
             .iter()
             .filter_map(|(i, c)| crate::batch::file_of(cfg, c).map(|f| (*i, f)))
             .collect();
+        // The batch's bound: one check's limit for each check in it, within what
+        // one Bash call may take and what is left of the sweep's box.
+        let n = u32::try_from(joined.len()).unwrap_or(u32::MAX);
+        let limit = self
+            .timeout
+            .saturating_mul(n)
+            .min(Duration::from_millis(baton_tools::bash::MAX_TIMEOUT_MS));
+        let limit = budget_left.map_or(limit, |b| limit.min(b));
+        if limit.is_zero() {
+            return BTreeMap::new();
+        }
         let Ok(dir) = tempfile::Builder::new()
             .prefix("baton-batch-")
             .tempdir_in(temp)
@@ -355,11 +364,10 @@ impl<'a> Checker<'a> {
             policy,
             timeout: Duration::from_secs(cfg.verify.timeout_secs.max(1)),
             init_script: (cfg.verify.run_init && dir.join(init).is_file()).then(|| init.clone()),
-            batch: cfg
-                .verify
-                .batch
-                .clone()
-                .map(|b| (b, baton_policy::sandbox::temp_dir_for(dir))),
+            batch: Some(crate::batch::Batching::of(
+                cfg.verify.batch.as_ref(),
+                baton_policy::sandbox::temp_dir_for(dir),
+            )),
         }
     }
 }

@@ -70,7 +70,7 @@ mod session;
 pub mod status;
 mod summary;
 pub mod tell;
-mod tree_digest;
+pub mod tree_digest;
 pub mod verifier;
 
 pub use error::HarnessError;

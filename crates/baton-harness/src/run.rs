@@ -54,6 +54,25 @@ struct Waits {
 impl Runner<'_> {
     /// Run sessions until a stop condition. Resumes from `.baton/state.json` and git.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
+        let started_ms = baton_agent::transcript::now_ms();
+        let end = self.run_all().await;
+        // Where its wall time went, beside its sessions' own records.
+        let record = baton_records::RunRecord {
+            started_ms,
+            ended_ms: baton_agent::transcript::now_ms(),
+            complete_sweep_ms: self
+                .complete_sweep_ms
+                .load(std::sync::atomic::Ordering::Relaxed),
+        };
+        if let Err(e) = record.append(&self.files.dir) {
+            self.reporter
+                .line(&format!("baton: could not record the run's time: {e}"));
+        }
+        end
+    }
+
+    /// [`Runner::run`], the record of its time aside.
+    async fn run_all(&self) -> Result<RunEnd, HarnessError> {
         // MCP servers (the browser among them) live for the whole run.
         let hub = self.start_mcp().await?;
         // BlockFeature, offered only while a coding session of our own loop runs.
@@ -540,7 +559,9 @@ impl Runner<'_> {
         };
         state.waiting_until_ms = None;
         if let Some(last) = state.sessions.last_mut() {
-            last.waited_ms += wait.as_millis() as u64;
+            let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+            last.waited_ms += ms;
+            last.timing.wait_after_ms += ms;
         }
         state.save(&self.files.dir)?;
         Ok(done)

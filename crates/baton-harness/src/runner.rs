@@ -95,6 +95,8 @@ pub struct Runner<'a> {
     /// Where its sessions' numbers come from ([`Runner::with_numbers`]); the
     /// project's own record when `None`.
     pub(crate) numbers: Option<baton_records::SessionNumbers>,
+    /// The sweeps before "complete" so far, in ms (outside every session's clock).
+    pub(crate) complete_sweep_ms: std::sync::atomic::AtomicU64,
 }
 
 /// What every runner needs; the rest has defaults ([`Runner::new`]).
@@ -132,6 +134,7 @@ impl<'a> Runner<'a> {
             opts: RunOptions::default(),
             kernel_binds: false,
             numbers: None,
+            complete_sweep_ms: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -212,10 +215,15 @@ impl Runner<'_> {
         last: u32,
         accepted: &mut Option<FeatureList>,
     ) -> Result<bool, HarnessError> {
+        let started = std::time::Instant::now();
         let run = self
             .sweeper(&|l| self.reporter.line(l))
             .sweep(Sweep::Complete(last), accepted, None)
-            .await?;
+            .await;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.complete_sweep_ms
+            .fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+        let run = run?;
         Ok(run.is_some_and(|r| !r.failed.is_empty()))
     }
 

@@ -48,6 +48,8 @@ pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 /// What each check last passed on (its command and a digest of the tree), so
 /// that a per-session sweep need not run it again on the same tree.
 pub const PASSED_ON: &str = ".baton/passed-on.json";
+/// One line a run of one agent: its start, end and the sweep before "complete".
+pub const RUNS: &str = ".baton/runs.jsonl";
 
 /// The highest session number handed out ([`crate::SessionNumbers`]).
 pub const LAST_SESSION: &str = ".baton/last-session";

@@ -26,7 +26,9 @@ pub mod layout;
 pub mod ledger;
 pub mod numbers;
 pub mod passed_on;
+pub mod runs;
 pub mod state;
+pub mod timing;
 
 pub use cursor::SweepCursor;
 pub use features::{
@@ -35,11 +37,12 @@ pub use features::{
 pub use ledger::{LedgerEntry, LedgerKind, Proof};
 pub use numbers::SessionNumbers;
 pub use passed_on::PassedOn;
+pub use runs::RunRecord;
 pub use state::{
     BaseCheck, CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration,
-    IntegrationOutcome, Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Timing,
-    Usage,
+    IntegrationOutcome, Parallelism, SessionKind, SessionOutcome, SessionRecord, State, Usage,
 };
+pub use timing::Timing;
 
 use std::path::PathBuf;
 

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::timing::Timing;
+
 use crate::{RecordsError, layout, read_optional, write_atomic};
 
 /// Tokens used, by kind.
@@ -87,47 +89,6 @@ pub struct CheckRun {
 
 fn yes() -> bool {
     true
-}
-
-/// Where a session's wall time went, in ms: what baton did before the agent
-/// (the regression sweep, the target's check at the base commit), the agent's
-/// own time, and what baton did after it (the gates, and the verifier's
-/// session). All zero in records from before baton kept them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Timing {
-    /// The regression sweep before the session.
-    pub sweep_ms: u64,
-    /// The target's check on the base commit, before the work.
-    pub base_check_ms: u64,
-    /// The agent's session itself.
-    pub agent_ms: u64,
-    /// The gates after it, the verifier aside.
-    pub gates_ms: u64,
-    /// Proving the session's flips: their checks at the base commit and now,
-    /// and the verifier's session where one runs.
-    pub verifier_ms: u64,
-}
-
-impl Timing {
-    /// Nothing recorded.
-    pub fn is_zero(&self) -> bool {
-        *self == Self::default()
-    }
-
-    /// All of it.
-    pub fn total_ms(&self) -> u64 {
-        self.sweep_ms + self.base_check_ms + self.agent_ms + self.gates_ms + self.verifier_ms
-    }
-
-    /// Add `o`, part by part.
-    pub fn add(&mut self, o: &Timing) {
-        self.sweep_ms += o.sweep_ms;
-        self.base_check_ms += o.base_check_ms;
-        self.agent_ms += o.agent_ms;
-        self.gates_ms += o.gates_ms;
-        self.verifier_ms += o.verifier_ms;
-    }
 }
 
 /// What the gates found after one session.

@@ -78,6 +78,8 @@ pub struct Records {
     pub feature_records: BTreeMap<usize, FeatureRecord>,
     /// Ledger lines that could not be read (a line cut by a crash, say).
     pub unreadable_ledger_lines: usize,
+    /// The runs of one agent, with their wall time.
+    pub runs: Vec<baton_records::RunRecord>,
 }
 
 impl From<RecordsError> for ReportError {
@@ -187,6 +189,7 @@ impl Records {
             stalled: state.stalled,
             feature_records: state.features,
             unreadable_ledger_lines: ledger.unreadable,
+            runs: baton_records::runs::load(dir),
         })
     }
 }

@@ -1,8 +1,8 @@
 //! A Web-Bench-like project for tests and benches: a small static web app (one
 //! button a feature, in `app/app.js`) and one Playwright spec a feature
 //! (`tests/fN.spec.js`), run by Playwright's own runner against Debian's
-//! Chromium. Each feature's check is `npx playwright test tests/fN.spec.js`; the
-//! project's `[verify.batch]` ([`BATCH_TOML`]) runs many as one.
+//! Chromium. Each feature's check is `npx playwright test tests/fN.spec.js`, the
+//! shape baton runs many of as one without configuration.
 
 use std::path::{Path, PathBuf};
 
@@ -44,15 +44,19 @@ pub fn parts(test: &str) -> Option<WebBenchParts> {
     None
 }
 
-/// `[verify.batch]` for the project: Playwright's JSON report of many specs.
-pub const BATCH_TOML: &str = "[verify.batch]\n\
-command = \"PLAYWRIGHT_JSON_OUTPUT_NAME={report} npx --no-install playwright test --reporter=json {files}\"\n\
-check = \"npx --no-install playwright test {file}\"\n\
-report = \"playwright\"\n";
+/// What the project's `.gitignore` holds.
+pub const IGNORED: &str = ".baton/\nnode_modules\ntest-results/\nplaywright-report/\n.runs/\n";
+
+/// How many times the runner started in `dir` (its `.runs/log`).
+pub fn runs(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join(".runs/log"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
 
 /// Feature `n`'s check.
 pub fn check(n: usize) -> String {
-    format!("npx --no-install playwright test tests/f{n}.spec.js")
+    format!("npx playwright test tests/f{n}.spec.js")
 }
 
 /// Write the project into `dir`: `features` specs, the app with the features of
@@ -84,14 +88,17 @@ pub fn write(
     w(
         "playwright.config.js",
         &format!(
-            "module.exports = {{\n  testDir: 'tests',\n  timeout: 10000,\n  expect: {{ timeout: 2000 }},\n  reporter: 'list',\n  use: {{ headless: true, actionTimeout: 2000, launchOptions: {{ executablePath: {:?} }} }},\n}};\n",
+            "module.exports = {{\n  testDir: 'tests',\n  globalSetup: './runs.js',\n  timeout: 10000,\n  expect: {{ timeout: 2000 }},\n  reporter: 'list',\n  use: {{ headless: true, actionTimeout: 2000, launchOptions: {{ executablePath: {:?} }} }},\n}};\n",
             parts.chromium.display().to_string()
         ),
     )?;
+    // Each start of the runner leaves a line in `.runs/log` (ignored): how many
+    // runner processes the checks took.
     w(
-        ".gitignore",
-        "node_modules\ntest-results/\nplaywright-report/\n",
+        "runs.js",
+        "const fs = require('fs');\nmodule.exports = async () => {\n  fs.mkdirSync('.runs', { recursive: true });\n  fs.appendFileSync('.runs/log', 'run\\n');\n};\n",
     )?;
+    w(".gitignore", IGNORED)?;
     let link = dir.join("node_modules");
     if !link.exists() {
         std::os::unix::fs::symlink(&parts.node_modules, link)?;

@@ -26,6 +26,7 @@ mod set_aside;
 mod spawner;
 mod status_log;
 mod verify;
+mod webbench;
 mod wire;
 
 use std::path::Path;

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use baton_config::{BatchConfig, ReportFormat};
+use baton_harness::batch::Batching;
 use baton_harness::checks::Checker;
 use baton_records::FeatureList;
 use baton_tools::{AllowAll, ToolContext, Toolbox};
@@ -64,12 +65,12 @@ fn run(dir: &Path, checks: &[&str], timeout: Duration) -> baton_records::CheckRu
         policy: &AllowAll,
         timeout,
         init_script: None,
-        batch: Some((
-            BatchConfig {
+        batch: Some(Batching::of(
+            Some(&BatchConfig {
                 command: "./runner.sh {report} {files}".into(),
                 check: "./runner.sh - {file}".into(),
                 report: ReportFormat::Playwright,
-            },
+            }),
             std::env::temp_dir(),
         )),
     };

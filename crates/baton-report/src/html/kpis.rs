@@ -129,7 +129,7 @@ pub(super) fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
             secs(t.verifier_ms)
         )
     };
-    let split = format!("{split}{}", slowest_checks(r));
+    let split = format!("{split}{}{}", wall_time(r), slowest_checks(r));
     let _ = write!(
         o,
         r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{sweeps}{split}{agents}</div></div>"#,
@@ -215,4 +215,39 @@ fn slowest_checks(r: &Records) -> String {
             each.join(", ")
         )
     }
+}
+
+/// Where the wall time of the runs of one agent went: the sessions' parts, the
+/// waits for a quota, the sweeps before "complete", and what is left, baton's
+/// own work between sessions (empty when no run was recorded).
+fn wall_time(r: &Records) -> String {
+    let wall: u64 = r.runs.iter().map(baton_records::RunRecord::wall_ms).sum();
+    if wall == 0 {
+        return String::new();
+    }
+    let mut t = baton_records::Timing::default();
+    for s in r
+        .sessions
+        .iter()
+        .filter(|s| r.runs.iter().any(|run| run.holds(s.started_ms)))
+    {
+        t.add(&s.timing);
+    }
+    let complete: u64 = r.runs.iter().map(|run| run.complete_sweep_ms).sum();
+    let named = t.total_ms() + complete;
+    let between = wall.saturating_sub(named);
+    let secs = |ms: u64| duration(ms as f64 / 1000.0);
+    format!(
+        r#"<br><span id="wall-time">wall time {}: agents {} · sweeps {} · base checks {} · gates {} · proof {} · quota waits {} · sweeps before "complete" {} · between sessions {} ({:.0}%)</span>"#,
+        secs(wall),
+        secs(t.agent_ms),
+        secs(t.sweep_ms),
+        secs(t.base_check_ms),
+        secs(t.gates_ms),
+        secs(t.verifier_ms),
+        secs(t.wait_after_ms),
+        secs(complete),
+        secs(between),
+        between as f64 * 100.0 / wall as f64
+    )
 }

@@ -1,0 +1,182 @@
+//! Real end-to-end checks at the speed of the project's own runner: a small web
+//! app with one Playwright spec a feature ([`baton_testkit::webbench`]), checked
+//! through the real binary, sandbox, Playwright runner and Debian's Chromium,
+//! the checks batched as baton does Playwright's without configuration.
+
+use baton_testkit::webbench;
+use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+const FEATURES: usize = 10;
+
+fn commit(dir: &std::path::Path, message: &str) {
+    for args in [
+        &["add", "-A"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            message,
+        ],
+    ] {
+        let o = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+/// Ten features, the first eight built and passing. Session 1 builds #9 and
+/// #10 and flips #9 (proven by its spec, which failed at its base); session 2
+/// writes only its notes; session 3 flips #10, changing no file. The sweep
+/// before session 2 re-runs the eight whose tree changed, as one Playwright run,
+/// and leaves out #9, whose spec passed on this tree proving it; the sweep
+/// before session 3 runs nothing; "complete" runs every spec.
+#[test]
+fn a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all() {
+    let test = "a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all";
+    let Some(parts) = webbench::parts(test) else {
+        return;
+    };
+    let p = Project::with_toml(&format!(
+        "[project]\nfeatures = {FEATURES}\nmin_features = {FEATURES}\n[run]\npause_secs = 0\nstall_sessions = 5\n"
+    ));
+    let built: Vec<usize> = (1..=8).collect();
+    webbench::write(p.path(), &parts, FEATURES, &built, &built).unwrap();
+    std::fs::write(p.path().join("claude-progress.txt"), "start\n").unwrap();
+    let o = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    commit(p.path(), "eight features built");
+
+    let all: Vec<usize> = (1..=FEATURES).collect();
+    let nine: Vec<usize> = (1..=9).collect();
+    let notes = |n: u32| json!({"command": format!("echo 'Session {n}.' >> claude-progress.txt && git add -A && git commit -qm 'Session {n}'")});
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "app/app.js", "content": webbench::app(&all)}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": webbench::feature_list(FEATURES, &nine)}),
+            ),
+            ("Bash", notes(1)),
+        ])),
+        Step::Reply(Reply::text("Built #9 and #10, flipped #9.")),
+        Step::Reply(Reply::tool("Bash", notes(2))),
+        Step::Reply(Reply::text("Looked around.")),
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": webbench::feature_list(FEATURES, &all)}),
+            ),
+            ("Bash", notes(3)),
+        ])),
+        Step::Reply(Reply::text("Flipped #10.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "3"])
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let sweeps: Vec<&str> = said
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("sweep"))
+        .collect();
+    assert_eq!(sweeps.len(), 4, "{said}");
+    assert!(
+        sweeps[0].contains("8 passing feature(s) re-checked, all still pass"),
+        "{said}"
+    );
+    assert!(
+        sweeps[1].contains("8 passing feature(s) re-checked, all still pass (1 more unchanged"),
+        "{said}"
+    );
+    assert!(
+        sweeps[2].contains("9 passing feature(s) unchanged since their checks passed, none re-run"),
+        "{said}"
+    );
+    assert!(
+        sweeps[3].contains("sweep before declaring the project complete: 10 passing feature(s) re-checked, all still pass"),
+        "{said}"
+    );
+    let s = state(&p);
+    assert_eq!(s["sessions"][0]["gates"]["verified"], json!([9]), "{said}");
+    let mut unchanged: Vec<u64> = s["sessions"][2]["sweep"]["unchanged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    unchanged.sort_unstable();
+    assert_eq!(unchanged, (1..=9).collect::<Vec<u64>>());
+    // One runner for each batch: the sweep before session 1 (eight specs), the
+    // base check of #9, its proof, the sweep before session 2 (eight), the base
+    // checks of #10 before sessions 2 and 3, its check after session 3, and the
+    // sweep before "complete" (ten). One a spec, they were 31; without leaving
+    // out the unchanged, the sweep before session 3 was a ninth.
+    assert_eq!(webbench::runs(p.path()), 8, "{said}");
+    // The batch's report timed each spec.
+    let timed = s["sessions"][1]["sweep"]["check_ms"].as_object().unwrap();
+    assert_eq!(timed.len(), 8, "{timed:?}");
+
+    // Where the run's wall time went: every part measured lies inside it (a part
+    // counted twice would pass it), and the report shows the split.
+    let runs = p.file(".baton/runs.jsonl");
+    let run: serde_json::Value = serde_json::from_str(runs.lines().next().unwrap()).unwrap();
+    let wall = run["ended_ms"].as_u64().unwrap() - run["started_ms"].as_u64().unwrap();
+    let complete = run["complete_sweep_ms"].as_u64().unwrap();
+    assert!(complete > 0, "{run}");
+    let parts = [
+        "sweep_ms",
+        "base_check_ms",
+        "agent_ms",
+        "gates_ms",
+        "verifier_ms",
+    ];
+    let named: u64 = complete
+        + s["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|x| parts.map(|k| x["timing"][k].as_u64().unwrap_or(0)))
+            .sum::<u64>();
+    assert!(named <= wall, "{named} ms named in a run of {wall} ms");
+    eprintln!(
+        "wall {wall} ms, named {named} ms ({:.1}%)",
+        named as f64 * 100.0 / wall as f64
+    );
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("report")
+        .arg(p.path())
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        page.contains(r#"<span id="wall-time">wall time "#),
+        "no wall time in the report"
+    );
+    assert!(
+        page.contains(r#"sweeps before "complete" "#),
+        "no final sweep in the report"
+    );
+}
