@@ -25,14 +25,20 @@ impl Secrets {
     }
 }
 
-/// Copy every secret variable (`baton_tools::DEFAULT_SECRET_VARS`), then scrub their
-/// values from this process's environment block.
+/// Copy every secret variable (`baton_tools::DEFAULT_SECRET_VARS`, and forges'
+/// tokens, `baton_tools::FORGE_CREDENTIAL_VARS`), then scrub their values from
+/// this process's environment block.
 pub fn take() -> Secrets {
-    let values: BTreeMap<String, String> = baton_tools::DEFAULT_SECRET_VARS
+    let names: Vec<&str> = baton_tools::DEFAULT_SECRET_VARS
+        .iter()
+        .chain(baton_tools::FORGE_CREDENTIAL_VARS)
+        .copied()
+        .collect();
+    let values: BTreeMap<String, String> = names
         .iter()
         .filter_map(|n| std::env::var(n).ok().map(|v| (n.to_string(), v)))
         .collect();
-    let scrubbed = values.is_empty() || scrub(baton_tools::DEFAULT_SECRET_VARS).is_ok();
+    let scrubbed = values.is_empty() || scrub(&names).is_ok();
     Secrets { values, scrubbed }
 }
 

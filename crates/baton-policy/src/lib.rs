@@ -510,12 +510,14 @@ pub fn session_sandbox(
 
 /// Environment variables to remove from every agent process: the provider keys
 /// ([`baton_tools::DEFAULT_SECRET_VARS`]), the variables that lead to a credential
-/// broker ([`baton_tools::CREDENTIAL_BROKER_VARS`]) and those listed in
-/// `[policy] secret_env`.
+/// broker ([`baton_tools::CREDENTIAL_BROKER_VARS`]), forges' tokens
+/// ([`baton_tools::FORGE_CREDENTIAL_VARS`]) and those listed in `[policy]
+/// secret_env`.
 pub fn secret_env(cfg: &PolicyConfig) -> Vec<String> {
     let mut v: Vec<String> = baton_tools::DEFAULT_SECRET_VARS
         .iter()
         .chain(baton_tools::CREDENTIAL_BROKER_VARS)
+        .chain(baton_tools::FORGE_CREDENTIAL_VARS)
         .map(|s| s.to_string())
         .collect();
     for s in &cfg.secret_env {

@@ -204,6 +204,7 @@ impl ToolContext {
             env_remove: DEFAULT_SECRET_VARS
                 .iter()
                 .chain(CREDENTIAL_BROKER_VARS)
+                .chain(FORGE_CREDENTIAL_VARS)
                 .map(|s| s.to_string())
                 .collect(),
             env: Vec::new(),
@@ -242,6 +243,24 @@ pub const CREDENTIAL_BROKER_VARS: &[&str] = &[
     "DOCKER_CERT_PATH",
     "CONTAINER_HOST",
     "KRB5CCNAME",
+];
+
+/// Forges' tokens and the way to them (the GitHub CLI's config directory): never
+/// passed to the agent's commands, whatever baton was started with. Every forge
+/// write is baton's; the agent gets results, never a token.
+pub const FORGE_CREDENTIAL_VARS: &[&str] = &[
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_ENTERPRISE_TOKEN",
+    "GITHUB_ENTERPRISE_TOKEN",
+    "GH_CONFIG_DIR",
+    "GITEA_TOKEN",
+    "FORGEJO_TOKEN",
+    "GITLAB_TOKEN",
+    "GL_TOKEN",
+    "CI_JOB_TOKEN",
+    "BITBUCKET_TOKEN",
+    "HUB_TOKEN",
 ];
 
 /// The built-in tools, bound to one project, and any attached external tools.

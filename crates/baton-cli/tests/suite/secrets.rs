@@ -93,6 +93,91 @@ fn no_agent_command_sees_the_way_to_a_credential_broker() {
     assert!(r[1].1.contains("NONE-LEFT"), "{r:?}");
 }
 
+/// No forge credential reaches an agent's command: forges' token variables are
+/// not in its environment nor in any ancestor's `/proc/<pid>/environ`, whatever
+/// baton was started with, and the GitHub CLI's login, git's stored credentials
+/// and `.netrc` in the user's home are out of its sight. Every forge write is
+/// baton's; the agent gets results, never a token.
+#[test]
+fn no_agent_command_sees_a_forge_credential() {
+    let test = "no_agent_command_sees_a_forge_credential";
+    let home = fake_home();
+    let h = home.path();
+    for (f, text) in [
+        (
+            ".config/gh/hosts.yml",
+            "github.com:\n    oauth_token: gho_SECRET_GH_LOGIN\n",
+        ),
+        (
+            ".git-credentials",
+            "https://u:ghp_SECRET_GIT_CRED@github.com\n",
+        ),
+        (".netrc", "machine github.com password SECRET_NETRC\n"),
+    ] {
+        std::fs::create_dir_all(h.join(f).parent().unwrap()).unwrap();
+        std::fs::write(h.join(f), text).unwrap();
+    }
+    let tokens = [
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "GH_ENTERPRISE_TOKEN",
+        "GITHUB_ENTERPRISE_TOKEN",
+        "GITEA_TOKEN",
+        "FORGEJO_TOKEN",
+        "GITLAB_TOKEN",
+        "CI_JOB_TOKEN",
+    ];
+    let p = Project::new();
+    // Its own environment, every ancestor's, and the home's credential files, by
+    // the home's real path and by `~`.
+    let script = "env | grep -c SECRET_TOKEN_ || true
+                  p=$PPID
+                  while [ \"$p\" -gt 1 ]; do
+                    tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -c SECRET_TOKEN_
+                    p=$(awk '{print $4}' /proc/$p/stat)
+                  done
+                  cat HOME/.config/gh/hosts.yml HOME/.git-credentials HOME/.netrc ~/.config/gh/hosts.yml ~/.git-credentials 2>&1
+                  echo looked\n"
+        .replace("HOME", &h.display().to_string());
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                ("Write", json!({"file_path": "look.sh", "content": script})),
+                ("Bash", json!({"command": "bash look.sh"})),
+            ])),
+            Step::Reply(Reply::text("done")),
+        ],
+    );
+    let mut cmd = baton(&server, Wire::Anthropic);
+    for t in tokens {
+        cmd.env(t, format!("SECRET_TOKEN_{t}"));
+    }
+    cmd.env("GH_CONFIG_DIR", h.join(".config/gh"));
+    let out = cmd
+        .env("HOME", h)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "do the task"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = &tool_results(Wire::Anthropic, &server.requests()[1].body)[1].1;
+    assert!(said.contains("looked"), "{said}");
+    assert!(!said.contains("SECRET_TOKEN_"), "{said}");
+    for line in said
+        .lines()
+        .take_while(|l| !l.starts_with("cat") && l.trim().parse::<u32>().is_ok())
+    {
+        assert_eq!(line.trim(), "0", "a token in an environment: {said}");
+    }
+    if bwrap(test) {
+        for secret in ["gho_SECRET_GH_LOGIN", "ghp_SECRET_GIT_CRED", "SECRET_NETRC"] {
+            assert!(!said.contains(secret), "{secret} in sight: {said}");
+        }
+    }
+}
+
 /// The user's home is hidden from the agent's commands by default, not masked by
 /// a list: a file no list names (`~/notes/plan.txt`) and a `~/.netrc` that
 /// appears while the run's namespace already stands are out of sight; the
