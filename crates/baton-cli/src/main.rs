@@ -4,6 +4,7 @@ mod doctor_cmd;
 mod events;
 mod exec;
 mod hook_cmd;
+mod issues_cmd;
 mod live;
 mod log;
 mod notify;
@@ -113,6 +114,13 @@ enum Command {
         dir: PathBuf,
         /// The guidance, in words the agent can act on.
         text: String,
+    },
+    /// Issues on the project's forge ([forge] in baton.toml): `baton issues pull DIR`
+    /// turns the open issues with [forge] label, opened or labelled by users with
+    /// write access, into features.
+    Issues {
+        #[command(subcommand)]
+        what: issues_cmd::IssuesCommand,
     },
     /// Notifications to a person ([notify] in baton.toml: a command and/or a webhook
     /// get run_end, blocked, waiting, budget and verifier_rejections events).
@@ -234,6 +242,7 @@ fn main() -> ExitCode {
         Command::Notify {
             what: NotifyCommand::Test { dir },
         } => notify::test(&dir).map(|()| ExitCode::SUCCESS),
+        Command::Issues { what } => issues_cmd::run(what, &secrets),
         Command::Exec(args) => exec::run(args, &secrets),
         Command::Log(args) => log::run(args).map(|()| ExitCode::SUCCESS),
         Command::Report(args) => report_cmd::run(args).map(|()| ExitCode::SUCCESS),

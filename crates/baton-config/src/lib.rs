@@ -14,9 +14,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod forge;
 mod mcp;
 mod policy;
 mod verify;
+pub use forge::*;
 pub use mcp::*;
 pub use policy::*;
 pub use verify::*;
@@ -103,6 +105,8 @@ pub struct Config {
     pub mcp: BTreeMap<String, McpServerConfig>,
     /// Notifications to a person.
     pub notify: NotifyConfig,
+    /// The project's issues on a forge.
+    pub forge: ForgeConfig,
 }
 
 /// The handoff files. The defaults are the pattern's well-known names, so
@@ -428,10 +432,17 @@ impl Config {
             message: plain_types(e.to_string().trim_end()),
         })?;
         cfg.validate(&path)?;
-        // The webhook's URL is a secret like the keys: the agent never gets it.
-        let hook = &cfg.notify.webhook_env;
-        if !hook.is_empty() && !cfg.policy.secret_env.contains(hook) {
-            cfg.policy.secret_env.push(hook.clone());
+        // The webhook's URL and the forge's token are secrets like the keys: the
+        // agent never gets them.
+        let forge_token = if cfg.forge.repo.is_empty() {
+            String::new()
+        } else {
+            cfg.forge.token_env.clone()
+        };
+        for var in [cfg.notify.webhook_env.clone(), forge_token] {
+            if !var.is_empty() && !cfg.policy.secret_env.contains(&var) {
+                cfg.policy.secret_env.push(var);
+            }
         }
         Ok(cfg)
     }
@@ -509,6 +520,9 @@ impl Config {
         }
         if self.verify.turns_per_feature == 0 {
             return Err(invalid("verify.turns_per_feature", "must be at least 1"));
+        }
+        if let Some((field, why)) = self.forge.problem() {
+            return Err(invalid(field, &why));
         }
         if let Some((field, why)) = self.verify.batch.as_ref().and_then(BatchConfig::problem) {
             return Err(invalid(field, why));

@@ -50,6 +50,7 @@ pub mod files;
 mod gates;
 mod git;
 pub mod guard;
+pub mod issues;
 mod kind;
 mod leftovers;
 mod limits;

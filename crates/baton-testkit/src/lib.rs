@@ -20,6 +20,7 @@
 //! ```
 
 pub mod browser;
+pub mod forge;
 mod http;
 pub mod scenario;
 mod script;

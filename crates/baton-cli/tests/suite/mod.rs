@@ -10,6 +10,7 @@ mod exec;
 mod faults;
 mod grow;
 mod hook;
+mod issues;
 mod links;
 mod log;
 mod new_defaults;

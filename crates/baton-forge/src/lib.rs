@@ -1,0 +1,327 @@
+//! baton's side of a forge: the project's open issues with a label, and whether a
+//! user may write to the repository (only their issues are taken). Every call is
+//! baton's, outside the sandbox, with a token the agent never gets. A forge that
+//! says "too many requests" (429, or 403 with `Retry-After` or an exhausted rate
+//! limit) is waited out, within a bound.
+//!
+//! One [`Forge`] trait; [`Rest`] implements it for GitHub's REST API and, with
+//! another base URL and small mappings, Forgejo's and Gitea's.
+
+use std::time::Duration;
+
+use baton_config::{ForgeConfig, ForgeKind};
+use serde_json::Value;
+
+/// An open issue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    /// Its number.
+    pub number: u64,
+    /// Its title.
+    pub title: String,
+    /// Its text (Markdown).
+    pub body: String,
+    /// Its page.
+    pub url: String,
+    /// Who opened it.
+    pub author: String,
+}
+
+/// What went wrong talking to the forge.
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    /// The forge answered with an error.
+    #[error("{url}: HTTP {status}: {message}")]
+    Http {
+        /// What was asked.
+        url: String,
+        /// The status.
+        status: u16,
+        /// What the forge said.
+        message: String,
+    },
+    /// The forge could not be reached, or its answer read.
+    #[error("{url}: {message}")]
+    Transport {
+        /// What was asked.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// The forge's rate limit lasts longer than baton waits.
+    #[error("{url}: the forge's rate limit resets in {secs} s, longer than baton waits ({most} s)")]
+    Limited {
+        /// What was asked.
+        url: String,
+        /// When it resets.
+        secs: u64,
+        /// The longest wait.
+        most: u64,
+    },
+}
+
+/// A forge, as baton uses it.
+pub trait Forge {
+    /// The forge's name in records (`github`, `forgejo`).
+    fn name(&self) -> &'static str;
+
+    /// The open issues (not pull requests) with `label`, oldest first.
+    fn open_issues(
+        &self,
+        label: &str,
+    ) -> impl std::future::Future<Output = Result<Vec<Issue>, ForgeError>>;
+
+    /// Whether `user` may write to the repository (admin, maintain or write).
+    fn can_write(&self, user: &str) -> impl std::future::Future<Output = Result<bool, ForgeError>>;
+
+    /// Who put `label` on issue `number` (GitHub's events; empty where the forge
+    /// does not say).
+    fn labelled_by(
+        &self,
+        number: u64,
+        label: &str,
+    ) -> impl std::future::Future<Output = Result<Vec<String>, ForgeError>>;
+}
+
+/// GitHub's REST API, or Forgejo's and Gitea's.
+pub struct Rest {
+    http: reqwest::Client,
+    kind: ForgeKind,
+    api: String,
+    repo: String,
+    token: String,
+    /// The longest wait for a rate limit; longer is an error.
+    pub most_wait: Duration,
+    /// Told of each wait, before it.
+    pub on_wait: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+/// Pages read at most of one list (100 issues a page on GitHub, 50 on Forgejo).
+const MOST_PAGES: u32 = 50;
+/// Tries of one request that the forge asks to wait.
+const TRIES: u32 = 5;
+
+impl Rest {
+    /// The forge of `cfg`, with `token`.
+    pub fn new(cfg: &ForgeConfig, token: String) -> Result<Self, ForgeError> {
+        let api = cfg.api_url();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .user_agent(concat!("baton/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ForgeError::Transport {
+                url: api.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(Self {
+            http,
+            kind: cfg.kind,
+            api,
+            repo: cfg.repo.clone(),
+            token,
+            most_wait: Duration::from_secs(15 * 60),
+            on_wait: Box::new(|_| {}),
+        })
+    }
+
+    /// GET `path` (under the repository's API) as JSON, waiting out rate limits;
+    /// `None` for a 404.
+    async fn get(&self, path: &str) -> Result<Option<Value>, ForgeError> {
+        let url = format!("{}/repos/{}{path}", self.api, self.repo);
+        for _ in 0..TRIES {
+            let auth = match self.kind {
+                ForgeKind::Github => format!("Bearer {}", self.token),
+                ForgeKind::Forgejo => format!("token {}", self.token),
+            };
+            let mut req = self
+                .http
+                .get(&url)
+                .header("accept", "application/vnd.github+json");
+            if !self.token.is_empty() {
+                req = req.header("authorization", auth);
+            }
+            let resp = req.send().await.map_err(|e| ForgeError::Transport {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
+            let status = resp.status().as_u16();
+            if let Some(wait) = limited(status, resp.headers()) {
+                if wait > self.most_wait {
+                    return Err(ForgeError::Limited {
+                        url,
+                        secs: wait.as_secs(),
+                        most: self.most_wait.as_secs(),
+                    });
+                }
+                (self.on_wait)(&format!(
+                    "forge: rate limited (HTTP {status}); waiting {} s as it asks",
+                    wait.as_secs()
+                ));
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let text = resp.text().await.map_err(|e| ForgeError::Transport {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
+            if status == 404 {
+                return Ok(None);
+            }
+            if !(200..300).contains(&status) {
+                let said: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                let message = said["message"]
+                    .as_str()
+                    .map_or_else(|| text.chars().take(300).collect(), str::to_string);
+                return Err(ForgeError::Http {
+                    url,
+                    status,
+                    message,
+                });
+            }
+            return serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| ForgeError::Transport {
+                    url,
+                    message: format!("the answer is not JSON: {e}"),
+                });
+        }
+        Err(ForgeError::Transport {
+            url,
+            message: format!("still rate limited after {TRIES} tries"),
+        })
+    }
+}
+
+/// How long the forge asks to wait: a 429, or a 403 with `Retry-After` or an
+/// exhausted rate limit (`x-ratelimit-remaining: 0` until `x-ratelimit-reset`).
+fn limited(status: u16, headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let num = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    let retry_after = num("retry-after");
+    let exhausted = num("x-ratelimit-remaining") == Some(0);
+    if status != 429 && !(status == 403 && (retry_after.is_some() || exhausted)) {
+        return None;
+    }
+    if let Some(secs) = retry_after {
+        return Some(Duration::from_secs(secs));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let reset = num("x-ratelimit-reset").map_or(60, |r| r.saturating_sub(now));
+    Some(Duration::from_secs(reset.max(1)))
+}
+
+impl Forge for Rest {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            ForgeKind::Github => "github",
+            ForgeKind::Forgejo => "forgejo",
+        }
+    }
+
+    async fn open_issues(&self, label: &str) -> Result<Vec<Issue>, ForgeError> {
+        let label = label.replace(',', "%2C").replace(' ', "%20");
+        let mut out = Vec::new();
+        for page in 1..=MOST_PAGES {
+            let (path, per) = match self.kind {
+                ForgeKind::Github => (
+                    format!(
+                        "/issues?state=open&labels={label}&sort=created&direction=asc&per_page=100&page={page}"
+                    ),
+                    100,
+                ),
+                ForgeKind::Forgejo => (
+                    format!("/issues?state=open&type=issues&labels={label}&limit=50&page={page}"),
+                    50,
+                ),
+            };
+            let items = self.get(&path).await?.unwrap_or(Value::Null);
+            let items = items.as_array().cloned().unwrap_or_default();
+            let n = items.len();
+            out.extend(
+                items
+                    .iter()
+                    .filter(|i| i.get("pull_request").is_none_or(Value::is_null))
+                    .map(issue_of),
+            );
+            if n < per {
+                break;
+            }
+        }
+        out.sort_by_key(|i| i.number);
+        Ok(out)
+    }
+
+    async fn can_write(&self, user: &str) -> Result<bool, ForgeError> {
+        let Some(p) = self
+            .get(&format!("/collaborators/{user}/permission"))
+            .await?
+        else {
+            return Ok(false);
+        };
+        let writes = |v: &Value| matches!(v.as_str(), Some("admin" | "maintain" | "write"));
+        Ok(writes(&p["permission"]) || writes(&p["role_name"]))
+    }
+
+    async fn labelled_by(&self, number: u64, label: &str) -> Result<Vec<String>, ForgeError> {
+        if self.kind != ForgeKind::Github {
+            return Ok(Vec::new());
+        }
+        let events = self
+            .get(&format!("/issues/{number}/events?per_page=100"))
+            .await?
+            .unwrap_or(Value::Null);
+        Ok(events
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["event"] == "labeled" && e["label"]["name"] == label)
+            .filter_map(|e| e["actor"]["login"].as_str().map(str::to_string))
+            .collect())
+    }
+}
+
+fn issue_of(v: &Value) -> Issue {
+    let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+    Issue {
+        number: v["number"].as_u64().unwrap_or_default(),
+        title: s("title"),
+        body: s("body"),
+        url: s("html_url"),
+        author: v["user"]["login"].as_str().unwrap_or_default().to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_is_read_from_retry_after_or_the_rate_limits_reset() {
+        let mut h = reqwest::header::HeaderMap::new();
+        assert_eq!(limited(403, &h), None, "a plain 403 is a refusal");
+        assert_eq!(limited(404, &h), None);
+        assert_eq!(limited(429, &h), Some(Duration::from_secs(60)));
+        h.insert("retry-after", "7".parse().unwrap());
+        assert_eq!(limited(403, &h), Some(Duration::from_secs(7)));
+        assert_eq!(limited(200, &h), None);
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("x-ratelimit-remaining", "0".parse().unwrap());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        h.insert("x-ratelimit-reset", (now + 30).to_string().parse().unwrap());
+        let w = limited(403, &h).unwrap();
+        assert!(
+            w <= Duration::from_secs(30) && w >= Duration::from_secs(28),
+            "{w:?}"
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! `baton issues pull`: a forge's open issues with the configured label become
+//! features appended to the accepted list, each recorded with its source (forge,
+//! number, URL, author) in the list and the ledger (`added`), and committed.
+//!
+//! Only issues opened, or labelled, by a user with write access are taken; the
+//! rest are listed and ignored, their text never read into anything. An issue
+//! becomes a feature as written: its title the description, its list items the
+//! steps, a fenced block tagged `verify` its check. One without such a block has
+//! no runnable check: it is added blocked, for a person to write one (`baton
+//! accept`) and `baton unblock` it. An issue taken before is not taken again.
+
+use baton_forge::{Forge, Issue};
+use baton_records::{FeatureList, LedgerEntry, LedgerKind, State};
+use serde_json::{Value, json};
+
+use crate::error::HarnessError;
+use crate::files::Files;
+
+/// What a pull did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pulled {
+    /// Features added (1-based) with the issue each came from.
+    pub added: Vec<(usize, u64)>,
+    /// Of those, the ones added blocked, for want of a check.
+    pub blocked: Vec<usize>,
+    /// Issues already in the list, by number.
+    pub already: Vec<u64>,
+    /// Issues ignored: opened and labelled only by users without write access.
+    pub ignored: Vec<(u64, String)>,
+}
+
+/// Why an issue without a check is blocked.
+pub fn no_check(issue: u64) -> String {
+    format!(
+        "issue #{issue} gives no runnable check (a fenced block tagged `verify`): write a verify command into the feature (edit the list, `baton accept`), then `baton unblock` it"
+    )
+}
+
+/// Pull `label`'s open issues from `forge` into `files`' accepted list.
+pub async fn pull(files: &Files, forge: &impl Forge, label: &str) -> Result<Pulled, HarnessError> {
+    let forge_err = |e: baton_forge::ForgeError| HarnessError::Input(format!("forge: {e}"));
+    let mut list = files.load_accepted()?.ok_or_else(|| {
+        HarnessError::Input(format!(
+            "{} has no accepted feature list yet: run `baton run` first (it adopts {} or writes one), then pull issues into it",
+            files.dir.display(),
+            files.names.feature_list
+        ))
+    })?;
+    let taken: Vec<u64> = list
+        .features
+        .iter()
+        .filter_map(|f| f.fields.get("source"))
+        .filter(|s| s["forge"] == forge.name())
+        .filter_map(|s| s["number"].as_u64())
+        .collect();
+    let mut out = Pulled::default();
+    let mut features = Vec::new();
+    for issue in forge.open_issues(label).await.map_err(forge_err)? {
+        if taken.contains(&issue.number) {
+            out.already.push(issue.number);
+            continue;
+        }
+        let mut trusted = forge.can_write(&issue.author).await.map_err(forge_err)?;
+        if !trusted {
+            for who in forge
+                .labelled_by(issue.number, label)
+                .await
+                .map_err(forge_err)?
+            {
+                if forge.can_write(&who).await.map_err(forge_err)? {
+                    trusted = true;
+                    break;
+                }
+            }
+        }
+        if !trusted {
+            out.ignored.push((issue.number, issue.author.clone()));
+            continue;
+        }
+        features.push(feature_of(&issue, forge.name()));
+    }
+    if features.is_empty() {
+        return Ok(out);
+    }
+    let mut state = State::load(&files.dir)?;
+    let session = state.sessions.iter().map(|s| s.number).max().unwrap_or(0);
+    let mut entries = Vec::new();
+    let mut values: Vec<Value> = serde_json::from_str(&list.to_json()).unwrap_or_default();
+    for (feature, issue, check) in features {
+        values.push(feature);
+        let n = values.len();
+        out.added.push((n, issue.number));
+        entries.push(LedgerEntry {
+            feature: Some(n),
+            ..LedgerEntry::new(
+                session,
+                LedgerKind::Added,
+                format!(
+                    "from issue #{} ({}) by {}",
+                    issue.number, issue.url, issue.author
+                ),
+            )
+        });
+        if !check {
+            out.blocked.push(n);
+            let r = state.features.entry(n).or_default();
+            r.blocked = Some(no_check(issue.number));
+        }
+    }
+    let text = serde_json::to_string_pretty(&values).unwrap_or_default() + "\n";
+    list = FeatureList::parse(&text, &files.names.feature_list).map_err(|source| {
+        HarnessError::FeatureList {
+            what: "the issues did not make a valid feature list".into(),
+            source,
+        }
+    })?;
+    files.save_accepted(&list)?;
+    state.save(&files.dir)?;
+    let numbers: Vec<String> = out.added.iter().map(|(_, i)| format!("#{i}")).collect();
+    files.commit_list(
+        &list,
+        &format!(
+            "baton issues pull: {} issue(s) from {} as features ({})",
+            out.added.len(),
+            forge.name(),
+            numbers.join(", ")
+        ),
+        entries,
+    )?;
+    Ok(out)
+}
+
+/// The feature an issue asks for, the issue, and whether it has a check.
+fn feature_of(issue: &Issue, forge: &str) -> (Value, Issue, bool) {
+    let (steps, verify) = read_body(&issue.body);
+    let steps = if steps.is_empty() {
+        vec![issue.title.clone()]
+    } else {
+        steps
+    };
+    let mut f = json!({
+        "category": "issue",
+        "description": format!("{} (issue #{})", issue.title.trim(), issue.number),
+        "steps": steps,
+        "passes": false,
+        "source": {"forge": forge, "number": issue.number, "url": issue.url, "author": issue.author},
+    });
+    let check = verify.is_some();
+    if let Some(v) = verify {
+        f["verify"] = Value::String(v);
+    }
+    (f, issue.clone(), check)
+}
+
+/// An issue's steps (its list items, outside code blocks) and its check (the
+/// first fenced block tagged `verify`).
+fn read_body(body: &str) -> (Vec<String>, Option<String>) {
+    let mut steps = Vec::new();
+    let mut verify: Option<String> = None;
+    let mut fence: Option<(String, bool)> = None; // (marker, is a verify block)
+    let mut block = Vec::new();
+    for line in body.lines() {
+        let t = line.trim();
+        if let Some((marker, is_verify)) = &fence {
+            if t.starts_with(marker.as_str()) {
+                if *is_verify && verify.is_none() {
+                    let cmd = block.join("\n").trim().to_string();
+                    if !cmd.is_empty() {
+                        verify = Some(cmd);
+                    }
+                }
+                fence = None;
+                block.clear();
+            } else {
+                block.push(line.to_string());
+            }
+            continue;
+        }
+        if t.starts_with("```") || t.starts_with("~~~") {
+            let marker = t[..3].to_string();
+            let info = t[3..].trim();
+            fence = Some((marker, info == "verify"));
+            continue;
+        }
+        let item = t
+            .strip_prefix("- [ ] ")
+            .or_else(|| t.strip_prefix("- [x] "))
+            .or_else(|| t.strip_prefix("- "))
+            .or_else(|| t.strip_prefix("* "))
+            .or_else(|| {
+                let (n, rest) = t.split_once(". ")?;
+                n.chars().all(|c| c.is_ascii_digit()).then_some(rest)
+            });
+        if let Some(item) = item.map(str::trim).filter(|i| !i.is_empty()) {
+            steps.push(item.to_string());
+        }
+    }
+    (steps, verify)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_issue_body_gives_steps_and_a_check() {
+        let body = "Users want to clear done todos.\n\n## Steps\n- [ ] Add two todos\n- [ ] Mark one done\n1. Click *Clear completed*\n* See one left\n\n```verify\ncurl -fsS http://127.0.0.1:3000/api/todos | grep -q one\n```\n\n```\n- not a step\n```\n";
+        let (steps, verify) = read_body(body);
+        assert_eq!(
+            steps,
+            [
+                "Add two todos",
+                "Mark one done",
+                "Click *Clear completed*",
+                "See one left"
+            ]
+        );
+        assert_eq!(
+            verify.as_deref(),
+            Some("curl -fsS http://127.0.0.1:3000/api/todos | grep -q one")
+        );
+        let (steps, verify) = read_body("Just words.");
+        assert!(steps.is_empty() && verify.is_none());
+    }
+}
