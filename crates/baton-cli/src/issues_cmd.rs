@@ -25,20 +25,36 @@ pub enum IssuesCommand {
         /// The project directory.
         dir: PathBuf,
     },
+    /// Push the project's HEAD to baton's own branch ([forge] branch, on [forge]
+    /// remote; never forced) and open its pull request, or bring the body of the
+    /// open one up to date: one pull request, whose body is the proof table of the
+    /// passing features that came from issues (feature, issue, how it was proven,
+    /// commit) and which closes those issues. Nothing is merged.
+    ///
+    /// Exit codes: 0 opened, updated, or nothing proven from issues yet; 1 error.
+    Pr {
+        /// The project directory.
+        dir: PathBuf,
+    },
 }
 
 /// Run `baton issues …`.
 pub fn run(what: IssuesCommand, secrets: &Secrets) -> anyhow::Result<ExitCode> {
     match what {
         IssuesCommand::Pull { dir } => pull(&dir, secrets),
+        IssuesCommand::Pr { dir } => pr(&dir, secrets),
     }
 }
 
-fn pull(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+/// The project, its config, and its forge with baton's token.
+fn open(
+    dir: &Path,
+    secrets: &Secrets,
+) -> anyhow::Result<(PathBuf, baton_config::Config, baton_forge::Rest)> {
     let dir = crate::setup::project_dir(dir, crate::setup::CREATE_HINT)?;
     let cfg = crate::setup::load_config(&dir)?;
     crate::status_cmd::require_project(&dir, &cfg)?;
-    let forge_cfg = cfg.forge.clone();
+    let forge_cfg = &cfg.forge;
     if forge_cfg.repo.is_empty() {
         bail!(
             "{} has no [forge] repo: add\n[forge]\nrepo = \"owner/name\"\nlabel = \"baton\"\ntoken_env = \"GITHUB_TOKEN\"\nto its {}",
@@ -52,19 +68,51 @@ fn pull(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     if token.is_empty() {
         eprintln!(
-            "baton: warning: ${} is not set: the forge is read without a token (a private repository, or who may write, needs one)",
+            "baton: warning: ${} is not set: the forge is called without a token (a private repository, who may write, and every write need one)",
             forge_cfg.token_env
         );
     }
-    let mut forge = baton_forge::Rest::new(&forge_cfg, token)?;
+    let mut forge = baton_forge::Rest::new(forge_cfg, token)?;
     forge.on_wait = Box::new(|line| eprintln!("baton: {line}"));
-    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton issues pull")?;
-    let files = Files::new(dir, cfg.project);
-    let rt = tokio::runtime::Builder::new_current_thread()
+    Ok((dir, cfg, forge))
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .context("cannot start the runtime")?;
-    let pulled = rt.block_on(baton_harness::issues::pull(
+        .context("cannot start the runtime")
+}
+
+fn pr(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    let (dir, cfg, forge) = open(dir, secrets)?;
+    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton issues pr")?;
+    let files = Files::new(dir, cfg.project);
+    let f = &cfg.forge;
+    let done = runtime()?.block_on(baton_harness::issues::publish(
+        &files, &forge, &f.remote, &f.branch,
+    ));
+    lock.release();
+    match done? {
+        None => eprintln!("baton: no feature from an issue passes yet: no pull request"),
+        Some(p) => eprintln!(
+            "baton: {} pull request #{} ({}) from {}: {} feature(s) with their proof",
+            if p.opened { "opened" } else { "updated" },
+            p.pr.number,
+            p.pr.url,
+            f.branch,
+            p.features.len()
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pull(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    let (dir, cfg, forge) = open(dir, secrets)?;
+    let forge_cfg = cfg.forge.clone();
+    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton issues pull")?;
+    let files = Files::new(dir, cfg.project);
+    let pulled = runtime()?.block_on(baton_harness::issues::pull(
         &files,
         &forge,
         &forge_cfg.label,

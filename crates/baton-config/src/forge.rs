@@ -31,6 +31,10 @@ pub struct ForgeConfig {
     /// The name of the environment variable holding the token (never the token:
     /// `baton.toml` is readable by the agent). The agent never gets the variable.
     pub token_env: String,
+    /// The git remote baton pushes its branch to (`baton issues pr`).
+    pub remote: String,
+    /// baton's branch, whose one pull request carries the proven work.
+    pub branch: String,
 }
 
 impl Default for ForgeConfig {
@@ -41,6 +45,8 @@ impl Default for ForgeConfig {
             repo: String::new(),
             label: "baton".into(),
             token_env: "GITHUB_TOKEN".into(),
+            remote: "origin".into(),
+            branch: "baton/batch".into(),
         }
     }
 }

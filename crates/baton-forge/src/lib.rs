@@ -27,6 +27,15 @@ pub struct Issue {
     pub author: String,
 }
 
+/// An open pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequest {
+    /// Its number.
+    pub number: u64,
+    /// Its page.
+    pub url: String,
+}
+
 /// What went wrong talking to the forge.
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
@@ -73,6 +82,31 @@ pub trait Forge {
 
     /// Whether `user` may write to the repository (admin, maintain or write).
     fn can_write(&self, user: &str) -> impl std::future::Future<Output = Result<bool, ForgeError>>;
+
+    /// The repository's default branch (where pull requests go).
+    fn default_branch(&self) -> impl std::future::Future<Output = Result<String, ForgeError>>;
+
+    /// The open pull request from `branch`, if there is one.
+    fn pull_request_of(
+        &self,
+        branch: &str,
+    ) -> impl std::future::Future<Output = Result<Option<PullRequest>, ForgeError>>;
+
+    /// Open a pull request from `branch` into `base`.
+    fn open_pull_request(
+        &self,
+        branch: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> impl std::future::Future<Output = Result<PullRequest, ForgeError>>;
+
+    /// Set the body of pull request `number`.
+    fn update_pull_request(
+        &self,
+        number: u64,
+        body: &str,
+    ) -> impl std::future::Future<Output = Result<(), ForgeError>>;
 
     /// Who put `label` on issue `number` (GitHub's events; empty where the forge
     /// does not say).
@@ -127,6 +161,17 @@ impl Rest {
     /// GET `path` (under the repository's API) as JSON, waiting out rate limits;
     /// `None` for a 404.
     async fn get(&self, path: &str) -> Result<Option<Value>, ForgeError> {
+        self.request(reqwest::Method::GET, path, None).await
+    }
+
+    /// `method` `path` (under the repository's API) with a JSON `body`, as JSON,
+    /// waiting out rate limits; `None` for a 404.
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Option<Value>, ForgeError> {
         let url = format!("{}/repos/{}{path}", self.api, self.repo);
         for _ in 0..TRIES {
             let auth = match self.kind {
@@ -135,8 +180,13 @@ impl Rest {
             };
             let mut req = self
                 .http
-                .get(&url)
+                .request(method.clone(), &url)
                 .header("accept", "application/vnd.github+json");
+            if let Some(b) = body {
+                req = req
+                    .header("content-type", "application/json")
+                    .body(b.to_string());
+            }
             if !self.token.is_empty() {
                 req = req.header("authorization", auth);
             }
@@ -268,6 +318,55 @@ impl Forge for Rest {
         Ok(writes(&p["permission"]) || writes(&p["role_name"]))
     }
 
+    async fn default_branch(&self) -> Result<String, ForgeError> {
+        let repo = self.get("").await?.unwrap_or(Value::Null);
+        Ok(repo["default_branch"]
+            .as_str()
+            .unwrap_or("main")
+            .to_string())
+    }
+
+    async fn pull_request_of(&self, branch: &str) -> Result<Option<PullRequest>, ForgeError> {
+        let owner = self.repo.split('/').next().unwrap_or_default();
+        let path = match self.kind {
+            ForgeKind::Github => format!("/pulls?state=open&head={owner}:{branch}&per_page=100"),
+            ForgeKind::Forgejo => "/pulls?state=open&limit=50".to_string(),
+        };
+        let prs = self.get(&path).await?.unwrap_or(Value::Null);
+        Ok(prs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["head"]["ref"] == branch)
+            .map(pull_request_of))
+    }
+
+    async fn open_pull_request(
+        &self,
+        branch: &str,
+        base: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<PullRequest, ForgeError> {
+        let ask = serde_json::json!({"title": title, "head": branch, "base": base, "body": body});
+        let made = self
+            .request(reqwest::Method::POST, "/pulls", Some(&ask))
+            .await?
+            .unwrap_or(Value::Null);
+        Ok(pull_request_of(&made))
+    }
+
+    async fn update_pull_request(&self, number: u64, body: &str) -> Result<(), ForgeError> {
+        let ask = serde_json::json!({"body": body});
+        self.request(
+            reqwest::Method::PATCH,
+            &format!("/pulls/{number}"),
+            Some(&ask),
+        )
+        .await?;
+        Ok(())
+    }
+
     async fn labelled_by(&self, number: u64, label: &str) -> Result<Vec<String>, ForgeError> {
         if self.kind != ForgeKind::Github {
             return Ok(Vec::new());
@@ -283,6 +382,13 @@ impl Forge for Rest {
             .filter(|e| e["event"] == "labeled" && e["label"]["name"] == label)
             .filter_map(|e| e["actor"]["login"].as_str().map(str::to_string))
             .collect())
+    }
+}
+
+fn pull_request_of(v: &Value) -> PullRequest {
+    PullRequest {
+        number: v["number"].as_u64().unwrap_or_default(),
+        url: v["html_url"].as_str().unwrap_or_default().to_string(),
     }
 }
 

@@ -9,7 +9,7 @@
 //! no runnable check: it is added blocked, for a person to write one (`baton
 //! accept`) and `baton unblock` it. An issue taken before is not taken again.
 
-use baton_forge::{Forge, Issue};
+use baton_forge::{Forge, Issue, PullRequest};
 use baton_records::{FeatureList, LedgerEntry, LedgerKind, State};
 use serde_json::{Value, json};
 
@@ -128,6 +128,110 @@ pub async fn pull(files: &Files, forge: &impl Forge, label: &str) -> Result<Pull
         entries,
     )?;
     Ok(out)
+}
+
+/// What `publish` did: the pull request, whether it was opened now (else its
+/// body was brought up to date), and the features (1-based) in its proof table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The pull request.
+    pub pr: PullRequest,
+    /// Opened now; else updated.
+    pub opened: bool,
+    /// The features it carries.
+    pub features: Vec<usize>,
+}
+
+/// The marker that opens the body of baton's pull request.
+pub const PR_MARKER: &str = "<!-- baton: proof of this batch -->";
+
+/// Push the project's `HEAD` to `branch` of `remote` (baton's own branch, never
+/// forced) and open the pull request of `branch`, or bring its body up to date
+/// when it is open already (one pull request per branch, however often this
+/// runs). Its body is the proof table of the passing features that came from
+/// the forge's issues, and closes those issues. `None` when none passes yet.
+pub async fn publish(
+    files: &Files,
+    forge: &impl Forge,
+    remote: &str,
+    branch: &str,
+) -> Result<Option<Published>, HarnessError> {
+    let forge_err = |e: baton_forge::ForgeError| HarnessError::Input(format!("forge: {e}"));
+    let Some(list) = files.load_accepted()? else {
+        return Ok(None);
+    };
+    let ledger = baton_records::ledger::read(&files.ledger())?;
+    let mut rows = Vec::new();
+    for (i, f) in list.features.iter().enumerate() {
+        let Some(src) = f
+            .fields
+            .get("source")
+            .filter(|s| s["forge"] == forge.name())
+        else {
+            continue;
+        };
+        if !f.passes {
+            continue;
+        }
+        let flip =
+            ledger.entries.iter().rev().find(|e| {
+                e.kind == LedgerKind::Flip && e.feature == Some(i + 1) && e.proof.is_some()
+            });
+        let proof = flip.and_then(|e| e.proof.as_ref()).map_or_else(
+            || "no proof on record".to_string(),
+            baton_records::Proof::describe,
+        );
+        let commit = flip
+            .and_then(|e| e.commit.as_deref())
+            .map_or_else(String::new, |c| c.chars().take(10).collect());
+        let issue = src["number"].as_u64().unwrap_or_default();
+        rows.push((i + 1, f.description.clone(), issue, proof, commit));
+    }
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    crate::git::git_network(
+        &files.dir,
+        &["push", "-q", remote, &format!("HEAD:refs/heads/{branch}")],
+    )?;
+    let base = forge.default_branch().await.map_err(forge_err)?;
+    let mut body = format!(
+        "{PR_MARKER}\nBuilt by baton: each feature below was proven before it was pushed.\n\n| feature | issue | proven by | commit |\n|---|---|---|---|\n"
+    );
+    for (n, description, issue, proof, commit) in &rows {
+        let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
+        body.push_str(&format!(
+            "| #{n} {} | #{issue} | {} | {commit} |\n",
+            cell(description),
+            cell(proof)
+        ));
+    }
+    body.push('\n');
+    for (_, _, issue, _, _) in &rows {
+        body.push_str(&format!("Closes #{issue}\n"));
+    }
+    let features = rows.iter().map(|r| r.0).collect();
+    if let Some(pr) = forge.pull_request_of(branch).await.map_err(forge_err)? {
+        forge
+            .update_pull_request(pr.number, &body)
+            .await
+            .map_err(forge_err)?;
+        return Ok(Some(Published {
+            pr,
+            opened: false,
+            features,
+        }));
+    }
+    let title = format!("baton: {} feature(s) from issues, proven", rows.len());
+    let pr = forge
+        .open_pull_request(branch, &base, &title, &body)
+        .await
+        .map_err(forge_err)?;
+    Ok(Some(Published {
+        pr,
+        opened: true,
+        features,
+    }))
 }
 
 /// The feature an issue asks for, the issue, and whether it has a check.

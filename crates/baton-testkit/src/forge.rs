@@ -28,8 +28,12 @@ pub struct ForgeScript {
 /// One request the forge got.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForgeRequest {
+    /// Its method.
+    pub method: String,
     /// The path and query.
     pub path: String,
+    /// Its body.
+    pub body: String,
     /// Its `Authorization` header.
     pub authorization: Option<String>,
     /// When it came.
@@ -41,6 +45,7 @@ pub struct ScriptedForge {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     requests: Arc<Mutex<Vec<ForgeRequest>>>,
+    pulls: Arc<Mutex<Vec<Value>>>,
 }
 
 /// An open issue `number` of `author`.
@@ -67,6 +72,8 @@ impl ScriptedForge {
         let url = format!("http://{}", listener.local_addr()?);
         let requests: Arc<Mutex<Vec<ForgeRequest>>> = Arc::default();
         let seen = requests.clone();
+        let pulls: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let held = pulls.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -76,21 +83,30 @@ impl ScriptedForge {
                 let mut reader = BufReader::new(read_half);
                 let mut first = String::new();
                 let _ = reader.read_line(&mut first);
+                let method = first.split_whitespace().next().unwrap_or("GET").to_string();
                 let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
                 let mut authorization = None;
+                let mut length = 0usize;
                 let mut line = String::new();
                 while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    if let Some((k, v)) = line.split_once(':')
-                        && k.eq_ignore_ascii_case("authorization")
-                    {
-                        authorization = Some(v.trim().to_string());
+                    if let Some((k, v)) = line.split_once(':') {
+                        if k.eq_ignore_ascii_case("authorization") {
+                            authorization = Some(v.trim().to_string());
+                        } else if k.eq_ignore_ascii_case("content-length") {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
                     }
                     line.clear();
                 }
+                let mut body = vec![0u8; length.min(1 << 20)];
+                let _ = std::io::Read::read_exact(&mut reader, &mut body);
+                let body = String::from_utf8_lossy(&body).into_owned();
                 let n = {
                     let Ok(mut r) = seen.lock() else { continue };
                     r.push(ForgeRequest {
+                        method: method.clone(),
                         path: path.clone(),
+                        body: body.clone(),
                         authorization,
                         at: std::time::Instant::now(),
                     });
@@ -103,7 +119,10 @@ impl ScriptedForge {
                         json!({"message": "API rate limit exceeded"}).to_string(),
                     ),
                     _ => {
-                        let (status, body) = answer(&script, &path);
+                        let (status, body) = match pull_answer(&held, &method, &path, &body) {
+                            Some(a) => a,
+                            None => answer(&script, &path),
+                        };
                         (status, String::new(), body.to_string())
                     }
                 };
@@ -114,12 +133,76 @@ impl ScriptedForge {
                 );
             }
         });
-        Ok(Self { url, requests })
+        Ok(Self {
+            url,
+            requests,
+            pulls,
+        })
+    }
+
+    /// The pull requests opened on it, as it holds them (`number`, `head`,
+    /// `base`, `title`, `body`).
+    pub fn pulls(&self) -> Vec<Value> {
+        self.pulls.lock().map(|p| p.clone()).unwrap_or_default()
     }
 
     /// Every request so far, in order.
     pub fn requests(&self) -> Vec<ForgeRequest> {
         self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+/// The answer about pull requests and the repository, if `path` asks of them:
+/// open one (POST), list the open ones (GET, `head` filtered as GitHub does),
+/// change one's body (PATCH), the repository itself (its default branch).
+fn pull_answer(
+    pulls: &Mutex<Vec<Value>>,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Option<(&'static str, Value)> {
+    let path = path.strip_prefix("/api/v1").unwrap_or(path);
+    let (route, query) = path.split_once('?').unwrap_or((path, ""));
+    let parts: Vec<&str> = route.trim_matches('/').split('/').collect();
+    let mut held = pulls.lock().ok()?;
+    let asked: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    match (method, parts.as_slice()) {
+        ("GET", ["repos", _, _]) => Some(("200 OK", json!({"default_branch": "main"}))),
+        ("POST", ["repos", o, r, "pulls"]) => {
+            let number = 100 + held.len() as u64;
+            let pr = json!({
+                "number": number,
+                "html_url": format!("https://forge.example/{o}/{r}/pull/{number}"),
+                "head": {"ref": asked["head"]},
+                "base": {"ref": asked["base"]},
+                "title": asked["title"],
+                "body": asked["body"],
+            });
+            held.push(pr.clone());
+            Some(("201 Created", pr))
+        }
+        ("GET", ["repos", _, _, "pulls"]) => {
+            let head = query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("head="))
+                .and_then(|h| h.split_once(':'))
+                .map(|(_, branch)| branch.to_string());
+            let open: Vec<Value> = held
+                .iter()
+                .filter(|p| head.as_ref().is_none_or(|h| p["head"]["ref"] == h.as_str()))
+                .cloned()
+                .collect();
+            Some(("200 OK", Value::Array(open)))
+        }
+        ("PATCH", ["repos", _, _, "pulls", n]) => {
+            let n: u64 = n.parse().ok()?;
+            let pr = held.iter_mut().find(|p| p["number"] == n)?;
+            if let Some(b) = asked.get("body") {
+                pr["body"] = b.clone();
+            }
+            Some(("200 OK", pr.clone()))
+        }
+        _ => None,
     }
 }
 

@@ -228,3 +228,156 @@ fn a_pull_without_a_forge_says_what_to_configure() {
     assert!(said.contains("repo = \"owner/name\""), "{said}");
     assert_eq!(accepted(&p).len(), 2);
 }
+
+/// The flow end to end: an issue pulled, built and proven by `baton run` (its
+/// check failed at the base and passes after the session), then `baton issues
+/// pr` pushes baton's branch and opens one pull request whose body is the proof
+/// table and closes the issue; run again, it updates that pull request instead
+/// of opening a second.
+#[test]
+fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
+    use baton_testkit::{Reply, Step, Wire};
+    let forge = ScriptedForge::start(ForgeScript {
+        issues: vec![issue(
+            3,
+            "Clear completed todos",
+            "- [ ] Click Clear completed\n\n```verify\ngrep -q clear src/app.js\n```\n",
+            "alice",
+        )],
+        writers: vec!["alice".into()],
+        ..ForgeScript::default()
+    })
+    .unwrap();
+    let p = project(&format!(
+        "[forge]\napi = \"{}\"\nrepo = \"o/r\"\n[run]\npause_secs = 0\n",
+        forge.url
+    ));
+    // Both features of the project pass: the issue's is the one to build.
+    let mut list = accepted(&p);
+    list[1]["passes"] = json!(true);
+    let text = serde_json::to_string_pretty(&list).unwrap() + "\n";
+    std::fs::write(p.path().join("feature_list.json"), &text).unwrap();
+    std::fs::write(p.path().join(".baton/accepted_feature_list.json"), &text).unwrap();
+    let git = |args: &[&str]| {
+        let o = std::process::Command::new("git")
+            .args(args)
+            .current_dir(p.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qam",
+        "both pass",
+    ]);
+    let remote = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(remote.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    git(&[
+        "remote",
+        "add",
+        "origin",
+        &remote.path().display().to_string(),
+    ]);
+
+    let out = pull(&p);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut flipped = accepted(&p);
+    assert_eq!(flipped.len(), 3);
+    flipped[2]["passes"] = json!(true);
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Write",
+                    json!({"file_path": "src/app.js", "content": "// clear completed\n"}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "feature_list.json", "content": serde_json::to_string_pretty(&flipped).unwrap() + "\n"}),
+                ),
+                (
+                    "Bash",
+                    json!({"command": "echo 'Session 1: clear completed.' >> claude-progress.txt && git add -A && git commit -qm 'Clear completed todos (#3)'"}),
+                ),
+            ])),
+            Step::Reply(Reply::text("Built #3.")),
+        ],
+    );
+    let run = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+
+    let pr = |p: &Project| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .env("GITHUB_TOKEN", TOKEN)
+            .args(["issues", "pr"])
+            .arg(p.path())
+            .output()
+            .unwrap()
+    };
+    let out = pr(&p);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("opened pull request #100"), "{said}");
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(pulls[0]["head"]["ref"], "baton/batch");
+    assert_eq!(pulls[0]["base"]["ref"], "main");
+    let body = pulls[0]["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("<!-- baton: proof of this batch -->"),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            "| #3 Clear completed todos (issue #3) | #3 | verify command `grep -q clear src/app.js`"
+        ),
+        "{body}"
+    );
+    assert!(body.contains("Closes #3"), "{body}");
+    // baton's branch on the remote is the project's HEAD.
+    let head = git(&["rev-parse", "HEAD"]);
+    let pushed = std::process::Command::new("git")
+        .args(["rev-parse", "refs/heads/baton/batch"])
+        .current_dir(remote.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&pushed.stdout).trim(), head);
+
+    let again = pr(&p);
+    let said = stderr(&again);
+    assert_eq!(again.status.code(), Some(0), "{said}");
+    assert!(said.contains("updated pull request #100"), "{said}");
+    assert_eq!(forge.pulls().len(), 1, "a second pull request");
+    let writes: Vec<_> = forge
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET")
+        .collect();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    assert!(
+        writes
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {TOKEN}")))
+    );
+}
