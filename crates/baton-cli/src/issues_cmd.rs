@@ -36,6 +36,18 @@ pub enum IssuesCommand {
         /// The project directory.
         dir: PathBuf,
     },
+    /// One step of the watch of baton's pull request (run it from cron or a loop;
+    /// it goes on from .baton/forge.json, however the last one ended). A failed
+    /// check becomes a feature "Fix CI on pull request #N" with what the check said
+    /// (once per pushed commit); no check started within [forge] checks_start_secs
+    /// tells a person ([notify], once) and the pull request is never merged so;
+    /// with [forge] merge, baton merges it once every check passed (at least one ran).
+    ///
+    /// Exit codes: 0 the step was taken; 1 error.
+    Watch {
+        /// The project directory.
+        dir: PathBuf,
+    },
 }
 
 /// Run `baton issues …`.
@@ -43,7 +55,59 @@ pub fn run(what: IssuesCommand, secrets: &Secrets) -> anyhow::Result<ExitCode> {
     match what {
         IssuesCommand::Pull { dir } => pull(&dir, secrets),
         IssuesCommand::Pr { dir } => pr(&dir, secrets),
+        IssuesCommand::Watch { dir } => watch(&dir, secrets),
     }
+}
+
+fn watch(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+    use baton_harness::forge_watch::Watched;
+    let (dir, cfg, forge) = open(dir, secrets)?;
+    let notifier =
+        crate::notify::Notifier::new(&cfg.notify, crate::notify::webhook(&cfg.notify), &dir);
+    let tell = |event: &str, text: &str| {
+        eprintln!("{text}");
+        if let Some(n) = &notifier {
+            n.send(event, text, serde_json::json!({}));
+        }
+    };
+    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton issues watch")?;
+    let files = Files::new(dir, cfg.project);
+    let step = runtime()?.block_on(baton_harness::forge_watch::step(
+        &files, &forge, &cfg.forge, &tell,
+    ));
+    lock.release();
+    if let Some(n) = &notifier {
+        n.close(std::time::Duration::from_secs(
+            cfg.notify.timeout_secs.max(1) * 2,
+        ));
+    }
+    let line = match step? {
+        Watched::NoPullRequest => {
+            "baton: no pull request of baton's yet (`baton issues pr`)".to_string()
+        }
+        Watched::Waiting(running) if running.is_empty() => {
+            "baton: waiting for the pull request's checks to start".to_string()
+        }
+        Watched::Waiting(running) => format!("baton: checks still running: {}", running.join(", ")),
+        Watched::Failed(n, true, names) => format!(
+            "baton: CI failed ({}): feature #{n} to fix it is on the list for the next `baton run`",
+            names.join(", ")
+        ),
+        Watched::Failed(n, false, names) => format!(
+            "baton: CI failed ({}): feature #{n} to fix it is on the list already",
+            names.join(", ")
+        ),
+        Watched::NeverStarted(_) => {
+            "baton: no check started in time: a person was told; not merged".to_string()
+        }
+        Watched::Passed(true) => "baton: every check passed: merged".to_string(),
+        Watched::Passed(false) => {
+            "baton: every check passed ([forge] merge is off: a person merges)".to_string()
+        }
+        Watched::Merged => "baton: merged already".to_string(),
+    };
+    eprintln!("{line}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The project, its config, and its forge with baton's token.

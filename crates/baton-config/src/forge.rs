@@ -35,6 +35,12 @@ pub struct ForgeConfig {
     pub remote: String,
     /// baton's branch, whose one pull request carries the proven work.
     pub branch: String,
+    /// `baton issues watch` merges baton's pull request once every check of its
+    /// head passed (at least one ran). Off by default: a person merges.
+    pub merge: bool,
+    /// Seconds after a push within which a check must start; past them a person
+    /// is told (`[notify]`) and the pull request is never merged so.
+    pub checks_start_secs: u64,
 }
 
 impl Default for ForgeConfig {
@@ -47,6 +53,8 @@ impl Default for ForgeConfig {
             token_env: "GITHUB_TOKEN".into(),
             remote: "origin".into(),
             branch: "baton/batch".into(),
+            merge: false,
+            checks_start_secs: 600,
         }
     }
 }

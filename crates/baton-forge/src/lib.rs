@@ -36,6 +36,32 @@ pub struct PullRequest {
     pub url: String,
 }
 
+/// A check of a commit, as the forge reports it (GitHub's check runs, Forgejo's
+/// commit statuses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// Its name.
+    pub name: String,
+    /// Where it stands.
+    pub state: CheckState,
+    /// What it said (its output's title, summary and text; a status's
+    /// description), for the feature that fixes it.
+    pub said: String,
+    /// Its page.
+    pub url: String,
+}
+
+/// Where a check stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckState {
+    /// Queued or running.
+    Pending,
+    /// Passed (or skipped, or neutral).
+    Passed,
+    /// Failed, timed out, cancelled, or needs action.
+    Failed,
+}
+
 /// What went wrong talking to the forge.
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
@@ -106,6 +132,19 @@ pub trait Forge {
         &self,
         number: u64,
         body: &str,
+    ) -> impl std::future::Future<Output = Result<(), ForgeError>>;
+
+    /// The checks of commit `sha`.
+    fn checks(
+        &self,
+        sha: &str,
+    ) -> impl std::future::Future<Output = Result<Vec<Check>, ForgeError>>;
+
+    /// Merge pull request `number` at `sha` (refused by the forge if its head moved).
+    fn merge(
+        &self,
+        number: u64,
+        sha: &str,
     ) -> impl std::future::Future<Output = Result<(), ForgeError>>;
 
     /// Who put `label` on issue `number` (GitHub's events; empty where the forge
@@ -364,6 +403,77 @@ impl Forge for Rest {
             Some(&ask),
         )
         .await?;
+        Ok(())
+    }
+
+    async fn checks(&self, sha: &str) -> Result<Vec<Check>, ForgeError> {
+        match self.kind {
+            ForgeKind::Github => {
+                let runs = self
+                    .get(&format!("/commits/{sha}/check-runs?per_page=100"))
+                    .await?
+                    .unwrap_or(Value::Null);
+                Ok(runs["check_runs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| {
+                        let state = match (r["status"].as_str(), r["conclusion"].as_str()) {
+                            (Some("completed"), Some("success" | "skipped" | "neutral")) => {
+                                CheckState::Passed
+                            }
+                            (Some("completed"), _) => CheckState::Failed,
+                            _ => CheckState::Pending,
+                        };
+                        let out = &r["output"];
+                        let said: Vec<&str> = [&out["title"], &out["summary"], &out["text"]]
+                            .into_iter()
+                            .filter_map(Value::as_str)
+                            .filter(|t| !t.trim().is_empty())
+                            .collect();
+                        Check {
+                            name: r["name"].as_str().unwrap_or_default().to_string(),
+                            state,
+                            said: said.join("\n"),
+                            url: r["html_url"].as_str().unwrap_or_default().to_string(),
+                        }
+                    })
+                    .collect())
+            }
+            ForgeKind::Forgejo => {
+                let status = self
+                    .get(&format!("/commits/{sha}/status"))
+                    .await?
+                    .unwrap_or(Value::Null);
+                Ok(status["statuses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|s| Check {
+                        name: s["context"].as_str().unwrap_or_default().to_string(),
+                        state: match s["status"].as_str() {
+                            Some("success" | "warning") => CheckState::Passed,
+                            Some("pending") | None => CheckState::Pending,
+                            Some(_) => CheckState::Failed,
+                        },
+                        said: s["description"].as_str().unwrap_or_default().to_string(),
+                        url: s["target_url"].as_str().unwrap_or_default().to_string(),
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    async fn merge(&self, number: u64, sha: &str) -> Result<(), ForgeError> {
+        let (method, ask) = match self.kind {
+            ForgeKind::Github => (reqwest::Method::PUT, serde_json::json!({"sha": sha})),
+            ForgeKind::Forgejo => (
+                reqwest::Method::POST,
+                serde_json::json!({"Do": "merge", "head_commit_id": sha}),
+            ),
+        };
+        self.request(method, &format!("/pulls/{number}/merge"), Some(&ask))
+            .await?;
         Ok(())
     }
 

@@ -39,7 +39,7 @@ pub fn no_check(issue: u64) -> String {
 /// Pull `label`'s open issues from `forge` into `files`' accepted list.
 pub async fn pull(files: &Files, forge: &impl Forge, label: &str) -> Result<Pulled, HarnessError> {
     let forge_err = |e: baton_forge::ForgeError| HarnessError::Input(format!("forge: {e}"));
-    let mut list = files.load_accepted()?.ok_or_else(|| {
+    let list = files.load_accepted()?.ok_or_else(|| {
         HarnessError::Input(format!(
             "{} has no accepted feature list yet: run `baton run` first (it adopts {} or writes one), then pull issues into it",
             files.dir.display(),
@@ -79,55 +79,81 @@ pub async fn pull(files: &Files, forge: &impl Forge, label: &str) -> Result<Pull
         }
         features.push(feature_of(&issue, forge.name()));
     }
-    if features.is_empty() {
+    let items = features
+        .into_iter()
+        .map(|(feature, issue, check)| {
+            let detail = format!(
+                "from issue #{} ({}) by {}",
+                issue.number, issue.url, issue.author
+            );
+            let blocked = (!check).then(|| no_check(issue.number));
+            (feature, detail, blocked, issue.number)
+        })
+        .collect::<Vec<_>>();
+    if items.is_empty() {
         return Ok(out);
     }
+    let numbers: Vec<String> = items.iter().map(|i| format!("#{}", i.3)).collect();
+    let message = format!(
+        "baton issues pull: {} issue(s) from {} as features ({})",
+        items.len(),
+        forge.name(),
+        numbers.join(", ")
+    );
+    let issues: Vec<u64> = items.iter().map(|i| i.3).collect();
+    let added = append_features(
+        files,
+        &list,
+        items.into_iter().map(|(f, d, b, _)| (f, d, b)).collect(),
+        &message,
+    )?;
+    for ((n, blocked), issue) in added.into_iter().zip(issues) {
+        out.added.push((n, issue));
+        if blocked {
+            out.blocked.push(n);
+        }
+    }
+    Ok(out)
+}
+
+/// Append `items` (a feature, the ledger's words for where it came from, why it
+/// is blocked if it is) to the accepted list `list`: saved, committed with
+/// `message`, each recorded (`added`), the blocked ones blocked. Returns each
+/// one's number (1-based) and whether it was blocked.
+pub(crate) fn append_features(
+    files: &Files,
+    list: &FeatureList,
+    items: Vec<(Value, String, Option<String>)>,
+    message: &str,
+) -> Result<Vec<(usize, bool)>, HarnessError> {
     let mut state = State::load(&files.dir)?;
     let session = state.sessions.iter().map(|s| s.number).max().unwrap_or(0);
     let mut entries = Vec::new();
+    let mut added = Vec::new();
     let mut values: Vec<Value> = serde_json::from_str(&list.to_json()).unwrap_or_default();
-    for (feature, issue, check) in features {
+    for (feature, detail, blocked) in items {
         values.push(feature);
         let n = values.len();
-        out.added.push((n, issue.number));
         entries.push(LedgerEntry {
             feature: Some(n),
-            ..LedgerEntry::new(
-                session,
-                LedgerKind::Added,
-                format!(
-                    "from issue #{} ({}) by {}",
-                    issue.number, issue.url, issue.author
-                ),
-            )
+            ..LedgerEntry::new(session, LedgerKind::Added, detail)
         });
-        if !check {
-            out.blocked.push(n);
-            let r = state.features.entry(n).or_default();
-            r.blocked = Some(no_check(issue.number));
+        added.push((n, blocked.is_some()));
+        if let Some(why) = blocked {
+            state.features.entry(n).or_default().blocked = Some(why);
         }
     }
     let text = serde_json::to_string_pretty(&values).unwrap_or_default() + "\n";
-    list = FeatureList::parse(&text, &files.names.feature_list).map_err(|source| {
+    let list = FeatureList::parse(&text, &files.names.feature_list).map_err(|source| {
         HarnessError::FeatureList {
-            what: "the issues did not make a valid feature list".into(),
+            what: "the forge's work did not make a valid feature list".into(),
             source,
         }
     })?;
     files.save_accepted(&list)?;
     state.save(&files.dir)?;
-    let numbers: Vec<String> = out.added.iter().map(|(_, i)| format!("#{i}")).collect();
-    files.commit_list(
-        &list,
-        &format!(
-            "baton issues pull: {} issue(s) from {} as features ({})",
-            out.added.len(),
-            forge.name(),
-            numbers.join(", ")
-        ),
-        entries,
-    )?;
-    Ok(out)
+    files.commit_list(&list, message, entries)?;
+    Ok(added)
 }
 
 /// What `publish` did: the pull request, whether it was opened now (else its
@@ -211,25 +237,44 @@ pub async fn publish(
         body.push_str(&format!("Closes #{issue}\n"));
     }
     let features = rows.iter().map(|r| r.0).collect();
-    if let Some(pr) = forge.pull_request_of(branch).await.map_err(forge_err)? {
-        forge
-            .update_pull_request(pr.number, &body)
-            .await
-            .map_err(forge_err)?;
-        return Ok(Some(Published {
-            pr,
-            opened: false,
-            features,
-        }));
+    let (pr, opened) = match forge.pull_request_of(branch).await.map_err(forge_err)? {
+        Some(pr) => {
+            forge
+                .update_pull_request(pr.number, &body)
+                .await
+                .map_err(forge_err)?;
+            (pr, false)
+        }
+        None => {
+            let title = format!("baton: {} feature(s) from issues, proven", rows.len());
+            let pr = forge
+                .open_pull_request(branch, &base, &title, &body)
+                .await
+                .map_err(forge_err)?;
+            (pr, true)
+        }
+    };
+    // The watch goes on from here: a new head waits for its checks again.
+    let head = crate::git::rev(&files.dir, "HEAD")?;
+    let mut record = baton_records::forge::ForgeRecord::load(&files.dir);
+    let same = record
+        .pull
+        .as_ref()
+        .is_some_and(|p| p.number == pr.number && p.head == head);
+    if !same {
+        record.pull = Some(baton_records::forge::PullRecord {
+            number: pr.number,
+            url: pr.url.clone(),
+            branch: branch.to_string(),
+            head,
+            pushed_ms: baton_agent::transcript::now_ms(),
+            ..Default::default()
+        });
+        record.save(&files.dir)?;
     }
-    let title = format!("baton: {} feature(s) from issues, proven", rows.len());
-    let pr = forge
-        .open_pull_request(branch, &base, &title, &body)
-        .await
-        .map_err(forge_err)?;
     Ok(Some(Published {
         pr,
-        opened: true,
+        opened,
         features,
     }))
 }

@@ -47,6 +47,7 @@ pub mod checks;
 pub mod edit;
 mod error;
 pub mod files;
+pub mod forge_watch;
 mod gates;
 mod git;
 pub mod guard;

@@ -50,6 +50,8 @@ pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 pub const PASSED_ON: &str = ".baton/passed-on.json";
 /// One line a run of one agent: its start, end and the sweep before "complete".
 pub const RUNS: &str = ".baton/runs.jsonl";
+/// baton's pull request on the forge and where its watch stands.
+pub const FORGE: &str = ".baton/forge.json";
 
 /// The highest session number handed out ([`crate::SessionNumbers`]).
 pub const LAST_SESSION: &str = ".baton/last-session";

@@ -21,6 +21,7 @@
 pub mod beneath;
 pub mod cursor;
 pub mod features;
+pub mod forge;
 pub mod human;
 pub mod layout;
 pub mod ledger;

@@ -46,6 +46,22 @@ pub struct ScriptedForge {
     pub url: String,
     requests: Arc<Mutex<Vec<ForgeRequest>>>,
     pulls: Arc<Mutex<Vec<Value>>>,
+    checks: Checks,
+}
+
+/// Check runs by commit.
+type Checks = Arc<Mutex<BTreeMap<String, Vec<Value>>>>;
+
+/// A check run of GitHub's: `status` (`queued`, `in_progress`, `completed`) and,
+/// once completed, `conclusion` (`success`, `failure`, …), with what it said.
+pub fn check_run(name: &str, status: &str, conclusion: Option<&str>, summary: &str) -> Value {
+    json!({
+        "name": name,
+        "status": status,
+        "conclusion": conclusion,
+        "output": {"title": format!("{name}"), "summary": summary, "text": null},
+        "html_url": format!("https://forge.example/o/r/runs/{name}"),
+    })
 }
 
 /// An open issue `number` of `author`.
@@ -74,6 +90,8 @@ impl ScriptedForge {
         let seen = requests.clone();
         let pulls: Arc<Mutex<Vec<Value>>> = Arc::default();
         let held = pulls.clone();
+        let checks: Checks = Arc::default();
+        let runs = checks.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -121,7 +139,9 @@ impl ScriptedForge {
                     _ => {
                         let (status, body) = match pull_answer(&held, &method, &path, &body) {
                             Some(a) => a,
-                            None => answer(&script, &path),
+                            None => {
+                                check_answer(&runs, &path).unwrap_or_else(|| answer(&script, &path))
+                            }
                         };
                         (status, String::new(), body.to_string())
                     }
@@ -137,7 +157,16 @@ impl ScriptedForge {
             url,
             requests,
             pulls,
+            checks,
         })
+    }
+
+    /// From now on, commit `sha`'s check runs are `runs` (as [`check_run`] makes
+    /// them).
+    pub fn set_checks(&self, sha: &str, runs: Vec<Value>) {
+        if let Ok(mut c) = self.checks.lock() {
+            c.insert(sha.to_string(), runs);
+        }
     }
 
     /// The pull requests opened on it, as it holds them (`number`, `head`,
@@ -194,6 +223,13 @@ fn pull_answer(
                 .collect();
             Some(("200 OK", Value::Array(open)))
         }
+        ("PUT" | "POST", ["repos", _, _, "pulls", n, "merge"]) => {
+            let n: u64 = n.parse().ok()?;
+            let pr = held.iter_mut().find(|p| p["number"] == n)?;
+            pr["merged"] = json!(true);
+            pr["merged_at"] = asked["sha"].clone();
+            Some(("200 OK", json!({"merged": true})))
+        }
         ("PATCH", ["repos", _, _, "pulls", n]) => {
             let n: u64 = n.parse().ok()?;
             let pr = held.iter_mut().find(|p| p["number"] == n)?;
@@ -204,6 +240,23 @@ fn pull_answer(
         }
         _ => None,
     }
+}
+
+/// The check runs of a commit (GitHub's route), if `path` asks for them.
+fn check_answer(
+    checks: &Mutex<BTreeMap<String, Vec<Value>>>,
+    path: &str,
+) -> Option<(&'static str, Value)> {
+    let (route, _) = path.split_once('?').unwrap_or((path, ""));
+    let parts: Vec<&str> = route.trim_matches('/').split('/').collect();
+    let ["repos", _, _, "commits", sha, "check-runs"] = parts.as_slice() else {
+        return None;
+    };
+    let runs = checks.lock().ok()?.get(*sha).cloned().unwrap_or_default();
+    Some((
+        "200 OK",
+        json!({"total_count": runs.len(), "check_runs": runs}),
+    ))
 }
 
 /// The answer to `path` (under `/api/v1` or not).

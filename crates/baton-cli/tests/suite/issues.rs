@@ -229,13 +229,16 @@ fn a_pull_without_a_forge_says_what_to_configure() {
     assert_eq!(accepted(&p).len(), 2);
 }
 
-/// The flow end to end: an issue pulled, built and proven by `baton run` (its
-/// check failed at the base and passes after the session), then `baton issues
-/// pr` pushes baton's branch and opens one pull request whose body is the proof
-/// table and closes the issue; run again, it updates that pull request instead
-/// of opening a second.
-#[test]
-fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
+/// An issue pulled, built and proven by a scripted `baton run` (its check failed
+/// at the base and passes after the session), with a bare repository as the
+/// remote; `forge_extra` ends the `[forge]` table, `notify` is a table before it.
+struct Published {
+    forge: ScriptedForge,
+    p: Project,
+    remote: tempfile::TempDir,
+}
+
+fn proven(forge_extra: &str, notify: &str) -> Published {
     use baton_testkit::{Reply, Step, Wire};
     let forge = ScriptedForge::start(ForgeScript {
         issues: vec![issue(
@@ -249,7 +252,7 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
     })
     .unwrap();
     let p = project(&format!(
-        "[forge]\napi = \"{}\"\nrepo = \"o/r\"\n[run]\npause_secs = 0\n",
+        "[run]\npause_secs = 0\n{notify}[forge]\napi = \"{}\"\nrepo = \"o/r\"\n{forge_extra}",
         forge.url
     ));
     // Both features of the project pass: the issue's is the one to build.
@@ -327,14 +330,40 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
         .unwrap();
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
 
-    let pr = |p: &Project| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-            .env("GITHUB_TOKEN", TOKEN)
-            .args(["issues", "pr"])
-            .arg(p.path())
-            .output()
-            .unwrap()
-    };
+    Published { forge, p, remote }
+}
+
+fn issues(p: &Project, verb: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .env("GITHUB_TOKEN", TOKEN)
+        .args(["issues", verb])
+        .arg(p.path())
+        .output()
+        .unwrap()
+}
+
+fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let o = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The flow end to end: an issue pulled, built and proven by `baton run`, then
+/// `baton issues pr` pushes baton's branch and opens one pull request whose body
+/// is the proof table and closes the issue; run again, it updates that pull
+/// request instead of opening a second.
+#[test]
+fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
+    let Published { forge, p, remote } = proven("", "");
+    let pr = |p: &Project| issues(p, "pr");
     let out = pr(&p);
     let said = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
@@ -356,7 +385,7 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
     );
     assert!(body.contains("Closes #3"), "{body}");
     // baton's branch on the remote is the project's HEAD.
-    let head = git(&["rev-parse", "HEAD"]);
+    let head = git_in(p.path(), &["rev-parse", "HEAD"]);
     let pushed = std::process::Command::new("git")
         .args(["rev-parse", "refs/heads/baton/batch"])
         .current_dir(remote.path())
@@ -380,4 +409,160 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
             .iter()
             .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {TOKEN}")))
     );
+}
+
+/// The watch of baton's pull request, step by step: waiting for checks to start,
+/// then to end; a failed check becomes one feature to fix it, with what the check
+/// said, never two (not even after a crash that lost the record's last step);
+/// once a new head's checks all pass, the pull request waits for a person, or,
+/// with `[forge] merge`, baton merges it at that head.
+#[test]
+fn a_failed_check_becomes_a_fix_feature_and_a_passing_head_is_merged_only_when_asked() {
+    use baton_testkit::forge::check_run;
+    let Published {
+        forge,
+        p,
+        remote: _remote,
+    } = proven("", "");
+    let said = |o: &std::process::Output| {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+        stderr(o)
+    };
+    assert!(said(&issues(&p, "pr")).contains("opened pull request #100"));
+    let head = git_in(p.path(), &["rev-parse", "HEAD"]);
+    let w = said(&issues(&p, "watch"));
+    assert!(
+        w.contains("waiting for the pull request's checks to start"),
+        "{w}"
+    );
+    forge.set_checks(&head, vec![check_run("test", "in_progress", None, "")]);
+    let w = said(&issues(&p, "watch"));
+    assert!(w.contains("checks still running: test"), "{w}");
+    forge.set_checks(
+        &head,
+        vec![check_run(
+            "test",
+            "completed",
+            Some("failure"),
+            "1 failed: the Clear completed button is missing",
+        )],
+    );
+    let w = said(&issues(&p, "watch"));
+    assert!(
+        w.contains(
+            "CI failed (test): feature #4 to fix it is on the list for the next `baton run`"
+        ),
+        "{w}"
+    );
+    let list = accepted(&p);
+    assert_eq!(list.len(), 4);
+    assert_eq!(
+        list[3]["description"],
+        "Fix CI on pull request #100: test failed"
+    );
+    assert!(
+        list[3]["steps"][0]
+            .as_str()
+            .unwrap()
+            .contains("the Clear completed button is missing")
+    );
+    assert_eq!(list[3]["source"]["head"], head.as_str());
+    let w = said(&issues(&p, "watch"));
+    assert!(
+        w.contains("feature #4 to fix it is on the list already"),
+        "{w}"
+    );
+    // A crash after the list's commit and before the record's save: the record
+    // still says it waits, the list says what was done.
+    let record = p
+        .file(".baton/forge.json")
+        .replace("checks_failed", "waiting_for_checks");
+    std::fs::write(p.path().join(".baton/forge.json"), record).unwrap();
+    let w = said(&issues(&p, "watch"));
+    assert!(w.contains("on the list already"), "{w}");
+    assert_eq!(accepted(&p).len(), 4, "a second fix feature");
+
+    // The fix lands (here by hand), the branch moves, its checks pass.
+    git_in(
+        p.path(),
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "Fix CI",
+        ],
+    );
+    assert!(said(&issues(&p, "pr")).contains("updated pull request #100"));
+    let fixed = git_in(p.path(), &["rev-parse", "HEAD"]);
+    forge.set_checks(
+        &fixed,
+        vec![check_run(
+            "test",
+            "completed",
+            Some("success"),
+            "all passed",
+        )],
+    );
+    let w = said(&issues(&p, "watch"));
+    assert!(
+        w.contains("every check passed ([forge] merge is off: a person merges)"),
+        "{w}"
+    );
+    assert!(forge.pulls()[0].get("merged").is_none(), "merged unasked");
+    let toml = std::fs::read_to_string(p.path().join("baton.toml")).unwrap();
+    std::fs::write(
+        p.path().join("baton.toml"),
+        toml.replace("repo = \"o/r\"\n", "repo = \"o/r\"\nmerge = true\n"),
+    )
+    .unwrap();
+    let w = said(&issues(&p, "watch"));
+    assert!(w.contains("every check passed: merged"), "{w}");
+    let pr = &forge.pulls()[0];
+    assert_eq!(pr["merged"], true);
+    assert_eq!(pr["merged_at"], fixed.as_str(), "merged at another head");
+    assert!(said(&issues(&p, "watch")).contains("merged already"));
+}
+
+/// Checks that never start: once `[forge] checks_start_secs` has passed a person
+/// is told (`[notify]`, once, however often the watch looks) and the pull
+/// request is not merged, `[forge] merge` or not: a missing check is "not
+/// passed", never "passed".
+#[test]
+fn checks_that_never_start_tell_a_person_and_never_merge() {
+    let told = tempfile::tempdir().unwrap();
+    let file = told.path().join("told.jsonl");
+    let notify = format!(
+        "[notify]\ncommand = [\"sh\", \"-c\", \"cat >> {}; echo >> {}\"]\n",
+        file.display(),
+        file.display()
+    );
+    let Published {
+        forge,
+        p,
+        remote: _remote,
+    } = proven("merge = true\nchecks_start_secs = 0\n", &notify);
+    let out = issues(&p, "pr");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for _ in 0..2 {
+        let out = issues(&p, "watch");
+        let w = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{w}");
+        assert!(
+            w.contains("no check started in time: a person was told; not merged"),
+            "{w}"
+        );
+    }
+    let said = std::fs::read_to_string(&file).unwrap_or_default();
+    assert_eq!(said.matches("ci_not_started").count(), 1, "{said}");
+    assert!(said.contains("pull request #100"), "{said}");
+    assert!(
+        forge.pulls()[0].get("merged").is_none(),
+        "merged with no check"
+    );
+    assert!(forge.requests().iter().all(|r| !r.path.ends_with("/merge")));
 }

@@ -1,0 +1,167 @@
+//! `baton issues watch`: one step of the watch of baton's pull request, a named
+//! state machine ([`baton_records::forge::Phase`]) kept in `.baton/forge.json`.
+//! Each step reads the checks of the head baton pushed and acts once:
+//!
+//! - a check failed: a feature "Fix CI on pull request #N" joins the list, with
+//!   what the check said, for the next `baton run` (one per head: a feature whose
+//!   source names this pull request and head is never added twice, whatever the
+//!   record says after a crash);
+//! - no check started within `[forge] checks_start_secs`: a person is told once
+//!   (`[notify]`, event `ci_not_started`), and the pull request is never merged so;
+//! - checks still running: nothing, the next step looks again;
+//! - every check passed (at least one ran): with `[forge] merge` baton merges it
+//!   at that head; a missing check is "not passed", never "passed".
+
+use baton_config::ForgeConfig;
+use baton_forge::{Check, CheckState, Forge};
+use baton_records::forge::{ForgeRecord, Phase};
+use serde_json::{Value, json};
+
+use crate::error::HarnessError;
+use crate::files::Files;
+
+/// What one step of the watch found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Watched {
+    /// baton has opened no pull request (`baton issues pr`).
+    NoPullRequest,
+    /// Checks are still running, or none started yet (within the wait).
+    Waiting(Vec<String>),
+    /// A check failed: the feature (1-based) that fixes it, `true` when added now.
+    Failed(usize, bool, Vec<String>),
+    /// No check started in time: the person was told now (`true`) or before.
+    NeverStarted(bool),
+    /// Every check passed; merged now when `[forge] merge`.
+    Passed(bool),
+    /// Merged before.
+    Merged,
+}
+
+/// One step of the watch of `files`' pull request on `forge`; `tell` reaches a
+/// person (`event`, `text`).
+pub async fn step(
+    files: &Files,
+    forge: &impl Forge,
+    cfg: &ForgeConfig,
+    tell: &dyn Fn(&str, &str),
+) -> Result<Watched, HarnessError> {
+    let forge_err = |e: baton_forge::ForgeError| HarnessError::Input(format!("forge: {e}"));
+    let mut record = ForgeRecord::load(&files.dir);
+    let Some(pull) = record.pull.clone() else {
+        return Ok(Watched::NoPullRequest);
+    };
+    if pull.phase == Phase::Merged {
+        return Ok(Watched::Merged);
+    }
+    let checks = forge.checks(&pull.head).await.map_err(forge_err)?;
+    let failed: Vec<&Check> = checks
+        .iter()
+        .filter(|c| c.state == CheckState::Failed)
+        .collect();
+    let pending: Vec<String> = checks
+        .iter()
+        .filter(|c| c.state == CheckState::Pending)
+        .map(|c| c.name.clone())
+        .collect();
+    let (phase, watched) = if !failed.is_empty() {
+        let names: Vec<String> = failed.iter().map(|c| c.name.clone()).collect();
+        let (n, now) = fix_feature(files, forge.name(), pull.number, &pull.head, &failed)?;
+        (Phase::ChecksFailed, Watched::Failed(n, now, names))
+    } else if checks.is_empty() {
+        let waited = baton_agent::transcript::now_ms().saturating_sub(pull.pushed_ms);
+        if waited < cfg.checks_start_secs.saturating_mul(1000) {
+            (Phase::WaitingForChecks, Watched::Waiting(Vec::new()))
+        } else {
+            let now = !record
+                .pull
+                .as_ref()
+                .is_some_and(|p| p.told.contains(&pull.head));
+            if now {
+                tell(
+                    "ci_not_started",
+                    &format!(
+                        "baton: no check started on pull request #{} ({}) within {} s of the push of {}: it is not merged so; look at the repository's CI",
+                        pull.number,
+                        pull.url,
+                        cfg.checks_start_secs,
+                        &pull.head[..pull.head.len().min(10)]
+                    ),
+                );
+                if let Some(p) = record.pull.as_mut() {
+                    p.told.push(pull.head.clone());
+                }
+            }
+            (Phase::ChecksNeverStarted, Watched::NeverStarted(now))
+        }
+    } else if !pending.is_empty() {
+        (Phase::WaitingForChecks, Watched::Waiting(pending))
+    } else if cfg.merge {
+        forge
+            .merge(pull.number, &pull.head)
+            .await
+            .map_err(forge_err)?;
+        (Phase::Merged, Watched::Passed(true))
+    } else {
+        (Phase::ChecksPassed, Watched::Passed(false))
+    };
+    if let Some(p) = record.pull.as_mut() {
+        p.phase = phase;
+    }
+    record.save(&files.dir)?;
+    Ok(watched)
+}
+
+/// The feature that fixes the failed checks of `head` on pull request `number`:
+/// the one on the list already, or one appended now (`true`).
+fn fix_feature(
+    files: &Files,
+    forge: &str,
+    number: u64,
+    head: &str,
+    failed: &[&Check],
+) -> Result<(usize, bool), HarnessError> {
+    let list = files.load_accepted()?.ok_or_else(|| {
+        HarnessError::Input(format!(
+            "{} has no accepted feature list",
+            files.dir.display()
+        ))
+    })?;
+    let known = list.features.iter().position(|f| {
+        f.fields
+            .get("source")
+            .is_some_and(|s| s["forge"] == forge && s["pull"] == number && s["head"] == head)
+    });
+    if let Some(i) = known {
+        return Ok((i + 1, false));
+    }
+    let names: Vec<String> = failed.iter().map(|c| c.name.clone()).collect();
+    let said: String = failed
+        .iter()
+        .map(|c| format!("{}: {}", c.name, c.said.trim()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let said: String = said.chars().take(2_000).collect();
+    let feature = json!({
+        "category": "ci",
+        "description": format!("Fix CI on pull request #{number}: {} failed", names.join(", ")),
+        "steps": [
+            format!("Read what the failing check said: {said}"),
+            "Find and fix the cause in the project's code".to_string(),
+            "Run what the check runs, the way the project's CI does, and see it pass".to_string(),
+        ],
+        "passes": false,
+        "source": {"forge": forge, "pull": number, "head": head, "checks": names, "urls": failed.iter().map(|c| Value::String(c.url.clone())).collect::<Vec<_>>()},
+    });
+    let detail = format!(
+        "from the CI of pull request #{number} at {}: {} failed",
+        &head[..head.len().min(10)],
+        names.join(", ")
+    );
+    let message = format!(
+        "baton issues watch: CI of pull request #{number} failed ({}): a feature to fix it",
+        names.join(", ")
+    );
+    let added =
+        crate::issues::append_features(files, &list, vec![(feature, detail, None)], &message)?;
+    Ok((added.first().map_or(0, |a| a.0), true))
+}
