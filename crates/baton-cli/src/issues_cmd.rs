@@ -72,9 +72,16 @@ fn watch(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
     };
     let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton issues watch")?;
     let files = Files::new(dir, cfg.project);
-    let step = runtime()?.block_on(baton_harness::forge_watch::step(
+    let rt = runtime()?;
+    let step = rt.block_on(baton_harness::forge_watch::step(
         &files, &forge, &cfg.forge, &tell,
     ));
+    let reviewed = match &step {
+        Ok(_) => Some(rt.block_on(baton_harness::forge_watch::reviews(
+            &files, &forge, &cfg.forge, &tell,
+        ))),
+        Err(_) => None,
+    };
     lock.release();
     if let Some(n) = &notifier {
         n.close(std::time::Duration::from_secs(
@@ -107,6 +114,35 @@ fn watch(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
         Watched::Merged => "baton: merged already".to_string(),
     };
     eprintln!("{line}");
+    if let Some(r) = reviewed {
+        let r = r?;
+        let list = |v: &[usize]| {
+            v.iter()
+                .map(|n| format!("#{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !r.added.is_empty() {
+            eprintln!(
+                "baton: review threads are features now: {} (for the next `baton run`)",
+                list(&r.added)
+            );
+        }
+        if !r.answered.is_empty() {
+            eprintln!(
+                "baton: answered and resolved the review threads of features {}",
+                list(&r.answered)
+            );
+        }
+        for who in &r.ignored {
+            eprintln!("baton: ignored a review thread by {who}: no write access");
+        }
+        if r.capped.is_some() {
+            eprintln!(
+                "baton: [forge] max_review_cycles reached: the review threads left are for a person"
+            );
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -41,6 +41,9 @@ pub struct ForgeConfig {
     /// Seconds after a push within which a check must start; past them a person
     /// is told (`[notify]`) and the pull request is never merged so.
     pub checks_start_secs: u64,
+    /// Review threads that become features on one pull request at most; past
+    /// them a person is told instead (review loops that never converge).
+    pub max_review_cycles: u32,
 }
 
 impl Default for ForgeConfig {
@@ -55,6 +58,7 @@ impl Default for ForgeConfig {
             branch: "baton/batch".into(),
             merge: false,
             checks_start_secs: 600,
+            max_review_cycles: 3,
         }
     }
 }

@@ -62,6 +62,21 @@ pub enum CheckState {
     Failed,
 }
 
+/// A review thread of a pull request (GitHub's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    /// Its id (for replying and resolving).
+    pub id: String,
+    /// Whether it is resolved.
+    pub resolved: bool,
+    /// The file and line it is on, if any.
+    pub place: String,
+    /// Its comments, first to last: (author, body).
+    pub comments: Vec<(String, String)>,
+    /// The first comment's page.
+    pub url: String,
+}
+
 /// What went wrong talking to the forge.
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
@@ -146,6 +161,23 @@ pub trait Forge {
         number: u64,
         sha: &str,
     ) -> impl std::future::Future<Output = Result<(), ForgeError>>;
+
+    /// The review threads of pull request `number` (empty where the forge has
+    /// none to offer).
+    fn review_threads(
+        &self,
+        number: u64,
+    ) -> impl std::future::Future<Output = Result<Vec<Thread>, ForgeError>>;
+
+    /// Reply `body` to thread `id`.
+    fn reply(
+        &self,
+        id: &str,
+        body: &str,
+    ) -> impl std::future::Future<Output = Result<(), ForgeError>>;
+
+    /// Resolve thread `id`.
+    fn resolve(&self, id: &str) -> impl std::future::Future<Output = Result<(), ForgeError>>;
 
     /// Who put `label` on issue `number` (GitHub's events; empty where the forge
     /// does not say).
@@ -278,6 +310,54 @@ impl Rest {
             url,
             message: format!("still rate limited after {TRIES} tries"),
         })
+    }
+}
+
+impl Rest {
+    /// GitHub's GraphQL endpoint: `<api>/graphql`, or `<host>/api/graphql` for
+    /// GitHub Enterprise's `<host>/api/v3`.
+    fn graphql_url(&self) -> String {
+        match self.api.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{}/graphql", self.api),
+        }
+    }
+
+    /// One GraphQL `query` with `variables`: its `data`, or its errors as one.
+    async fn graphql(&self, query: &str, variables: Value) -> Result<Value, ForgeError> {
+        let url = self.graphql_url();
+        let ask = serde_json::json!({"query": query, "variables": variables});
+        let mut req = self
+            .http
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(ask.to_string());
+        if !self.token.is_empty() {
+            req = req.header("authorization", format!("Bearer {}", self.token));
+        }
+        let resp = req.send().await.map_err(|e| ForgeError::Transport {
+            url: url.clone(),
+            message: e.to_string(),
+        })?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(|e| ForgeError::Transport {
+            url: url.clone(),
+            message: e.to_string(),
+        })?;
+        let said: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let errors = said["errors"].as_array().filter(|e| !e.is_empty());
+        if !(200..300).contains(&status) || errors.is_some() {
+            let message = errors
+                .and_then(|e| e[0]["message"].as_str())
+                .or_else(|| said["message"].as_str())
+                .map_or_else(|| text.chars().take(300).collect(), str::to_string);
+            return Err(ForgeError::Http {
+                url,
+                status,
+                message,
+            });
+        }
+        Ok(said["data"].clone())
     }
 }
 
@@ -474,6 +554,68 @@ impl Forge for Rest {
         };
         self.request(method, &format!("/pulls/{number}/merge"), Some(&ask))
             .await?;
+        Ok(())
+    }
+
+    async fn review_threads(&self, number: u64) -> Result<Vec<Thread>, ForgeError> {
+        if self.kind != ForgeKind::Github {
+            return Ok(Vec::new());
+        }
+        let (owner, name) = self.repo.split_once('/').unwrap_or((&self.repo, ""));
+        let query = "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { pullRequest(number: $number) { reviewThreads(first: 100) { nodes { id isResolved path line comments(first: 50) { nodes { author { login } body url } } } } } } }";
+        let vars = serde_json::json!({"owner": owner, "name": name, "number": number});
+        let data = self.graphql(query, vars).await?;
+        let nodes = &data["repository"]["pullRequest"]["reviewThreads"]["nodes"];
+        Ok(nodes
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                let comments: Vec<&Value> = t["comments"]["nodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                Thread {
+                    id: t["id"].as_str().unwrap_or_default().to_string(),
+                    resolved: t["isResolved"] == true,
+                    place: match (t["path"].as_str(), t["line"].as_u64()) {
+                        (Some(p), Some(l)) => format!("{p}:{l}"),
+                        (Some(p), None) => p.to_string(),
+                        _ => String::new(),
+                    },
+                    url: comments
+                        .first()
+                        .and_then(|c| c["url"].as_str())
+                        .unwrap_or_default()
+                        .to_string(),
+                    comments: comments
+                        .iter()
+                        .map(|c| {
+                            (
+                                c["author"]["login"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_string(),
+                                c["body"].as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                        .collect(),
+                }
+            })
+            .collect())
+    }
+
+    async fn reply(&self, id: &str, body: &str) -> Result<(), ForgeError> {
+        let reply = "mutation($id: ID!, $body: String!) { addPullRequestReviewThreadReply(input: {pullRequestReviewThreadId: $id, body: $body}) { comment { id } } }";
+        self.graphql(reply, serde_json::json!({"id": id, "body": body}))
+            .await?;
+        Ok(())
+    }
+
+    async fn resolve(&self, id: &str) -> Result<(), ForgeError> {
+        let resolve = "mutation($id: ID!) { resolveReviewThread(input: {threadId: $id}) { thread { isResolved } } }";
+        self.graphql(resolve, serde_json::json!({"id": id})).await?;
         Ok(())
     }
 

@@ -11,6 +11,11 @@
 //! - checks still running: nothing, the next step looks again;
 //! - every check passed (at least one ran): with `[forge] merge` baton merges it
 //!   at that head; a missing check is "not passed", never "passed".
+//!
+//! Review threads are read at every step ([`reviews`]): a collaborator's
+//! unresolved thread becomes a feature; once that feature passes, baton replies
+//! with how it was proven and resolves the thread; a stranger's thread is
+//! ignored and reported; past `[forge] max_review_cycles` a person is told.
 
 use baton_config::ForgeConfig;
 use baton_forge::{Check, CheckState, Forge};
@@ -164,4 +169,168 @@ fn fix_feature(
     let added =
         crate::issues::append_features(files, &list, vec![(feature, detail, None)], &message)?;
     Ok((added.first().map_or(0, |a| a.0), true))
+}
+
+/// What one look at the review threads did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reviewed {
+    /// Features added now (1-based), one a thread.
+    pub added: Vec<usize>,
+    /// Threads answered and resolved now, by the feature that answered each.
+    pub answered: Vec<usize>,
+    /// Threads opened by users without write access, by author: ignored.
+    pub ignored: Vec<String>,
+    /// Threads left for a person: the pull request reached
+    /// `[forge] max_review_cycles` (told now when `true`).
+    pub capped: Option<bool>,
+}
+
+/// The marker of baton's replies to review threads.
+pub const REPLY_MARKER: &str = "<!-- baton: answered -->";
+
+/// Look at the review threads of `files`' pull request on `forge` once.
+pub async fn reviews(
+    files: &Files,
+    forge: &impl Forge,
+    cfg: &ForgeConfig,
+    tell: &dyn Fn(&str, &str),
+) -> Result<Reviewed, HarnessError> {
+    let forge_err = |e: baton_forge::ForgeError| HarnessError::Input(format!("forge: {e}"));
+    let mut out = Reviewed::default();
+    let mut record = ForgeRecord::load(&files.dir);
+    let Some(pull) = record.pull.clone() else {
+        return Ok(out);
+    };
+    let Some(list) = files.load_accepted()? else {
+        return Ok(out);
+    };
+    let ledger = baton_records::ledger::read(&files.ledger())?;
+    let source_of = |i: usize| {
+        list.features[i]
+            .fields
+            .get("source")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let of_thread = |id: &str| {
+        (0..list.features.len()).find(|&i| {
+            let s = source_of(i);
+            s["pull"] == pull.number && s["thread"] == id
+        })
+    };
+    let cycles = (0..list.features.len())
+        .filter(|&i| {
+            let s = source_of(i);
+            s["pull"] == pull.number && s.get("thread").is_some()
+        })
+        .count();
+    let mut items = Vec::new();
+    for t in forge.review_threads(pull.number).await.map_err(forge_err)? {
+        if t.resolved {
+            continue;
+        }
+        if let Some(i) = of_thread(&t.id) {
+            if !list.features[i].passes {
+                continue;
+            }
+            // Answered before a crash kept it from resolving: no second reply.
+            if !t.comments.iter().any(|(_, b)| b.contains(REPLY_MARKER)) {
+                let (proof, commit) = crate::issues::proof_of(&ledger, i + 1);
+                let at = if commit.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (commit {commit})")
+                };
+                let body = format!(
+                    "{REPLY_MARKER}\nDone by baton as feature #{}, proven by {proof}{at}.",
+                    i + 1
+                );
+                forge.reply(&t.id, &body).await.map_err(forge_err)?;
+            }
+            forge.resolve(&t.id).await.map_err(forge_err)?;
+            out.answered.push(i + 1);
+            continue;
+        }
+        let Some((author, body)) = t.comments.first().cloned() else {
+            continue;
+        };
+        if !forge.can_write(&author).await.map_err(forge_err)? {
+            out.ignored.push(author);
+            continue;
+        }
+        if cycles + items.len() >= cfg.max_review_cycles as usize {
+            let key = "reviews".to_string();
+            let now = !pull.told.contains(&key);
+            if now {
+                tell(
+                    "review_cycles",
+                    &format!(
+                        "baton: pull request #{} ({}) reached [forge] max_review_cycles ({}): the review threads left are for a person",
+                        pull.number, pull.url, cfg.max_review_cycles
+                    ),
+                );
+                if let Some(p) = record.pull.as_mut() {
+                    p.told.push(key);
+                }
+                record.save(&files.dir)?;
+            }
+            out.capped = Some(now);
+            break;
+        }
+        items.push(review_feature(
+            forge.name(),
+            pull.number,
+            &t,
+            &author,
+            &body,
+        ));
+    }
+    if !items.is_empty() {
+        let message = format!(
+            "baton issues watch: {} review thread(s) of pull request #{} as features",
+            items.len(),
+            pull.number
+        );
+        let added = crate::issues::append_features(files, &list, items, &message)?;
+        out.added = added.into_iter().map(|a| a.0).collect();
+    }
+    Ok(out)
+}
+
+/// The feature that answers thread `t` of pull request `number`, opened by
+/// `author` with `body`, and the ledger's words for it.
+fn review_feature(
+    forge: &str,
+    number: u64,
+    t: &baton_forge::Thread,
+    author: &str,
+    body: &str,
+) -> (Value, String, Option<String>) {
+    let first = body
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    let first: String = first.trim().chars().take(120).collect();
+    let said: String = body.chars().take(2_000).collect();
+    let at = if t.place.is_empty() {
+        String::new()
+    } else {
+        format!(" at {}", t.place)
+    };
+    let feature = json!({
+        "category": "review",
+        "description": format!("Address review on pull request #{number}: {first}"),
+        "steps": [
+            format!("Read what {author} asked{at}: {said}"),
+            "Change the code as asked".to_string(),
+            "Check the change the way the reviewer would".to_string(),
+        ],
+        "passes": false,
+        "source": {"forge": forge, "pull": number, "thread": t.id, "url": t.url, "author": author},
+    });
+    let detail = format!(
+        "from a review of pull request #{number} by {author} ({})",
+        t.url
+    );
+    (feature, detail, None)
 }

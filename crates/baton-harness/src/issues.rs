@@ -168,6 +168,24 @@ pub struct Published {
     pub features: Vec<usize>,
 }
 
+/// How feature `n` (1-based) was proven, for people, and the commit of its flip
+/// (10 characters), from the last flip on record with a proof.
+pub(crate) fn proof_of(ledger: &baton_records::ledger::Ledger, n: usize) -> (String, String) {
+    let flip = ledger
+        .entries
+        .iter()
+        .rev()
+        .find(|e| e.kind == LedgerKind::Flip && e.feature == Some(n) && e.proof.is_some());
+    let proof = flip.and_then(|e| e.proof.as_ref()).map_or_else(
+        || "no proof on record".to_string(),
+        baton_records::Proof::describe,
+    );
+    let commit = flip
+        .and_then(|e| e.commit.as_deref())
+        .map_or_else(String::new, |c| c.chars().take(10).collect());
+    (proof, commit)
+}
+
 /// The marker that opens the body of baton's pull request.
 pub const PR_MARKER: &str = "<!-- baton: proof of this batch -->";
 
@@ -199,17 +217,7 @@ pub async fn publish(
         if !f.passes {
             continue;
         }
-        let flip =
-            ledger.entries.iter().rev().find(|e| {
-                e.kind == LedgerKind::Flip && e.feature == Some(i + 1) && e.proof.is_some()
-            });
-        let proof = flip.and_then(|e| e.proof.as_ref()).map_or_else(
-            || "no proof on record".to_string(),
-            baton_records::Proof::describe,
-        );
-        let commit = flip
-            .and_then(|e| e.commit.as_deref())
-            .map_or_else(String::new, |c| c.chars().take(10).collect());
+        let (proof, commit) = proof_of(&ledger, i + 1);
         let issue = src["number"].as_u64().unwrap_or_default();
         rows.push((i + 1, f.description.clone(), issue, proof, commit));
     }

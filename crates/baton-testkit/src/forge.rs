@@ -47,6 +47,18 @@ pub struct ScriptedForge {
     requests: Arc<Mutex<Vec<ForgeRequest>>>,
     pulls: Arc<Mutex<Vec<Value>>>,
     checks: Checks,
+    threads: Arc<Mutex<Vec<Value>>>,
+}
+
+/// A review thread `id` opened by `author` with `body` (GitHub's GraphQL shape).
+pub fn review_thread(id: &str, author: &str, body: &str) -> Value {
+    json!({
+        "id": id,
+        "isResolved": false,
+        "path": "src/app.js",
+        "line": 1,
+        "comments": {"nodes": [{"author": {"login": author}, "body": body, "url": format!("https://forge.example/o/r/pull/100#{id}")}]},
+    })
 }
 
 /// Check runs by commit.
@@ -92,6 +104,8 @@ impl ScriptedForge {
         let held = pulls.clone();
         let checks: Checks = Arc::default();
         let runs = checks.clone();
+        let threads: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let reviews = threads.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
@@ -137,7 +151,9 @@ impl ScriptedForge {
                         json!({"message": "API rate limit exceeded"}).to_string(),
                     ),
                     _ => {
-                        let (status, body) = match pull_answer(&held, &method, &path, &body) {
+                        let (status, body) = match pull_answer(&held, &method, &path, &body)
+                            .or_else(|| graphql_answer(&reviews, &path, &body))
+                        {
                             Some(a) => a,
                             None => {
                                 check_answer(&runs, &path).unwrap_or_else(|| answer(&script, &path))
@@ -158,7 +174,21 @@ impl ScriptedForge {
             requests,
             pulls,
             checks,
+            threads,
         })
+    }
+
+    /// From now on, the pull request's review threads are `threads` (as
+    /// [`review_thread`] makes them).
+    pub fn set_threads(&self, threads: Vec<Value>) {
+        if let Ok(mut t) = self.threads.lock() {
+            *t = threads;
+        }
+    }
+
+    /// The review threads as they stand (replies added, resolved or not).
+    pub fn threads(&self) -> Vec<Value> {
+        self.threads.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
     /// From now on, commit `sha`'s check runs are `runs` (as [`check_run`] makes
@@ -240,6 +270,41 @@ fn pull_answer(
         }
         _ => None,
     }
+}
+
+/// GitHub's GraphQL at `/graphql`: the review threads, a reply to one, resolving
+/// one.
+fn graphql_answer(
+    threads: &Mutex<Vec<Value>>,
+    path: &str,
+    body: &str,
+) -> Option<(&'static str, Value)> {
+    if path != "/graphql" {
+        return None;
+    }
+    let asked: Value = serde_json::from_str(body).ok()?;
+    let query = asked["query"].as_str().unwrap_or_default();
+    let vars = &asked["variables"];
+    let mut held = threads.lock().ok()?;
+    if query.contains("reviewThreads") {
+        let data =
+            json!({"repository": {"pullRequest": {"reviewThreads": {"nodes": held.clone()}}}});
+        return Some(("200 OK", json!({"data": data})));
+    }
+    let Some(t) = held.iter_mut().find(|t| t["id"] == vars["id"]) else {
+        return Some((
+            "200 OK",
+            json!({"errors": [{"message": "Could not resolve to a node"}]}),
+        ));
+    };
+    if query.contains("addPullRequestReviewThreadReply") {
+        if let Some(nodes) = t["comments"]["nodes"].as_array_mut() {
+            nodes.push(json!({"author": {"login": "baton-bot"}, "body": vars["body"], "url": "x"}));
+        }
+    } else if query.contains("resolveReviewThread") {
+        t["isResolved"] = json!(true);
+    }
+    Some(("200 OK", json!({"data": {}})))
 }
 
 /// The check runs of a commit (GitHub's route), if `path` asks for them.
