@@ -23,6 +23,9 @@ pub struct ForgeScript {
     pub events: BTreeMap<u64, Vec<Value>>,
     /// The first request is answered `429` with this `Retry-After` (seconds).
     pub limited_first: Option<u64>,
+    /// A request whose path or body holds one of these texts is acted on at once
+    /// and answered only after its milliseconds (for killing its caller meanwhile).
+    pub slow: Vec<(String, u64)>,
 }
 
 /// One request the forge got.
@@ -133,6 +136,7 @@ impl ScriptedForge {
                 let mut body = vec![0u8; length.min(1 << 20)];
                 let _ = std::io::Read::read_exact(&mut reader, &mut body);
                 let body = String::from_utf8_lossy(&body).into_owned();
+                let asked_body = body.clone();
                 let n = {
                     let Ok(mut r) = seen.lock() else { continue };
                     r.push(ForgeRequest {
@@ -162,6 +166,11 @@ impl ScriptedForge {
                         (status, String::new(), body.to_string())
                     }
                 };
+                for (text, ms) in &script.slow {
+                    if path.contains(text.as_str()) || asked_body.contains(text.as_str()) {
+                        std::thread::sleep(std::time::Duration::from_millis(*ms));
+                    }
+                }
                 let _ = write!(
                     stream,
                     "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",

@@ -91,6 +91,7 @@ fn labelled_issues_of_writers_become_features_and_strangers_are_ignored() {
             .into_iter()
             .collect(),
         limited_first: Some(1),
+        ..ForgeScript::default()
     })
     .unwrap();
     let p = project(&format!(
@@ -239,6 +240,11 @@ struct Published {
 }
 
 fn proven(forge_extra: &str, notify: &str) -> Published {
+    proven_slow(forge_extra, notify, Vec::new())
+}
+
+/// [`proven`] on a forge that answers requests holding one of `slow`'s texts late.
+fn proven_slow(forge_extra: &str, notify: &str, slow: Vec<(String, u64)>) -> Published {
     use baton_testkit::{Reply, Step, Wire};
     let forge = ScriptedForge::start(ForgeScript {
         issues: vec![issue(
@@ -248,6 +254,7 @@ fn proven(forge_extra: &str, notify: &str) -> Published {
             "alice",
         )],
         writers: vec!["alice".into()],
+        slow,
         ..ForgeScript::default()
     })
     .unwrap();
@@ -576,7 +583,6 @@ fn checks_that_never_start_tell_a_person_and_never_merge() {
 #[test]
 fn a_collaborators_review_becomes_a_feature_and_is_answered_once_proven() {
     use baton_testkit::forge::review_thread;
-    use baton_testkit::{Reply, Step, Wire};
     let Published {
         forge,
         p,
@@ -618,35 +624,7 @@ fn a_collaborators_review_becomes_a_feature_and_is_answered_once_proven() {
     assert_eq!(accepted(&p).len(), 5);
 
     // The next run builds #4.
-    let mut flipped = accepted(&p);
-    flipped[3]["passes"] = json!(true);
-    let server = baton_testkit::ScriptedServer::start(
-        Wire::Anthropic,
-        vec![
-            Step::Reply(Reply::tools(&[
-                (
-                    "Write",
-                    json!({"file_path": "src/app.js", "content": "// Clear done\n"}),
-                ),
-                (
-                    "Write",
-                    json!({"file_path": "feature_list.json", "content": serde_json::to_string_pretty(&flipped).unwrap() + "\n"}),
-                ),
-                (
-                    "Bash",
-                    json!({"command": "echo 'Session 2: renamed.' >> claude-progress.txt && git add -A && git commit -qm 'Call it Clear done'"}),
-                ),
-            ])),
-            Step::Reply(Reply::text("Renamed.")),
-        ],
-    );
-    let run = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "1"])
-        .output()
-        .unwrap();
-    assert!(accepted(&p)[3]["passes"] == true, "{}", stderr(&run));
+    build_by_run(&p, 4);
     let w = stderr(&issues(&p, "watch"));
     assert!(
         w.contains("answered and resolved the review threads of features #4"),
@@ -686,4 +664,110 @@ fn a_collaborators_review_becomes_a_feature_and_is_answered_once_proven() {
     let threads = forge.threads();
     assert_eq!(threads[0]["isResolved"], true);
     assert_eq!(baton_replies(&threads[0]), 1, "a second reply");
+}
+
+/// A scripted `baton run` of one session that builds and flips feature `n`
+/// (1-based) of `p`'s accepted list.
+fn build_by_run(p: &Project, n: usize) {
+    use baton_testkit::{Reply, Step, Wire};
+    let mut flipped = accepted(p);
+    flipped[n - 1]["passes"] = json!(true);
+    let server = baton_testkit::ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tools(&[
+                (
+                    "Write",
+                    json!({"file_path": format!("src/f{n}.js"), "content": "// done\n"}),
+                ),
+                (
+                    "Write",
+                    json!({"file_path": "feature_list.json", "content": serde_json::to_string_pretty(&flipped).unwrap() + "\n"}),
+                ),
+                (
+                    "Bash",
+                    json!({"command": format!("echo 'Built #{n}.' >> claude-progress.txt && git add -A && git commit -qm 'Build #{n}'")}),
+                ),
+            ])),
+            Step::Reply(Reply::text("Built.")),
+        ],
+    );
+    let run = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "1"])
+        .output()
+        .unwrap();
+    assert!(accepted(p)[n - 1]["passes"] == true, "{}", stderr(&run));
+}
+
+/// `kill -9` where it hurts most: `baton issues pr` killed after the forge opened
+/// the pull request and before it answered, and `baton issues watch` killed after
+/// the forge took its reply to a review thread and before it resolved it. Run
+/// again, each goes on: one pull request, updated; one reply, and the thread
+/// resolved.
+#[test]
+fn killed_mid_write_the_forge_flow_resumes_without_a_second_pull_request_or_reply() {
+    use baton_testkit::forge::review_thread;
+    let slow = vec![
+        ("feature(s) from issues, proven".to_string(), 3_000),
+        ("addPullRequestReviewThreadReply".to_string(), 3_000),
+    ];
+    let Published {
+        forge,
+        p,
+        remote: _remote,
+    } = proven_slow("", "", slow);
+    let killed_when = |verb: &str, done: &dyn Fn() -> bool| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .env("GITHUB_TOKEN", TOKEN)
+            .args(["issues", verb])
+            .arg(p.path())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while !done() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "{verb} never got there"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+    };
+    killed_when("pr", &|| !forge.pulls().is_empty());
+    let again = issues(&p, "pr");
+    let said = stderr(&again);
+    assert_eq!(again.status.code(), Some(0), "{said}");
+    assert!(said.contains("updated pull request #100"), "{said}");
+    assert_eq!(forge.pulls().len(), 1, "a second pull request");
+
+    forge.set_threads(vec![review_thread("T1", "alice", "Say Clear done.")]);
+    assert!(stderr(&issues(&p, "watch")).contains("review threads are features now: #4"));
+    build_by_run(&p, 4);
+    let replied = || {
+        forge.threads()[0]["comments"]["nodes"]
+            .as_array()
+            .is_some_and(|c| c.len() == 2)
+    };
+    killed_when("watch", &replied);
+    assert_eq!(
+        forge.threads()[0]["isResolved"],
+        false,
+        "resolved before the kill"
+    );
+    let w = stderr(&issues(&p, "watch"));
+    assert!(
+        w.contains("answered and resolved the review threads of features #4"),
+        "{w}"
+    );
+    let t = &forge.threads()[0];
+    assert_eq!(t["isResolved"], true);
+    assert_eq!(
+        t["comments"]["nodes"].as_array().unwrap().len(),
+        2,
+        "a second reply: {t}"
+    );
 }
