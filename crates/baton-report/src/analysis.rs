@@ -236,6 +236,7 @@ mod tests {
             description: "d".into(),
             passes,
             depends_on: Vec::new(),
+            source: None,
         }
     }
 

@@ -55,6 +55,9 @@ pub struct Feature {
     pub passes: bool,
     /// The features (1-based) it needs to pass first (`depends_on`).
     pub depends_on: Vec<usize>,
+    /// Where it came from on the forge (`source`: an issue, a failed check or a
+    /// review thread of baton's pull request).
+    pub source: Option<serde_json::Value>,
 }
 
 /// Everything the report is made from.
@@ -80,6 +83,8 @@ pub struct Records {
     pub unreadable_ledger_lines: usize,
     /// The runs of one agent, with their wall time.
     pub runs: Vec<baton_records::RunRecord>,
+    /// baton's pull request on the forge, if it opened one.
+    pub pull: Option<baton_records::forge::PullRecord>,
 }
 
 impl From<RecordsError> for ReportError {
@@ -153,6 +158,7 @@ impl Records {
                 .into_iter()
                 .map(|f| Feature {
                     depends_on: f.depends_on(),
+                    source: f.fields.get("source").cloned(),
                     category: f.category,
                     description: f.description,
                     passes: f.passes,
@@ -190,6 +196,7 @@ impl Records {
             feature_records: state.features,
             unreadable_ledger_lines: ledger.unreadable,
             runs: baton_records::runs::load(dir),
+            pull: baton_records::forge::ForgeRecord::load(dir).pull,
         })
     }
 }

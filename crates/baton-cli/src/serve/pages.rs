@@ -130,6 +130,13 @@ pub(super) fn board(p: &Project) -> String {
     let list = feature_list(&p.files);
     let is_running = running(&p.files.dir);
     kpis(&mut o, &st, is_running);
+    if let Some(line) = baton_harness::status::forge::line(&st.forge, st.pull_request.as_ref()) {
+        let _ = write!(
+            o,
+            r#"<p class="sub" id="forge">forge: {}</p>"#,
+            escape(&line)
+        );
+    }
     o.push_str(r#"<h2>Board</h2><section class="board">"#);
     let (progress, busy) = in_progress(p, &list, is_running);
     column(&mut o, "progress", "In progress", &progress);

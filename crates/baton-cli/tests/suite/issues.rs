@@ -405,6 +405,49 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
     assert_eq!(again.status.code(), Some(0), "{said}");
     assert!(said.contains("updated pull request #100"), "{said}");
     assert_eq!(forge.pulls().len(), 1, "a second pull request");
+
+    // Each feature's issue and baton's pull request, where people look.
+    let status = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_baton"));
+        c.arg("status").arg(p.path());
+        if json {
+            c.arg("--json");
+        }
+        String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
+    };
+    let text = status(false);
+    assert!(
+        text.contains("forge     pull request #100 (waiting for checks) https://forge.example/o/r/pull/100 · from issues #3 (#3)"),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&status(true)).unwrap();
+    assert_eq!(v["pull_request"]["number"], 100);
+    assert_eq!(v["pull_request"]["phase"], "waiting_for_checks");
+    assert_eq!(
+        v["forge"][0],
+        json!({"feature": 3, "from": "issue", "number": 3, "url": "https://forge.example/o/r/issues/3"})
+    );
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("report")
+        .arg(p.path())
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        page.contains(r#"<a class="src" href="https://forge.example/o/r/issues/3">issue #3</a>"#),
+        "no issue in the report"
+    );
+    assert!(
+        page.contains(">in pull request #100</a>"),
+        "no pull request in the report"
+    );
+    let served = super::serve::serve(p.path(), &[], &[]);
+    let (_, board) = super::serve::get(&served.addr, "/p/0/board");
+    assert!(
+        board.contains(r#"<p class="sub" id="forge">forge: pull request #100"#),
+        "{board}"
+    );
     let writes: Vec<_> = forge
         .requests()
         .into_iter()

@@ -16,10 +16,10 @@ use serde_json::{Value, json};
 use super::*;
 
 /// A running `baton serve`, stopped when dropped.
-struct Serving {
+pub(super) struct Serving {
     child: Child,
     /// `127.0.0.1:PORT`.
-    addr: String,
+    pub(super) addr: String,
 }
 
 impl Drop for Serving {
@@ -31,7 +31,7 @@ impl Drop for Serving {
 
 /// `baton serve DIR --bind 127.0.0.1:0 EXTRA…` with `env`; its address, read from
 /// the URL it prints on stderr.
-fn serve(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Serving {
+pub(super) fn serve(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Serving {
     let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));
     c.arg("serve")
         .arg(dir)
@@ -106,7 +106,7 @@ fn read_until(ev: &mut TcpStream, seen: &mut String, what: &str) {
     }
 }
 
-fn get(addr: &str, path: &str) -> (String, String) {
+pub(super) fn get(addr: &str, path: &str) -> (String, String) {
     request(
         addr,
         &format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n"),

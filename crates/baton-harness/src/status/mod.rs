@@ -60,6 +60,13 @@ pub struct Status {
     pub parallel: Option<baton_records::Parallelism>,
     /// How each passing feature was proven, in list order.
     pub proofs: Vec<FeatureProof>,
+    /// The features that came from the forge (an issue, a failed check of
+    /// baton's pull request, a review thread of it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub forge: Vec<forge::FromForge>,
+    /// baton's pull request and where its watch stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<forge::PullStatus>,
 }
 
 /// How one passing feature was proven: the proof of its last accepted flip.
@@ -485,6 +492,8 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         waiting_until_ms: waiting_until(files, &state),
         parallel: baton_records::state::parallelism(&state.sessions),
         proofs: proofs(files, &list),
+        forge: forge::from_forge(&list),
+        pull_request: forge::pull(files),
     })
 }
 
@@ -509,5 +518,6 @@ fn waiting_until(files: &Files, state: &State) -> Option<u64> {
     }
 }
 
+pub mod forge;
 mod text;
 pub use text::{TABLE_SESSIONS, render, time_line};

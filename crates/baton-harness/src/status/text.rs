@@ -179,6 +179,9 @@ fn standing(o: &mut String, s: &Status) {
             time_line(&s.totals.timing, s.totals.waited_secs)
         );
     }
+    if let Some(line) = super::forge::line(&s.forge, s.pull_request.as_ref()) {
+        let _ = writeln!(o, "forge     {line}");
+    }
     if s.totals.waited_secs >= 1.0 || s.totals.context_full > 0 {
         let _ = writeln!(
             o,

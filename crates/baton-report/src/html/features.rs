@@ -209,11 +209,52 @@ fn feature_row(o: &mut String, i: usize, r: &Records, facts: &FeatureFacts, imag
     };
     let _ = write!(
         o,
-        r#"<tr class="{class}" id="f{n}"><td>{n}</td><td>{}</td><td>{status}{backs}</td><td>{since}</td><td>{proof}</td><td>{cost}</td><td>"#,
-        escape(&f.description)
+        r#"<tr class="{class}" id="f{n}"><td>{n}</td><td>{}{}</td><td>{status}{backs}</td><td>{since}</td><td>{proof}</td><td>{cost}</td><td>"#,
+        escape(&f.description),
+        source_links(f, r)
     );
     for p in &facts.evidence {
         images.show(o, p);
     }
     o.push_str("</td></tr>");
+}
+
+/// Where a feature came from on the forge, as links: its issue (and baton's pull
+/// request, once it passes), or the pull request whose check or review it
+/// answers.
+fn source_links(f: &crate::records::Feature, r: &Records) -> String {
+    let Some(s) = &f.source else {
+        return String::new();
+    };
+    let link = |url: &str, text: String| {
+        if url.is_empty() {
+            format!(r#" <span class="note">{}</span>"#, escape(&text))
+        } else {
+            format!(
+                r#" <a class="src" href="{}">{}</a>"#,
+                escape(url),
+                escape(&text)
+            )
+        }
+    };
+    let url = s["url"].as_str().unwrap_or_default();
+    match (s["number"].as_u64(), s["pull"].as_u64()) {
+        (Some(issue), _) => {
+            let mut out = link(url, format!("issue #{issue}"));
+            if let Some(p) = r.pull.as_ref().filter(|_| f.passes) {
+                out.push_str(&link(&p.url, format!("in pull request #{}", p.number)));
+            }
+            out
+        }
+        (None, Some(pull)) => {
+            let what = if s.get("thread").is_some() {
+                "review"
+            } else {
+                "CI"
+            };
+            let at = s["urls"][0].as_str().unwrap_or(url);
+            link(at, format!("{what} of pull request #{pull}"))
+        }
+        _ => String::new(),
+    }
 }

@@ -115,6 +115,7 @@ mod tests {
                 description: "Create".into(),
                 passes: true,
                 depends_on: vec![],
+                source: None,
             }],
             ..Records::default()
         };
@@ -148,6 +149,7 @@ mod tests {
             description: d.into(),
             passes,
             depends_on,
+            source: None,
         };
         let r = Records {
             features: vec![
@@ -173,6 +175,7 @@ mod tests {
             description: d.into(),
             passes,
             depends_on: Vec::new(),
+            source: None,
         };
         let mut r = Records {
             features: vec![
