@@ -100,6 +100,12 @@ user_email = "baton@localhost"
 # base_delay_ms = 1000
 # max_delay_ms = 60000
 
+# [forge]                        # issues in, one pull request out: baton issues pull|pr|watch
+# repo = "owner/name"
+# label = "baton"                # open issues with this label, from collaborators, become features
+# token_env = "GITHUB_TOKEN"     # the variable holding the token: baton's, never the agent's
+# merge = false                  # true: baton merges its pull request once every check passed
+
 # [prices."my-model"]            # USD per million tokens
 # input = 3.0
 # output = 15.0
@@ -469,6 +475,35 @@ mod tests {
             text.contains("kind = \"library\"                 # web (tested in a browser)"),
             "{text}"
         );
+    }
+
+    /// Every default written commented out still parses once uncommented, and
+    /// says what baton would do anyway (a key it does not know, or a value of
+    /// the wrong type, would be an error the user meets only when they try it).
+    #[test]
+    fn every_commented_default_parses_when_uncommented() {
+        let text = default_toml(50, Kind::Web, &Browser::On { chromium: None });
+        let open: String = text
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest)
+                    if rest.starts_with('[')
+                        || rest.split_once(" = ").is_some_and(|(k, _)| {
+                            k.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                        }) =>
+                {
+                    rest.to_string()
+                }
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_ne!(open, text);
+        let cfg = baton_config::Config::from_toml_str(&open, Path::new("baton.toml"))
+            .unwrap_or_else(|e| panic!("{e}\n{open}"));
+        assert_eq!(cfg.forge.repo, "owner/name");
+        assert!(!cfg.forge.merge);
+        assert!(cfg.verify.skip_unchanged);
     }
 
     #[test]
