@@ -43,10 +43,15 @@ pub enum IssuesCommand {
     /// tells a person ([notify], once) and the pull request is never merged so;
     /// with [forge] merge, baton merges it once every check passed (at least one ran).
     ///
-    /// Exit codes: 0 the step was taken; 1 error.
+    /// Exit codes: 0 the step was taken (with --every: the pull request was merged);
+    /// 1 error; 130 interrupted.
     Watch {
         /// The project directory.
         dir: PathBuf,
+        /// Take a step every SECS seconds until the pull request is merged or
+        /// Ctrl-C (a step a `baton run` holds the project for is taken later).
+        #[arg(long, value_name = "SECS")]
+        every: Option<u64>,
     },
 }
 
@@ -55,11 +60,11 @@ pub fn run(what: IssuesCommand, secrets: &Secrets) -> anyhow::Result<ExitCode> {
     match what {
         IssuesCommand::Pull { dir } => pull(&dir, secrets),
         IssuesCommand::Pr { dir } => pr(&dir, secrets),
-        IssuesCommand::Watch { dir } => watch(&dir, secrets),
+        IssuesCommand::Watch { dir, every } => watch(&dir, secrets, every),
     }
 }
 
-fn watch(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
+fn watch(dir: &Path, secrets: &Secrets, every: Option<u64>) -> anyhow::Result<ExitCode> {
     use baton_harness::forge_watch::Watched;
     let (dir, cfg, forge) = open(dir, secrets)?;
     let notifier =
@@ -70,25 +75,59 @@ fn watch(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
             n.send(event, text, serde_json::json!({}));
         }
     };
-    let lock = baton_harness::lock::ProjectLock::acquire(&dir, "baton issues watch")?;
-    let files = Files::new(dir, cfg.project);
+    let files = Files::new(dir.clone(), cfg.project.clone());
     let rt = runtime()?;
-    let step = rt.block_on(baton_harness::forge_watch::step(
-        &files, &forge, &cfg.forge, &tell,
-    ));
-    let reviewed = match &step {
-        Ok(_) => Some(rt.block_on(baton_harness::forge_watch::reviews(
-            &files, &forge, &cfg.forge, &tell,
-        ))),
-        Err(_) => None,
+    // A named loop: each turn takes a step (or finds the project busy), then
+    // stops (merged, a single step, an error) or waits for the next turn.
+    let code = loop {
+        let step = match baton_harness::lock::ProjectLock::acquire(&dir, "baton issues watch") {
+            Ok(lock) => {
+                let step = watch_step(&files, &forge, &cfg.forge, &tell, &rt);
+                lock.release();
+                Some(step?)
+            }
+            Err(e) if every.is_some() => {
+                eprintln!("baton: {e}; looking again later");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let Some(secs) = every else {
+            break ExitCode::SUCCESS;
+        };
+        if matches!(step, Some(Watched::Merged | Watched::Passed(true))) {
+            break ExitCode::SUCCESS;
+        }
+        let interrupted = rt.block_on(async {
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_secs(secs.max(1))) => false,
+                _ = tokio::signal::ctrl_c() => true,
+            }
+        });
+        if interrupted {
+            break ExitCode::from(130);
+        }
     };
-    lock.release();
     if let Some(n) = &notifier {
         n.close(std::time::Duration::from_secs(
             cfg.notify.timeout_secs.max(1) * 2,
         ));
     }
-    let line = match step? {
+    Ok(code)
+}
+
+/// One step of the watch (its checks, then its review threads), said on stderr.
+fn watch_step(
+    files: &Files,
+    forge: &baton_forge::Rest,
+    cfg: &baton_config::ForgeConfig,
+    tell: &dyn Fn(&str, &str),
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<baton_harness::forge_watch::Watched> {
+    use baton_harness::forge_watch::Watched;
+    let step = rt.block_on(baton_harness::forge_watch::step(files, forge, cfg, tell))?;
+    let reviewed = rt.block_on(baton_harness::forge_watch::reviews(files, forge, cfg, tell));
+    let line = match &step {
         Watched::NoPullRequest => {
             "baton: no pull request of baton's yet (`baton issues pr`)".to_string()
         }
@@ -114,8 +153,8 @@ fn watch(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
         Watched::Merged => "baton: merged already".to_string(),
     };
     eprintln!("{line}");
-    if let Some(r) = reviewed {
-        let r = r?;
+    {
+        let r = reviewed?;
         let list = |v: &[usize]| {
             v.iter()
                 .map(|n| format!("#{n}"))
@@ -143,7 +182,7 @@ fn watch(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(step)
 }
 
 /// The project, its config, and its forge with baton's token.

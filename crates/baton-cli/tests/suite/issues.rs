@@ -814,3 +814,66 @@ fn killed_mid_write_the_forge_flow_resumes_without_a_second_pull_request_or_repl
         "a second reply: {t}"
     );
 }
+
+/// `baton issues watch DIR --every SECS` takes a step a turn and waits between
+/// them: here it finds the checks running, then, once they passed, merges
+/// (`[forge] merge`) and stops by itself with exit 0.
+#[test]
+fn a_watch_every_few_seconds_stops_once_it_merged() {
+    use baton_testkit::forge::check_run;
+    use std::io::BufRead as _;
+    let Published {
+        forge,
+        p,
+        remote: _remote,
+    } = proven("merge = true\n", "");
+    let out = issues(&p, "pr");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let head = git_in(p.path(), &["rev-parse", "HEAD"]);
+    forge.set_checks(&head, vec![check_run("test", "in_progress", None, "")]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .env("GITHUB_TOKEN", TOKEN)
+        .args(["issues", "watch"])
+        .arg(p.path())
+        .args(["--every", "1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = String::new();
+    while !said.contains("checks still running: test") {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no step said so: {said}"));
+        said.push_str(&line);
+        said.push('\n');
+    }
+    forge.set_checks(
+        &head,
+        vec![check_run("test", "completed", Some("success"), "ok")],
+    );
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("the watch did not stop: {said}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    while let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(2)) {
+        said.push_str(&line);
+        said.push('\n');
+    }
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(said.contains("every check passed: merged"), "{said}");
+    assert_eq!(forge.pulls()[0]["merged"], true);
+}
