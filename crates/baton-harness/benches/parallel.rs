@@ -24,13 +24,12 @@ use std::time::{Duration, Instant};
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::parallel::{Parallel, Workspace};
+use baton_harness::parallel::{Parallel, ParallelParts, Workspace};
 use baton_harness::run::{Backend, Reporter, RunEnd, RunOptions, Runner, RunnerParts};
 use baton_testkit::ScriptedServer;
 use baton_testkit::Step;
 use baton_testkit::Wire;
 use baton_testkit::scenario::parallel::{initializer, is_for, list, session, working_session};
-use tokio_util::sync::CancellationToken;
 
 const INDEPENDENT: usize = 10;
 const SHARED: usize = 2;
@@ -115,21 +114,21 @@ fn run(agents: u32, kind: Kind) -> (Duration, Duration) {
         .enable_all()
         .build()
         .unwrap();
-    let make = |agents: u32, max: u32| Parallel {
-        files: Files::new(dir.clone(), cfg.project.clone()),
-        cfg: cfg.clone(),
-        agents,
-        client: Some(&client),
-        prices: &prices,
-        workspace: &Plain,
-        main: &main,
-        reporter: &silent,
-        stop: CancellationToken::new(),
-        opts: RunOptions {
+    let make = |agents: u32, max: u32| {
+        Parallel::new(ParallelParts {
+            files: Files::new(dir.clone(), cfg.project.clone()),
+            cfg: cfg.clone(),
+            agents,
+            client: Some(&client),
+            prices: &prices,
+            workspace: &Plain,
+            main: &main,
+            reporter: &silent,
+        })
+        .with_opts(RunOptions {
             max_sessions: Some(max),
             ..RunOptions::default()
-        },
-        remote: None,
+        })
     };
     // One agent is what `baton run` does without `--agents`: the plain runner,
     // with no working copy, merge or integration.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_config::Config;
-use baton_harness::parallel::{AgentParts, Parallel, Workspace};
+use baton_harness::parallel::{AgentParts, Parallel, ParallelParts, Workspace};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{RunArgs, run_options};
@@ -34,7 +34,7 @@ pub(super) async fn run_parallel(
             args.flags.model.as_deref(),
         )),
     };
-    let parallel = Parallel {
+    let parallel = Parallel::new(ParallelParts {
         files: p.files.clone(),
         cfg: p.cfg.clone(),
         agents: p.agents,
@@ -43,10 +43,10 @@ pub(super) async fn run_parallel(
         workspace: &workspace,
         main,
         reporter: &*p.view,
-        stop,
-        opts: run_options(args),
-        remote: args.remote.clone(),
-    };
+    })
+    .with_stop(stop)
+    .with_opts(run_options(args))
+    .with_remote(args.remote.clone());
     p.view.println(&format!(
         "baton: {} agents, each in a working copy under {}",
         p.agents,

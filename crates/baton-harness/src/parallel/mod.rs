@@ -155,8 +155,36 @@ pub fn agent_env(agent: u32) -> Vec<(String, String)> {
     ]
 }
 
-/// One `baton run --agents N`.
+/// One `baton run --agents N`, built from [`ParallelParts`] ([`Parallel::new`]).
 pub struct Parallel<'a> {
+    /// The project's files (the main working tree).
+    pub(crate) files: Files,
+    /// Settings.
+    pub(crate) cfg: Config,
+    /// How many agents work at once.
+    pub(crate) agents: u32,
+    /// The model client every agent's loop uses; `None` when every copy's parts
+    /// carry an agent CLI.
+    pub(crate) client: Option<&'a ModelClient>,
+    /// Prices.
+    pub(crate) prices: &'a PriceTable,
+    /// Builds each working copy's tools and policy.
+    pub(crate) workspace: &'a dyn Workspace,
+    /// The project's own tools and policy (the initializer's session).
+    pub(crate) main: &'a AgentParts,
+    /// Run-level lines (each agent's are prefixed with it).
+    pub(crate) reporter: &'a dyn Reporter,
+    /// Cancelled on Ctrl-C: every agent finishes its tool call and stops.
+    pub(crate) stop: CancellationToken,
+    /// Command-line limits, for the whole run.
+    pub(crate) opts: RunOptions,
+    /// A git remote shared with baton runs on other machines (`--remote URL`):
+    /// claims and the main branch live there.
+    pub(crate) remote: Option<String>,
+}
+
+/// What every parallel run needs; the rest has defaults ([`Parallel::new`]).
+pub struct ParallelParts<'a> {
     /// The project's files (the main working tree).
     pub files: Files,
     /// Settings.
@@ -174,13 +202,47 @@ pub struct Parallel<'a> {
     pub main: &'a AgentParts,
     /// Run-level lines (each agent's are prefixed with it).
     pub reporter: &'a dyn Reporter,
-    /// Cancelled on Ctrl-C: every agent finishes its tool call and stops.
-    pub stop: CancellationToken,
-    /// Command-line limits, for the whole run.
-    pub opts: RunOptions,
-    /// A git remote shared with baton runs on other machines (`--remote URL`):
-    /// claims and the main branch live there.
-    pub remote: Option<String>,
+}
+
+impl<'a> Parallel<'a> {
+    /// A run of `parts`, stopped by nothing, with the limits of `baton.toml`
+    /// and no remote; the `with_` methods change those.
+    pub fn new(parts: ParallelParts<'a>) -> Self {
+        Self {
+            files: parts.files,
+            cfg: parts.cfg,
+            agents: parts.agents,
+            client: parts.client,
+            prices: parts.prices,
+            workspace: parts.workspace,
+            main: parts.main,
+            reporter: parts.reporter,
+            stop: CancellationToken::new(),
+            opts: RunOptions::default(),
+            remote: None,
+        }
+    }
+
+    /// Stopped (every agent after its tool call) when `stop` is cancelled.
+    #[must_use]
+    pub fn with_stop(mut self, stop: CancellationToken) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// The command line's limits, for the whole run.
+    #[must_use]
+    pub fn with_opts(mut self, opts: RunOptions) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// Claims and the main branch on the shared git `remote` (`--remote URL`).
+    #[must_use]
+    pub fn with_remote(mut self, remote: Option<String>) -> Self {
+        self.remote = remote;
+        self
+    }
 }
 
 impl Parallel<'_> {

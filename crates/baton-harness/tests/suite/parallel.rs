@@ -9,7 +9,7 @@ use std::time::Duration;
 use baton_agent::pricing::PriceTable;
 use baton_config::Config;
 use baton_harness::files::Files;
-use baton_harness::parallel::{AgentParts, Parallel, Workspace};
+use baton_harness::parallel::{AgentParts, Parallel, ParallelParts, Workspace};
 use baton_harness::run::{Reporter, RunEnd, RunOptions};
 use baton_records::{IntegrationOutcome, LedgerKind, State};
 use baton_testkit::scenario::parallel::{initializer, is_for, list, session, token};
@@ -75,7 +75,7 @@ impl Kit {
         reporter: &'a dyn Reporter,
         max_sessions: Option<u32>,
     ) -> Parallel<'a> {
-        Parallel {
+        Parallel::new(ParallelParts {
             files: Files::new(self.dir.clone(), self.cfg.project.clone()),
             cfg: self.cfg.clone(),
             agents,
@@ -84,13 +84,11 @@ impl Kit {
             workspace: &Plain,
             main: &self.main,
             reporter,
-            stop: CancellationToken::new(),
-            opts: RunOptions {
-                max_sessions,
-                ..RunOptions::default()
-            },
-            remote: None,
-        }
+        })
+        .with_opts(RunOptions {
+            max_sessions,
+            ..RunOptions::default()
+        })
     }
 }
 
@@ -766,9 +764,10 @@ async fn two_workers_on_a_bare_remote_finish_one_project_together() {
     let kits: Vec<Kit> = workers.iter().map(|w| Kit::new(w, &server)).collect();
     let lines = [Lines::default(), Lines::default()];
     let runs: Vec<Parallel> = (0..2)
-        .map(|i| Parallel {
-            remote: Some(bare.display().to_string()),
-            ..kits[i].parallel(2, &lines[i], Some(20))
+        .map(|i| {
+            kits[i]
+                .parallel(2, &lines[i], Some(20))
+                .with_remote(Some(bare.display().to_string()))
         })
         .collect();
     let (a, b) = tokio::join!(runs[0].run(), runs[1].run());
@@ -938,10 +937,7 @@ async fn a_stop_ends_every_agent_cleanly() {
         seen: std::sync::atomic::AtomicUsize::new(0),
         stop: stop.clone(),
     };
-    let p = Parallel {
-        stop,
-        ..kit.parallel(3, &reporter, None)
-    };
+    let p = kit.parallel(3, &reporter, None).with_stop(stop);
     let end = p.run().await.unwrap();
     let said = reporter.lines.said();
     assert_eq!(end, RunEnd::Interrupted, "{said}");
