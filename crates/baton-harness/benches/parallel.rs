@@ -124,10 +124,11 @@ fn run(agents: u32, kind: Kind) -> (Duration, Duration) {
             workspace: &Plain,
             main: &main,
             reporter: &silent,
-        })
-        .with_opts(RunOptions {
-            max_sessions: Some(max),
-            ..RunOptions::default()
+            stop: tokio_util::sync::CancellationToken::new(),
+            opts: RunOptions {
+                max_sessions: Some(max),
+                ..RunOptions::default()
+            },
         })
     };
     // One agent is what `baton run` does without `--agents`: the plain runner,

@@ -2,7 +2,7 @@
 //! (skipping a test where they are missing, failing it on CI, where `.ci/run`
 //! installs them), and a page to drive, served on 127.0.0.1.
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufReader, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
@@ -84,13 +84,7 @@ pub fn serve_page() -> String {
             let Ok(read_half) = stream.try_clone() else {
                 continue;
             };
-            let mut reader = BufReader::new(read_half);
-            let mut request_line = String::new();
-            let _ = reader.read_line(&mut request_line);
-            let mut line = String::new();
-            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                line.clear();
-            }
+            let (request_line, _) = crate::request_head(&mut BufReader::new(read_half));
             let (status, body) = if request_line.starts_with("GET / ") {
                 ("200 OK", PAGE)
             } else {

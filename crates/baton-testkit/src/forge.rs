@@ -4,7 +4,7 @@
 //! request recorded, and a rate limit on demand.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufReader, Write as _};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
@@ -116,23 +116,19 @@ impl ScriptedForge {
                     continue;
                 };
                 let mut reader = BufReader::new(read_half);
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
+                let (first, headers) = crate::request_head(&mut reader);
                 let method = first.split_whitespace().next().unwrap_or("GET").to_string();
                 let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let mut authorization = None;
-                let mut length = 0usize;
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    if let Some((k, v)) = line.split_once(':') {
-                        if k.eq_ignore_ascii_case("authorization") {
-                            authorization = Some(v.trim().to_string());
-                        } else if k.eq_ignore_ascii_case("content-length") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    line.clear();
-                }
+                let header = |name: &str| {
+                    headers
+                        .iter()
+                        .find(|(k, _)| k == name)
+                        .map(|(_, v)| v.clone())
+                };
+                let authorization = header("authorization");
+                let length: usize = header("content-length")
+                    .and_then(|l| l.parse().ok())
+                    .unwrap_or(0);
                 let mut body = vec![0u8; length.min(1 << 20)];
                 let _ = std::io::Read::read_exact(&mut reader, &mut body);
                 let body = String::from_utf8_lossy(&body).into_owned();

@@ -93,3 +93,19 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The head of one HTTP request on `reader`: its request line and headers
+/// (names lower-cased), for the test kit's small loopback servers.
+pub(crate) fn request_head(reader: &mut impl std::io::BufRead) -> (String, Vec<(String, String)>) {
+    let mut first = String::new();
+    let _ = reader.read_line(&mut first);
+    let mut headers = Vec::new();
+    let mut line = String::new();
+    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+        if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+        line.clear();
+    }
+    (first, headers)
+}

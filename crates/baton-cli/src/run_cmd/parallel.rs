@@ -43,9 +43,9 @@ pub(super) async fn run_parallel(
         workspace: &workspace,
         main,
         reporter: &*p.view,
+        stop,
+        opts: run_options(args),
     })
-    .with_stop(stop)
-    .with_opts(run_options(args))
     .with_remote(args.remote.clone());
     p.view.println(&format!(
         "baton: {} agents, each in a working copy under {}",

@@ -202,11 +202,14 @@ pub struct ParallelParts<'a> {
     pub main: &'a AgentParts,
     /// Run-level lines (each agent's are prefixed with it).
     pub reporter: &'a dyn Reporter,
+    /// Cancelled on Ctrl-C: every agent finishes its tool call and stops.
+    pub stop: CancellationToken,
+    /// Command-line limits, for the whole run.
+    pub opts: RunOptions,
 }
 
 impl<'a> Parallel<'a> {
-    /// A run of `parts`, stopped by nothing, with the limits of `baton.toml`
-    /// and no remote; the `with_` methods change those.
+    /// A run of `parts`, with no remote ([`Parallel::with_remote`] gives one).
     pub fn new(parts: ParallelParts<'a>) -> Self {
         Self {
             files: parts.files,
@@ -217,24 +220,10 @@ impl<'a> Parallel<'a> {
             workspace: parts.workspace,
             main: parts.main,
             reporter: parts.reporter,
-            stop: CancellationToken::new(),
-            opts: RunOptions::default(),
+            stop: parts.stop,
+            opts: parts.opts,
             remote: None,
         }
-    }
-
-    /// Stopped (every agent after its tool call) when `stop` is cancelled.
-    #[must_use]
-    pub fn with_stop(mut self, stop: CancellationToken) -> Self {
-        self.stop = stop;
-        self
-    }
-
-    /// The command line's limits, for the whole run.
-    #[must_use]
-    pub fn with_opts(mut self, opts: RunOptions) -> Self {
-        self.opts = opts;
-        self
     }
 
     /// Claims and the main branch on the shared git `remote` (`--remote URL`).

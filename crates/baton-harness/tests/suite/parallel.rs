@@ -75,6 +75,17 @@ impl Kit {
         reporter: &'a dyn Reporter,
         max_sessions: Option<u32>,
     ) -> Parallel<'a> {
+        self.parallel_until(agents, reporter, max_sessions, CancellationToken::new())
+    }
+
+    /// [`Kit::parallel`], stopped when `stop` is cancelled.
+    fn parallel_until<'a>(
+        &'a self,
+        agents: u32,
+        reporter: &'a dyn Reporter,
+        max_sessions: Option<u32>,
+        stop: CancellationToken,
+    ) -> Parallel<'a> {
         Parallel::new(ParallelParts {
             files: Files::new(self.dir.clone(), self.cfg.project.clone()),
             cfg: self.cfg.clone(),
@@ -84,10 +95,11 @@ impl Kit {
             workspace: &Plain,
             main: &self.main,
             reporter,
-        })
-        .with_opts(RunOptions {
-            max_sessions,
-            ..RunOptions::default()
+            stop,
+            opts: RunOptions {
+                max_sessions,
+                ..RunOptions::default()
+            },
         })
     }
 }
@@ -937,7 +949,7 @@ async fn a_stop_ends_every_agent_cleanly() {
         seen: std::sync::atomic::AtomicUsize::new(0),
         stop: stop.clone(),
     };
-    let p = kit.parallel(3, &reporter, None).with_stop(stop);
+    let p = kit.parallel_until(3, &reporter, None, stop);
     let end = p.run().await.unwrap();
     let said = reporter.lines.said();
     assert_eq!(end, RunEnd::Interrupted, "{said}");
