@@ -21,26 +21,9 @@ fn project(forge: &str) -> Project {
     std::fs::create_dir_all(p.path().join(".baton")).unwrap();
     std::fs::write(p.path().join(".baton/accepted_feature_list.json"), &text).unwrap();
     std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "start",
-        ],
-    ] {
-        let o = std::process::Command::new("git")
-            .args(args)
-            .current_dir(p.path())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
+    baton_testkit::git(p.path(), &["init", "-q"]);
+    baton_testkit::git(p.path(), &["add", "-A"]);
+    baton_testkit::git(p.path(), &["commit", "-qm", "start"]);
     p
 }
 
@@ -268,41 +251,11 @@ fn proven_slow(forge_extra: &str, notify: &str, slow: Vec<(String, u64)>) -> Pub
     let text = serde_json::to_string_pretty(&list).unwrap() + "\n";
     std::fs::write(p.path().join("feature_list.json"), &text).unwrap();
     std::fs::write(p.path().join(".baton/accepted_feature_list.json"), &text).unwrap();
-    let git = |args: &[&str]| {
-        let o = std::process::Command::new("git")
-            .args(args)
-            .current_dir(p.path())
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    };
-    git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-qam",
-        "both pass",
-    ]);
+    git_in(p.path(), &["commit", "-qam", "both pass"]);
     let remote = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(remote.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success());
-    git(&[
-        "remote",
-        "add",
-        "origin",
-        &remote.path().display().to_string(),
-    ]);
+    git_in(remote.path(), &["init", "-q", "--bare"]);
+    let bare = remote.path().display().to_string();
+    git_in(p.path(), &["remote", "add", "origin", &bare]);
 
     let out = pull(&p);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -350,17 +303,7 @@ fn issues(p: &Project, verb: &str) -> std::process::Output {
 }
 
 fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
-    let o = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
+    baton_testkit::git(dir, args).trim().to_string()
 }
 
 /// The flow end to end: an issue pulled, built and proven by `baton run`, then
@@ -533,20 +476,7 @@ fn a_failed_check_becomes_a_fix_feature_and_a_passing_head_is_merged_only_when_a
     assert_eq!(accepted(&p).len(), 4, "a second fix feature");
 
     // The fix lands (here by hand), the branch moves, its checks pass.
-    git_in(
-        p.path(),
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "Fix CI",
-        ],
-    );
+    git_in(p.path(), &["commit", "-q", "--allow-empty", "-m", "Fix CI"]);
     assert!(said(&issues(&p, "pr")).contains("updated pull request #100"));
     let fixed = git_in(p.path(), &["rev-parse", "HEAD"]);
     forge.set_checks(

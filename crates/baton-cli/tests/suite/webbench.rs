@@ -13,25 +13,8 @@ use super::*;
 const FEATURES: usize = 10;
 
 fn commit(dir: &std::path::Path, message: &str) {
-    for args in [
-        &["add", "-A"][..],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            message,
-        ],
-    ] {
-        let o = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
+    baton_testkit::git(dir, &["add", "-A"]);
+    baton_testkit::git(dir, &["commit", "-qm", message]);
 }
 
 /// Ten features, the first eight built and passing. Session 1 builds #9 and
