@@ -156,22 +156,25 @@ impl Checker<'_> {
             }
         }
         let mut reported = BTreeMap::new();
-        if let Some(batching) = &self.batch {
+        let unreported = |reported: &BTreeMap<usize, _>| -> Vec<(usize, String)> {
+            allowed
+                .iter()
+                .filter(|(i, _)| !reported.contains_key(i))
+                .cloned()
+                .collect()
+        };
+        // Only a time-boxed sweep batches: in one runner's process one spec can
+        // make another's result (a spec a session added may patch the runner), so
+        // a flip's proof, a base check and the sweep before "complete" keep
+        // every check in a process of its own.
+        if let (Some(batching), Some(b)) = (&self.batch, budget) {
             for cfg in &batching.configs {
-                let left: Vec<(usize, String)> = allowed
-                    .iter()
-                    .filter(|(i, _)| !reported.contains_key(i))
-                    .cloned()
-                    .collect();
-                let budget_left = budget.map(|b| b.saturating_sub(started.elapsed()));
+                let left = unreported(&reported);
+                let budget_left = b.saturating_sub(started.elapsed());
                 reported.extend(self.batched(cfg, &batching.temp, &left, budget_left).await);
             }
         }
-        let rest: Vec<(usize, String)> = allowed
-            .iter()
-            .filter(|(i, _)| !reported.contains_key(i))
-            .cloned()
-            .collect();
+        let rest = unreported(&reported);
         if rest.len() > 1 {
             // In shells of SHELL_CHECKS checks each: what one shell reports must
             // fit in what the Bash tool keeps of an output, or the checks whose
@@ -225,28 +228,32 @@ impl Checker<'_> {
     }
 
     /// Run the checks of `checks` that have the batch's shape as one command
-    /// (within what is left of the sweep's box, `budget_left`), and return those its report says passed (with how long
-    /// their tests took). The rest, and all of them when the report is missing
-    /// or unreadable, are not in it: they run as before.
+    /// (within what is left of the sweep's box, `budget_left`), and return those
+    /// its report says passed (with how long their tests took). The rest, and
+    /// all of them when the report is missing or unreadable, are not in it: they
+    /// run as before.
     async fn batched(
         &self,
         cfg: &baton_config::BatchConfig,
         temp: &std::path::Path,
         checks: &[(usize, String)],
-        budget_left: Option<Duration>,
+        budget_left: Duration,
     ) -> BTreeMap<usize, (bool, String, Option<u64>)> {
         let joined: Vec<(usize, String)> = checks
             .iter()
             .filter_map(|(i, c)| crate::batch::file_of(cfg, c).map(|f| (*i, f)))
             .collect();
+        if joined.len() < 2 {
+            return BTreeMap::new();
+        }
         // The batch's bound: one check's limit for each check in it, within what
         // one Bash call may take and what is left of the sweep's box.
         let n = u32::try_from(joined.len()).unwrap_or(u32::MAX);
         let limit = self
             .timeout
             .saturating_mul(n)
-            .min(Duration::from_millis(baton_tools::bash::MAX_TIMEOUT_MS));
-        let limit = budget_left.map_or(limit, |b| limit.min(b));
+            .min(Duration::from_millis(baton_tools::bash::MAX_TIMEOUT_MS))
+            .min(budget_left);
         if limit.is_zero() {
             return BTreeMap::new();
         }
@@ -256,9 +263,6 @@ impl Checker<'_> {
         else {
             return BTreeMap::new();
         };
-        if joined.len() < 2 {
-            return BTreeMap::new();
-        }
         let report = dir.path().join("report.json");
         let files: Vec<String> = joined.iter().map(|(_, f)| f.clone()).collect();
         let command = crate::batch::command_for(cfg, &files, &report);

@@ -111,12 +111,14 @@ fn a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all() {
         .collect();
     unchanged.sort_unstable();
     assert_eq!(unchanged, (1..=9).collect::<Vec<u64>>());
-    // One runner for each batch: the sweep before session 1 (eight specs), the
-    // base check of #9, its proof, the sweep before session 2 (eight), the base
-    // checks of #10 before sessions 2 and 3, its check after session 3, and the
-    // sweep before "complete" (ten). One a spec, they were 31; without leaving
-    // out the unchanged, the sweep before session 3 was a ninth.
-    assert_eq!(webbench::runs(p.path()), 8, "{said}");
+    // One runner for each batch of a sweep before a session: before session 1
+    // (eight specs) and before session 2 (eight); one a spec for what decides
+    // proof or "complete", where a spec must not make another's result: the
+    // base check and proof of #9, the base checks of #10 before sessions 2 and
+    // 3, its check after session 3, and the ten of the sweep before "complete".
+    // One a spec everywhere, they were 31; without leaving out the unchanged,
+    // the sweep before session 3 was one more.
+    assert_eq!(webbench::runs(p.path()), 17, "{said}");
     // The batch's report timed each spec.
     let timed = s["sessions"][1]["sweep"]["check_ms"].as_object().unwrap();
     assert_eq!(timed.len(), 8, "{timed:?}");

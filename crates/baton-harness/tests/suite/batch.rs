@@ -58,7 +58,10 @@ fn list(checks: &[&str]) -> FeatureList {
     FeatureList::parse(&serde_json::to_string(&v).unwrap(), "f.json").unwrap()
 }
 
-fn run(dir: &Path, checks: &[&str], timeout: Duration) -> baton_records::CheckRun {
+/// The checks of `checks` in `dir`, as a time-boxed sweep runs them (a box of
+/// ten minutes), or, with `boxed` false, as a flip's proof or the sweep before
+/// "complete" does.
+fn run_as(dir: &Path, checks: &[&str], timeout: Duration, boxed: bool) -> baton_records::CheckRun {
     let tools = Toolbox::new(ToolContext::new(dir.to_path_buf()));
     let checker = Checker {
         tools: &tools,
@@ -80,7 +83,11 @@ fn run(dir: &Path, checks: &[&str], timeout: Duration) -> baton_records::CheckRu
         .enable_all()
         .build()
         .unwrap()
-        .block_on(checker.run(&l, &all, None))
+        .block_on(checker.run(&l, &all, boxed.then_some(Duration::from_secs(600))))
+}
+
+fn run(dir: &Path, checks: &[&str], timeout: Duration) -> baton_records::CheckRun {
+    run_as(dir, checks, timeout, true)
 }
 
 fn lines(log: &Path) -> Vec<String> {
@@ -155,4 +162,24 @@ fn one_checks_timeout_does_not_cut_the_batch() {
     let r = run(p.path(), &CHECKS[..4], Duration::from_secs(1));
     assert_eq!(r.passed, vec![1, 2, 3, 4], "{r:?}");
     assert_eq!(lines(&log), vec!["batch a.js b.js c.js d.js"]);
+}
+
+/// A run without a time box (a flip's proof, a base check, the sweep before
+/// "complete") never batches: in one runner's process a spec can make another's
+/// result, so there every check runs in a process of its own.
+#[test]
+fn a_run_that_decides_proof_or_complete_never_batches() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("log");
+    let p = project(&log, "0", FILES);
+    let r = run_as(p.path(), CHECKS, Duration::from_secs(30), false);
+    assert_eq!(r.passed, vec![1, 2, 4, 5], "{r:?}");
+    assert_eq!(
+        r.failed.iter().map(|f| f.feature).collect::<Vec<_>>(),
+        vec![3]
+    );
+    assert_eq!(
+        lines(&log),
+        ["alone a.js", "alone b.js", "alone c.js", "alone d.js"]
+    );
 }
