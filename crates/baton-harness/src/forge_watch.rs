@@ -225,6 +225,7 @@ pub async fn reviews(
         })
         .count();
     let mut items = Vec::new();
+    let mut writers = crate::issues::Writers::new(forge);
     for t in forge.review_threads(pull.number).await.map_err(forge_err)? {
         if t.resolved {
             continue;
@@ -254,7 +255,7 @@ pub async fn reviews(
         let Some((author, body)) = t.comments.first().cloned() else {
             continue;
         };
-        if !forge.can_write(&author).await.map_err(forge_err)? {
+        if !writers.may_write(&author).await? {
             out.ignored.push(author);
             continue;
         }

@@ -29,6 +29,36 @@ pub struct Pulled {
     pub ignored: Vec<(u64, String)>,
 }
 
+/// Who may write to the repository, asked of the forge once a user.
+pub(crate) struct Writers<'f, F> {
+    forge: &'f F,
+    known: std::collections::BTreeMap<String, bool>,
+}
+
+impl<'f, F: Forge> Writers<'f, F> {
+    /// Asking `forge`.
+    pub(crate) fn new(forge: &'f F) -> Self {
+        Self {
+            forge,
+            known: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Whether `user` may write (admin, maintain or write).
+    pub(crate) async fn may_write(&mut self, user: &str) -> Result<bool, HarnessError> {
+        if let Some(&w) = self.known.get(user) {
+            return Ok(w);
+        }
+        let w = self
+            .forge
+            .can_write(user)
+            .await
+            .map_err(|e| HarnessError::Input(format!("forge: {e}")))?;
+        self.known.insert(user.to_string(), w);
+        Ok(w)
+    }
+}
+
 /// Why an issue without a check is blocked.
 pub fn no_check(issue: u64) -> String {
     format!(
@@ -55,19 +85,20 @@ pub async fn pull(files: &Files, forge: &impl Forge, label: &str) -> Result<Pull
         .collect();
     let mut out = Pulled::default();
     let mut features = Vec::new();
+    let mut writers = Writers::new(forge);
     for issue in forge.open_issues(label).await.map_err(forge_err)? {
         if taken.contains(&issue.number) {
             out.already.push(issue.number);
             continue;
         }
-        let mut trusted = forge.can_write(&issue.author).await.map_err(forge_err)?;
+        let mut trusted = writers.may_write(&issue.author).await?;
         if !trusted {
             for who in forge
                 .labelled_by(issue.number, label)
                 .await
                 .map_err(forge_err)?
             {
-                if forge.can_write(&who).await.map_err(forge_err)? {
+                if writers.may_write(&who).await? {
                     trusted = true;
                     break;
                 }

@@ -150,6 +150,17 @@ fn labelled_issues_of_writers_become_features_and_strangers_are_ignored() {
             .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {TOKEN}"))),
         "{requests:?}"
     );
+    // Who may write is asked once a user (alice opened #3 and labelled #5).
+    let asked = |who: &str| {
+        requests
+            .iter()
+            .filter(|r| {
+                r.path
+                    .ends_with(&format!("/collaborators/{who}/permission"))
+            })
+            .count()
+    };
+    assert_eq!(asked("alice"), 1, "{requests:?}");
     // The limited request was asked again, after the wait it asked for.
     assert_eq!(requests[0].path, requests[1].path);
     assert!(requests[1].at.duration_since(requests[0].at) >= std::time::Duration::from_millis(900));
