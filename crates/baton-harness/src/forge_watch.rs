@@ -77,10 +77,7 @@ pub async fn step(
         if waited < cfg.checks_start_secs.saturating_mul(1000) {
             (Phase::WaitingForChecks, Watched::Waiting(Vec::new()))
         } else {
-            let now = !record
-                .pull
-                .as_ref()
-                .is_some_and(|p| p.told.contains(&pull.head));
+            let now = !pull.told.contains(&pull.head);
             if now {
                 tell(
                     "ci_not_started",
