@@ -143,6 +143,10 @@ fn watch_step(
             "baton: CI failed ({}): feature #{n} to fix it is on the list already",
             names.join(", ")
         ),
+        Watched::FixesSpent(_, names) => format!(
+            "baton: CI failed ({}) after [forge] max_ci_fixes fixes: a person was told; no more fix features",
+            names.join(", ")
+        ),
         Watched::NeverStarted(_) => {
             "baton: no check started in time: a person was told; not merged".to_string()
         }

@@ -44,6 +44,9 @@ pub struct ForgeConfig {
     /// Review threads that become features on one pull request at most; past
     /// them a person is told instead (review loops that never converge).
     pub max_review_cycles: u32,
+    /// Features to fix baton's pull request's failing CI, one a pushed commit, at
+    /// most; past them a person is told instead (fixes that never make CI pass).
+    pub max_ci_fixes: u32,
 }
 
 impl Default for ForgeConfig {
@@ -59,6 +62,7 @@ impl Default for ForgeConfig {
             merge: false,
             checks_start_secs: 600,
             max_review_cycles: 3,
+            max_ci_fixes: 3,
         }
     }
 }

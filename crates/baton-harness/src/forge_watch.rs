@@ -34,6 +34,9 @@ pub enum Watched {
     Waiting(Vec<String>),
     /// A check failed: the feature (1-based) that fixes it, `true` when added now.
     Failed(usize, bool, Vec<String>),
+    /// A check failed after `[forge] max_ci_fixes` fixes: the person was told now
+    /// (`true`) or before; no feature is added.
+    FixesSpent(bool, Vec<String>),
     /// No check started in time: the person was told now (`true`) or before.
     NeverStarted(bool),
     /// Every check passed; merged now when `[forge] merge`.
@@ -70,8 +73,29 @@ pub async fn step(
         .collect();
     let (phase, watched) = if !failed.is_empty() {
         let names: Vec<String> = failed.iter().map(|c| c.name.clone()).collect();
-        let (n, now) = fix_feature(files, forge.name(), pull.number, &pull.head, &failed)?;
-        (Phase::ChecksFailed, Watched::Failed(n, now, names))
+        match fix_feature(files, forge.name(), &pull, cfg.max_ci_fixes, &failed)? {
+            Some((n, now)) => (Phase::ChecksFailed, Watched::Failed(n, now, names)),
+            None => {
+                let key = "ci_fixes".to_string();
+                let now = !pull.told.contains(&key);
+                if now {
+                    tell(
+                        "ci_fixes_spent",
+                        &format!(
+                            "baton: the CI of pull request #{} ({}) still fails ({}) after [forge] max_ci_fixes ({}) fixes: it is for a person now",
+                            pull.number,
+                            pull.url,
+                            names.join(", "),
+                            cfg.max_ci_fixes
+                        ),
+                    );
+                    if let Some(p) = record.pull.as_mut() {
+                        p.told.push(key);
+                    }
+                }
+                (Phase::ChecksFailed, Watched::FixesSpent(now, names))
+            }
+        }
     } else if checks.is_empty() {
         let waited = baton_agent::transcript::now_ms().saturating_sub(pull.pushed_ms);
         if waited < cfg.checks_start_secs.saturating_mul(1000) {
@@ -113,15 +137,17 @@ pub async fn step(
     Ok(watched)
 }
 
-/// The feature that fixes the failed checks of `head` on pull request `number`:
-/// the one on the list already, or one appended now (`true`).
+/// The feature that fixes the failed checks of `pull`'s head: the one on the
+/// list already, or one appended now (`true`); `None` when `most` fixes of its
+/// CI are on the list already.
 fn fix_feature(
     files: &Files,
     forge: &str,
-    number: u64,
-    head: &str,
+    pull: &baton_records::forge::PullRecord,
+    most: u32,
     failed: &[&Check],
-) -> Result<(usize, bool), HarnessError> {
+) -> Result<Option<(usize, bool)>, HarnessError> {
+    let (number, head) = (pull.number, pull.head.as_str());
     let list = files.load_accepted()?.ok_or_else(|| {
         HarnessError::Input(format!(
             "{} has no accepted feature list",
@@ -134,7 +160,19 @@ fn fix_feature(
             .is_some_and(|s| s["forge"] == forge && s["pull"] == number && s["head"] == head)
     });
     if let Some(i) = known {
-        return Ok((i + 1, false));
+        return Ok(Some((i + 1, false)));
+    }
+    let fixes = list
+        .features
+        .iter()
+        .filter(|f| {
+            f.fields.get("source").is_some_and(|s| {
+                s["forge"] == forge && s["pull"] == number && s.get("head").is_some()
+            })
+        })
+        .count();
+    if fixes >= most as usize {
+        return Ok(None);
     }
     let names: Vec<String> = failed.iter().map(|c| c.name.clone()).collect();
     let said: String = failed
@@ -165,7 +203,7 @@ fn fix_feature(
     );
     let added =
         crate::issues::append_features(files, &list, vec![(feature, detail, None)], &message)?;
-    Ok((added.first().map_or(0, |a| a.0), true))
+    Ok(Some((added.first().map_or(0, |a| a.0), true)))
 }
 
 /// What one look at the review threads did.

@@ -818,3 +818,43 @@ fn a_watch_every_few_seconds_stops_once_it_merged() {
     assert!(said.contains("every check passed: merged"), "{said}");
     assert_eq!(forge.pulls()[0]["merged"], true);
 }
+
+/// Fixes that never make CI pass do not go on for ever: past `[forge]
+/// max_ci_fixes` fix features on one pull request, a failing head adds none and
+/// a person is told, once.
+#[test]
+fn ci_that_keeps_failing_is_left_to_a_person_after_max_ci_fixes() {
+    use baton_testkit::forge::check_run;
+    let told = tempfile::tempdir().unwrap();
+    let file = told.path().join("told.jsonl");
+    let notify = format!(
+        "[notify]\ncommand = [\"sh\", \"-c\", \"cat >> {}; echo >> {}\"]\n",
+        file.display(),
+        file.display()
+    );
+    let Published {
+        forge,
+        p,
+        remote: _remote,
+    } = proven("max_ci_fixes = 1\n", &notify);
+    let fails = || vec![check_run("test", "completed", Some("failure"), "still red")];
+    assert_eq!(issues(&p, "pr").status.code(), Some(0));
+    forge.set_checks(&git_in(p.path(), &["rev-parse", "HEAD"]), fails());
+    assert!(stderr(&issues(&p, "watch")).contains("feature #4 to fix it is on the list"));
+    git_in(
+        p.path(),
+        &["commit", "-q", "--allow-empty", "-m", "Try again"],
+    );
+    assert_eq!(issues(&p, "pr").status.code(), Some(0));
+    forge.set_checks(&git_in(p.path(), &["rev-parse", "HEAD"]), fails());
+    for _ in 0..2 {
+        let w = stderr(&issues(&p, "watch"));
+        assert!(
+            w.contains("CI failed (test) after [forge] max_ci_fixes fixes: a person was told"),
+            "{w}"
+        );
+    }
+    assert_eq!(accepted(&p).len(), 4, "a second fix feature");
+    let said = std::fs::read_to_string(&file).unwrap_or_default();
+    assert_eq!(said.matches("ci_fixes_spent").count(), 1, "{said}");
+}
