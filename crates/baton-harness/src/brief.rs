@@ -59,6 +59,9 @@ pub struct Extras {
     /// The port baton set for the session's commands, `init.sh` and the checks
     /// (`PORT`), where it set one.
     pub port: Option<String>,
+    /// Features baton found passing their checks where they entered the list,
+    /// before any session worked on them, and recorded as passing just now.
+    pub accepted_working: Vec<usize>,
 }
 
 /// Processes shown at most.
@@ -80,6 +83,43 @@ pub fn brief_with(
     let mut b = String::new();
     header(&mut b, files, list, number, extras);
     b.push_str(&crate::tell::section(&extras.told));
+    if !extras.accepted_working.is_empty() {
+        let _ = writeln!(
+            b,
+            "\nAlready working: {} passed {} verify command{} where {} entered the list, before any session worked on {}, so baton recorded {} as passing. Keep {} working.",
+            baton_records::human::features(&extras.accepted_working),
+            if extras.accepted_working.len() == 1 {
+                "its"
+            } else {
+                "their"
+            },
+            if extras.accepted_working.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
+            if extras.accepted_working.len() == 1 {
+                "it"
+            } else {
+                "they"
+            },
+            if extras.accepted_working.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            if extras.accepted_working.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+            if extras.accepted_working.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        );
+    }
     running_now(&mut b, &extras.running);
     last_session(&mut b, files, state);
     if let Some(run) = sweep {
@@ -253,6 +293,16 @@ fn gate_findings(b: &mut String, files: &Files, g: &baton_records::GateReport) {
         );
     }
     for (n, why) in &g.verifier_rejected {
+        // A pass whose own check did not hold up is the verifier's shortfall as
+        // much as the work's: not told to the coder as a fault it made.
+        if why.starts_with("the verifier's check") {
+            let _ = writeln!(
+                b,
+                "- #{n} was not proven and its flip was reverted: the independent verifier passed it, but the check it left did not hold up in baton's replay ({}). That may be the check's fault rather than your work's: if the feature works as its steps say, flip it again and another verifier judges it.",
+                cut(&one_line(why), 300)
+            );
+            continue;
+        }
         let _ = writeln!(
             b,
             "- The independent verifier REJECTED #{n} and its flip was reverted: {}",
@@ -269,7 +319,7 @@ fn gate_findings(b: &mut String, files: &Files, g: &baton_records::GateReport) {
     for n in &g.vacuous {
         let _ = writeln!(
             b,
-            "- #{n}'s verify command already passed before the last session's work, so it proves nothing about that work."
+            "- #{n}'s verify command already passed before the work (in a clean checkout of the commit before it), so it proves nothing about that work."
         );
     }
     for (n, why) in &g.unproven {

@@ -393,11 +393,12 @@ pub fn kept_checks(files: &crate::files::Files) -> BTreeMap<usize, String> {
         .into_iter()
         .filter(|e| e.kind == LedgerKind::CheckAdded)
         .filter_map(|e| match (e.feature, e.proof) {
-            (Some(n), Some(baton_records::Proof::Check { command, author }))
-                if author.starts_with("the verifier") =>
-            {
-                Some((n, command))
-            }
+            (
+                Some(n),
+                Some(baton_records::Proof::Check {
+                    command, author, ..
+                }),
+            ) if author.starts_with("the verifier") => Some((n, command)),
             _ => None,
         })
         .collect()

@@ -97,8 +97,36 @@ impl Files {
         }
     }
 
-    /// Record `list` as the accepted version.
+    /// Record `list` as the accepted version. Features it holds that the list
+    /// accepted before did not (all of them, for a first list) are noted as
+    /// entering the list at HEAD ([`baton_records::References`]): where their
+    /// proof falls back to when the work reached a commit before its flip.
     pub fn save_accepted(&self, list: &FeatureList) -> Result<(), HarnessError> {
+        let before: std::collections::BTreeSet<String> = self
+            .load_accepted()
+            .ok()
+            .flatten()
+            .map(|b| {
+                b.features
+                    .iter()
+                    .map(baton_records::references::identity)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let new: Vec<baton_records::Feature> = list
+            .features
+            .iter()
+            .filter(|f| !before.contains(&baton_records::references::identity(f)))
+            .cloned()
+            .collect();
+        if !new.is_empty()
+            && let Some(head) = crate::git::head(&self.dir)
+        {
+            let mut refs = baton_records::References::load(&self.dir);
+            if refs.accept(&FeatureList { features: new }, &head) {
+                refs.save(&self.dir)?;
+            }
+        }
         Ok(baton_records::write_atomic(
             &self.accepted(),
             &list.to_json(),

@@ -11,8 +11,20 @@ use crate::checks::Checker;
 use crate::error::{HarnessError, io};
 use crate::files::Files;
 use crate::git;
-use baton_records::{BaseCheck, CheckRun, GateReport, Proof};
+use baton_records::{CheckRun, GateReport, Proof};
 use baton_records::{LedgerEntry, LedgerKind};
+
+/// A flip that its own check may prove, once baton has replayed the check in
+/// clean worlds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckClaim {
+    /// The feature (1-based).
+    pub feature: usize,
+    /// Its verify command.
+    pub command: String,
+    /// Who wrote the check.
+    pub author: String,
+}
 
 /// The gates of one session, run step by step.
 pub struct Gates<'a> {
@@ -126,98 +138,85 @@ impl<'a> Gates<'a> {
         run.init_ran
     }
 
-    /// Step 3, proof by checks: a new flip whose verify command passed just now is
-    /// proven when that command was in the accepted list before the session (not
-    /// one the agent added with its flip), failed on the session's base commit
-    /// (`base`, run before the work), was not written by a coding session, tests
-    /// more than that paths exist, and reads nothing the session changed since
-    /// `base_commit` (its tests, their configuration, a path the command names,
-    /// `inputs`). One that passed at the base proves nothing: recorded as vacuous;
-    /// the others that fail a rule are recorded with why (`weak_checks`). Returns
-    /// the flips still without proof. Runs after the leftover commit, so the
-    /// session's changes are all in `base_commit..HEAD`.
-    pub fn prove_by_checks(
+    /// Step 3, proof by checks, the part judged without running anything: a new
+    /// flip whose verify command passed just now can be proven by it when that
+    /// command was in the accepted list before the session (not one the agent
+    /// added with its flip), was not written by a coding session, and tests more
+    /// than that paths exist. Those are returned as claims for baton to replay in
+    /// clean worlds (`proof.rs`), which settle them with [`Gates::check_held`] or
+    /// [`Gates::check_not_held`]; the others that fail a rule are recorded with
+    /// why (`weak_checks`). Returns the flips without a claim, then the claims.
+    pub fn check_claims(
         &mut self,
         accepted: Option<&FeatureList>,
-        base: Option<&BaseCheck>,
-        base_commit: Option<&str>,
-        inputs: &crate::scrutiny::Inputs,
-    ) -> Vec<usize> {
+    ) -> (Vec<usize>, Vec<CheckClaim>) {
         let Some(list) = &self.list else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         let mut unproven = Vec::new();
+        let mut claims = Vec::new();
         let mut ledger = None;
-        let mut changes = None;
         for &n in &self.report.flipped {
             let now = crate::checks::command_of(list, n - 1);
             let before = accepted.and_then(|a| crate::checks::command_of(a, n - 1));
-            let proven = match (&now, before, base) {
-                (Some(cmd), Some(old), Some(b))
-                    if self.report.verified.contains(&n)
-                        && *cmd == old
-                        && b.feature == n
-                        && b.command == *cmd =>
-                {
+            let claim = match (now, before) {
+                (Some(cmd), Some(old)) if self.report.verified.contains(&n) && cmd == old => {
                     let ledger = ledger.get_or_insert_with(|| {
                         baton_records::ledger::read(&self.files.ledger()).unwrap_or_default()
                     });
-                    let author = check_author(ledger, n, cmd);
-                    let weak = if b.passed {
-                        self.report.vacuous.push(n);
+                    let author = check_author(ledger, n, &cmd);
+                    if crate::scrutiny::existence_only(&cmd) {
+                        self.report.weak_checks.push((n, "its verify command only tests that paths exist, which proves no behaviour".to_string()));
                         None
-                    } else if crate::scrutiny::existence_only(cmd) {
-                        Some("its verify command only tests that paths exist, which proves no behaviour".to_string())
                     } else if author.coder {
-                        Some(format!(
-                            "its verify command was written by {}, so it is a regression check, not proof",
-                            author.who
-                        ))
+                        self.report.weak_checks.push((
+                            n,
+                            format!(
+                                "its verify command was written by {}, so it is a regression check, not proof",
+                                author.who
+                            ),
+                        ));
+                        None
                     } else {
-                        // What the session changed: read once, and only when a
-                        // check could still prove.
-                        let changes = changes
-                            .get_or_insert_with(|| changed_since(&self.files.dir, base_commit));
-                        match changes {
-                            Err(e) => Some(format!(
-                                "baton could not tell what the session changed ({e}), so its check is not taken as proof"
-                            )),
-                            Ok(c) => {
-                                let touched = inputs.touched(cmd, c);
-                                (!touched.is_empty()).then(|| {
-                                    format!(
-                                        "the session changed what its verify command runs or reads ({}), so the check proves nothing for it",
-                                        touched.join("; ")
-                                    )
-                                })
-                            }
-                        }
-                    };
-                    match weak {
-                        Some(why) => {
-                            self.report.weak_checks.push((n, why));
-                            false
-                        }
-                        None if b.passed => false,
-                        None => {
-                            self.report.proofs.push((
-                                n,
-                                Proof::Check {
-                                    command: cmd.clone(),
-                                    author: author.who,
-                                },
-                            ));
-                            true
-                        }
+                        Some(CheckClaim {
+                            feature: n,
+                            command: cmd,
+                            author: author.who,
+                        })
                     }
                 }
-                _ => false,
+                _ => None,
             };
-            if !proven {
-                unproven.push(n);
+            match claim {
+                Some(c) => claims.push(c),
+                None => unproven.push(n),
             }
         }
-        unproven
+        (unproven, claims)
+    }
+
+    /// A claim's check held in clean worlds: it failed before the work (at
+    /// `reference`) and passes with it. The flip is proven by it.
+    pub fn check_held(&mut self, claim: CheckClaim, reference: baton_records::Reference) {
+        self.report.proofs.push((
+            claim.feature,
+            Proof::Check {
+                command: claim.command,
+                author: claim.author,
+                reference: Some(reference),
+            },
+        ));
+    }
+
+    /// A claim's check did not hold in clean worlds (`why`); `vacuous` when it
+    /// passed before the work wherever it was replayed. The flip stays unproven
+    /// by it (the verifier may still prove it).
+    pub fn check_not_held(&mut self, n: usize, why: String, vacuous: bool) {
+        if vacuous {
+            self.report.vacuous.push(n);
+        } else {
+            self.report.weak_checks.push((n, why));
+        }
     }
 
     /// Record the check the verifier left for feature `n` (1-based) and baton
@@ -270,11 +269,11 @@ impl<'a> Gates<'a> {
             refused = format!("its verify command cannot run here ({})", f.reason);
             refused.as_str()
         } else if self.report.vacuous.contains(&n) {
-            "its verify command already passed before this session's work, so it proves nothing"
+            "its verify command already passed before the work (replayed in a clean checkout of the session's base and of where the feature entered the list), so it proves nothing"
         } else if self.report.verify_added.contains(&n) {
             "its verify command was added with the flip, so it is the claim, not a proof"
         } else if crate::checks::command_of(list, n - 1).is_some() {
-            "its verify command was not run before the session's work (only the target's is)"
+            "its verify command did not pass just now"
         } else {
             "it has no verify command"
         };
@@ -433,7 +432,7 @@ impl<'a> Gates<'a> {
                 LedgerKind::VacuousCheck,
                 Some(n),
                 format!(
-                    "{}: its verify command already passed on the session's base commit, so it is not counted as proof",
+                    "{}: its verify command already passed before the work, in a clean checkout of every commit it was replayed against, so it is not counted as proof",
                     desc(n)
                 ),
                 head.clone(),
@@ -455,7 +454,11 @@ impl<'a> Gates<'a> {
             .chain(r.checks_added.iter().cloned());
         for (n, command, author) in added {
             let mut e = entry(LedgerKind::CheckAdded, Some(n), desc(n), head.clone());
-            e.proof = Some(Proof::Check { command, author });
+            e.proof = Some(Proof::Check {
+                command,
+                author,
+                reference: None,
+            });
             self.files.append_ledger(&e)?;
         }
         for (n, why) in &r.unproven {
@@ -515,25 +518,34 @@ impl<'a> Gates<'a> {
 }
 
 /// Who wrote a check, as the ledger tells it.
-struct Author {
+pub(crate) struct Author {
     /// In words: `coding session 4`, `the verifier (session 6)`, `the initializer`.
-    who: String,
+    pub(crate) who: String,
     /// A coding session wrote it.
-    coder: bool,
+    pub(crate) coder: bool,
 }
 
 /// Who wrote feature `n`'s check `command`: the last `check_added` entry for it
 /// that names this command (a coding session, or the verifier whose check baton
 /// kept), else whoever wrote the feature (a planner's or a person's `added` or
 /// `amended` entry), else the list's first author, the initializer.
-fn check_author(ledger: &baton_records::ledger::Ledger, n: usize, command: &str) -> Author {
+pub(crate) fn check_author(
+    ledger: &baton_records::ledger::Ledger,
+    n: usize,
+    command: &str,
+) -> Author {
     let mut out = Author {
         who: "the initializer".to_string(),
         coder: false,
     };
     for e in ledger.entries.iter().filter(|e| e.feature == Some(n)) {
         match (e.kind, &e.proof) {
-            (LedgerKind::CheckAdded, Some(Proof::Check { command: c, author })) if c == command => {
+            (
+                LedgerKind::CheckAdded,
+                Some(Proof::Check {
+                    command: c, author, ..
+                }),
+            ) if c == command => {
                 out = Author {
                     coder: author.starts_with("coding session"),
                     who: author.clone(),
@@ -555,29 +567,4 @@ fn check_author(ledger: &baton_records::ledger::Ledger, n: usize, command: &str)
         }
     }
     out
-}
-
-/// What changed in the project from `base` to its head (the session's commits,
-/// leftovers included): each path with `A`, `M`, `D` or `T`.
-fn changed_since(
-    dir: &std::path::Path,
-    base: Option<&str>,
-) -> Result<Vec<crate::scrutiny::Change>, String> {
-    let Some(base) = base else {
-        return Err("the session's base commit is unknown".to_string());
-    };
-    let out = git::git(
-        dir,
-        &["diff", "--name-status", "--no-renames", "-z", base, "HEAD"],
-    )
-    .map_err(|e| e.to_string())?;
-    let mut parts = out.split('\0').filter(|p| !p.is_empty());
-    let mut changes = Vec::new();
-    while let (Some(status), Some(path)) = (parts.next(), parts.next()) {
-        changes.push(crate::scrutiny::Change {
-            status: status.chars().next().unwrap_or('M'),
-            path: path.to_string(),
-        });
-    }
-    Ok(changes)
 }

@@ -615,6 +615,11 @@ pub fn commit(
     Ok(head(dir))
 }
 
+/// Whether `ancestor` is an ancestor of (or the same commit as) `of`.
+pub fn is_ancestor(dir: &Path, ancestor: &str, of: &str) -> bool {
+    git(dir, &["merge-base", "--is-ancestor", ancestor, of]).is_ok()
+}
+
 /// `git log --oneline -N`, or an empty string before the first commit.
 pub fn log_oneline(dir: &Path, n: usize) -> String {
     git(dir, &["log", "--oneline", &format!("-{n}")]).unwrap_or_default()

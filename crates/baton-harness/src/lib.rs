@@ -74,5 +74,6 @@ mod summary;
 pub mod tell;
 pub mod tree_digest;
 pub mod verifier;
+pub mod world;
 
 pub use error::HarnessError;

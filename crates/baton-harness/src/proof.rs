@@ -22,6 +22,19 @@ use crate::runner::{Backend, Runner};
 use crate::session::Agent;
 use crate::verifier;
 
+/// Earlier coding sessions' bases a proof may be replayed against, at most.
+const MAX_REFERENCES: usize = 8;
+
+/// How a check fared in clean worlds.
+pub(crate) enum Replayed {
+    /// It failed before the work (at this reference) and passes with it.
+    Held(baton_records::Reference),
+    /// It passed before the work at every reference: it proves nothing.
+    Vacuous(String),
+    /// It could not be replayed, or failed with the work: why.
+    NotHeld(String),
+}
+
 impl Runner<'_> {
     /// Run feature `n`'s verify command (if it has one) before the session's work,
     /// the start script first unless `init_ran` (the sweep just ran it).
@@ -87,13 +100,37 @@ impl Runner<'_> {
             self.stop_processes().await;
         }
         g.commit_leftovers()?;
-        let inputs = crate::scrutiny::Inputs::new(&self.cfg.verify.protect);
-        let unproven = g.prove_by_checks(
-            accepted,
-            ip.base_check.as_ref(),
-            ip.head_before.as_deref(),
-            &inputs,
-        );
+        let (mut unproven, claims) = g.check_claims(accepted);
+        if let (false, Some(list)) = (claims.is_empty(), g.list.clone()) {
+            for claim in claims {
+                let n = claim.feature;
+                match self
+                    .replay_in_worlds(&list, n, &claim.command, ip.head_before.as_deref(), false)
+                    .await
+                {
+                    Replayed::Held(r) => {
+                        self.reporter.line(&format!(
+                            "  #{n}'s verify command fails before the work (at {}) and passes with it, each in a clean checkout",
+                            r.describe()
+                        ));
+                        g.check_held(claim, r);
+                    }
+                    Replayed::Vacuous(why) => {
+                        g.check_not_held(n, why, true);
+                        unproven.push(n);
+                    }
+                    Replayed::NotHeld(why) => {
+                        self.reporter.line(&format!(
+                            "  #{n}'s verify command does not prove it: {}",
+                            crate::queue::cut(&why, 300)
+                        ));
+                        g.check_not_held(n, why, false);
+                        unproven.push(n);
+                    }
+                }
+            }
+            unproven.sort_unstable();
+        }
         let verify = &self.cfg.verify;
         let mut done = (0.0, None);
         if verify.agent && !unproven.is_empty() {
@@ -221,11 +258,17 @@ impl Runner<'_> {
             .then(|| verifier::parse_verdict(&result.final_text))
             .flatten();
         let walked = verifier::walk(transcript.path());
+        let scratch_dir = scratch.path().display().to_string();
+        let project_dir = self.files.dir.display().to_string();
         let (proofs, mut rejected) = verifier::judge(
             flips,
             finals.as_deref(),
             &walked,
             verifier::Needs::of(kind, browser),
+            &verifier::Places {
+                scratch: Some(&scratch_dir),
+                project: Some(&project_dir),
+            },
             session,
         );
         // What the verifier started stops before baton replays its checks.
@@ -244,12 +287,11 @@ impl Runner<'_> {
         Ok((result.cost_usd, None))
     }
 
-    /// baton's own run of the checks the verifier left with its passes: each must
-    /// pass on the session's head (the project read-only, as for the verifier)
-    /// and fail on its base commit (`base`, in a copy of the project at that
-    /// commit), run as baton runs every check (policy, sandbox, `init.sh` first). A pass whose check does not is rejected with
-    /// why; one whose check holds is recorded with the proof (and in the ledger
-    /// as `check_added`). Returns the proofs that stand.
+    /// baton's own run of the checks the verifier left with its passes, each in
+    /// the clean worlds of [`Runner::replay_in_worlds`]: it must fail before the
+    /// work and pass with it. A pass whose check does not is rejected with why;
+    /// one whose check holds is recorded with the proof, its reference with it
+    /// (and in the ledger as `check_added`). Returns the proofs that stand.
     async fn replay(
         &self,
         g: &mut Gates<'_>,
@@ -259,115 +301,252 @@ impl Runner<'_> {
         session: u32,
         rejected: &mut Vec<(usize, String)>,
     ) -> Vec<(usize, baton_records::Proof)> {
-        let checks: Vec<(usize, String)> = proofs
-            .iter()
-            .filter_map(|(n, p)| match p {
-                baton_records::Proof::Verifier { check: Some(c), .. } => Some((*n, c.clone())),
-                _ => None,
-            })
-            .collect();
-        if checks.is_empty() {
-            return proofs;
-        }
-        // The checks as verify commands of a copy of the list, run like any check.
-        let mut probe = list.clone();
-        for (n, c) in &checks {
-            if let Some(f) = probe.features.get_mut(n - 1) {
-                f.fields.insert(
-                    baton_records::VERIFY.to_string(),
-                    serde_json::Value::String(c.clone()),
-                );
-            }
-        }
-        let idx: Vec<usize> = checks.iter().map(|(n, _)| n - 1).collect();
-        // On the head the checks run as the verifier's own commands did: the app
-        // started by baton, the project read-only, so a check a verifier wrote
-        // cannot change the work it judges.
-        let _ = self.start_app_for_verifier().await;
-        let ro_tools = self.read_only_tools();
-        let mut checker =
-            crate::checks::Checker::for_project(&ro_tools, self.policy, &self.cfg, &self.files.dir);
-        checker.init_script = None;
-        let head = checker.run(&probe, &idx, None).await;
-        self.stop_processes().await;
-        let at_base = match base {
-            Some(b) => self.run_at(b, &probe, &idx).await,
-            None => Err("the session's base commit is unknown".to_string()),
-        };
         let author = format!("the verifier (session {session})");
         let mut kept = Vec::new();
-        for (n, proof) in proofs {
-            let Some((_, check)) = checks.iter().find(|(f, _)| *f == n) else {
-                kept.push((n, proof));
-                continue;
-            };
-            let failed_now = head
-                .failed
-                .iter()
-                .chain(&head.refused)
-                .find(|f| f.feature == n);
-            let why = if let Some(f) = failed_now {
-                Some(format!(
-                    "baton ran the verifier's check `{check}` itself and it failed: {}",
-                    crate::queue::cut(&f.reason, 600)
-                ))
-            } else {
-                match &at_base {
-                    Err(e) => Some(format!(
-                        "baton could not run the verifier's check on the session's base commit ({e}), so it proves nothing"
-                    )),
-                    Ok(run) if run.passed.contains(&n) => Some(format!(
-                        "the verifier's check `{check}` passes on the session's base commit too, before the work, so it proves nothing"
-                    )),
-                    Ok(_) => None,
-                }
-            };
-            match why {
-                Some(why) => {
-                    self.reporter.line(&format!(
-                        "  the verifier's check of #{n} does not hold: {why}"
-                    ));
-                    rejected.push((n, why));
-                }
-                None => {
-                    self.reporter.line(&format!(
-                        "  the verifier's check of #{n} fails before the work and passes now"
-                    ));
-                    g.keep_check(n, check, &author);
+        for (n, mut proof) in proofs {
+            let check = match &proof {
+                baton_records::Proof::Verifier { check: Some(c), .. } => c.clone(),
+                _ => {
                     kept.push((n, proof));
+                    continue;
                 }
-            }
+            };
+            let why = match self.replay_in_worlds(list, n, &check, base, true).await {
+                Replayed::Held(r) => {
+                    self.reporter.line(&format!(
+                        "  the verifier's check of #{n} fails before the work (at {}) and passes with it",
+                        r.describe()
+                    ));
+                    if let baton_records::Proof::Verifier { reference, .. } = &mut proof {
+                        *reference = Some(r);
+                    }
+                    g.keep_check(n, &check, &author);
+                    kept.push((n, proof));
+                    continue;
+                }
+                Replayed::Vacuous(why) => {
+                    format!("the verifier's check `{check}` proves nothing: {why}")
+                }
+                Replayed::NotHeld(why) => {
+                    format!("the verifier's check `{check}` does not hold: {why}")
+                }
+            };
+            self.reporter.line(&format!(
+                "  the verifier's check of #{n} does not hold: {}",
+                crate::queue::cut(&why, 300)
+            ));
+            rejected.push((n, why));
         }
         kept
     }
 
-    /// Run the checks of `features` (0-based) of `list` in a copy of the project
-    /// at `commit`, made for this and removed after: a clone sharing the project's
-    /// objects, in the temp dir (writable to the checks' commands), its processes
-    /// stopped after.
-    async fn run_at(
+    /// Replay `command` as feature `n`'s check in clean worlds ([`crate::world`]):
+    /// against each reference in turn, newest first (the session's base, the bases
+    /// of the coding sessions before it, where the feature entered the list), until
+    /// one where it fails before the work; there it must pass with the work, and,
+    /// with `mutant` (a verifier's check), fail again with the work's files
+    /// replaced by junk. Each
+    /// world is a clean checkout of tracked files, with a fresh home and the
+    /// start script run first, its processes stopped after.
+    pub(crate) async fn replay_in_worlds(
         &self,
-        commit: &str,
+        list: &FeatureList,
+        n: usize,
+        command: &str,
+        base: Option<&str>,
+        mutant: bool,
+    ) -> Replayed {
+        let Some(f) = list.features.get(n - 1) else {
+            return Replayed::NotHeld(format!("there is no feature {n}"));
+        };
+        let dir = &self.files.dir;
+        let Some(head) = crate::git::head(dir) else {
+            return Replayed::NotHeld("the project has no commit to replay it on".into());
+        };
+        let (entry, references) = self.references_of(f, base);
+        if references.is_empty() {
+            return Replayed::NotHeld(
+                "baton knows no commit before the work to replay it against".into(),
+            );
+        }
+        let layers = crate::world::Layers::new(
+            command,
+            crate::world::about_init(f, &self.files.names.init_script),
+            &self.files.names,
+            &self.cfg.verify.protect,
+        );
+        // The check as the feature's verify command of a copy of the list, run
+        // like any check.
+        let mut probe = list.clone();
+        if let Some(p) = probe.features.get_mut(n - 1) {
+            p.fields.insert(
+                baton_records::VERIFY.to_string(),
+                serde_json::Value::String(command.to_string()),
+            );
+        }
+        let mut passed_before = Vec::new();
+        for r in references {
+            let entry = entry.as_deref().unwrap_or(&r.commit);
+            let pair = match crate::world::pair(dir, &layers, entry, &r.commit, &head) {
+                Ok(p) => p,
+                Err(e) => {
+                    return Replayed::NotHeld(format!(
+                        "baton could not lay out the worlds to replay it in ({e})"
+                    ));
+                }
+            };
+            let before = match self.run_in(&pair.before, &probe, &[n - 1]).await {
+                Ok(run) => run,
+                Err(e) => return Replayed::NotHeld(e),
+            };
+            if let Some(f) = before.refused.first() {
+                return Replayed::NotHeld(format!("it cannot run here ({})", f.reason));
+            }
+            if before.passed.contains(&n) {
+                passed_before.push(r.describe());
+                continue;
+            }
+            let after = match self.run_in(&pair.after, &probe, &[n - 1]).await {
+                Ok(run) => run,
+                Err(e) => return Replayed::NotHeld(e),
+            };
+            if after.passed.contains(&n) {
+                if !mutant {
+                    return Replayed::Held(r);
+                }
+                // It must depend on the work: with the work's files junk, fail.
+                let junk = match self.run_in(&pair.mutant, &probe, &[n - 1]).await {
+                    Ok(run) => run,
+                    Err(e) => return Replayed::NotHeld(e),
+                };
+                if !junk.passed.contains(&n) {
+                    return Replayed::Held(r);
+                }
+                let mut shown: Vec<&str> = pair.work.iter().take(8).map(String::as_str).collect();
+                if pair.work.len() > 8 {
+                    shown.push("…");
+                }
+                return Replayed::NotHeld(format!(
+                    "it still passes when the files the work added or changed ({}) are replaced by junk, so it does not test what the work does: a check must fail unless the feature behaves as its steps say",
+                    shown.join(", ")
+                ));
+            }
+            let said = after
+                .failed
+                .iter()
+                .chain(&after.refused)
+                .find(|f| f.feature == n)
+                .map(|f| crate::queue::cut(&f.reason, 600))
+                .unwrap_or_default();
+            let beside = crate::world::beside_product(dir, &layers, &r.commit, &head);
+            let beside = if beside.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; what changed since then beside the product: {}",
+                    beside.join(", ")
+                )
+            };
+            return Replayed::NotHeld(format!(
+                "it fails at {} before the work, but it also fails in a clean checkout of that commit with only the changes to the product since then laid over it, so what makes it pass in the project is something else: a test, a fixture, a helper, a runner's or the package's configuration, the start script, a dotfile, or an ignored or untracked file{beside} (in the clean checkout: {said})",
+                r.describe()
+            ));
+        }
+        Replayed::Vacuous(format!(
+            "it passes before the work too, in a clean checkout of {}",
+            passed_before.join(" and of ")
+        ))
+    }
+
+    /// Where feature `f` entered the list, and the commits its "before" may be
+    /// replayed against, newest first: `base` (the session's), the bases of the
+    /// last coding sessions before it ([`MAX_REFERENCES`] at most) that come after
+    /// the feature entered the list, and that entry itself.
+    fn references_of(
+        &self,
+        f: &baton_records::Feature,
+        base: Option<&str>,
+    ) -> (Option<String>, Vec<baton_records::Reference>) {
+        let dir = &self.files.dir;
+        let entry = crate::world::entry_of(dir, &self.files.names.feature_list, f);
+        let mut out: Vec<baton_records::Reference> = Vec::new();
+        let mut push = |commit: &str, what: String| {
+            if !out.iter().any(|r| r.commit == commit) {
+                out.push(baton_records::Reference {
+                    commit: commit.to_string(),
+                    what,
+                });
+            }
+        };
+        if let Some(b) = base {
+            push(b, "the session's base".to_string());
+        }
+        let state = baton_records::State::load(dir).unwrap_or_default();
+        let earlier = state
+            .sessions
+            .iter()
+            .rev()
+            .filter(|s| s.kind == baton_records::SessionKind::Coding)
+            .filter_map(|s| s.base.as_deref().map(|b| (s.number, b)))
+            .filter(|(_, b)| Some(*b) != base)
+            .filter(|(_, b)| {
+                entry
+                    .as_deref()
+                    .is_none_or(|e| crate::git::is_ancestor(dir, e, b))
+            })
+            .take(MAX_REFERENCES);
+        for (number, b) in earlier {
+            push(b, format!("the base of session {number}"));
+        }
+        if let Some(e) = &entry {
+            push(e, "where it entered the list".to_string());
+        }
+        (entry, out)
+    }
+
+    /// Run the checks of `features` (0-based) of `list` in a world laid out by
+    /// `plan`: a clone sharing the project's objects, in the temp dir (writable
+    /// to the checks' commands), made for this and removed after, its processes
+    /// stopped after.
+    async fn run_in(
+        &self,
+        plan: &crate::world::Plan,
         list: &FeatureList,
         features: &[usize],
     ) -> Result<baton_records::CheckRun, String> {
-        // Where the commands may write: a copy's own temp dir when the main
-        // project lies in the temp dir.
         let copy = tempfile::Builder::new()
-            .prefix("baton-base-")
+            .prefix("baton-world-")
             .tempdir_in(baton_policy::sandbox::temp_dir_for(&self.files.dir))
             .map_err(|e| format!("cannot make a temp dir: {e}"))?;
-        let dir = copy.path().to_path_buf();
-        // Made by git inside the sandbox, like every command on the project's
-        // content: a clone sharing the project's objects, at `commit`.
+        let dir = copy.path().join("w");
         let q =
             |p: &std::path::Path| baton_agent::cli_session::shell_quote(&p.display().to_string());
-        let make = format!(
-            "git clone -q --shared --no-checkout {} {} && git -C {} -c advice.detachedHead=false checkout -q --detach {commit}",
+        // Made by git inside the sandbox, like every command on the project's
+        // content; the lists of paths are files baton writes beside it.
+        let (w, at) = (q(&dir), &plan.at);
+        let mut make = format!(
+            "git clone -q --shared --no-checkout {} {w} && git -C {w} -c advice.detachedHead=false checkout -q --detach {at}",
             q(&self.files.dir),
-            q(&dir),
-            q(&dir)
         );
+        let list_file = |name: String, paths: &[String]| -> Result<String, String> {
+            let p = copy.path().join(name);
+            let mut bytes = paths.join("\0").into_bytes();
+            bytes.push(0);
+            std::fs::write(&p, bytes).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            Ok(q(&p))
+        };
+        for (k, (commit, paths)) in plan.take.iter().enumerate() {
+            let file = list_file(format!("take-{k}"), paths)?;
+            make.push_str(&format!(
+                " && git --literal-pathspecs -C {w} checkout -q {commit} --pathspec-from-file={file} --pathspec-file-nul"
+            ));
+        }
+        if !plan.remove.is_empty() {
+            let file = list_file("remove".to_string(), &plan.remove)?;
+            make.push_str(&format!(
+                " && git --literal-pathspecs -C {w} rm -q -r -f --ignore-unmatch --pathspec-from-file={file} --pathspec-file-nul"
+            ));
+        }
         let out = self
             .tools
             .call(
@@ -377,10 +556,16 @@ impl Runner<'_> {
             .await;
         if out.is_error {
             return Err(format!(
-                "making a copy at {} failed: {}",
-                &commit[..commit.len().min(12)],
+                "making a clean checkout at {} failed: {}",
+                &at[..at.len().min(12)],
                 crate::queue::cut(out.content.trim(), 300)
             ));
+        }
+        let beneath = baton_records::beneath::Beneath::new(&dir);
+        for (path, bytes) in &plan.write {
+            beneath
+                .write_atomic(path, bytes)
+                .map_err(|e| format!("cannot write {path} into the clean checkout: {e}"))?;
         }
         let mut ctx = self.tools.context().clone();
         ctx.project_dir = dir.canonicalize().unwrap_or(dir.clone());
@@ -389,6 +574,142 @@ impl Runner<'_> {
         let run = checker.run(list, features, None).await;
         self.stop_processes().await;
         Ok(run)
+    }
+
+    /// Before a coding session of a run of one: every failing feature whose
+    /// check (written by nobody who gains from its flip, more than a test that
+    /// paths exist, allowed here) was never run where the feature entered the
+    /// list has it run there now, in a clean checkout of that commit, its start
+    /// script first. One that passes already worked when it entered the list
+    /// (an adopted repository's feature, a planner's feature the code already
+    /// does): no session can ever make it fail "before the work", so it is
+    /// recorded as passing with that proof ([`baton_records::Proof::Accepted`])
+    /// in baton's commit of the list. Returns those features.
+    pub(crate) async fn accept_working(
+        &self,
+        number: u32,
+        accepted: &mut Option<FeatureList>,
+    ) -> Result<Vec<usize>, HarnessError> {
+        let Some(list) = accepted.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let dir = &self.files.dir;
+        let known = baton_records::References::load(dir);
+        let ledger = baton_records::ledger::read(&self.files.ledger()).unwrap_or_default();
+        // By the commit they entered at: one clean checkout runs all of its checks.
+        let mut by_entry: std::collections::BTreeMap<String, Vec<(usize, String, String)>> =
+            std::collections::BTreeMap::new();
+        let mut not_run: Vec<(usize, String)> = Vec::new();
+        for (i, f) in list.features.iter().enumerate() {
+            if f.passes {
+                continue;
+            }
+            let Some(command) = crate::checks::command_of(list, i) else {
+                continue;
+            };
+            if known.checked_at_entry(f, &command) {
+                continue;
+            }
+            let author = crate::gates::check_author(&ledger, i + 1, &command);
+            let allowed = !matches!(
+                self.policy
+                    .check("Bash", &serde_json::json!({ "command": command })),
+                baton_tools::GateDecision::Refuse(_)
+            );
+            let entry = crate::world::entry_of(dir, &self.files.names.feature_list, f);
+            match entry {
+                Some(e)
+                    if allowed && !author.coder && !crate::scrutiny::existence_only(&command) =>
+                {
+                    by_entry
+                        .entry(e)
+                        .or_default()
+                        .push((i, command, author.who));
+                }
+                _ => not_run.push((i, command)),
+            }
+        }
+        // Read after `entry_of`, which notes what it finds.
+        let mut refs = baton_records::References::load(dir);
+        for (i, command) in &not_run {
+            refs.mark_checked(&list.features[*i], command);
+        }
+        if by_entry.is_empty() {
+            if !not_run.is_empty() {
+                refs.save(dir)?;
+            }
+            return Ok(Vec::new());
+        }
+        let mut passed: Vec<(usize, baton_records::Proof)> = Vec::new();
+        for (entry, checks) in &by_entry {
+            let idx: Vec<usize> = checks.iter().map(|c| c.0).collect();
+            let plan = crate::world::Plan {
+                at: entry.clone(),
+                ..crate::world::Plan::default()
+            };
+            let run = match self.run_in(&plan, list, &idx).await {
+                Ok(r) => r,
+                Err(e) => {
+                    self.reporter.line(&format!(
+                        "baton: could not run checks where their features entered the list ({e}); they are tried again before the next session"
+                    ));
+                    continue;
+                }
+            };
+            for (i, command, author) in checks {
+                let f = &list.features[*i];
+                refs.mark_checked(f, command);
+                if run.passed.contains(&(i + 1)) {
+                    passed.push((
+                        i + 1,
+                        baton_records::Proof::Accepted {
+                            command: command.clone(),
+                            author: author.clone(),
+                            commit: entry.clone(),
+                        },
+                    ));
+                }
+            }
+        }
+        refs.save(dir)?;
+        if passed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut list = list.clone();
+        let ns: Vec<usize> = passed.iter().map(|(n, _)| *n).collect();
+        for &n in &ns {
+            list.features[n - 1].passes = true;
+        }
+        let said = baton_records::human::features(&ns);
+        let entries = passed
+            .into_iter()
+            .map(|(n, proof)| baton_records::LedgerEntry {
+                feature: Some(n),
+                proof: Some(proof),
+                ..baton_records::LedgerEntry::new(
+                    number,
+                    baton_records::LedgerKind::Flip,
+                    format!(
+                        "{}: passed its check where it entered the list, before any session worked on it",
+                        list.features[n - 1].description
+                    ),
+                )
+            })
+            .collect();
+        let fl = &self.files.names.feature_list;
+        self.files.commit_list(
+            &list,
+            &format!(
+                "baton: {said} already pass where they entered {fl}\n\nTheir checks, written by nobody who gains from the flip, passed in a clean checkout of the commit where each entered the list, before any session worked on it."
+            ),
+            entries,
+        )?;
+        self.files.save_accepted(&list)?;
+        self.reporter.line(&format!(
+            "passed when accepted: {said} already pass their checks where they entered the list; recorded as passing"
+        ));
+        *accepted = Some(list);
+        Ok(ns)
     }
 
     /// Judge by the command policy every check of `list` that `before` did not

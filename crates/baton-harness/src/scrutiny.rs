@@ -1,10 +1,10 @@
 //! What a command shows, read without running it: whether a call only inspects
 //! the change (git's history, listings, reading sources) rather than exercising
-//! a feature, whether a check only tests that paths exist, and which of the files
-//! a session changed a check runs or reads. The proof gates and the verifier's
-//! judge ask these; see `docs/verification.md`.
+//! a feature, whether a check only tests that paths exist, and whether it runs a
+//! build file's targets. The proof gates and the verifier's judge ask these;
+//! what a check really depends on is never read from its text but replayed in
+//! clean worlds ([`crate::world`]). See `docs/verification.md`.
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
 /// git subcommands that only read the repository.
@@ -30,33 +30,6 @@ const LISTINGS: &[&str] = &[
     "ls", "find", "tree", "stat", "file", "wc", "du", "pwd", "echo", "printf", "true", "realpath",
     "readlink", "basename", "dirname", "which", "sleep", "cat", "head", "tail", "less", "more",
     "sort", "uniq", "nl",
-];
-
-/// Programs that run the file they are given (interpreters and test runners):
-/// the paths among their arguments are what a check runs.
-const RUNNERS: &[&str] = &[
-    "bash",
-    "sh",
-    "zsh",
-    "dash",
-    "python",
-    "python3",
-    "node",
-    "deno",
-    "bun",
-    "ruby",
-    "perl",
-    "php",
-    "npx",
-    "pytest",
-    "jest",
-    "vitest",
-    "mocha",
-    "playwright",
-    "tsx",
-    "ts-node",
-    "source",
-    ".",
 ];
 
 /// `test`/`[` flags that ask only whether a path exists (or of what kind it is).
@@ -239,167 +212,11 @@ fn path_test(args: &[String]) -> bool {
     saw_test
 }
 
-/// A change a session made to one path (`git diff --name-status --no-renames`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
-    /// `A`, `M`, `D` or `T`.
-    pub status: char,
-    /// The path, relative to the project.
-    pub path: String,
-}
-
-/// What a check reads, beyond the code it tests: the paths its command names,
-/// the project's test files and runner configuration, and `[verify] protect`.
-pub struct Inputs {
-    test_files: GlobSet,
-    configs: GlobSet,
-    protect: GlobSet,
-}
-
-/// Files that are tests by their place or name, in most ecosystems.
-const TEST_FILES: &[&str] = &[
-    "**/test/**",
-    "**/tests/**",
-    "**/spec/**",
-    "**/specs/**",
-    "**/__tests__/**",
-    "**/e2e/**",
-    "**/cypress/**",
-    "**/*.test.*",
-    "**/*.spec.*",
-    "**/*_test.*",
-    "**/*_spec.*",
-    "**/test_*.py",
-];
-
-/// Test runners' configuration and shared fixtures: a change to one can make any
-/// test pass.
-const RUNNER_CONFIGS: &[&str] = &[
-    "**/playwright.config.*",
-    "**/jest.config.*",
-    "**/vitest.config.*",
-    "**/vitest.workspace.*",
-    "**/cypress.config.*",
-    "**/karma.conf.*",
-    "**/.mocharc*",
-    "**/pytest.ini",
-    "**/conftest.py",
-    "**/tox.ini",
-    "**/phpunit.xml*",
-    "**/.rspec",
-];
-
-fn set(globs: &[&str]) -> GlobSet {
-    let mut b = GlobSetBuilder::new();
-    for g in globs {
-        if let Ok(g) = Glob::new(g) {
-            b.add(g);
-        }
-    }
-    b.build().unwrap_or_else(|_| GlobSet::empty())
-}
-
-impl Inputs {
-    /// The inputs every check has, plus `protect` (`[verify] protect`, globs
-    /// relative to the project; one that does not parse is left out).
-    pub fn new(protect: &[String]) -> Self {
-        let protect: Vec<&str> = protect.iter().map(String::as_str).collect();
-        Self {
-            test_files: set(TEST_FILES),
-            configs: set(RUNNER_CONFIGS),
-            protect: set(&protect),
-        }
-    }
-
-    /// The changes among `changes` that touch what `command` runs: a script or
-    /// test file it runs (an interpreter's or test runner's argument, or the
-    /// program itself, changed, added or deleted; an existing file beneath such a
-    /// directory, changed or deleted), an existing test file changed or deleted (a
-    /// new one changes no existing test), a runner's configuration or a
-    /// `protect`ed file in any way, and a package manifest or Makefile when the
-    /// command runs its scripts or targets (`npm test`, `make check`). Each with
-    /// why. A file the check only reads (the feature's output, a page) is the
-    /// work itself, not the check's.
-    pub fn touched(&self, command: &str, changes: &[Change]) -> Vec<String> {
-        let named = run_paths(command);
-        let runs_scripts = runs_scripts(command);
-        let mut out = Vec::new();
-        for c in changes {
-            let p = c.path.as_str();
-            let existing = c.status != 'A';
-            let why = if named.iter().any(|n| n == p) {
-                Some("its command runs it")
-            } else if existing
-                && named
-                    .iter()
-                    .any(|n| p.starts_with(&format!("{}/", n.trim_end_matches('/'))))
-            {
-                Some("it lies in a directory its command runs")
-            } else if self.configs.is_match(p) {
-                Some("it configures the test runner")
-            } else if self.protect.is_match(p) {
-                Some("[verify] protect names it")
-            } else if existing && self.test_files.is_match(p) {
-                Some("it is an existing test")
-            } else if runs_scripts.iter().any(|m| file_name(p) == *m) {
-                Some("its command runs the scripts it defines")
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                let verb = match c.status {
-                    'A' => "added",
-                    'D' => "deleted",
-                    _ => "changed",
-                };
-                out.push(format!("{verb} {p} ({why})"));
-            }
-        }
-        out
-    }
-}
-
-fn file_name(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
-}
-
-/// Whether a word reads as a relative path (no expansion, option or scheme).
-fn path_like(w: &str) -> Option<String> {
-    let ok = !w.is_empty()
-        && !w.starts_with('-')
-        && !w.starts_with('/')
-        && !w.contains(['$', '`', '*', '?', '=', ' ', '\'', '"'])
-        && !w.contains("://")
-        && (w.contains('/') || w.contains('.'));
-    let p = w.trim_start_matches("./").trim_end_matches('/');
-    (ok && !p.is_empty() && p != "." && p != "..").then(|| p.to_string())
-}
-
-/// The relative paths a command runs: a program given by its path
-/// (`./tests/run.sh`), and the path arguments of interpreters and test runners
-/// (`bash tests/t4.sh`, `npx playwright test test/a.spec.js`), `./` taken off.
-pub fn run_paths(command: &str) -> Vec<String> {
-    let Some(cmds) = baton_policy::simple::commands(command) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for words in &cmds {
-        let (name, args) = program(words);
-        let at = words.len() - args.len() - 1;
-        let mut found = Vec::new();
-        if words.get(at).is_some_and(|w| w.contains('/')) {
-            found.extend(words.get(at).and_then(|w| path_like(w)));
-        }
-        if RUNNERS.contains(&name) {
-            found.extend(args.iter().filter_map(|a| path_like(a)));
-        }
-        for p in found {
-            if !out.contains(&p) {
-                out.push(p);
-            }
-        }
-    }
-    out
+/// Whether `command` runs a build file's targets (`make`, `just`).
+pub fn runs_build(command: &str) -> bool {
+    runs_scripts(command)
+        .iter()
+        .any(|m| !matches!(*m, "package.json"))
 }
 
 /// The manifests whose scripts or targets `command` runs.
@@ -458,59 +275,5 @@ mod tests {
         assert!(!existence_only("grep -q bye src/bye.txt"));
         assert!(!existence_only("test \"$(cat a)\" = b"));
         assert!(!existence_only("bash tests/t4.sh"));
-    }
-
-    #[test]
-    fn a_check_is_touched_by_its_tests_its_config_and_its_scripts() {
-        let inputs = Inputs::new(&["fixtures/**".to_string()]);
-        let ch = |status: char, path: &str| Change {
-            status,
-            path: path.into(),
-        };
-        let changes = vec![
-            ch('M', "tests/t4.sh"),
-            ch('M', "src/app.js"),
-            ch('A', "tests/t9.sh"),
-            ch('M', "playwright.config.ts"),
-            ch('A', "fixtures/data.json"),
-            ch('M', "package.json"),
-        ];
-        let t = inputs.touched("bash tests/t4.sh", &changes);
-        assert_eq!(
-            t,
-            vec![
-                "changed tests/t4.sh (its command runs it)",
-                "changed playwright.config.ts (it configures the test runner)",
-                "added fixtures/data.json ([verify] protect names it)",
-            ]
-        );
-        // A new test beside it changes no existing test; `npm test` reads the manifest.
-        let t = inputs.touched(
-            "npm test",
-            &[ch('A', "tests/t9.sh"), ch('M', "package.json")],
-        );
-        assert_eq!(
-            t,
-            vec!["changed package.json (its command runs the scripts it defines)"]
-        );
-        let t = inputs.touched(
-            "npx playwright test test/task-3.spec.js",
-            &[ch('M', "test/task-3.spec.js"), ch('M', "src/index.html")],
-        );
-        assert_eq!(t.len(), 1, "{t:?}");
-        assert!(
-            inputs
-                .touched("curl -fsS http://127.0.0.1:3000/", &[ch('M', "src/a.js")])
-                .is_empty()
-        );
-        // What a check only reads is the feature's own output: the work itself.
-        assert!(
-            inputs
-                .touched("grep -qx 'page F01' src/F01.txt", &[ch('A', "src/F01.txt")])
-                .is_empty()
-        );
-        // A test the check runs, planted by the session, is touched.
-        let t = inputs.touched("bash checks/t5.sh", &[ch('A', "checks/t5.sh")]);
-        assert_eq!(t, vec!["added checks/t5.sh (its command runs it)"]);
     }
 }

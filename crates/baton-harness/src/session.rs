@@ -95,6 +95,14 @@ impl Runner<'_> {
             SessionKind::Coding => self.sweep(number, accepted).await?,
             SessionKind::Initializer | SessionKind::Planner => None,
         };
+        // Features that already work where they entered the list (an adopted
+        // repository, a planner's feature the code already does) pass now.
+        let accepted_working = match kind {
+            SessionKind::Coding if self.opts.agent.is_none() => {
+                self.accept_working(number, accepted).await?
+            }
+            _ => Vec::new(),
+        };
         timing.sweep_ms = now_ms().saturating_sub(swept);
         // The target is the first of the brief's list: computed after the sweep, from
         // the same list and state as the brief.
@@ -149,6 +157,7 @@ impl Runner<'_> {
                         max_turns: self.cfg.agent.max_turns,
                         told: told.clone(),
                         base_check: ip.base_check.clone(),
+                        accepted_working: accepted_working.clone(),
                         port: self
                             .tools
                             .context()
@@ -428,6 +437,7 @@ impl Runner<'_> {
             agent: self.opts.agent,
             timing,
             integration: None,
+            base: ip.head_before.clone(),
         };
         Ok(Finished {
             record,

@@ -77,9 +77,9 @@ pub fn prompt(b: &Brief<'_>) -> String {
     };
     let needs = Needs::of(b.kind, b.browser);
     let check = if needs.check {
-        "\"check\" is required with a pass: one shell command, deterministic and under a minute, that exits 0 because the feature works and would have exited non-zero before the session's work (it exercises the behaviour, not only that files exist; use ${PORT:-3000} for the app's port as init.sh does). baton runs it itself on the session's base commit, where it must fail, and on its head, where it must pass, then keeps it: it runs in every regression sweep after"
+        "\"check\" is required with a pass: one shell command, deterministic and under a minute, that exits 0 because the feature works and would have exited non-zero before the session's work. baton runs it itself, in clean copies of the project (its tracked files only, a fresh home, the start script run first) where the path of this directory and your temp dir do not exist, so it runs from the project's directory with paths relative to it and needs nothing you wrote elsewhere: put a small program's code in the command itself or check through the project's own programs (use ${PORT:-3000} for the app's port as init.sh does). In the copy before the work it must fail; with the work it must pass; with the files the work added or changed replaced by junk it must fail again, so it tests what the feature does (`./todo add zz9 >/dev/null && ./todo list | grep -q zz9`), never only that a file exists or is not empty (`grep -q . FILE`) and never baton's records (the feature list, the notes). Then baton keeps it: it runs in every regression sweep after"
     } else {
-        "\"check\" is optional in the browser: where a command can check the feature too (a curl of its route), give it; baton runs it on the session's base commit, where it must fail, and on its head, where it must pass"
+        "\"check\" is optional in the browser: where a command can check the feature too (a curl of its route), give it; baton runs it in clean copies of the project before the work, where it must fail, and with it, where it must pass, so it uses paths relative to the project's directory, never your temp dir"
     };
     p.push_str(&format!(
         "1. Look at what the session changed: {diff}. Note special-cased data, weakened or deleted tests, checks that always pass. Reading the change is not checking a feature.\n\
@@ -87,7 +87,7 @@ pub fn prompt(b: &Brief<'_>) -> String {
          3. For each feature, walk through every step {}, and look at what actually happens.\n\
          4. Right after checking a feature, write its verdict as one line: VERDICT {{\"feature\": <number>, \"pass\": true or false, \"reason\": \"what you did and saw at each step\", \"ran\": [\"each call that showed it works, exactly as you ran it\"], \"check\": \"<command>\"}}. A feature you run out of time for counts as failed.\n\
          5. A feature passes only if every step works as described. Anything missing, broken, faked or only partly done is a fail. Judge the steps as written: something they do not cover (a missing favicon, a style the feature does not ask for) is not a failure.\n\n\
-         baton checks your verdicts; a pass that fails any of these counts as a fail: you made tool calls for the feature since your previous VERDICT line, and more than reading the change (git diff, log or status, listing or reading files){}; \"ran\" names only calls you made for this feature (a shell command as you ran it{}), and at least one of them ran without failing; the reason says what you ran and saw; {check}.\n\
+         baton checks your verdicts; a pass that fails any of these counts as a fail: you made tool calls for the feature (those since your previous VERDICT line, and those its \"ran\" cites), and more than reading the change (git diff, log or status, listing or reading files){}; \"ran\" names only calls you made for this feature (a shell command as you ran it{}), and at least one of them ran without failing; the reason says what you ran and saw; {check}.\n\
          Scratch files, small programs and builds go under {scratch} (your own temp dir, written through the shell with its path spelled out: baton's policy refuses a write to a path it must compute, such as $TMPDIR/x); the project itself is read-only to you.\n\n",
         method(b.kind, b.browser),
         if needs.browser {
@@ -136,6 +136,8 @@ pub struct Call {
     pub inspection: bool,
     /// What it was in the browser.
     pub browser: Browser,
+    /// The evidence files it left (screenshots), relative to the project.
+    pub evidence: Vec<String>,
 }
 
 /// What a call did in the browser.
@@ -195,6 +197,7 @@ impl Call {
             text,
             ok,
             browser,
+            evidence: Vec::new(),
         }
     }
 
@@ -228,6 +231,17 @@ pub struct Work {
 }
 
 impl Work {
+    /// The work made of `calls`, in order.
+    fn of(calls: Vec<Call>) -> Self {
+        let mut w = Work::default();
+        for c in calls {
+            *w.tools.entry(c.tool.clone()).or_default() += 1;
+            w.evidence.extend(c.evidence.iter().cloned());
+            w.calls.push(c);
+        }
+        w
+    }
+
     fn describe(&self) -> Vec<String> {
         self.tools
             .iter()
@@ -324,7 +338,9 @@ pub fn walk(transcript: &std::path::Path) -> Walk {
                 ..
             } if !refused => {
                 let input = inputs.remove(&tool_use_id).unwrap_or(Value::Null);
-                current.calls.push(Call::new(&name, &input, !is_error));
+                let mut call = Call::new(&name, &input, !is_error);
+                call.evidence = evidence.clone();
+                current.calls.push(call);
                 *current.tools.entry(name).or_default() += 1;
                 current.evidence.extend(evidence);
             }
@@ -377,7 +393,7 @@ impl Needs {
 /// it does.
 fn unearned(v: &Verdict, work: &Work, needs: Needs) -> Option<String> {
     if work.calls.is_empty() {
-        return Some("the verifier passed it without running anything for it (no tool call before its verdict), so the pass does not count".to_string());
+        return Some("the verifier passed it without running anything for it (no tool call before its verdict, and none that its \"ran\" cites), so the pass does not count".to_string());
     }
     if v.reason.split_whitespace().count() < MIN_REASON_WORDS {
         return Some(format!(
@@ -422,6 +438,54 @@ fn unearned(v: &Verdict, work: &Work, needs: Needs) -> Option<String> {
     }
 }
 
+/// The calls `v` is credited with: `segment` (what it ran since its previous
+/// verdict line), then every other call of the session that its `ran` cites.
+fn credited(segment: &Work, v: &Verdict, walk: &Walk) -> Work {
+    let mut calls = segment.calls.clone();
+    let all = walk
+        .verdicts
+        .iter()
+        .map(|(_, w)| w)
+        .chain(std::iter::once(&walk.after_last))
+        .flat_map(|w| w.calls.iter());
+    for c in all {
+        if v.ran.iter().any(|r| c.cited_by(r)) && !calls.contains(c) {
+            calls.push(c.clone());
+        }
+    }
+    Work::of(calls)
+}
+
+/// Where the verifier's check may not point: its own temp dir (gone after its
+/// session) and the project by its absolute path (baton replays checks in
+/// clean copies, where that path is not the copy).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Places<'a> {
+    /// The verifier's temp dir.
+    pub scratch: Option<&'a str>,
+    /// The project's absolute path.
+    pub project: Option<&'a str>,
+}
+
+/// Why a passing verdict's check cannot stand alone; `None` when it can.
+fn unstable(v: &Verdict, places: &Places<'_>) -> Option<String> {
+    let check = v.check.as_deref()?;
+    let names = |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && check.contains(p));
+    if names(places.scratch) || check.contains("baton-verifier-") {
+        return Some(format!(
+            "the verifier's check `{}` runs something in the verifier's own temp dir, which is removed when its session ends, so the check would fail in every later sweep: a check must stand alone, run from the project's directory with paths relative to it (put a small program's code in the check itself, or check through the project's own programs)",
+            crate::queue::cut(check, 200)
+        ));
+    }
+    if names(places.project) {
+        return Some(format!(
+            "the verifier's check `{}` names the project by its absolute path: baton replays a check in clean copies of the project (before the work and with it), where that path is not the copy, so it proves nothing: use paths relative to the project's directory",
+            crate::queue::cut(check, 200)
+        ));
+    }
+    None
+}
+
 /// What the verifier's session proves: for each of `features`, either a proof (a
 /// pass backed by work of its own on that feature, citing calls it made, with a
 /// check to replay or the browser walk its method asks) or a rejection with its
@@ -432,6 +496,7 @@ pub fn judge(
     verdicts: Option<&[Verdict]>,
     walk: &Walk,
     needs: Needs,
+    places: &Places<'_>,
     session: u32,
 ) -> Judged {
     let mut proofs = Vec::new();
@@ -456,7 +521,15 @@ pub fn judge(
             (None, Some((l, _))) => Some(l.clone()),
             (None, None) => None,
         };
-        let work = line.map_or(&walk.after_last, |(_, w)| w);
+        // Its work: what it ran since its previous verdict line, and every call
+        // of the session its "ran" cites, wherever that stands (verdicts written
+        // together at the end are credited by what they cite, not by place).
+        let segment = line.map_or(&walk.after_last, |(_, w)| w);
+        let work = match &last {
+            Some(v) if v.pass => credited(segment, v, walk),
+            _ => segment.clone(),
+        };
+        let work = &work;
         let verdict = match last {
             None => Err(
                 "the verifier did not reach it (no verdict), so it is not confirmed".to_string(),
@@ -465,7 +538,7 @@ pub fn judge(
                 Err("failed, no reason given".to_string())
             }
             Some(v) if !v.pass => Err(v.reason),
-            Some(v) => match unearned(&v, work, needs) {
+            Some(v) => match unearned(&v, work, needs).or_else(|| unstable(&v, places)) {
                 Some(why) => Err(why),
                 None => Ok(Proof::Verifier {
                     session,
@@ -485,6 +558,7 @@ pub fn judge(
                         .collect(),
                     check: v.check,
                     reason: v.reason,
+                    reference: None,
                 }),
             },
         };
@@ -605,8 +679,8 @@ mod tests {
                     pass(1, SAID, &[run.1], check),
                     work(&[("Bash", "git diff --stat"), run]),
                 ),
-                // Judged right after the previous verdict, with nothing run for it.
-                (pass(2, SAID, &[run.1], check), Work::default()),
+                // Judged right after the previous verdict, citing nothing it ran.
+                (pass(2, SAID, &["./todo add zz"], check), Work::default()),
                 (pass(3, "works", &[run.1], check), work(&[run])),
                 (
                     Verdict {
@@ -622,7 +696,14 @@ mod tests {
         // Feature 5 is judged only in the final object: the work after the last
         // verdict line is its.
         let finals = vec![pass(5, SAID, &[run.1], check)];
-        let (proofs, rejected) = judge(&[1, 2, 3, 4, 5, 6], Some(&finals), &walked, CLI, 9);
+        let (proofs, rejected) = judge(
+            &[1, 2, 3, 4, 5, 6],
+            Some(&finals),
+            &walked,
+            CLI,
+            &Places::default(),
+            9,
+        );
         let proven: Vec<usize> = proofs.iter().map(|p| p.0).collect();
         assert_eq!(proven, vec![1, 5]);
         assert_eq!(
@@ -634,6 +715,7 @@ mod tests {
                 evidence: vec![],
                 cited: vec!["./todo add milk && ./todo list (ok)".into()],
                 check: check.map(str::to_string),
+                reference: None,
             }
         );
         let why: Vec<(usize, &str)> = rejected.iter().map(|(n, w)| (*n, w.as_str())).collect();
@@ -650,6 +732,67 @@ mod tests {
         assert!(why[3].0 == 6 && why[3].1.contains("no verdict"), "{why:?}");
     }
 
+    /// Verdicts written together at the end (GPT-5 Codex's habit) are each
+    /// credited with the calls they cite, wherever those stand.
+    #[test]
+    fn verdicts_written_together_are_credited_by_what_they_cite() {
+        let (a, b) = (
+            "./todo add milk && ./todo list",
+            "./todo done 1 && ./todo list",
+        );
+        let walked = Walk {
+            verdicts: vec![
+                (
+                    pass(1, SAID, &[a], Some("./todo list | grep -q milk")),
+                    work(&[("Bash", a), ("Bash", b)]),
+                ),
+                (pass(2, SAID, &[b], Some("./todo done 1")), Work::default()),
+                (
+                    pass(3, SAID, &["./todo rm 1"], Some("./todo rm 1")),
+                    Work::default(),
+                ),
+            ],
+            after_last: Work::default(),
+        };
+        let (proofs, rejected) = judge(&[1, 2, 3], None, &walked, CLI, &Places::default(), 9);
+        let proven: Vec<usize> = proofs.iter().map(|p| p.0).collect();
+        assert_eq!(proven, vec![1, 2], "{rejected:?}");
+        match &proofs[1].1 {
+            Proof::Verifier { cited, .. } => {
+                assert_eq!(cited, &vec![format!("{b} (ok)")]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            rejected[0].1.contains("without running anything"),
+            "{rejected:?}"
+        );
+    }
+
+    /// A check that runs something from the verifier's temp dir, or names the
+    /// project by its absolute path, cannot stand alone: refused with why.
+    #[test]
+    fn a_check_must_stand_alone() {
+        let run = "./todo list";
+        let places = Places {
+            scratch: Some("/tmp/baton-verifier-abc"),
+            project: Some("/work/p"),
+        };
+        let judged = |check: &str| {
+            let walked = Walk {
+                verdicts: vec![(pass(1, SAID, &[run], Some(check)), work(&[("Bash", run)]))],
+                after_last: Work::default(),
+            };
+            judge(&[1], None, &walked, CLI, &places, 9)
+        };
+        let (_, why) = judged("python3 /tmp/baton-verifier-abc/t.py");
+        assert!(why[0].1.contains("own temp dir"), "{why:?}");
+        let (_, why) = judged("grep -q milk /work/p/todo.txt");
+        assert!(why[0].1.contains("absolute path"), "{why:?}");
+        let (proofs, _) = judged("./todo list | grep -q milk");
+        assert_eq!(proofs.len(), 1);
+    }
+
     #[test]
     fn a_lazy_verifiers_pass_does_not_count() {
         let judged = |v: Verdict, w: Work, needs: Needs| {
@@ -657,7 +800,7 @@ mod tests {
                 verdicts: vec![(v, w)],
                 after_last: Work::default(),
             };
-            let (proofs, rejected) = judge(&[1], None, &walked, needs, 9);
+            let (proofs, rejected) = judge(&[1], None, &walked, needs, &Places::default(), 9);
             assert!(proofs.is_empty(), "{proofs:?}");
             rejected[0].1.clone()
         };
@@ -708,6 +851,11 @@ mod tests {
             )],
             after_last: Work::default(),
         };
-        assert_eq!(judge(&[1], None, &walked, web, 9).0.len(), 1);
+        assert_eq!(
+            judge(&[1], None, &walked, web, &Places::default(), 9)
+                .0
+                .len(),
+            1
+        );
     }
 }

@@ -48,6 +48,9 @@ pub const SWEEP_CURSOR: &str = ".baton/sweep-cursor";
 /// What each check last passed on (its command and a digest of the tree), so
 /// that a per-session sweep need not run it again on the same tree.
 pub const PASSED_ON: &str = ".baton/passed-on.json";
+/// Where each feature entered the accepted list (the commit), the reference
+/// its proof falls back to ([`crate::References`]).
+pub const REFERENCES: &str = ".baton/references.json";
 /// One line a run of one agent: its start, end and the sweep before "complete".
 pub const RUNS: &str = ".baton/runs.jsonl";
 /// baton's pull request on the forge and where its watch stands.

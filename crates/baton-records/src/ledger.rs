@@ -49,6 +49,10 @@ pub enum Proof {
         /// made before baton kept it.
         #[serde(default, skip_serializing_if = "String::is_empty")]
         author: String,
+        /// The commit its "before" was replayed against (in a clean checkout),
+        /// and which commit that was. `None` in records made before baton kept it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reference: Option<Reference>,
     },
     /// The independent verifier passed it, citing what it ran in its own session.
     Verifier {
@@ -67,24 +71,91 @@ pub enum Proof {
         /// call of its own session on this feature.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         cited: Vec<String>,
-        /// The check it left, which baton ran itself: it failed on the session's
-        /// base commit and passes on its head.
+        /// The check it left, which baton ran itself: it failed before the work
+        /// (at `reference`) and passes with the work, each in a clean checkout.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         check: Option<String>,
+        /// The commit its check's "before" was replayed against.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reference: Option<Reference>,
+    },
+    /// Its check, written by nobody who gains from the flip, already passed
+    /// where the feature entered the list, in a clean checkout of that commit,
+    /// before any session worked on it (an adopted repository's working
+    /// features, a planner's feature the code already does).
+    Accepted {
+        /// The command.
+        command: String,
+        /// Who wrote the check.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        author: String,
+        /// Where the feature entered the list, and the check passed.
+        commit: String,
     },
     /// Taken on the agent's word: `[verify] trust_agent = true`.
     Trusted,
 }
 
+/// The commit a check's "before" was replayed against, and what it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The commit.
+    pub commit: String,
+    /// What it was: `the session's base`, `the base of session 4`, `where it
+    /// entered the list`.
+    pub what: String,
+}
+
+impl Reference {
+    /// `abc1234 (the session's base)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({})",
+            &self.commit[..self.commit.len().min(7)],
+            self.what
+        )
+    }
+}
+
+/// `; replayed against abc1234 (…)` for a known reference, nothing otherwise.
+fn at(reference: &Option<Reference>) -> String {
+    reference
+        .as_ref()
+        .map(|r| format!("; replayed against {}", r.describe()))
+        .unwrap_or_default()
+}
+
 impl Proof {
+    /// The commit its "before" was replayed against, where it has one.
+    pub fn reference(&self) -> Option<&Reference> {
+        match self {
+            Self::Check { reference, .. } | Self::Verifier { reference, .. } => reference.as_ref(),
+            Self::Accepted { .. } | Self::Trusted => None,
+        }
+    }
+
     /// How it was proven, in a few words for people.
     pub fn describe(&self) -> String {
         match self {
-            Self::Check { command, author } if author.is_empty() => {
-                format!("verify command `{command}` (failed before, passes now)")
+            Self::Check {
+                command,
+                author,
+                reference,
+            } if author.is_empty() => {
+                format!(
+                    "verify command `{command}` (failed before, passes now{})",
+                    at(reference)
+                )
             }
-            Self::Check { command, author } => {
-                format!("verify command `{command}` by {author} (failed before, passes now)")
+            Self::Check {
+                command,
+                author,
+                reference,
+            } => {
+                format!(
+                    "verify command `{command}` by {author} (failed before, passes now{})",
+                    at(reference)
+                )
             }
             Self::Verifier {
                 session,
@@ -92,6 +163,7 @@ impl Proof {
                 evidence,
                 cited,
                 check,
+                reference,
                 ..
             } => {
                 let mut s = format!("verifier session {session:04}");
@@ -103,24 +175,42 @@ impl Proof {
                     s.push_str(&format!(" · cited {}", shown.join(", ")));
                 }
                 if let Some(c) = check {
-                    s.push_str(&format!(" · its check `{c}` failed before, passes now"));
+                    s.push_str(&format!(
+                        " · its check `{c}` failed before, passes now{}",
+                        at(reference)
+                    ));
                 }
                 if !evidence.is_empty() {
                     s.push_str(&format!(" · {} screenshot(s)", evidence.len()));
                 }
                 s
             }
+            Self::Accepted {
+                command,
+                author,
+                commit,
+            } => format!(
+                "verify command `{command}`{} passed when it was accepted (at {}, where it entered the list, before any session worked on it)",
+                if author.is_empty() {
+                    String::new()
+                } else {
+                    format!(" by {author}")
+                },
+                &commit[..commit.len().min(7)]
+            ),
             Self::Trusted => "the agent's word ([verify] trust_agent)".to_string(),
         }
     }
 
     /// One word for the kind of proof: `check`, `verifier`, `screenshot` (a
-    /// verifier's pass with screenshots) or `trusted`.
+    /// verifier's pass with screenshots), `accepted` (passed when it entered
+    /// the list) or `trusted`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Check { .. } => "check",
             Self::Verifier { evidence, .. } if !evidence.is_empty() => "screenshot",
             Self::Verifier { .. } => "verifier",
+            Self::Accepted { .. } => "accepted",
             Self::Trusted => "trusted",
         }
     }
@@ -311,6 +401,7 @@ mod tests {
             proof: Some(Proof::Check {
                 command: "true".into(),
                 author: "the initializer".into(),
+                reference: None,
             }),
         };
         append(&path, &e).unwrap();

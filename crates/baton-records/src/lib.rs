@@ -27,6 +27,7 @@ pub mod layout;
 pub mod ledger;
 pub mod numbers;
 pub mod passed_on;
+pub mod references;
 pub mod runs;
 pub mod state;
 pub mod timing;
@@ -35,9 +36,10 @@ pub use cursor::SweepCursor;
 pub use features::{
     DEPENDS_ON, Feature, FeatureList, FeatureListError, Reconciled, VERIFY, Violation, reconcile,
 };
-pub use ledger::{LedgerEntry, LedgerKind, Proof};
+pub use ledger::{LedgerEntry, LedgerKind, Proof, Reference};
 pub use numbers::SessionNumbers;
 pub use passed_on::PassedOn;
+pub use references::References;
 pub use runs::RunRecord;
 pub use state::{
     BaseCheck, CheckFailure, CheckRun, FeatureRecord, GateReport, InProgress, Integration,

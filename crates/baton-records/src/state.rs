@@ -356,6 +356,10 @@ pub struct SessionRecord {
     /// In a parallel run: how the agent's branch went into the main branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration: Option<Integration>,
+    /// HEAD when it started: a reference a later flip's proof may be replayed
+    /// against (work that reached a commit in this session began after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
 }
 
 /// What many agents bought: their sessions' time against the time in which any
@@ -471,6 +475,7 @@ impl SessionRecord {
             agent: None,
             timing: Timing::default(),
             integration: None,
+            base: None,
         }
     }
 

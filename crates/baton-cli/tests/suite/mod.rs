@@ -18,6 +18,8 @@ mod notify;
 mod parallel;
 mod policy;
 mod proof;
+mod proof_lies;
+mod proof_ways;
 mod reliability;
 mod report;
 mod run;

@@ -476,14 +476,16 @@ fn the_verifiers_of_agents_sessions_have_numbers_no_other_session_has() {
         .output()
         .unwrap();
     let err = stderr(&out);
-    // The verifier's checks ran at the base commit and now, in each copy's own
-    // temp dir (the project lies in the temp dir, which a copy may not write).
+    // The verifier's checks ran in clean checkouts before the work and with it,
+    // in each copy's own temp dir (the project lies in the temp dir, which a
+    // copy may not write).
     assert!(out.status.success(), "{err}");
     assert_eq!(
-        err.matches("fails before the work and passes now").count(),
+        err.matches("fails before the work (at ").count(),
         2,
         "{err}"
     );
+    assert_eq!(err.matches(") and passes with it").count(), 2, "{err}");
     let state: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join(".baton/state.json")).unwrap())
             .unwrap();

@@ -167,7 +167,7 @@ pub(super) fn run_under_defaults_by(
 }
 
 /// A coding session that writes `files`, sets the list to `list` and commits.
-fn session_writing(files: &[(&str, &str)], list: &str) -> Vec<baton_testkit::Step> {
+pub(super) fn session_writing(files: &[(&str, &str)], list: &str) -> Vec<baton_testkit::Step> {
     use baton_testkit::{Reply, Step};
     let mut calls: Vec<(&str, serde_json::Value)> = files
         .iter()
@@ -197,7 +197,7 @@ fn session_writing(files: &[(&str, &str)], list: &str) -> Vec<baton_testkit::Ste
 }
 
 /// `features(passes)` with `verify` commands where `checks` gives one.
-fn with_checks(passes: &[bool], checks: &[Option<&str>]) -> String {
+pub(super) fn with_checks(passes: &[bool], checks: &[Option<&str>]) -> String {
     let mut v: Vec<serde_json::Value> = serde_json::from_str(&features(passes)).unwrap();
     for (f, c) in v.iter_mut().zip(checks) {
         if let Some(c) = c {
@@ -358,10 +358,16 @@ pub(super) fn rewritten_test(run: &dyn Fn(&ScriptedServer, &[&str]) -> std::proc
     let weak = entries(&dir, "check_touched");
     assert_eq!(weak.len(), 1, "{err}");
     assert!(
+        weak[0]["detail"].as_str().unwrap().contains(
+            "also fails in a clean checkout of that commit with only the changes to the product"
+        ),
+        "{weak:?}"
+    );
+    assert!(
         weak[0]["detail"]
             .as_str()
             .unwrap()
-            .contains("changed tests/t1.sh (its command runs it)"),
+            .contains("beside the product: changed tests/t1.sh"),
         "{weak:?}"
     );
     assert!(entries(&dir, "flip").is_empty(), "{err}");
@@ -401,15 +407,22 @@ fn the_brief_says_how_the_targets_check_came_out_before_the_work() {
     assert_eq!(flips.len(), 1, "{err}");
     assert_eq!(flips[0]["proof"]["by"], "check");
     assert_eq!(flips[0]["proof"]["author"], "the initializer");
-    // `baton status` and the report say who wrote the check that proved it.
+    // `baton status` and the report say who wrote the check that proved it,
+    // and the commit its "before" was replayed against.
     let (status, html) = proofs_shown(&dir);
-    assert!(
-        status.contains("by the initializer (failed before, passes now)"),
-        "{status}"
+    let reference = flips[0]["proof"]["reference"]["commit"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(flips[0]["proof"]["reference"]["what"], "the session's base");
+    let said = format!(
+        "by the initializer (failed before, passes now; replayed against {} (the session's base))",
+        &reference[..7]
     );
+    assert!(status.contains(&said), "{status}");
     assert!(
-        html.contains("by the initializer (failed before, passes now)"),
-        "no author in the report"
+        html.contains(&said.replace('\'', "&#39;")) || html.contains(&said.replace('\'', "&#x27;")),
+        "no author or reference in the report"
     );
     drop(t);
 }

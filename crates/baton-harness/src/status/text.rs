@@ -340,6 +340,7 @@ fn proof_summary(proofs: &[FeatureProof]) -> String {
         ("check", "by check"),
         ("screenshot", "by verifier with screenshots"),
         ("verifier", "by verifier"),
+        ("accepted", "passed when accepted"),
         ("trusted", "on the agent's word"),
         ("unrecorded", "no proof on record"),
     ] {

@@ -77,6 +77,7 @@ fn state_with_findings() -> State {
             target: Some(66),
             agent: None,
             integration: None,
+            base: None,
             gates: GateReport {
                 flipped: vec![66],
                 unflipped: vec![12],
@@ -274,6 +275,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
             target: Some(2),
             agent: None,
             integration: None,
+            base: None,
             gates: GateReport {
                 verify_failed: vec![baton_records::CheckFailure {
                     feature: 2,
@@ -305,6 +307,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
 fn brief_with_servers_a_rejected_flip_a_refusal_and_a_deferred_feature_snapshot() {
     let (dir, files, list, state) = eventful();
     let extras = baton_harness::brief::Extras {
+        accepted_working: Vec::new(),
         running: vec![baton_harness::brief::Running {
             pgid: 4242,
             pid: 4242,
@@ -342,6 +345,7 @@ fn brief_with_every_addition_at_200_features_stays_under_3000_tokens() {
     );
     std::fs::write(files.progress(), notes).unwrap();
     let extras = baton_harness::brief::Extras {
+        accepted_working: Vec::new(),
         running: (0..8)
             .map(|i| baton_harness::brief::Running {
                 pgid: 1000 + i,

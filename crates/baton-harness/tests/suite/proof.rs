@@ -114,7 +114,7 @@ async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted(
     let list = |passes: &[bool]| {
         let checks = [
             Some("grep -q built src/feature1.txt"),
-            Some("true"),
+            Some("printf ok | grep -q ok"),
             None,
             Some("grep -q built src/feature4.txt"),
         ];
@@ -157,7 +157,7 @@ async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted(
     // Feature 1's check failed before and passes now: proven. Feature 3 (no
     // check) is flipped too: nothing proves it.
     steps.extend(session(1, &[true, false, true, false]));
-    // Feature 2's check is `true`: it passed before the work too.
+    // Feature 2's check passes whatever the work: it passed before the work too.
     steps.extend(session(2, &[true, true, false, false]));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let (end, said) = p.run_on(&server, 3).await;
@@ -165,13 +165,21 @@ async fn checks_prove_only_what_failed_before_the_work_and_the_rest_is_reverted(
     assert_eq!(p.passes(), vec![true, false, false, false], "{said}");
     let flips = p.of(LedgerKind::Flip);
     assert_eq!(flips.len(), 1, "{flips:?}");
-    assert_eq!(
-        flips[0].proof,
+    // Replayed in clean checkouts: it failed at the session's base, which its
+    // proof names.
+    match &flips[0].proof {
         Some(Proof::Check {
-            command: "grep -q built src/feature1.txt".into(),
-            author: "the initializer".into(),
-        })
-    );
+            command,
+            author,
+            reference: Some(r),
+        }) => {
+            assert_eq!(command, "grep -q built src/feature1.txt");
+            assert_eq!(author, "the initializer");
+            assert_eq!(r.what, "the session's base", "{r:?}");
+            assert_eq!(r.commit.len(), 40, "{r:?}");
+        }
+        other => panic!("{other:?}"),
+    }
     let unverified = p.of(LedgerKind::UnverifiedFlip);
     let which: Vec<(u32, Option<usize>)> =
         unverified.iter().map(|e| (e.session, e.feature)).collect();

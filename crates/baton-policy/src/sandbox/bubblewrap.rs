@@ -198,6 +198,14 @@ impl SandboxLauncher {
         let mut l = self.clone();
         l.spec.read_only |= read_only;
         l.holder = std::sync::Arc::default();
+        // A copy's own temp dir lies in the home this one replaces: baton makes
+        // the verifier's scratch and the clean checkouts of proof there, so it
+        // stays writable (`temp_dir_for`).
+        if let Some(own) = super::own_temp_in(&self.spec.project, &self.spec.home, &|k| {
+            std::env::var_os(k)
+        }) {
+            l.spec.writable.push(own);
+        }
         match FreshHome::new(&self.spec.project) {
             Ok(home) => {
                 l.spec.home = home.path().to_path_buf();
