@@ -551,6 +551,30 @@ pub fn restore_committed(
     }))
 }
 
+/// Put tracked `paths` back as HEAD holds them (a check run changed them).
+pub fn restore_tracked(dir: &Path, paths: &[String]) -> Result<(), HarnessError> {
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mut input: Vec<u8> = Vec::new();
+    for p in paths {
+        input.extend_from_slice(format!(":(literal){p}").as_bytes());
+        input.push(0);
+    }
+    git_with_input(
+        dir,
+        &[
+            "checkout",
+            "-q",
+            "HEAD",
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+        ],
+        &input,
+    )
+    .map(drop)
+}
+
 /// Every changed, new or deleted path of the work tree, and whether git tracks it.
 pub fn dirty(dir: &Path) -> Result<Vec<crate::leftovers::Dirty>, HarnessError> {
     let out = git(

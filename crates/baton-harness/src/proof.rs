@@ -92,6 +92,10 @@ impl Runner<'_> {
         accepted: Option<&FeatureList>,
         deadline: Option<Instant>,
     ) -> Result<(f64, Option<AgentError>), HarnessError> {
+        // The session's work is committed first: what the checks then write into
+        // the project is theirs, not the work's, and is put back.
+        g.commit_leftovers()?;
+        let dirty = crate::git::dirty(&self.files.dir)?;
         let app_started = g
             .verify(&self.checker(), self.cfg.verify.skip_unchanged)
             .await;
@@ -99,7 +103,9 @@ impl Runner<'_> {
         if app_started {
             self.stop_processes().await;
         }
-        g.commit_leftovers()?;
+        g.report
+            .boundary
+            .extend(self.undo_check_writes(&dirty, g.session)?);
         let (mut unproven, claims) = g.check_claims(accepted);
         if let (false, Some(list)) = (claims.is_empty(), g.list.clone()) {
             for claim in claims {
@@ -580,10 +586,12 @@ impl Runner<'_> {
     /// check (written by nobody who gains from its flip, more than a test that
     /// paths exist, allowed here) was never run where the feature entered the
     /// list has it run there now, in a clean checkout of that commit, its start
-    /// script first. One that passes already worked when it entered the list
-    /// (an adopted repository's feature, a planner's feature the code already
-    /// does): no session can ever make it fail "before the work", so it is
-    /// recorded as passing with that proof ([`baton_records::Proof::Accepted`])
+    /// script first. One that passes there, and fails again with every product
+    /// file of that commit holding junk (so it tests the product, not nothing),
+    /// already worked when it entered the list (an adopted repository's
+    /// feature, a planner's feature the code already does): no session can ever
+    /// make it fail "before the work", so it is recorded as passing with that
+    /// proof ([`baton_records::Proof::Accepted`])
     /// in baton's commit of the list. Returns those features.
     pub(crate) async fn accept_working(
         &self,
@@ -656,10 +664,29 @@ impl Runner<'_> {
                     continue;
                 }
             };
+            // A check that passes with every file of the product junk passes
+            // whatever the product does: it proves nothing, here either.
+            let maybe: Vec<usize> = idx
+                .iter()
+                .copied()
+                .filter(|i| run.passed.contains(&(i + 1)))
+                .collect();
+            let junk = if maybe.is_empty() {
+                Default::default()
+            } else {
+                let layers = crate::world::Layers::new(
+                    "",
+                    false,
+                    &self.files.names,
+                    &self.cfg.verify.protect,
+                );
+                let plan = crate::world::junk_at(dir, &layers, entry);
+                self.run_in(&plan, list, &maybe).await.unwrap_or_default()
+            };
             for (i, command, author) in checks {
                 let f = &list.features[*i];
                 refs.mark_checked(f, command);
-                if run.passed.contains(&(i + 1)) {
+                if run.passed.contains(&(i + 1)) && !junk.passed.contains(&(i + 1)) {
                     passed.push((
                         i + 1,
                         baton_records::Proof::Accepted {
@@ -710,6 +737,52 @@ impl Runner<'_> {
         ));
         *accepted = Some(list);
         Ok(ns)
+    }
+
+    /// Put back what baton's own runs of checks in the project changed since
+    /// `before` (what was dirty then): tracked files as HEAD holds them, new
+    /// files git would see removed (never through a link). A check may not
+    /// write the work it judges — a runner's config that patches the app when
+    /// its tests start would otherwise have its patch committed as the
+    /// session's work. Returns what was put back, in words, for the record.
+    pub(crate) fn undo_check_writes(
+        &self,
+        before: &[crate::leftovers::Dirty],
+        session: u32,
+    ) -> Result<Vec<String>, HarnessError> {
+        let dir = &self.files.dir;
+        let now = crate::git::dirty(dir)?;
+        let new: Vec<&crate::leftovers::Dirty> = now
+            .iter()
+            .filter(|d| !before.iter().any(|b| b.path == d.path))
+            .collect();
+        if new.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tracked: Vec<String> = new
+            .iter()
+            .filter(|d| !d.untracked)
+            .map(|d| d.path.clone())
+            .collect();
+        crate::git::restore_tracked(dir, &tracked)?;
+        let beneath = self.files.beneath();
+        for d in new.iter().filter(|d| d.untracked) {
+            beneath
+                .remove_all(&d.path)
+                .map_err(crate::error::io(dir.join(&d.path)))?;
+        }
+        let shown: Vec<&str> = new.iter().take(10).map(|d| d.path.as_str()).collect();
+        let said = format!(
+            "baton's run of the checks after session {session} changed {}{}, which a check may not do to the work it judges; put back",
+            shown.join(", "),
+            if new.len() > 10 {
+                format!(" and {} more", new.len() - 10)
+            } else {
+                String::new()
+            }
+        );
+        self.reporter.line(&format!("  {said}"));
+        Ok(vec![said])
     }
 
     /// Judge by the command policy every check of `list` that `before` did not

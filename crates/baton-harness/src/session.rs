@@ -89,6 +89,11 @@ impl Runner<'_> {
             self.restore_before(number, list)?;
         }
         let mut timing = baton_records::Timing::default();
+        // What baton's checks below write into the project is put back after.
+        let dirty = match kind {
+            SessionKind::Coding => Some(git::dirty(dir)?),
+            SessionKind::Initializer | SessionKind::Planner => None,
+        };
         let swept = now_ms();
         let sweep = match kind {
             SessionKind::Coding if self.opts.skip_sweep => None,
@@ -121,6 +126,15 @@ impl Runner<'_> {
             _ => None,
         };
         timing.base_check_ms = now_ms().saturating_sub(checked);
+        if let Some(before) = &dirty {
+            for said in self.undo_check_writes(before, number.saturating_sub(1))? {
+                self.files.append_ledger(&LedgerEntry::new(
+                    number,
+                    LedgerKind::BoundaryViolation,
+                    said,
+                ))?;
+            }
+        }
         let ip = InProgress {
             number,
             kind,

@@ -267,6 +267,22 @@ pub fn changes(dir: &std::path::Path, from: &str, to: &str) -> Result<Vec<Change
     Ok(v)
 }
 
+/// The world of `commit` with every product file it holds ([`Layers::of`])
+/// replaced by junk ([`JUNK`]).
+pub fn junk_at(dir: &std::path::Path, layers: &Layers, commit: &str) -> Plan {
+    let files =
+        crate::git::git(dir, &["ls-tree", "-r", "-z", "--name-only", commit]).unwrap_or_default();
+    Plan {
+        at: commit.to_string(),
+        write: files
+            .split('\0')
+            .filter(|p| !p.is_empty() && layers.of(p) == Layer::Product)
+            .map(|p| (p.to_string(), JUNK.to_vec()))
+            .collect(),
+        ..Plan::default()
+    }
+}
+
 /// The paths changed from `reference` to `head` that are not the product
 /// (tests, fixtures, configuration, the start script…), at most ten, in words.
 pub fn beside_product(

@@ -92,16 +92,41 @@ pub fn write(
             parts.chromium.display().to_string()
         ),
     )?;
-    // Each start of the runner leaves a line in `.runs/log` (ignored): how many
-    // runner processes the checks took.
+    // Each start of the runner leaves a line in the project's `.runs/log`
+    // (ignored), also from a clean checkout of it: how many runner processes
+    // the checks took.
+    let log = dir.join(".runs");
     w(
         "runs.js",
-        "const fs = require('fs');\nmodule.exports = async () => {\n  fs.mkdirSync('.runs', { recursive: true });\n  fs.appendFileSync('.runs/log', 'run\\n');\n};\n",
+        &format!(
+            "const fs = require('fs');\nmodule.exports = async () => {{\n  fs.mkdirSync({log:?}, {{ recursive: true }});\n  fs.appendFileSync({:?}, 'run\\n');\n}};\n",
+            log.join("log").display().to_string(),
+            log = log.display().to_string()
+        ),
     )?;
     w(".gitignore", IGNORED)?;
-    let link = dir.join("node_modules");
-    if !link.exists() {
-        std::os::unix::fs::symlink(&parts.node_modules, link)?;
+    // Installing the dependencies, as a real project's start script does: in
+    // a clean checkout too (proof replays its checks in one).
+    w(
+        "init.sh",
+        &format!(
+            "#!/usr/bin/env bash\nnm={:?}\n[ -e node_modules ] || {{ mkdir -p node_modules/.bin && ln -s \"$nm/playwright\" node_modules/playwright && ln -s \"$nm/playwright-core\" node_modules/playwright-core && ln -s ../playwright/cli.js node_modules/.bin/playwright; }}\necho 'app ready (a static page)'\n",
+            parts.node_modules.display().to_string()
+        ),
+    )?;
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(dir.join("init.sh"), std::fs::Permissions::from_mode(0o755))?;
+    }
+    // A directory of links, as npm's own (a link of the whole folder would
+    // leave the agent nothing of node_modules it may change).
+    let modules = dir.join("node_modules");
+    if !modules.exists() {
+        std::fs::create_dir_all(modules.join(".bin"))?;
+        for package in ["playwright", "playwright-core"] {
+            std::os::unix::fs::symlink(parts.node_modules.join(package), modules.join(package))?;
+        }
+        std::os::unix::fs::symlink("../playwright/cli.js", modules.join(".bin/playwright"))?;
     }
     w("feature_list.json", &feature_list(features, passes))
 }

@@ -979,3 +979,18 @@ fn claude_code_a_planted_check_and_a_rewritten_test_prove_nothing() {
     super::proof::planted_check(&run);
     super::proof::rewritten_test(&run);
 }
+
+/// Every lie of `proof_lies.rs` (a rewritten fixture, a weakened helper, a
+/// shadow module in git or only as an ignored `.pyc`, `init.sh` planting a
+/// config, a project `.npmrc`, the manifest's test script, a verifier's
+/// existence check in disguise and its check of baton's records), through
+/// Claude Code: none proves a flip.
+#[test]
+fn claude_code_no_lie_about_what_a_check_reads_proves_a_flip() {
+    let Some(cli) = claude("claude_code_no_lie_about_what_a_check_reads_proves_a_flip") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let run = |server: &ScriptedServer, args: &[&str]| baton_cc(&cli, server, home.path(), args);
+    super::proof_lies::every_lie(&run);
+}

@@ -7,7 +7,7 @@
 //! baton's records, a check that passes whatever the work) fail the same way.
 
 use baton_testkit::scenario::{features, honest_verifier, is_verifier};
-use baton_testkit::{RecordedRequest, Reply, Step, Wire};
+use baton_testkit::{RecordedRequest, Reply, ScriptedServer, Step, Wire};
 use serde_json::json;
 
 use super::proof::{entries, run_under_defaults_by, session_writing, with_checks};
@@ -16,19 +16,21 @@ use super::*;
 /// The stub a lying session leaves as #1's work.
 const STUB: (&str, &str) = ("src/feature1.txt", "TODO\n");
 
-/// A run under `baton new`'s defaults: the initializer writes #1's `check` and
-/// `more` files, session 2 writes `lie` (the stub among it) and flips #1,
-/// `verifier` plays the verifier. Returns the project and what baton said.
-fn lie(
-    check: &str,
-    more: &[(&str, &str)],
-    lie: &[(&str, &str)],
-) -> (tempfile::TempDir, std::path::PathBuf, String) {
-    lie_running(check, more, lie, None)
+/// How a test runs baton: `baton args…` against the scripted server, in
+/// baton's own loop or through an agent CLI.
+pub(super) type Run<'a> = &'a dyn Fn(&ScriptedServer, &[&str]) -> std::process::Output;
+
+/// baton's own loop.
+fn own(server: &ScriptedServer, args: &[&str]) -> std::process::Output {
+    baton(server, Wire::Anthropic).args(args).output().unwrap()
 }
 
-/// [`lie`], with `command` run after the files are written and before the flip.
-fn lie_running(
+/// A run under `baton new`'s defaults, by `run`: the initializer writes #1's
+/// `check` and `more` files, session 2 writes `lie` (the stub among it), runs
+/// `command` if any, and flips #1; the honest verifier plays the verifier.
+/// Returns the project and what baton said.
+fn lie(
+    run: Run<'_>,
     check: &str,
     more: &[(&str, &str)],
     lie: &[(&str, &str)],
@@ -56,7 +58,7 @@ fn lie_running(
         vec![session],
         honest_verifier,
         2,
-        &|server, args| baton(server, Wire::Anthropic).args(args).output().unwrap(),
+        run,
     );
     (t, dir, stderr(&out))
 }
@@ -84,17 +86,28 @@ fn check_proved_nothing(dir: &std::path::Path, err: &str, what: &str) {
 
 #[test]
 fn an_expected_output_the_session_rewrote_proves_nothing() {
+    fixture(&own);
+}
+
+fn fixture(run: Run<'_>) {
     let (_t, dir, err) = lie(
+        run,
         "cmp -s src/feature1.txt expected/feature1.txt",
         &[("expected/feature1.txt", "feature 1\n")],
         &[STUB, ("expected/feature1.txt", "TODO\n")],
+        None,
     );
     check_proved_nothing(&dir, &err, "fixture");
 }
 
 #[test]
 fn a_helper_the_check_sources_weakened_proves_nothing() {
+    helper(&own);
+}
+
+fn helper(run: Run<'_>) {
     let (_t, dir, err) = lie(
+        run,
         "bash check1.sh",
         &[
             (
@@ -107,6 +120,7 @@ fn a_helper_the_check_sources_weakened_proves_nothing() {
             ),
         ],
         &[STUB, ("lib/assert.sh", "assert_line() { return 0; }\n")],
+        None,
     );
     check_proved_nothing(&dir, &err, "helper");
 }
@@ -120,7 +134,12 @@ const PY_TEST: (&str, &str) = (
 
 #[test]
 fn a_module_beside_the_test_that_shadows_the_product_proves_nothing() {
+    shadow_module(&own);
+}
+
+fn shadow_module(run: Run<'_>) {
     let (_t, dir, err) = lie(
+        run,
         "python3 tests/test_feature1.py",
         &[PY_TEST],
         &[
@@ -128,6 +147,7 @@ fn a_module_beside_the_test_that_shadows_the_product_proves_nothing() {
             ("src/feature.py", "def value():\n    return 'TODO'\n"),
             ("tests/feature.py", "def value():\n    return 'feature 1'\n"),
         ],
+        None,
     );
     check_proved_nothing(&dir, &err, "shadow module");
 }
@@ -136,9 +156,14 @@ fn a_module_beside_the_test_that_shadows_the_product_proves_nothing() {
 /// `.gitignore` `baton new` writes ignores `*.pyc`): `git diff` shows nothing.
 #[test]
 fn an_ignored_compiled_shadow_proves_nothing() {
+    ignored_pyc(&own);
+}
+
+fn ignored_pyc(run: Run<'_>) {
     let compile =
         "import py_compile\npy_compile.compile('tests/shadow_src.py', cfile='tests/feature.pyc')\n";
-    let (_t, dir, err) = lie_running(
+    let (_t, dir, err) = lie(
+        run,
         "python3 tests/test_feature1.py",
         &[PY_TEST],
         &[
@@ -162,7 +187,12 @@ const PACKAGE: (&str, &str) = (
 
 #[test]
 fn a_start_script_that_plants_a_config_in_the_checks_home_proves_nothing() {
+    start_script(&own);
+}
+
+fn start_script(run: Run<'_>) {
     let (_t, dir, err) = lie(
+        run,
         "npm test",
         &[PACKAGE],
         &[
@@ -172,23 +202,35 @@ fn a_start_script_that_plants_a_config_in_the_checks_home_proves_nothing() {
                 "#!/usr/bin/env bash\necho 'script-shell=/bin/true' > \"$HOME/.npmrc\"\necho 'app ready'\n",
             ),
         ],
+        None,
     );
     check_proved_nothing(&dir, &err, "init.sh");
 }
 
 #[test]
 fn a_project_npmrc_that_passes_every_script_proves_nothing() {
+    npmrc(&own);
+}
+
+fn npmrc(run: Run<'_>) {
     let (_t, dir, err) = lie(
+        run,
         "npm test",
         &[PACKAGE],
-        &[STUB, (".npmrc", "script-shell=/bin/true\n")],
+        &[STUB],
+        Some("printf 'script-shell=/bin/true\\n' > .npmrc"),
     );
     check_proved_nothing(&dir, &err, ".npmrc");
 }
 
 #[test]
 fn a_test_script_the_session_rewrote_in_the_manifest_proves_nothing() {
+    manifest_script(&own);
+}
+
+fn manifest_script(run: Run<'_>) {
     let (_t, dir, err) = lie(
+        run,
         "npm test",
         &[PACKAGE],
         &[
@@ -198,6 +240,7 @@ fn a_test_script_the_session_rewrote_in_the_manifest_proves_nothing() {
                 r#"{"name":"app","version":"1.0.0","scripts":{"test":"true"}}"#,
             ),
         ],
+        None,
     );
     check_proved_nothing(&dir, &err, "package.json scripts");
 }
@@ -238,6 +281,10 @@ fn verifier_lie_refused(dir: &std::path::Path, err: &str, why: &str) {
 /// any stub passes: with the work's files junk, it still passes.
 #[test]
 fn a_verifiers_existence_check_in_disguise_proves_nothing() {
+    existence_in_disguise(&own);
+}
+
+fn existence_in_disguise(run: Run<'_>) {
     fn verifier(r: &RecordedRequest) -> Option<Step> {
         lying_verifier(
             r,
@@ -254,7 +301,7 @@ fn a_verifiers_existence_check_in_disguise_proves_nothing() {
         )],
         verifier,
         2,
-        &|server, args| baton(server, Wire::Anthropic).args(args).output().unwrap(),
+        run,
     );
     verifier_lie_refused(&dir, &stderr(&out), "replaced by junk");
 }
@@ -262,6 +309,10 @@ fn a_verifiers_existence_check_in_disguise_proves_nothing() {
 /// A verifier that leaves a check reading the feature list's own `passes`.
 #[test]
 fn a_verifiers_check_that_reads_batons_records_proves_nothing() {
+    records_as_evidence(&own);
+}
+
+fn records_as_evidence(run: Run<'_>) {
     fn verifier(r: &RecordedRequest) -> Option<Step> {
         lying_verifier(r, "date", "grep -q '\"passes\": true' feature_list.json")
     }
@@ -274,7 +325,59 @@ fn a_verifiers_check_that_reads_batons_records_proves_nothing() {
         )],
         verifier,
         2,
-        &|server, args| baton(server, Wire::Anthropic).args(args).output().unwrap(),
+        run,
     );
     verifier_lie_refused(&dir, &stderr(&out), "does not hold");
+}
+
+/// Every lie class above, run by `run` (an agent CLI): the gates that refuse
+/// them do not depend on the backend. (Claude Code refuses to write `.npmrc`
+/// itself, a "sensitive file", so that lie never reaches baton there.)
+pub(super) fn every_lie(run: Run<'_>) {
+    fixture(run);
+    helper(run);
+    shadow_module(run);
+    ignored_pyc(run);
+    start_script(run);
+    manifest_script(run);
+    existence_in_disguise(run);
+    records_as_evidence(run);
+}
+
+/// A check that passes as soon as the app runs (the home page loads) fails
+/// "before the work" only where nothing started the app, as in the project
+/// before a session: every world a check is judged in starts the app with
+/// `init.sh` first, so the check is found to pass where #1 entered the list,
+/// and #1 is recorded as passing when accepted, not as the session's proven
+/// work.
+#[test]
+fn a_check_that_fails_before_only_without_the_app_is_judged_with_the_app_running() {
+    let init = "#!/usr/bin/env bash\nmkdir -p site\nif ! curl -fsS \"http://127.0.0.1:${PORT:-8080}/\" >/dev/null 2>&1; then\n  python3 -m http.server \"${PORT:-8080}\" --bind 127.0.0.1 --directory site >/dev/null 2>&1 &\nfi\nfor i in $(seq 100); do curl -fsS \"http://127.0.0.1:${PORT:-8080}/\" >/dev/null 2>&1 && break; sleep 0.1; done\necho \"app ready on http://127.0.0.1:${PORT:-8080}\"\n";
+    let check = "curl -fsS http://127.0.0.1:${PORT:-3000}/ | grep -q home";
+    let list = |p: &[bool]| with_checks(p, &[Some(check)]);
+    let (_t, dir) = super::proof::new_project("cli");
+    let mut steps = baton_testkit::scenario::initializer_writing(
+        &list(&[false; 4]),
+        init,
+        "Session 1: wrote the feature list.\n",
+        &[("site/index.html", "home\n")],
+    );
+    steps.extend(session_writing(
+        &[("site/feature1.html", "feature 1\n")],
+        &list(&[true, false, false, false]),
+    ));
+    let server = baton_testkit::ScriptedServer::builder(Wire::Anthropic)
+        .respond(honest_verifier)
+        .start(steps);
+    let out = own(
+        &server,
+        &["run", dir.to_str().unwrap(), "--max-sessions", "2"],
+    );
+    let err = stderr(&out);
+    let flips = entries(&dir, "flip");
+    assert_eq!(flips.len(), 1, "{err}");
+    assert_eq!(flips[0]["feature"], 1, "{flips:?}");
+    assert_eq!(flips[0]["session"], 2, "{flips:?}");
+    assert_eq!(flips[0]["proof"]["by"], "accepted", "{flips:?}");
+    assert!(err.contains("passed when accepted: #1"), "{err}");
 }
