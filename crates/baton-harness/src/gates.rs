@@ -481,6 +481,14 @@ impl<'a> Gates<'a> {
                 r.restore_commit.clone(),
             ))?;
         }
+        for (n, why) in &r.checks_refused {
+            self.files.append_ledger(&entry(
+                LedgerKind::CheckRefused,
+                Some(*n),
+                format!("{}: {why}", desc(*n)),
+                head.clone(),
+            ))?;
+        }
         for (n, why) in &r.verifier_rejected {
             self.files.append_ledger(&entry(
                 LedgerKind::VerifierRejected,

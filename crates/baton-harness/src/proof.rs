@@ -25,6 +25,28 @@ use crate::verifier;
 /// Earlier coding sessions' bases a proof may be replayed against, at most.
 const MAX_REFERENCES: usize = 8;
 
+/// How many rounds the verifier gets over a session's flips: the first, and
+/// one more for the passes refused only for their check.
+const VERIFIER_ROUNDS: u32 = 2;
+
+/// What one round of the verifier came to.
+struct Round {
+    /// What it cost.
+    cost: f64,
+    /// The error that kept it from running.
+    error: Option<AgentError>,
+    /// Its verdicts as judged; `None` when it did not finish.
+    judged: Option<Judged>,
+}
+
+/// A finished round's verdicts: passes that stand, rejections, and passes
+/// refused only for their check (each with why).
+struct Judged {
+    proofs: Vec<(usize, baton_records::Proof)>,
+    rejected: Vec<(usize, String)>,
+    refused: Vec<(usize, String)>,
+}
+
 /// How a check fared in clean worlds.
 pub(crate) enum Replayed {
     /// It failed before the work (at this reference) and passes with it.
@@ -154,9 +176,13 @@ impl Runner<'_> {
 
     /// Run the independent verifier over `flips`, the session's new flips that no
     /// check proved: record a proof for each it confirms with work of its own, and
-    /// reject the rest. Returns its cost, and the error that kept it from running
-    /// (the provider's quota, a model error), in which case `flips` are reverted
-    /// as unproven and the error is the session's for the run to act on.
+    /// reject the rest. A pass refused only for its check (none left, one that
+    /// cannot stand alone, or one baton's replay finds proves nothing) is not
+    /// the verifier's last word: it is asked once more, in a second round told
+    /// why, for a check that stands. Returns its cost, and the error that kept
+    /// it from running (the provider's quota, a model error), in which case the
+    /// flips it was checking are reverted as unproven and the error is the
+    /// session's for the run to act on.
     pub(crate) async fn verifier(
         &self,
         g: &mut Gates<'_>,
@@ -168,6 +194,65 @@ impl Runner<'_> {
         let Some(current) = g.list.clone() else {
             return Ok((0.0, None));
         };
+        let mut cost = 0.0;
+        let mut todo = flips.to_vec();
+        let mut refused: Vec<(usize, String)> = Vec::new();
+        for round in 1..=VERIFIER_ROUNDS {
+            let r = self
+                .verifier_round(g, &current, &todo, &refused, base, app.clone(), deadline)
+                .await?;
+            cost += r.cost;
+            let Some(mut judged) = r.judged else {
+                return Ok((cost, r.error));
+            };
+            g.report.proofs.extend(judged.proofs);
+            let last = round == VERIFIER_ROUNDS || judged.refused.is_empty();
+            if last {
+                judged.rejected.append(&mut judged.refused);
+            } else {
+                for (n, why) in &judged.refused {
+                    self.reporter.line(&format!(
+                        "  the verifier's pass of #{n} did not count for its check alone; it is asked for one that stands: {}",
+                        crate::queue::cut(why, 200)
+                    ));
+                }
+                g.report
+                    .checks_refused
+                    .extend(judged.refused.iter().cloned());
+            }
+            if !judged.rejected.is_empty() {
+                self.reporter.line(&format!(
+                    "  verifier rejected {}",
+                    baton_records::human::features(
+                        &judged.rejected.iter().map(|r| r.0).collect::<Vec<_>>()
+                    )
+                ));
+            }
+            g.reject(judged.rejected);
+            if last {
+                break;
+            }
+            todo = judged.refused.iter().map(|r| r.0).collect();
+            refused = judged.refused;
+        }
+        Ok((cost, None))
+    }
+
+    /// One round of the verifier over `flips` (`refused`: what an earlier
+    /// round's checks were refused for): its session, then its verdicts judged
+    /// and its checks replayed. `judged` is `None` when it did not finish (an
+    /// error, in `error`, or Ctrl-C): the flips are then reverted as unproven.
+    #[allow(clippy::too_many_arguments)]
+    async fn verifier_round(
+        &self,
+        g: &mut Gates<'_>,
+        current: &FeatureList,
+        flips: &[usize],
+        refused: &[(usize, String)],
+        base: Option<&str>,
+        app: Option<String>,
+        deadline: Option<Instant>,
+    ) -> Result<Round, HarnessError> {
         let per_feature = self.cfg.verify.turns_per_feature;
         let turns = (10 + per_feature.saturating_mul(flips.len() as u32))
             .min(self.cfg.verify.max_turns)
@@ -183,9 +268,14 @@ impl Runner<'_> {
         let session = transcript.number();
         g.report.verifier_session = Some(session);
         self.reporter.line(&format!(
-            "── session {session:04} · verifier of session {:04} · checking {} ──",
+            "── session {session:04} · verifier of session {:04} · checking {}{} ──",
             g.session,
-            baton_records::human::features(flips)
+            baton_records::human::features(flips),
+            if refused.is_empty() {
+                ""
+            } else {
+                " again, for checks that stand"
+            }
         ));
         let kind = self.cfg.project.kind.as_str();
         let browser = self.cfg.browser.enabled && kind == "web";
@@ -196,13 +286,14 @@ impl Runner<'_> {
             .tempdir_in(&temp)
             .map_err(crate::error::io(&temp))?;
         let prompt = verifier::prompt(&verifier::Brief {
-            list: &current,
+            list: current,
             features: flips,
             kind,
             browser,
             base,
             app,
             scratch: Some(scratch.path().display().to_string()),
+            refused,
         });
         let system = prompts::verifier_system(&self.files.dir);
         // Another model for the verifier: its own client in baton's loop.
@@ -245,7 +336,11 @@ impl Runner<'_> {
                     crate::queue::cut(&why, 200)
                 ));
                 g.verifier_failed(flips, &crate::queue::cut(&why, 300));
-                return Ok((0.0, Some(e)));
+                return Ok(Round {
+                    cost: 0.0,
+                    error: Some(e),
+                    judged: None,
+                });
             }
         };
         // Stopped by Ctrl-C: its verdicts are not judged. The flips it was to check
@@ -256,7 +351,11 @@ impl Runner<'_> {
                 .line("  verifier stopped by Ctrl-C; the flips it was to check are not judged");
             g.verifier_failed(flips, "the run was stopped (Ctrl-C) while it checked them");
             g.interrupted = true;
-            return Ok((result.cost_usd, None));
+            return Ok(Round {
+                cost: result.cost_usd,
+                error: None,
+                judged: None,
+            });
         }
         // The final verdict object; else (out of turns, cut off) the verdicts it gave
         // one by one as it went: a feature it did not reach is not confirmed.
@@ -266,7 +365,7 @@ impl Runner<'_> {
         let walked = verifier::walk(transcript.path());
         let scratch_dir = scratch.path().display().to_string();
         let project_dir = self.files.dir.display().to_string();
-        let (proofs, mut rejected) = verifier::judge(
+        let (proofs, rejected, mut refused) = verifier::judge(
             flips,
             finals.as_deref(),
             &walked,
@@ -280,22 +379,22 @@ impl Runner<'_> {
         // What the verifier started stops before baton replays its checks.
         self.stop_processes().await;
         let proofs = self
-            .replay(g, &current, proofs, base, session, &mut rejected)
+            .replay(g, current, proofs, base, session, &mut refused)
             .await;
-        if !rejected.is_empty() {
-            self.reporter.line(&format!(
-                "  verifier rejected {}",
-                baton_records::human::features(&rejected.iter().map(|r| r.0).collect::<Vec<_>>())
-            ));
-        }
-        g.reject(rejected);
-        g.report.proofs.extend(proofs);
-        Ok((result.cost_usd, None))
+        Ok(Round {
+            cost: result.cost_usd,
+            error: None,
+            judged: Some(Judged {
+                proofs,
+                rejected,
+                refused,
+            }),
+        })
     }
 
     /// baton's own run of the checks the verifier left with its passes, each in
     /// the clean worlds of [`Runner::replay_in_worlds`]: it must fail before the
-    /// work and pass with it. A pass whose check does not is rejected with why;
+    /// work and pass with it. A pass whose check does not is refused with why;
     /// one whose check holds is recorded with the proof, its reference with it
     /// (and in the ledger as `check_added`). Returns the proofs that stand.
     async fn replay(
@@ -305,7 +404,7 @@ impl Runner<'_> {
         proofs: Vec<(usize, baton_records::Proof)>,
         base: Option<&str>,
         session: u32,
-        rejected: &mut Vec<(usize, String)>,
+        refused: &mut Vec<(usize, String)>,
     ) -> Vec<(usize, baton_records::Proof)> {
         let author = format!("the verifier (session {session})");
         let mut kept = Vec::new();
@@ -341,7 +440,7 @@ impl Runner<'_> {
                 "  the verifier's check of #{n} does not hold: {}",
                 crate::queue::cut(&why, 300)
             ));
-            rejected.push((n, why));
+            refused.push((n, why));
         }
         kept
     }

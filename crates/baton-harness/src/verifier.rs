@@ -30,6 +30,9 @@ pub struct Brief<'a> {
     pub app: Option<String>,
     /// The verifier's own temp dir (its `TMPDIR`), for scratch files and builds.
     pub scratch: Option<String>,
+    /// Features whose pass an earlier round of this verifier gave, refused
+    /// only for its check, with why: it is told, to leave one that stands.
+    pub refused: &'a [(usize, String)],
 }
 
 /// How the verifier exercises a feature of a project of `kind`.
@@ -107,6 +110,11 @@ pub fn prompt(b: &Brief<'_>) -> String {
             ));
             for s in &f.steps {
                 p.push_str(&format!("  - {s}\n"));
+            }
+            if let Some((_, why)) = b.refused.iter().find(|r| r.0 == n) {
+                p.push_str(&format!(
+                    "  Your earlier pass of this feature did not count, only because of its check: {why}. Check the feature again, then leave a check that stands.\n"
+                ));
             }
         }
     }
@@ -366,8 +374,15 @@ pub fn verdict_lines(transcript: &std::path::Path) -> Vec<Verdict> {
 const MIN_REASON_WORDS: usize = 5;
 
 /// What [`judge`] finds: the proofs (a verifier's proof that carries a `check`
-/// still needs baton's replay of it), then the rejections with their reasons.
-pub type Judged = (Vec<(usize, Proof)>, Vec<(usize, String)>);
+/// still needs baton's replay of it), the rejections with their reasons, then
+/// the passes refused only for their check (none left, one that tests only that
+/// paths exist, one that cannot stand alone), with why: a check that stands
+/// may still make those count, so the verifier is asked again for one.
+pub type Judged = (
+    Vec<(usize, Proof)>,
+    Vec<(usize, String)>,
+    Vec<(usize, String)>,
+);
 
 /// What a pass must carry, by the project's method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -428,6 +443,11 @@ fn unearned(v: &Verdict, work: &Work, needs: Needs) -> Option<String> {
     if !exercised {
         return Some("the calls the verifier cites failed or only inspected the change, so the pass does not count".to_string());
     }
+    None
+}
+
+/// Why an earned pass's check proves nothing by its text; `None` when it may.
+fn weak_check(v: &Verdict, needs: Needs) -> Option<String> {
     match &v.check {
         None if needs.check => Some("the verifier left no check for baton to replay (\"check\": a command that passes now and failed before the work), so the pass does not count".to_string()),
         Some(c) if crate::scrutiny::existence_only(c) => Some(format!(
@@ -501,6 +521,7 @@ pub fn judge(
 ) -> Judged {
     let mut proofs = Vec::new();
     let mut rejected = Vec::new();
+    let mut refused = Vec::new();
     for &n in features {
         let line = walk.verdicts.iter().find(|(v, _)| v.feature == n);
         let last = match (
@@ -538,28 +559,34 @@ pub fn judge(
                 Err("failed, no reason given".to_string())
             }
             Some(v) if !v.pass => Err(v.reason),
-            Some(v) => match unearned(&v, work, needs).or_else(|| unstable(&v, places)) {
+            Some(v) => match unearned(&v, work, needs) {
                 Some(why) => Err(why),
-                None => Ok(Proof::Verifier {
-                    session,
-                    tools: work.describe(),
-                    evidence: work.evidence.clone(),
-                    cited: v
-                        .ran
-                        .iter()
-                        .filter_map(|c| work.calls.iter().find(|k| k.cited_by(c)))
-                        .map(|k| {
-                            format!(
-                                "{} ({})",
-                                crate::queue::cut(&k.text, 200),
-                                if k.ok { "ok" } else { "failed" }
-                            )
-                        })
-                        .collect(),
-                    check: v.check,
-                    reason: v.reason,
-                    reference: None,
-                }),
+                None => match weak_check(&v, needs).or_else(|| unstable(&v, places)) {
+                    Some(why) => {
+                        refused.push((n, why));
+                        continue;
+                    }
+                    None => Ok(Proof::Verifier {
+                        session,
+                        tools: work.describe(),
+                        evidence: work.evidence.clone(),
+                        cited: v
+                            .ran
+                            .iter()
+                            .filter_map(|c| work.calls.iter().find(|k| k.cited_by(c)))
+                            .map(|k| {
+                                format!(
+                                    "{} ({})",
+                                    crate::queue::cut(&k.text, 200),
+                                    if k.ok { "ok" } else { "failed" }
+                                )
+                            })
+                            .collect(),
+                        check: v.check,
+                        reason: v.reason,
+                        reference: None,
+                    }),
+                },
             },
         };
         match verdict {
@@ -567,7 +594,7 @@ pub fn judge(
             Err(why) => rejected.push((n, why)),
         }
     }
-    (proofs, rejected)
+    (proofs, rejected, refused)
 }
 
 /// The verdicts in the verifier's final text. `None` if it holds no
@@ -696,7 +723,7 @@ mod tests {
         // Feature 5 is judged only in the final object: the work after the last
         // verdict line is its.
         let finals = vec![pass(5, SAID, &[run.1], check)];
-        let (proofs, rejected) = judge(
+        let (proofs, rejected, _) = judge(
             &[1, 2, 3, 4, 5, 6],
             Some(&finals),
             &walked,
@@ -754,7 +781,7 @@ mod tests {
             ],
             after_last: Work::default(),
         };
-        let (proofs, rejected) = judge(&[1, 2, 3], None, &walked, CLI, &Places::default(), 9);
+        let (proofs, rejected, _) = judge(&[1, 2, 3], None, &walked, CLI, &Places::default(), 9);
         let proven: Vec<usize> = proofs.iter().map(|p| p.0).collect();
         assert_eq!(proven, vec![1, 2], "{rejected:?}");
         match &proofs[1].1 {
@@ -785,11 +812,15 @@ mod tests {
             };
             judge(&[1], None, &walked, CLI, &places, 9)
         };
-        let (_, why) = judged("python3 /tmp/baton-verifier-abc/t.py");
-        assert!(why[0].1.contains("own temp dir"), "{why:?}");
-        let (_, why) = judged("grep -q milk /work/p/todo.txt");
+        // Refused for the check alone: the verifier is asked again for one.
+        let (_, rejected, why) = judged("python3 /tmp/baton-verifier-abc/t.py");
+        assert!(
+            rejected.is_empty() && why[0].1.contains("own temp dir"),
+            "{why:?}"
+        );
+        let (_, _, why) = judged("grep -q milk /work/p/todo.txt");
         assert!(why[0].1.contains("absolute path"), "{why:?}");
-        let (proofs, _) = judged("./todo list | grep -q milk");
+        let (proofs, _, _) = judged("./todo list | grep -q milk");
         assert_eq!(proofs.len(), 1);
     }
 
@@ -800,9 +831,10 @@ mod tests {
                 verdicts: vec![(v, w)],
                 after_last: Work::default(),
             };
-            let (proofs, rejected) = judge(&[1], None, &walked, needs, &Places::default(), 9);
+            let (proofs, rejected, refused) =
+                judge(&[1], None, &walked, needs, &Places::default(), 9);
             assert!(proofs.is_empty(), "{proofs:?}");
-            rejected[0].1.clone()
+            rejected.iter().chain(&refused).next().unwrap().1.clone()
         };
         let diff = work(&[("Bash", "git diff --stat abc HEAD"), ("Read", "src/x.txt")]);
         let check = Some("grep -q hi src/x.txt");

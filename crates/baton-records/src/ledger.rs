@@ -249,6 +249,10 @@ pub enum LedgerKind {
     VerifyFailed,
     /// A flip the independent verifier rejected, reverted.
     VerifierRejected,
+    /// A verifier's pass refused only for its check (none left, one that cannot
+    /// stand alone, one that proves nothing when baton replays it): the verifier
+    /// was asked again, in the same stage, for a check that stands.
+    CheckRefused,
     /// A change to the feature list beyond `passes`, undone.
     Violation,
     /// A change to git's config, hooks or info, or to `baton.toml`, undone.
@@ -352,6 +356,7 @@ mod tests {
             (LedgerKind::Unflip, "unflip"),
             (LedgerKind::VerifyFailed, "verify_failed"),
             (LedgerKind::VerifierRejected, "verifier_rejected"),
+            (LedgerKind::CheckRefused, "check_refused"),
             (LedgerKind::Violation, "violation"),
             (LedgerKind::BoundaryViolation, "boundary_violation"),
             (LedgerKind::Regression, "regression"),

@@ -113,6 +113,10 @@ pub struct GateReport {
     pub verify_added: Vec<usize>,
     /// The independent verifier's rejections (feature, reason), reverted.
     pub verifier_rejected: Vec<(usize, String)>,
+    /// The verifier's passes refused only for their check (feature, why): it
+    /// was asked again, in a second round, for a check that stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks_refused: Vec<(usize, String)>,
     /// The commit in which baton restored or corrected the feature list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restore_commit: Option<String>,
@@ -176,6 +180,7 @@ impl Default for GateReport {
             verified: Vec::new(),
             verify_added: Vec::new(),
             verifier_rejected: Vec::new(),
+            checks_refused: Vec::new(),
             restore_commit: None,
             leftover_files: Vec::new(),
             leftover_commit: None,

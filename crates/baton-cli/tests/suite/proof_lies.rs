@@ -275,6 +275,13 @@ fn verifier_lie_refused(dir: &std::path::Path, err: &str, why: &str) {
         rejected[0]["detail"].as_str().unwrap().contains(why),
         "{rejected:?}"
     );
+    // Its first check was refused with why, and it was asked once more.
+    let refused = entries(dir, "check_refused");
+    assert_eq!(refused.len(), 1, "{err}");
+    assert!(
+        refused[0]["detail"].as_str().unwrap().contains(why),
+        "{refused:?}"
+    );
 }
 
 /// A verifier that counts the stub's lines and leaves `grep -q . FILE`, which

@@ -275,14 +275,10 @@ fn verdicts_written_together_at_the_end_each_count() {
     assert!(f.iter().all(|(_, by, _)| by == "verifier"), "{f:?}");
 }
 
-/// How many verifier sessions [`scratch_then_fixed`] has begun.
-static SCRATCH_VERIFIERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// A verifier whose first check runs a script it wrote in its temp dir (which
-/// is gone after its session); the next verifier's check is the same test
-/// written inline, which stands alone.
+/// A verifier whose check runs a script it wrote in its temp dir (which is
+/// gone after its session); told in its next round why that check was
+/// refused, it leaves the same test written inline, which stands alone.
 fn scratch_then_fixed(r: &RecordedRequest) -> Option<Step> {
-    use std::sync::atomic::Ordering;
     if !is_verifier(r) {
         return None;
     }
@@ -294,25 +290,22 @@ fn scratch_then_fixed(r: &RecordedRequest) -> Option<Step> {
         .next()?
         .to_string();
     let said = format!("{}", r.body["messages"]);
-    let first_call = !said.contains("SCRATCH-");
-    if first_call {
-        SCRATCH_VERIFIERS.fetch_add(1, Ordering::SeqCst);
-    }
-    let round = SCRATCH_VERIFIERS.load(Ordering::SeqCst);
     let script = format!("{scratch}/t.sh");
     let command = format!(
         "cat > {script} <<'EOF'\ngrep -qx 'feature 1' src/feature1.txt\nEOF\nbash {script} && echo SCRATCH-OK"
     );
-    if first_call {
+    if !said.contains("SCRATCH-") {
         return Some(Step::Reply(Reply::tool(
             "Bash",
             json!({ "command": command }),
         )));
     }
-    let check = if round == 1 {
-        format!("bash {script}")
-    } else {
+    let told = prompt.contains("did not count, only because of its check")
+        && prompt.contains("own temp dir");
+    let check = if told {
         honest_check(1)
+    } else {
+        format!("bash {script}")
     };
     let v = json!({"feature": 1, "pass": true,
         "reason": "wrote a test script in my temp dir and ran it: it printed SCRATCH-OK",
@@ -324,15 +317,12 @@ fn scratch_then_fixed(r: &RecordedRequest) -> Option<Step> {
 }
 
 #[test]
-fn a_verifiers_check_in_its_temp_dir_is_refused_and_a_corrected_one_holds_in_later_sweeps() {
+fn a_verifiers_check_in_its_temp_dir_is_refused_in_its_session_and_a_corrected_one_holds_in_later_sweeps()
+ {
     let (_t, dir) = new_project("cli");
     let mut steps = init(&features(&[false; 4]), &[]);
     steps.extend(session_writing(
         &[("src/feature1.txt", "feature 1\n")],
-        &features(&[true, false, false, false]),
-    ));
-    steps.extend(flip_only(
-        &[true, false, false, false],
         &features(&[true, false, false, false]),
     ));
     // A session that changes the tree: the sweep before the next runs #1's check.
@@ -351,18 +341,24 @@ fn a_verifiers_check_in_its_temp_dir_is_refused_and_a_corrected_one_holds_in_lat
         .output()
         .unwrap();
     let err = stderr(&out);
-    let rejected = entries(&dir, "verifier_rejected");
-    assert_eq!(rejected.len(), 1, "{err}");
+    // Refused at its verdict, with why, and asked again in the same stage.
+    let refused = entries(&dir, "check_refused");
+    assert_eq!(refused.len(), 1, "{err}");
     assert!(
-        rejected[0]["detail"]
+        refused[0]["detail"]
             .as_str()
             .unwrap()
             .contains("the verifier's own temp dir"),
-        "{rejected:?}"
+        "{refused:?}"
     );
+    assert!(err.contains("asked for one that stands"), "{err}");
+    assert!(entries(&dir, "verifier_rejected").is_empty(), "{err}");
     let f = flips(&dir);
     assert_eq!(f.len(), 1, "{f:?}\n{err}");
     assert_eq!(f[0].1, "verifier");
+    let flip = &entries(&dir, "flip")[0];
+    assert_eq!(flip["session"], 2, "{flip:?}");
+    assert_eq!(flip["proof"]["check"], honest_check(1), "{flip:?}");
     // The corrected check ran in the sweeps after, and held.
     assert!(entries(&dir, "regression").is_empty(), "{err}");
     assert!(

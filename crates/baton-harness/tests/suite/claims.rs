@@ -115,6 +115,7 @@ fn every_prompt(setting: Setting) -> Vec<(String, String)> {
                     base: Some("0123456789abcdef"),
                     app: None,
                     scratch: Some("/tmp/baton-verifier-test".into()),
+                    refused: &[],
                 }),
             ));
         }

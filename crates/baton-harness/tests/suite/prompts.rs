@@ -187,6 +187,7 @@ fn verifier_prompt() {
             base: Some("0123456789abcdef0123"),
             app: Some("Server: http://127.0.0.1:3000".into()),
             scratch: Some("/tmp/baton-verifier-test".into()),
+            refused: &[],
         })
     );
     // Each kind of project is verified its own way.
@@ -198,6 +199,7 @@ fn verifier_prompt() {
         base: None,
         app: None,
         scratch: None,
+        refused: &[],
     });
     assert!(
         cli.contains("inputs other than the values in the steps"),
