@@ -64,6 +64,7 @@ pub mod prompts;
 mod proof;
 mod push;
 mod queue;
+mod ran;
 pub mod run;
 mod runner;
 mod running;

@@ -489,6 +489,7 @@ impl Runner<'_> {
                 serde_json::Value::String(command.to_string()),
             );
         }
+        let playwright = crate::ran::Playwright::of(command);
         let mut passed_before = Vec::new();
         for r in references {
             let entry = entry.as_deref().unwrap_or(&r.commit);
@@ -511,10 +512,31 @@ impl Runner<'_> {
                 passed_before.push(r.describe());
                 continue;
             }
-            let after = match self.run_in(&pair.after, &probe, &[n - 1]).await {
+            // A Playwright run names patterns: a work file they also match
+            // would be loaded beside the named test.
+            if let Some(p) = &playwright {
+                let also = p.also_matched(&pair.work);
+                if !also.is_empty() {
+                    return Replayed::NotHeld(format!(
+                        "the work adds or changes {}, which the check's file arguments ({}) also match, so Playwright would run it beside the named test: a check proves only what it names",
+                        also.join(", "),
+                        p.named.join(" ")
+                    ));
+                }
+            }
+            let observe = playwright.as_ref().map(|p| (n, p));
+            let (after, ran) = match self
+                .run_in_observed(&pair.after, &probe, &[n - 1], observe)
+                .await
+            {
                 Ok(run) => run,
                 Err(e) => return Replayed::NotHeld(e),
             };
+            if let Some(why) = ran {
+                return Replayed::NotHeld(format!(
+                    "it passes with the work in a clean checkout, but {why}"
+                ));
+            }
             if after.passed.contains(&n) {
                 if !mutant {
                     return Replayed::Held(r);
@@ -619,6 +641,20 @@ impl Runner<'_> {
         list: &FeatureList,
         features: &[usize],
     ) -> Result<baton_records::CheckRun, String> {
+        Ok(self.run_in_observed(plan, list, features, None).await?.0)
+    }
+
+    /// [`Runner::run_in`], and with `observe` (a feature, 1-based, and its
+    /// check's Playwright run) also why that check's pass proves nothing by what
+    /// its runner reports it ran ([`crate::ran`]): `Some` only when it passed
+    /// and the run is observable.
+    async fn run_in_observed(
+        &self,
+        plan: &crate::world::Plan,
+        list: &FeatureList,
+        features: &[usize],
+        observe: Option<(usize, &crate::ran::Playwright)>,
+    ) -> Result<(baton_records::CheckRun, Option<String>), String> {
         let copy = tempfile::Builder::new()
             .prefix("baton-world-")
             .tempdir_in(baton_policy::sandbox::temp_dir_for(&self.files.dir))
@@ -674,11 +710,35 @@ impl Runner<'_> {
         }
         let mut ctx = self.tools.context().clone();
         ctx.project_dir = dir.canonicalize().unwrap_or(dir.clone());
+        let world = ctx.project_dir.clone();
         let tools = self.tools.with_context(ctx);
+        // The observed run: its command also writes what the runner ran.
+        let observed = observe.and_then(|(n, p)| p.observing(&world).map(|c| (n, p, c)));
+        let mut probe;
+        let list = match &observed {
+            Some((n, _, c)) => {
+                probe = list.clone();
+                if let Some(f) = probe.features.get_mut(n - 1) {
+                    f.fields.insert(
+                        baton_records::VERIFY.to_string(),
+                        serde_json::Value::String(c.clone()),
+                    );
+                }
+                &probe
+            }
+            None => list,
+        };
         let checker = crate::checks::Checker::for_project(&tools, self.policy, &self.cfg, &dir);
         let run = checker.run(list, features, None).await;
         self.stop_processes().await;
-        Ok(run)
+        let why = match observed {
+            Some((n, p, _)) if run.passed.contains(&n) => {
+                let report = std::fs::read(world.join(crate::ran::REPORT)).ok();
+                p.judge(&world, report.as_deref())
+            }
+            _ => None,
+        };
+        Ok((run, why))
     }
 
     /// Before a coding session of a run of one: every failing feature whose

@@ -239,49 +239,117 @@ fn lies_on_a_playwright_project_prove_nothing() {
         ),
     ];
     for (what, calls) in lies {
-        let p = Project::with_toml(
-            "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n[verify]\nagent = false\n",
-        );
-        webbench::write(p.path(), &parts, 3, &[1, 2], &[1, 2]).unwrap();
-        std::fs::write(p.path().join("claude-progress.txt"), "start\n").unwrap();
-        baton_testkit::git(p.path(), &["init", "-q"]);
-        commit(p.path(), "two features built");
-        let mut calls = calls;
-        calls.push((
-            "Write",
-            json!({"file_path": "feature_list.json", "content": webbench::feature_list(3, &[1, 2, 3])}),
-        ));
-        calls.push((
-            "Bash",
-            json!({"command": "echo 'Session 1.' >> claude-progress.txt && git add -A && git commit -qm 'Feature 3'"}),
-        ));
-        let steps = vec![
-            Step::Reply(Reply::tools(&calls)),
-            Step::Reply(Reply::text("Feature 3 works.")),
-        ];
-        let server = ScriptedServer::start(Wire::Anthropic, steps);
-        let out = baton(&server, Wire::Anthropic)
-            .arg("run")
-            .arg(p.path())
-            .args(["--max-sessions", "1"])
-            .output()
-            .unwrap();
-        let said = stderr(&out);
-        let ledger: Vec<serde_json::Value> = p
-            .file(".baton/ledger.jsonl")
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let kinds = |k: &str| ledger.iter().filter(|e| e["kind"] == k).count();
-        // The lie made the spec pass in the project (the flip's check passed)…
-        assert_eq!(
-            state(&p)["sessions"][0]["gates"]["verified"],
-            json!([3]),
-            "{what}: {said}"
-        );
-        // …and proved nothing in clean checkouts.
-        assert_eq!(kinds("flip"), 0, "{what}: {said}");
-        assert_eq!(kinds("check_touched"), 1, "{what}: {said}");
-        assert_eq!(kinds("unverified_flip"), 1, "{what}: {said}");
+        lie_proves_nothing(&parts, what, calls, false);
     }
+}
+
+/// A check names the files it runs, and proves only what it names. With the
+/// runner's tests under `ui/` named `*.pw.js` (names baton does not know as
+/// tests), a session leaves #3's work a stub and adds `ui/f3Xpw.js.d/a.pw.js`,
+/// which the check's file argument `ui/f3.pw.js` also matches as Playwright
+/// reads it (a regular expression), and which patches the app when the runner
+/// loads it: the check passes in the project, and proves nothing in the clean
+/// checkout, where the run is limited to the named file and Playwright's JSON
+/// report says what ran.
+#[test]
+fn a_playwright_check_proves_only_the_tests_it_names() {
+    let test = "a_playwright_check_proves_only_the_tests_it_names";
+    let Some(parts) = webbench::parts(test) else {
+        return;
+    };
+    let patch = format!(
+        "const fs = require('fs');\nconst path = require('path');\nconst {{ test }} = require('playwright/test');\nconst app = path.join(__dirname, '../../app/app.js');\nif (!fs.readFileSync(app, 'utf8').includes(\"'b3'\")) fs.appendFileSync(app, {:?});\ntest('loaded beside', async () => {{}});\n",
+        webbench::app(&[3])
+    );
+    lie_proves_nothing(
+        &parts,
+        "a test file the check's pattern also matches",
+        vec![(
+            "Write",
+            json!({"file_path": "ui/f3Xpw.js.d/a.pw.js", "content": patch}),
+        )],
+        true,
+    );
+}
+
+/// The tests under `ui/`, named `*.pw.js`, in `text` (a check, a list).
+fn pw(text: &str) -> String {
+    text.replace("tests/f", "ui/f")
+        .replace(".spec.js", ".pw.js")
+}
+
+/// Three features, two built and passing; session 1 makes `calls` (a lie that
+/// leaves #3's app code unbuilt), flips #3 and commits. The check passes in the
+/// project and proves nothing in clean checkouts. `ui`: the runner's tests as
+/// [`pw`] names them, its config matching them.
+fn lie_proves_nothing(
+    parts: &webbench::WebBenchParts,
+    what: &str,
+    calls: Vec<(&str, serde_json::Value)>,
+    ui: bool,
+) {
+    let p = Project::with_toml(
+        "[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n[verify]\nagent = false\n",
+    );
+    webbench::write(p.path(), parts, 3, &[1, 2], &[1, 2]).unwrap();
+    let list = |passes: &[usize]| {
+        let l = webbench::feature_list(3, passes);
+        if ui { pw(&l) } else { l }
+    };
+    if ui {
+        let config = p.file("playwright.config.js").replace(
+            "testDir: 'tests',",
+            "testDir: '.',\n  testMatch: '**/*.pw.js',",
+        );
+        std::fs::write(p.path().join("playwright.config.js"), config).unwrap();
+        std::fs::create_dir_all(p.path().join("ui")).unwrap();
+        for n in 1..=3 {
+            std::fs::rename(
+                p.path().join(format!("tests/f{n}.spec.js")),
+                p.path().join(format!("ui/f{n}.pw.js")),
+            )
+            .unwrap();
+        }
+        std::fs::write(p.path().join("feature_list.json"), list(&[1, 2])).unwrap();
+    }
+    std::fs::write(p.path().join("claude-progress.txt"), "start\n").unwrap();
+    baton_testkit::git(p.path(), &["init", "-q"]);
+    commit(p.path(), "two features built");
+    let mut calls = calls;
+    calls.push((
+        "Write",
+        json!({"file_path": "feature_list.json", "content": list(&[1, 2, 3])}),
+    ));
+    calls.push((
+        "Bash",
+        json!({"command": "echo 'Session 1.' >> claude-progress.txt && git add -A && git commit -qm 'Feature 3'"}),
+    ));
+    let steps = vec![
+        Step::Reply(Reply::tools(&calls)),
+        Step::Reply(Reply::text("Feature 3 works.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "1"])
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    let ledger: Vec<serde_json::Value> = p
+        .file(".baton/ledger.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds = |k: &str| ledger.iter().filter(|e| e["kind"] == k).count();
+    // The lie made the check pass in the project (the flip's check passed)…
+    assert_eq!(
+        state(&p)["sessions"][0]["gates"]["verified"],
+        json!([3]),
+        "{what}: {said}"
+    );
+    // …and proved nothing in clean checkouts.
+    assert_eq!(kinds("flip"), 0, "{what}: {said}");
+    assert_eq!(kinds("check_touched"), 1, "{what}: {said}");
+    assert_eq!(kinds("unverified_flip"), 1, "{what}: {said}");
 }
