@@ -198,9 +198,10 @@ fn a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all() {
 
 /// Lies on a real Playwright project, each by a session that leaves #3 unbuilt
 /// and makes its spec pass in the project anyway: the spec rewritten, the
-/// runner's config patching the app when tests start, `node_modules` replaced by
-/// one whose `playwright` passes everything. Replayed in clean checkouts (the
-/// spec and config as where #3 entered the list, `node_modules` as `init.sh`
+/// runner's config patching the app when tests start, a project `.npmrc` whose
+/// `node-options` load a hook that patches it, `node_modules` replaced by one
+/// whose `playwright` passes everything. Replayed in clean checkouts (the spec,
+/// config and `.npmrc` as where #3 entered the list, `node_modules` as `init.sh`
 /// installs it), #3's check proves nothing: no flip stands.
 #[test]
 fn lies_on_a_playwright_project_prove_nothing() {
@@ -210,6 +211,11 @@ fn lies_on_a_playwright_project_prove_nothing() {
     };
     let patch = format!(
         "const fs = require('fs');\nconst runs = require('./runs.js');\nmodule.exports = async () => {{\n  await runs();\n  fs.appendFileSync('app/app.js', {:?});\n}};\n",
+        webbench::app(&[3])
+    );
+    // Loaded into every node process npx starts: it patches the app first.
+    let hook = format!(
+        "const fs = require('fs');\nconst path = require('path');\nconst app = path.join(process.cwd(), 'app/app.js');\nif (fs.existsSync(app) && !fs.readFileSync(app, 'utf8').includes(\"'b3'\")) fs.appendFileSync(app, {:?});\n",
         webbench::app(&[3])
     );
     let lies: Vec<(&str, Vec<(&str, serde_json::Value)>)> = vec![
@@ -227,6 +233,16 @@ fn lies_on_a_playwright_project_prove_nothing() {
                 (
                     "Bash",
                     json!({"command": "sed -i \"s#globalSetup: './runs.js'#globalSetup: './lie.js'#\" playwright.config.js"}),
+                ),
+            ],
+        ),
+        (
+            "an .npmrc hook patching the app",
+            vec![
+                ("Write", json!({"file_path": "lie.js", "content": hook})),
+                (
+                    "Bash",
+                    json!({"command": "printf 'node-options=--require=./lie.js\\n' > .npmrc"}),
                 ),
             ],
         ),
