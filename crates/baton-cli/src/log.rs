@@ -112,7 +112,11 @@ impl Paint {
         Self { on }
     }
 
+    /// `text` in `style`; what in it would act on a terminal is shown escaped
+    /// first ([`baton_records::human::terminal`]), so only baton's own style
+    /// reaches the terminal.
     fn p(self, style: &str, text: &str) -> String {
+        let text = baton_records::human::terminal(text);
         if self.on && !text.is_empty() {
             format!("\x1b[{style}m{text}\x1b[0m")
         } else {
@@ -198,10 +202,14 @@ pub fn run(args: LogArgs) -> anyhow::Result<()> {
 }
 
 fn indent(text: &str, prefix: &str) -> String {
-    text.lines().map(|l| format!("{prefix}{l}\n")).collect()
+    baton_records::human::terminal(text)
+        .lines()
+        .map(|l| format!("{prefix}{l}\n"))
+        .collect()
 }
 
 fn cut_lines(text: &str, n: usize) -> String {
+    let text = baton_records::human::terminal(text);
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() <= n {
         return text.to_string();
@@ -439,7 +447,11 @@ fn tool_result(
     } else {
         paint.green("✓")
     };
-    let _ = writeln!(s, "   ← {name} {mark} ({duration_ms} ms)");
+    let _ = writeln!(
+        s,
+        "   ← {} {mark} ({duration_ms} ms)",
+        baton_records::human::terminal(name)
+    );
     let gutter = if *refused || *is_error {
         paint.red("│")
     } else {

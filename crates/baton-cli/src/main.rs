@@ -259,7 +259,10 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("baton: error: {}", say_once(&e));
+            eprintln!(
+                "baton: error: {}",
+                baton_records::human::terminal(&say_once(&e))
+            );
             ExitCode::from(1)
         }
     }

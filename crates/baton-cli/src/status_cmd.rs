@@ -88,7 +88,10 @@ baton: showing the status with the default settings; fix baton.toml before `bato
             serde_json::to_string_pretty(&s).context("encode status")?
         );
     } else {
-        print!("{}", baton_harness::status::render(&s));
+        print!(
+            "{}",
+            baton_records::human::terminal(&baton_harness::status::render(&s))
+        );
     }
     Ok(())
 }

@@ -104,3 +104,57 @@ mod tests {
         assert_eq!(usd(1.2345), "$1.2345");
     }
 }
+
+/// Whether `c` would act on a terminal rather than be shown: a control
+/// character (C0 but a newline and a tab, DEL, C1) or a bidirectional-text
+/// control, which reorders what follows it on the line.
+fn acts(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` safe for a terminal: every character that would act on it rather than
+/// be shown (an escape sequence's `ESC`, a bell, a carriage return, a C1
+/// control, a bidirectional override) is written as its escape (`\u{1b}`), so
+/// text baton did not write — a block reason, a tool's output, a feature's
+/// words — cannot move the cursor, rewrite a line, recolour, retitle the
+/// window, write the clipboard or disguise a link. The one sanitizer of every
+/// string bound for a terminal: the live view, `baton status`, `baton log`.
+pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if acts(c) {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod terminal_tests {
+    use super::terminal;
+
+    #[test]
+    fn what_would_act_on_a_terminal_is_shown_escaped() {
+        assert_eq!(terminal("plain\ttext\nnext"), "plain\ttext\nnext");
+        let forged = "\u{1b}]52;c;cm0gLXJmIH4=\u{7}\r\u{1b}[2Kall 40 features pass \u{9b}31m \u{202e}gpj.exe";
+        let shown = terminal(forged);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
+        assert!(!shown.contains('\u{202e}'), "{shown:?}");
+        assert!(shown.contains("\\u{1b}]52;c;"), "{shown:?}");
+        assert!(
+            shown.contains("\\u{d}\\u{1b}[2Kall 40 features pass"),
+            "{shown:?}"
+        );
+    }
+}

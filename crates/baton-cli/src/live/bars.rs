@@ -91,7 +91,7 @@ impl Bars {
 impl Face for Bars {
     fn println(&self, line: &str) {
         if !self.multi.is_hidden() {
-            let _ = self.multi.println(line);
+            let _ = self.multi.println(baton_records::human::terminal(line));
         }
     }
 
@@ -183,7 +183,7 @@ impl Face for Bars {
             bar.enable_steady_tick(Duration::from_millis(250));
             bar
         });
-        bar.set_message(status.to_string());
+        bar.set_message(baton_records::human::terminal(status).into_owned());
     }
 
     fn turn_end(&self) {

@@ -33,6 +33,7 @@ pub fn key_argument(name: &str, input: &Value) -> String {
 
 /// `s` on one line, cut to `max` characters with an ellipsis.
 pub fn one_line(s: &str, max: usize) -> String {
+    let s = baton_records::human::terminal(s);
     let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > max {
         let cut: String = flat.chars().take(max).collect();
@@ -46,6 +47,7 @@ pub fn one_line(s: &str, max: usize) -> String {
 /// cause comes last ("… client error (Connect): dns error: failed to lookup
 /// address"), and cutting the end cut exactly that.
 pub(super) fn both_ends(s: &str, max: usize) -> String {
+    let s = baton_records::human::terminal(s);
     let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let n = flat.chars().count();
     if n <= max {
@@ -64,7 +66,7 @@ pub(super) fn secs(d: Duration) -> String {
 
 pub(super) fn say(line: &str) {
     let mut e = std::io::stderr().lock();
-    let _ = writeln!(e, "{line}");
+    let _ = writeln!(e, "{}", baton_records::human::terminal(line));
 }
 
 pub(super) fn retry_line(turn: u32, n: &RetryNotice) -> String {

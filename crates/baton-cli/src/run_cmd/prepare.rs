@@ -64,7 +64,7 @@ pub(super) fn prepare<'s>(
         args.flags.model.as_deref(),
     )?;
     for line in cli.iter().flat_map(crate::setup::cli_caveats) {
-        eprintln!("baton: {line}");
+        eprintln!("baton: {}", baton_records::human::terminal(line));
     }
     let agents = args.agents.unwrap_or(cfg.run.agents);
     if agents == 0 {

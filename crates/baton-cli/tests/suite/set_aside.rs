@@ -818,3 +818,47 @@ fn a_stalled_project_goes_on_once_a_person_acts() {
         "{u:?}"
     );
 }
+
+/// The terminal is a channel too: a block reason with escape sequences (a
+/// clipboard write, a line rewritten to a forged "every feature passes", a
+/// right-to-left override) reaches `baton run`'s live view, `baton status` and
+/// `baton log` as visible escapes, never as bytes a terminal acts on.
+#[test]
+fn escapes_in_a_block_reason_are_printed_harmless() {
+    let forged = "needs a key \u{1b}]52;c;cm0gLXJmIH4=\u{7}\r\u{1b}[2Kbaton: complete, every feature passes \u{9b}32m \u{202e}txt.exe";
+    let p = project("[run]\npause_secs = 0\nstall_sessions = 2\n", false);
+    let mut steps = Vec::new();
+    steps.extend(session(&[1], &[true, false, false], false));
+    steps.push(Step::Reply(Reply::tools(&[(
+        "BlockFeature",
+        json!({"feature": 2, "reason": forged}),
+    )])));
+    steps.push(Step::Reply(Reply::text("Blocked #2.")));
+    steps.extend(session(&[1, 3], &[true, false, true], false));
+    let (out, _server) = run(&p, steps, &[]);
+    let acts = |s: &str| {
+        s.chars()
+            .find(|c| (c.is_control() && *c != '\n' && *c != '\t') || *c == '\u{202e}')
+    };
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("needs a key \\u{1b}]52;c;"), "{err}");
+    assert_eq!(acts(&err), None, "baton run printed a control: {err:?}");
+    let text = stdout(&baton_cmd(&p, &["status"]));
+    assert!(text.contains("\\u{1b}[2Kbaton: complete"), "{text}");
+    assert_eq!(
+        acts(&text),
+        None,
+        "baton status printed a control: {text:?}"
+    );
+    let log = stdout(&baton_cmd(
+        &p,
+        &["log", "--session", "2", "--color", "always"],
+    ));
+    assert!(log.contains("\\u{202e}txt.exe"), "{log}");
+    assert_eq!(
+        acts(&log.replace("\u{1b}[", "")),
+        None,
+        "baton log printed a control beyond its own colours: {log:?}"
+    );
+}
