@@ -204,9 +204,10 @@ pub struct GitConfig {
     /// Email used when the environment and git config give none.
     pub user_email: String,
     /// A remote of the project's own (a name in `.git/config`) that baton pushes
-    /// the run's branch to after each session that committed: with its own git,
-    /// outside the sandbox, with the user's credentials, never forced. `None`
-    /// (the default): baton never pushes.
+    /// the branch the run started on to, as `baton/<branch>`, after each session
+    /// that committed: with its own git, outside the sandbox, with the user's
+    /// credentials, never forced, never a commit that changes a CI or deployment
+    /// definition. `None` (the default): baton never pushes.
     pub push: Option<String>,
 }
 

@@ -255,6 +255,15 @@ pub async fn publish(
     if rows.is_empty() {
         return Ok(None);
     }
+    // Never a CI or deployment definition (crate::push): a person publishes
+    // those, and baton's pull request waits for them.
+    let tip = crate::git::rev(&files.dir, "HEAD")?;
+    let there = crate::git::rev(&files.dir, &format!("refs/remotes/{remote}/{branch}")).ok();
+    if let (_, Some(why)) = crate::push::publishable(&files.dir, &tip, there.as_deref(), remote)? {
+        return Err(HarnessError::Input(format!(
+            "forge: nothing was published to {branch}: {why}"
+        )));
+    }
     crate::git::git_network(
         &files.dir,
         &["push", "-q", remote, &format!("HEAD:refs/heads/{branch}")],

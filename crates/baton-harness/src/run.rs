@@ -73,6 +73,8 @@ impl Runner<'_> {
 
     /// [`Runner::run`], the record of its time aside.
     async fn run_all(&self) -> Result<RunEnd, HarnessError> {
+        // The branch it publishes is the one it starts on.
+        let _ = self.run_branch();
         // MCP servers (the browser among them) live for the whole run.
         let hub = self.start_mcp().await?;
         // BlockFeature, offered only while a coding session of our own loop runs.

@@ -97,6 +97,9 @@ pub struct Runner<'a> {
     pub(crate) numbers: Option<baton_records::SessionNumbers>,
     /// The sweeps before "complete" so far, in ms (outside every session's clock).
     pub(crate) complete_sweep_ms: std::sync::atomic::AtomicU64,
+    /// The branch the run publishes, fixed when the run starts
+    /// ([`Runner::run_branch`]).
+    pub(crate) run_branch: std::sync::OnceLock<String>,
 }
 
 /// What every runner needs; the rest has defaults ([`Runner::new`]).
@@ -135,6 +138,7 @@ impl<'a> Runner<'a> {
             kernel_binds: false,
             numbers: None,
             complete_sweep_ms: std::sync::atomic::AtomicU64::new(0),
+            run_branch: std::sync::OnceLock::new(),
         }
     }
 

@@ -496,8 +496,9 @@ fn a_baton_toml_committed_behind_the_work_trees_back_is_put_back_in_history() {
 
 /// With `[git] push = "origin"`, baton pushes the run's branch after each
 /// session that committed, outside the sandbox (whose commands have no way to the
-/// user's credentials); when the remote moved on, the push is refused, said and
-/// recorded, and the remote's work stays: baton never forces.
+/// user's credentials), to `baton/<branch>` on the remote; when the remote moved
+/// on, the push is refused, said and recorded, and the remote's work stays:
+/// baton never forces.
 #[test]
 fn baton_pushes_the_runs_branch_and_never_forces() {
     let p = super::run::new_project();
@@ -519,8 +520,11 @@ fn baton_pushes_the_runs_branch_and_never_forces() {
     let branch = super::run::git(&p, &["symbolic-ref", "--short", "HEAD"]);
     let branch = branch.trim();
     let head = super::run::git(&p, &["rev-parse", "HEAD"]);
-    let there = baton_testkit::git(&bare, &["rev-parse", &format!("refs/heads/{branch}")]);
+    let there = baton_testkit::git(&bare, &["rev-parse", &format!("refs/heads/baton/{branch}")]);
     assert_eq!(there.trim(), head.trim(), "{err}");
+    // Never the remote's own branch of that name (its default, here).
+    let heads = baton_testkit::git(&bare, &["for-each-ref", "--format=%(refname)"]);
+    assert_eq!(heads.trim(), format!("refs/heads/baton/{branch}"), "{err}");
     let pushed = ledger(&p, "pushed");
     assert_eq!(
         pushed.len(),
@@ -528,16 +532,23 @@ fn baton_pushes_the_runs_branch_and_never_forces() {
         "after the initializer and the coding session: {err}"
     );
     assert_eq!(pushed[1]["commit"], head.trim(), "{pushed:?}");
-    assert!(err.contains(&format!("pushed {branch} to origin")), "{err}");
+    assert!(
+        err.contains(&format!("pushed {branch} to origin as baton/{branch}")),
+        "{err}"
+    );
 
     // Someone else pushes to the branch; the next session's push is refused.
     let other = tempfile::tempdir().unwrap();
     baton_testkit::git(other.path(), &["clone", "-q", bare.to_str().unwrap(), "c"]);
     let c = other.path().join("c");
+    baton_testkit::git(&c, &["checkout", "-q", &format!("baton/{branch}")]);
     std::fs::write(c.join("theirs.txt"), "their work\n").unwrap();
     baton_testkit::git(&c, &["add", "-A"]);
     baton_testkit::git(&c, &["commit", "-qm", "their work"]);
-    baton_testkit::git(&c, &["push", "-q", "origin", &format!("HEAD:{branch}")]);
+    baton_testkit::git(
+        &c,
+        &["push", "-q", "origin", &format!("HEAD:baton/{branch}")],
+    );
     let theirs = baton_testkit::git(&c, &["rev-parse", "HEAD"]);
     let (out, _server) = run(
         &p,
@@ -555,10 +566,110 @@ fn baton_pushes_the_runs_branch_and_never_forces() {
         "{refused:?}"
     );
     assert!(err.contains("push: origin refused"), "{err}");
-    let there = baton_testkit::git(&bare, &["rev-parse", &format!("refs/heads/{branch}")]);
+    let there = baton_testkit::git(&bare, &["rev-parse", &format!("refs/heads/baton/{branch}")]);
     assert_eq!(
         there.trim(),
         theirs.trim(),
         "their work stays on the remote"
     );
+}
+
+/// What baton publishes is baton's decision: the branch the run started on,
+/// whatever HEAD is on when it pushes (an agent's `git checkout -B deploy` and
+/// its commit there are never pushed), under `baton/` on the remote (never the
+/// remote's own branches), and never a commit that changes a CI or
+/// deployment definition (a workflow runs with the repository's secrets): the
+/// push stops before it, says which, and goes on once a person has published it.
+#[test]
+fn baton_publishes_only_the_runs_branch_and_never_a_workflow() {
+    let p = super::run::new_project();
+    let toml = std::fs::read_to_string(p.path().join("baton.toml")).unwrap();
+    std::fs::write(
+        p.path().join("baton.toml"),
+        format!("{toml}[git]\npush = \"origin\"\n"),
+    )
+    .unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let bare = remote.path().join("r.git");
+    baton_testkit::git(remote.path(), &["init", "-q", "--bare", "r.git"]);
+    super::run::git(&p, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    let mut steps = initializer(&features(&[false, false, false]));
+    // A session that switches branches and commits there.
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "git checkout -q -B deploy && echo evil > evil.txt && git add -A && git commit -qm evil"}),
+    )));
+    steps.push(Step::Reply(Reply::text("done")));
+    let (out, _server) = run(&p, steps, &["--max-sessions", "2"]);
+    let err = stderr(&out);
+    let refs = baton_testkit::git(&bare, &["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.contains("deploy"), "{refs}\n{err}");
+    let branch = baton_testkit::git(
+        &bare,
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/baton/",
+        ],
+    );
+    let branch = branch.trim().trim_start_matches("baton/").to_string();
+    assert!(!branch.is_empty() && branch != "deploy", "{refs}");
+    let there =
+        |b: &str| baton_testkit::git(&bare, &["rev-parse", &format!("refs/heads/baton/{b}")]);
+    let evil = super::run::git(&p, &["log", "-1", "--format=%H", "deploy"]);
+    assert_ne!(there(&branch).trim(), evil.trim(), "{err}");
+    let contains = |c: &str| {
+        std::process::Command::new("git")
+            .args(["-C", bare.to_str().unwrap(), "cat-file", "-e", c])
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(
+        !contains(evil.trim()),
+        "the other branch's commit reached the remote: {err}"
+    );
+
+    // Back on the run's branch: a session that adds a workflow.
+    super::run::git(&p, &["checkout", "-q", &branch]);
+    let steps = vec![
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "mkdir -p .github/workflows && printf 'on: push\\njobs: {}\\n' > .github/workflows/leak.yml && git add -A && git commit -qm 'ci' && echo more > more.txt && git add -A && git commit -qm more"}),
+        )),
+        Step::Reply(Reply::text("done")),
+    ];
+    let before = there(&branch);
+    let (out, _server) = run(&p, steps, &["--max-sessions", "1"]);
+    let err = stderr(&out);
+    assert_eq!(there(&branch), before, "a workflow was published: {err}");
+    let refused = ledger(&p, "push_refused");
+    assert!(
+        refused.iter().any(|r| r["detail"]
+            .as_str()
+            .unwrap()
+            .contains(".github/workflows/leak.yml, a CI or deployment definition")),
+        "{refused:?}\n{err}"
+    );
+    assert!(err.contains("which baton never publishes"), "{err}");
+
+    // A person reads it and publishes it; the next push follows.
+    let ci = super::run::git(&p, &["log", "-1", "--format=%H", "--", ".github"]);
+    baton_testkit::git(
+        p.path(),
+        &[
+            "push",
+            "-q",
+            "origin",
+            &format!("{}:refs/heads/baton/{branch}", ci.trim()),
+        ],
+    );
+    let (out, _server) = run(
+        &p,
+        super::run::honest(1, &[true, false, false]),
+        &["--max-sessions", "1"],
+    );
+    let err = stderr(&out);
+    let head = super::run::git(&p, &["rev-parse", "HEAD"]);
+    assert_eq!(there(&branch).trim(), head.trim(), "{err}");
 }
