@@ -229,6 +229,15 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    // Every directory named on the command line may be a project, where the
+    // agent's commands write: none of baton's helpers (bwrap, git, npx) is taken
+    // from it, whatever the user's PATH says (baton_policy::helpers).
+    for a in argv.iter().skip(1) {
+        let p = std::path::Path::new(a);
+        if p.is_dir() {
+            baton_policy::helpers::distrust(p);
+        }
+    }
     let result = match cli.command {
         Command::New(args) => plan_cmd::new(args, &secrets),
         Command::Plan(args) => plan_cmd::plan(args, &secrets),

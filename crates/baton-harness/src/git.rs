@@ -86,6 +86,13 @@ pub fn git_network(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
     run(dir, args, true)
 }
 
+/// The `git` baton runs: found on the `PATH` baton trusts
+/// ([`baton_policy::helpers`]), never one a sandboxed command could have
+/// written; plain `git` when there is none (the error then says git is missing).
+fn git_program() -> std::path::PathBuf {
+    baton_policy::helpers::find("git").unwrap_or_else(|| "git".into())
+}
+
 /// The bubblewrap program baton's own git runs under, when one works here
 /// (probed once per process).
 pub fn jail() -> Option<&'static Path> {
@@ -200,10 +207,10 @@ fn command(dir: &Path, args: &[&str], network: bool) -> Command {
         Some(bwrap) => {
             let a = jail_args(bwrap, dir, pinned.as_deref());
             let mut c = Command::new(&a[0]);
-            c.args(&a[1..]).arg("git");
+            c.args(&a[1..]).arg(git_program());
             c
         }
-        None => Command::new("git"),
+        None => Command::new(git_program()),
     };
     for h in HARDENING {
         if network && NETWORK.contains(h) {

@@ -111,6 +111,22 @@ impl Runner<'_> {
         if specs.is_empty() {
             return Ok(None);
         }
+        // The servers start outside the sandbox: their program (`npx`) and what
+        // it starts (`node`) come from the `PATH` baton trusts, never from the
+        // project's `node_modules/.bin` or a virtualenv first on the user's.
+        let trusted = baton_policy::helpers::trusted_path();
+        let specs = specs
+            .into_iter()
+            .map(|mut s| {
+                if let Some(p) = baton_policy::helpers::find(&s.command) {
+                    s.command = p.display().to_string();
+                }
+                s.env
+                    .entry("PATH".to_string())
+                    .or_insert_with(|| trusted.to_string_lossy().into_owned());
+                s
+            })
+            .collect();
         let hub = baton_mcp::McpHub::start(specs)
             .await
             .map_err(HarnessError::Mcp)?;

@@ -39,6 +39,7 @@
 mod braces;
 mod check;
 mod cmds;
+pub mod helpers;
 mod hidden;
 #[cfg(target_os = "linux")]
 pub mod namespace;
@@ -194,6 +195,8 @@ impl Policy {
                 path: project_dir.to_path_buf(),
                 source,
             })?;
+        // Its commands write there: none of baton's helpers comes from it.
+        helpers::distrust(&project);
         for (field, names) in [
             ("allow", &cfg.allow),
             ("deny", &cfg.deny),

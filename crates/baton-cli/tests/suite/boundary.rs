@@ -673,3 +673,57 @@ fn baton_publishes_only_the_runs_branch_and_never_a_workflow() {
     let head = super::run::git(&p, &["rev-parse", "HEAD"]);
     assert_eq!(there(&branch).trim(), head.trim(), "{err}");
 }
+
+/// baton finds its own helpers on a `PATH` it trusts: with the project's `bin/`
+/// first on the user's `PATH` (as a virtualenv, `node_modules/.bin` or a direnv
+/// entry stands), a `bwrap` and a `git` the agent could write there are never
+/// run; baton runs the real ones, by absolute path.
+#[test]
+fn a_helper_planted_first_on_path_is_never_run() {
+    let p = super::run::new_project();
+    // Where only a process outside the sandbox can write (not the project, not
+    // a temp dir): each planted helper notes itself there, then runs the real
+    // program, so the agent's own commands (inside the sandbox, where the
+    // user's PATH is theirs to use) work and leave no note.
+    let marker = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ran = marker.path().join("ran");
+    let bin = p.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real = std::env::var("PATH").unwrap_or_default();
+    for name in ["bwrap", "git", "npx", "node"] {
+        let f = bin.join(name);
+        std::fs::write(
+            &f,
+            format!(
+                "#!/bin/sh\necho {name} >> {} 2>/dev/null\nPATH='{real}' exec {name} \"$@\"\n",
+                ran.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(super::run::honest(1, &[true, false, false]));
+    let server = baton_testkit::ScriptedServer::start(baton_testkit::Wire::Anthropic, steps);
+    let out = baton(&server, baton_testkit::Wire::Anthropic)
+        .env("PATH", &path)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        !ran.exists(),
+        "a planted helper ran: {}\n{err}",
+        std::fs::read_to_string(&ran).unwrap_or_default()
+    );
+    assert_eq!(ledger(&p, "flip").len(), 1, "{err}");
+}

@@ -12,10 +12,8 @@ use super::{FreshHome, NAMESPACE_VAR, SandboxError, SandboxSpec, protected_paths
 /// The `bwrap` program, when one on `PATH` works here (it can make a mount
 /// namespace).
 pub fn bwrap() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    let exe = std::env::split_paths(&path)
-        .map(|d| d.join("bwrap"))
-        .find(|p| p.is_file())?;
+    // Never one a sandboxed command could have written ([`crate::helpers`]).
+    let exe = crate::helpers::find("bwrap")?;
     let ok = std::process::Command::new(&exe)
         .args(["--dev-bind", "/", "/", "--", "true"])
         .stdin(std::process::Stdio::null())
