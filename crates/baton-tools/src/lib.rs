@@ -222,7 +222,9 @@ pub const DEFAULT_SECRET_VARS: &[&str] = &[
 ];
 
 /// Variables that lead to a credential broker (an ssh or gpg agent, the session
-/// bus and its keyrings, a Docker daemon, a Kerberos cache, an askpass helper):
+/// bus and its keyrings, a Docker daemon, a Kerberos cache, an askpass helper)
+/// or another of the host's rendezvous points (tmux, screen, a display, an
+/// editor's or terminal's control socket):
 /// never passed to the agent's commands, so none of them can ask a broker to
 /// sign or unlock with the user's keys. baton keeps them for itself (pushing to
 /// a run's remote over ssh).
@@ -243,6 +245,26 @@ pub const CREDENTIAL_BROKER_VARS: &[&str] = &[
     "DOCKER_CERT_PATH",
     "CONTAINER_HOST",
     "KRB5CCNAME",
+    // Rendezvous points with the host's sessions: a terminal multiplexer that
+    // runs commands outside the sandbox (`tmux -S … run-shell`), a display
+    // server, an editor's or a terminal's control socket.
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "VSCODE_GIT_ASKPASS_NODE",
+    "VSCODE_GIT_ASKPASS_MAIN",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "PULSE_SERVER",
 ];
 
 /// Forges' tokens and the way to them (the GitHub CLI's config directory): never

@@ -14,6 +14,13 @@ use serde_json::{Value, json};
 use super::run::{features, honest, initializer, new_project};
 use super::*;
 
+/// A directory for programs that stand in for the user's own (a `bwrap` that
+/// does not work here): outside every directory a sandboxed command can write
+/// (not the temp dirs), where baton takes its helpers from.
+pub(super) fn fake_bin() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
 /// A `PATH` whose first `bwrap` does not work: baton's commands run under Landlock
 /// alone, as on a machine without bubblewrap.
 pub(super) fn without_bwrap(bin: &Path) -> std::ffi::OsString {
@@ -78,7 +85,7 @@ fn boundary_entries(p: &Project) -> Vec<String> {
 #[test]
 fn a_notify_command_written_into_baton_toml_before_a_crash_never_runs() {
     let p = new_project();
-    let bin = tempfile::tempdir().unwrap();
+    let bin = super::boundary_crash::fake_bin();
     let path = without_bwrap(bin.path());
     let outside = tempfile::tempdir().unwrap();
     let marker = outside.path().join("pwned");
@@ -215,7 +222,7 @@ fn a_users_edit_of_baton_toml_after_a_crash_is_kept_where_the_kernel_kept_the_ag
 fn an_exec_session_leaves_no_git_hook_or_baton_toml_change_behind() {
     let p = Project::new();
     baton_testkit::git(p.path(), &["init", "-q"]);
-    let bin = tempfile::tempdir().unwrap();
+    let bin = super::boundary_crash::fake_bin();
     let path = without_bwrap(bin.path());
     let before = p.file("baton.toml");
     let script = "#!/bin/sh\nprintf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit\nchmod +x .git/hooks/pre-commit\nprintf '\\n[notify]\\ncommand = [\"true\"]\\n' >> baton.toml\necho planted\n";

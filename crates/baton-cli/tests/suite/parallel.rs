@@ -378,7 +378,7 @@ fn without_bubblewrap_an_agent_cannot_write_the_main_project_either() {
     if !super::landlock("without_bubblewrap_an_agent_cannot_write_the_main_project_either") {
         return;
     }
-    let bin = tempfile::tempdir().unwrap();
+    let bin = super::boundary_crash::fake_bin();
     let path = super::boundary_crash::without_bwrap(bin.path());
     reach_for_the_main_project(Some(&path));
 }

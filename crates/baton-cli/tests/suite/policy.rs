@@ -298,7 +298,7 @@ fn network_loopback_is_said_to_be_unenforced_and_curl_stays_on_this_machine() {
 /// allow it.
 #[test]
 fn a_refusal_tells_the_agent_what_it_can_do_and_the_person_what_they_can() {
-    let bin = tempfile::tempdir().unwrap();
+    let bin = super::boundary_crash::fake_bin();
     let path = super::boundary_crash::without_bwrap(bin.path());
     let p = Project::with_toml("");
     let server =

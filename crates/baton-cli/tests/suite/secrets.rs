@@ -56,12 +56,14 @@ fn no_ancestor_of_an_agent_command_shows_the_api_key_in_proc_environ() {
 }
 
 /// No credential broker is within an agent command's reach: the variables that
-/// lead to one (an ssh agent, the session bus, a Docker daemon) are not in its
-/// environment, whatever baton was started with; baton keeps them for itself.
+/// lead to one (an ssh agent, the session bus, a Docker daemon) or to another of
+/// the host's rendezvous points (tmux, screen, a display, an editor's socket)
+/// are not in its environment, whatever baton was started with; baton keeps
+/// them for itself.
 #[test]
 fn no_agent_command_sees_the_way_to_a_credential_broker() {
     let p = Project::new();
-    let script = "env | grep -E '^(SSH_AUTH_SOCK|SSH_AGENT_PID|GPG_AGENT_INFO|DBUS_SESSION_BUS_ADDRESS|DOCKER_HOST|XDG_RUNTIME_DIR|KRB5CCNAME)=' || echo NONE-LEFT\n";
+    let script = "env | grep -E '^(SSH_AUTH_SOCK|SSH_AGENT_PID|GPG_AGENT_INFO|DBUS_SESSION_BUS_ADDRESS|DOCKER_HOST|XDG_RUNTIME_DIR|KRB5CCNAME|TMUX|TMUX_PANE|STY|DISPLAY|VSCODE_IPC_HOOK_CLI)=' || echo NONE-LEFT\n";
     let server = baton_testkit::ScriptedServer::start(
         Wire::Anthropic,
         vec![
@@ -83,6 +85,11 @@ fn no_agent_command_sees_the_way_to_a_credential_broker() {
         .env("DOCKER_HOST", "unix:///run/user/0/docker.sock")
         .env("XDG_RUNTIME_DIR", "/run/user/0")
         .env("KRB5CCNAME", "FILE:/tmp/krb5cc_0")
+        .env("TMUX", "/tmp/tmux-0/default,1234,0")
+        .env("TMUX_PANE", "%1")
+        .env("STY", "1234.pts-0.host")
+        .env("DISPLAY", ":0")
+        .env("VSCODE_IPC_HOOK_CLI", "/tmp/vscode-ipc-1.sock")
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "do the task"])
