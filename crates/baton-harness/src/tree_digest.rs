@@ -17,51 +17,127 @@ use sha2::{Digest as _, Sha256};
 
 /// The digest of `dir`'s tree, leaving out `leave_out` (paths relative to `dir`),
 /// as hex; `None` when part of it could not be read (then nothing is skipped).
+///
+/// The walk is baton's own: the ignore rules (each directory's `.gitignore`,
+/// then `.git/info/exclude`) are read like every file of the tree, without
+/// following a link, without blocking on a FIFO, regular files only and at most
+/// [`MAX_IGNORE_FILE`] bytes; one that is none of these makes the digest `None`
+/// (a `.gitignore` linked to `/dev/zero` or made a FIFO never hangs or aborts
+/// baton).
 pub fn tree_digest(dir: &Path, leave_out: &[&str]) -> Option<String> {
-    let mut walk = ignore::WalkBuilder::new(dir);
-    walk.hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_global(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_path(|a, b| a.cmp(b))
-        .filter_entry(|e| {
-            let name = e.file_name();
-            !(e.file_type().is_some_and(|t| t.is_dir()) && (name == ".git" || name == ".baton"))
-        });
     let mut hash = Sha256::new();
-    for entry in walk.build() {
-        let entry = entry.ok()?;
-        let Ok(rel) = entry.path().strip_prefix(dir) else {
-            continue;
-        };
-        if rel.as_os_str().is_empty() || leave_out.iter().any(|l| rel == Path::new(l)) {
+    let mut rules = Vec::new();
+    let exclude = dir.join(".git/info/exclude");
+    if std::fs::symlink_metadata(&exclude).is_ok() {
+        rules.push(ignore_rules(dir, &exclude)?);
+    }
+    walk(dir, dir, leave_out, &mut rules, &mut hash)?;
+    let digest = hash.finalize();
+    Some(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The most an ignore file may hold.
+pub const MAX_IGNORE_FILE: u64 = 1 << 20;
+
+/// The rules of the ignore file `file`, for paths under `root`, read safely
+/// ([`read_regular`]); `None` when it cannot be.
+fn ignore_rules(root: &Path, file: &Path) -> Option<ignore::gitignore::Gitignore> {
+    let text = read_regular(file, MAX_IGNORE_FILE)?;
+    let mut b = ignore::gitignore::GitignoreBuilder::new(root);
+    for line in String::from_utf8_lossy(&text).lines() {
+        let _ = b.add_line(Some(file.to_path_buf()), line);
+    }
+    b.build().ok()
+}
+
+/// Whether `path` is ignored by `rules` (innermost last): the innermost rule
+/// that matches decides, a `!` pattern keeps it.
+fn ignored(rules: &[ignore::gitignore::Gitignore], path: &Path, is_dir: bool) -> bool {
+    for r in rules.iter().rev() {
+        match r.matched(path, is_dir) {
+            ignore::Match::Ignore(_) => return true,
+            ignore::Match::Whitelist(_) => return false,
+            ignore::Match::None => {}
+        }
+    }
+    false
+}
+
+/// Hash what `dir` holds (under `root`) into `hash`, in path order, with the
+/// ignore rules of its parents in `rules` (its own pushed, then popped).
+fn walk(
+    root: &Path,
+    dir: &Path,
+    leave_out: &[&str],
+    rules: &mut Vec<ignore::gitignore::Gitignore>,
+    hash: &mut Sha256,
+) -> Option<()> {
+    let own = dir.join(".gitignore");
+    let pushed = match std::fs::symlink_metadata(&own) {
+        Ok(_) => {
+            rules.push(ignore_rules(dir, &own)?);
+            true
+        }
+        Err(_) => false,
+    };
+    let mut entries: Vec<std::fs::DirEntry> = std::fs::read_dir(dir)
+        .ok()?
+        .collect::<Result<_, _>>()
+        .ok()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
+        let path = entry.path();
+        let kind = entry.file_type().ok()?;
+        let name = entry.file_name();
+        if kind.is_dir() && (name == ".git" || name == ".baton") {
             continue;
         }
-        let kind = entry.file_type()?;
+        let Ok(rel) = path.strip_prefix(root) else {
+            continue;
+        };
+        if leave_out.iter().any(|l| rel == Path::new(l)) || ignored(rules, &path, kind.is_dir()) {
+            continue;
+        }
         if kind.is_dir() {
+            walk(root, &path, leave_out, rules, hash)?;
             continue;
         }
         hash.update(rel.as_os_str().as_encoded_bytes());
         hash.update([0]);
         if kind.is_symlink() {
-            let to = std::fs::read_link(entry.path()).ok()?;
+            let to = std::fs::read_link(&path).ok()?;
             hash.update(b"l");
             hash.update(to.as_os_str().as_encoded_bytes());
         } else if kind.is_file() {
             hash.update(b"f");
-            file_into(entry.path(), &mut hash)?;
+            file_into(&path, hash)?;
         } else {
             // A FIFO, a socket or a device: its name alone, never read.
             hash.update(b"o");
         }
         hash.update([0]);
     }
-    let digest = hash.finalize();
-    Some(digest.iter().map(|b| format!("{b:02x}")).collect())
+    if pushed {
+        rules.pop();
+    }
+    Some(())
+}
+
+/// The content of the regular file `path`, at most `max` bytes, opened without
+/// following a link or blocking on a FIFO; `None` when it is none of these.
+fn read_regular(path: &Path, max: u64) -> Option<Vec<u8>> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    let mut out = Vec::new();
+    f.take(max).read_to_end(&mut out).ok()?;
+    Some(out)
 }
 
 /// The digest of the project's tree, leaving out its progress notes and feature
@@ -142,6 +218,38 @@ mod tests {
         std::fs::remove_file(p.join("src/l")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", p.join("src/l")).unwrap();
         assert_ne!(digest(p), linked, "where a link points");
+    }
+
+    /// A `.gitignore` that is a link to `/dev/zero`, a FIFO, or too large is not
+    /// read: no digest (so nothing is skipped), never a hang or an abort.
+    #[test]
+    fn an_ignore_file_that_is_no_regular_file_is_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::create_dir_all(p.join("src")).unwrap();
+        std::fs::write(p.join("src/app.js"), "one").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", p.join("src/.gitignore")).unwrap();
+        assert_eq!(tree_digest(p, &[]), None);
+        std::fs::remove_file(p.join("src/.gitignore")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(p.join(".gitignore"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(tree_digest(p, &[]), None);
+        std::fs::remove_file(p.join(".gitignore")).unwrap();
+        std::fs::write(
+            p.join(".gitignore"),
+            vec![b'#'; (MAX_IGNORE_FILE + 1) as usize],
+        )
+        .unwrap();
+        assert_eq!(tree_digest(p, &[]), None);
+        std::fs::write(p.join(".gitignore"), "*.log\n!keep.log\n").unwrap();
+        let a = tree_digest(p, &[]).unwrap();
+        std::fs::write(p.join("x.log"), "noise").unwrap();
+        assert_eq!(tree_digest(p, &[]).unwrap(), a, "ignored");
+        std::fs::write(p.join("keep.log"), "kept").unwrap();
+        assert_ne!(tree_digest(p, &[]).unwrap(), a, "a ! pattern keeps it");
     }
 
     /// A FIFO in the tree is named, never opened: the digest does not hang.

@@ -727,3 +727,59 @@ fn a_helper_planted_first_on_path_is_never_run() {
     );
     assert_eq!(ledger(&p, "flip").len(), 1, "{err}");
 }
+
+/// baton's own reads of the tree never hang or abort on what the agent left: a
+/// `.gitignore` that is a link to `/dev/zero` (read by the tree digest of every
+/// sweep before a session) is not followed; the run goes on, its sweeps running
+/// every check, and ends.
+#[test]
+fn an_ignore_file_linked_to_dev_zero_never_stops_a_run() {
+    use super::proof::{run_under_defaults_by, session_writing, with_checks};
+    let checks = [
+        Some("grep -qx 'feature 1' src/feature1.txt"),
+        Some("grep -qx 'feature 2' src/feature2.txt"),
+    ];
+    let list = |p: &[bool]| with_checks(p, &checks);
+    let mut first = vec![Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "mkdir -p src && ln -s /dev/zero src/.gitignore"}),
+    ))];
+    first.extend(session_writing(
+        &[("src/feature1.txt", "feature 1\n")],
+        &list(&[true, false, false, false]),
+    ));
+    let second = session_writing(
+        &[("src/feature2.txt", "feature 2\n")],
+        &list(&[true, true, false, false]),
+    );
+    // Bounded: a hang ends the test, not the suite.
+    let run = |server: &baton_testkit::ScriptedServer, args: &[&str]| {
+        let mut child = baton(server, baton_testkit::Wire::Anthropic)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child.wait_with_output().unwrap()
+    };
+    let (_t, dir, out) = run_under_defaults_by(
+        &list(&[false; 4]),
+        &[],
+        vec![first, second],
+        baton_testkit::scenario::honest_verifier,
+        4,
+        &run,
+    );
+    let err = stderr(&out);
+    assert!(out.status.code().is_some(), "killed after a hang: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(super::proof::entries(&dir, "flip").len(), 2, "{err}");
+}
