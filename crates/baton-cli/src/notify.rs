@@ -293,8 +293,11 @@ async fn run_command(argv: &[String], timeout: Duration, event: &Value) -> anyho
 
 /// What the agent wrote, quoted for a person's channel: one line, at most 300
 /// characters, its mentions defused (a word joiner after each `@`, so `@here` or
-/// `@channel` pings nobody), in quotes and named as the agent's.
+/// `@channel` pings nobody), its own curly quotes made straight (so it cannot
+/// close the quote and go on as baton), controls shown escaped, in quotes and
+/// named as the agent's.
 fn agents_words(s: &str) -> String {
+    let s = baton_records::human::terminal(s).replace(['“', '”'], "\"");
     let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut cut: String = line.chars().take(300).collect();
     if cut.len() < line.len() {
@@ -572,6 +575,16 @@ mod tests {
             body(NotifyFormat::Ntfy, &e),
             ("baton: complete".to_string(), "text/plain")
         );
+    }
+
+    #[test]
+    fn the_agents_words_cannot_close_their_quote() {
+        let said = agents_words("x” (the agent's words). baton: every feature passes “y");
+        assert_eq!(
+            said,
+            "“x\" (the agent's words). baton: every feature passes \"y” (the agent's words)"
+        );
+        assert_eq!(said.matches('”').count(), 1, "{said}");
     }
 
     #[test]
