@@ -59,6 +59,13 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
     // git's config and hooks and baton.toml as they were: a session may not leave
     // a change there for the user's own git, or the next run, to trust.
     let guarded = Guarded::take(&dir);
+    // The agent's home starts empty, as every session of a run does: nothing an
+    // earlier session or exec left there is read again.
+    if let Err(e) = baton_policy::sandbox::clean_home(&dir) {
+        eprintln!(
+            "baton: warning: cannot empty the agent's home ({e}); what the last session left there stays"
+        );
+    }
     if let Some(backend) = backend {
         for line in crate::setup::cli_caveats(&backend) {
             eprintln!("baton: {line}");
@@ -84,7 +91,7 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
             eprintln!("baton: warning: {w}");
         }
         // MCP servers of baton.toml and the browser: their tools join the built-in ones.
-        let hub = baton_mcp::McpHub::start(baton_mcp::specs_from_config(&cfg, &dir)).await?;
+        let hub = baton_mcp::McpHub::start(baton_harness::run::mcp_specs(&cfg, &dir)).await?;
         tools.attach(hub.clone());
         let cancel = tools.context().cancel.clone();
         on_ctrl_c(cancel);

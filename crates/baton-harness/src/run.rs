@@ -105,28 +105,12 @@ impl Runner<'_> {
     /// offered to baton's own loop (an agent CLI starts them itself).
     async fn start_mcp(&self) -> Result<Option<Arc<baton_mcp::McpHub>>, HarnessError> {
         let specs = match &self.backend {
-            Backend::Loop(_) => baton_mcp::specs_from_config(&self.cfg, &self.files.dir),
+            Backend::Loop(_) => mcp_specs(&self.cfg, &self.files.dir),
             Backend::Cli(_) => Vec::new(),
         };
         if specs.is_empty() {
             return Ok(None);
         }
-        // The servers start outside the sandbox: their program (`npx`) and what
-        // it starts (`node`) come from the `PATH` baton trusts, never from the
-        // project's `node_modules/.bin` or a virtualenv first on the user's.
-        let trusted = baton_policy::helpers::trusted_path();
-        let specs = specs
-            .into_iter()
-            .map(|mut s| {
-                if let Some(p) = baton_policy::helpers::find(&s.command) {
-                    s.command = p.display().to_string();
-                }
-                s.env
-                    .entry("PATH".to_string())
-                    .or_insert_with(|| trusted.to_string_lossy().into_owned());
-                s
-            })
-            .collect();
         let hub = baton_mcp::McpHub::start(specs)
             .await
             .map_err(HarnessError::Mcp)?;
@@ -584,6 +568,26 @@ impl Runner<'_> {
         state.save(&self.files.dir)?;
         Ok(done)
     }
+}
+
+/// The MCP servers `cfg` names for the project at `dir`, as baton starts them
+/// (outside the sandbox): their program (`npx`) and what it starts (`node`)
+/// come from the `PATH` baton trusts ([`baton_policy::helpers`]), never from the
+/// project's `node_modules/.bin` or a virtualenv first on the user's.
+pub fn mcp_specs(cfg: &baton_config::Config, dir: &std::path::Path) -> Vec<baton_mcp::ServerSpec> {
+    let trusted = baton_policy::helpers::trusted_path();
+    baton_mcp::specs_from_config(cfg, dir)
+        .into_iter()
+        .map(|mut s| {
+            if let Some(p) = baton_policy::helpers::find(&s.command) {
+                s.command = p.display().to_string();
+            }
+            s.env
+                .entry("PATH".to_string())
+                .or_insert_with(|| trusted.to_string_lossy().into_owned());
+            s
+        })
+        .collect()
 }
 
 #[cfg(test)]

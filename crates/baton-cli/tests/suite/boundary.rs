@@ -783,3 +783,45 @@ fn an_ignore_file_linked_to_dev_zero_never_stops_a_run() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(super::proof::entries(&dir, "flip").len(), 2, "{err}");
 }
+
+/// `baton exec` starts its session in an empty agent home, as every session of
+/// a run does: what an earlier session left there (a config a later command
+/// would read) is gone.
+#[test]
+fn an_exec_session_starts_in_an_empty_home() {
+    let p = Project::new();
+    let exec = |command: &str| {
+        let server = baton_testkit::ScriptedServer::start(
+            baton_testkit::Wire::Anthropic,
+            vec![
+                Step::Reply(Reply::tool("Bash", json!({ "command": command }))),
+                Step::Reply(Reply::text("done")),
+            ],
+        );
+        let out = baton(&server, baton_testkit::Wire::Anthropic)
+            .arg("exec")
+            .arg(p.path())
+            .args(["--prompt", "do the task"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let r = tool_results(baton_testkit::Wire::Anthropic, &server.requests()[1].body);
+        r[0].1.clone()
+    };
+    // Through a script of the project: the policy refuses a command that
+    // names the home, not what a project script does inside the sandbox.
+    std::fs::write(
+        p.path().join("plant.sh"),
+        "echo planted > \"$HOME/planted.txt\" && cat \"$HOME/planted.txt\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.path().join("look.sh"),
+        "cat \"$HOME/planted.txt\" 2>/dev/null || echo GONE\n",
+    )
+    .unwrap();
+    let planted = exec("bash plant.sh");
+    assert!(planted.contains("planted"), "{planted}");
+    let later = exec("bash look.sh");
+    assert!(later.contains("GONE"), "{later}");
+}
