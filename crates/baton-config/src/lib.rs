@@ -209,6 +209,10 @@ pub struct GitConfig {
     /// credentials, never forced, never a commit that changes a CI or deployment
     /// definition. `None` (the default): baton never pushes.
     pub push: Option<String>,
+    /// How long one of baton's own git commands may take before it is stopped
+    /// with an error that says so (a FIFO or a lock where git reads would hang
+    /// it); a push or fetch gets ten times as long.
+    pub timeout_secs: u64,
 }
 
 impl Default for GitConfig {
@@ -217,6 +221,7 @@ impl Default for GitConfig {
             user_name: "baton".into(),
             user_email: "baton@localhost".into(),
             push: None,
+            timeout_secs: 300,
         }
     }
 }

@@ -255,8 +255,78 @@ fn pinned_git_dir(dir: &Path, args: &[&str]) -> Option<std::path::PathBuf> {
 }
 
 fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError> {
-    let out = command(dir, args, network).output();
+    let mut cmd = command(dir, args, network);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    match cmd.spawn() {
+        Ok(child) => bounded(dir, args, child, limit(network)),
+        Err(e) => finish(dir, args, Err(e)),
+    }
+}
+
+/// Wait for `child` (git `args` in `dir`) at most `limit`: a watchdog kills it
+/// then, since git blocks on a FIFO or a lock the agent left where it reads, and
+/// baton must never hang on one. Its stdout on success, else an error that says
+/// what happened.
+fn bounded(
+    dir: &Path,
+    args: &[&str],
+    child: std::process::Child,
+    limit: std::time::Duration,
+) -> Result<String, HarnessError> {
+    let pid = child.id();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let stopped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stopped.clone();
+    let watchdog = std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            // Our child, not yet reaped: the waiting thread reaps it only after.
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    });
+    let out = child.wait_with_output();
+    let _ = done.send(());
+    let _ = watchdog.join();
+    if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(stopped_error(dir, args, limit));
+    }
     finish(dir, args, out)
+}
+
+/// The error of a git command stopped at its time limit.
+fn stopped_error(dir: &Path, args: &[&str], limit: std::time::Duration) -> HarnessError {
+    HarnessError::Git {
+        args: args.join(" "),
+        dir: dir.to_path_buf(),
+        message: format!(
+            "git did not finish within {}s and was stopped ([git] timeout_secs): something it reads may be a FIFO, a device or a lock left in .git or the tree",
+            limit.as_secs()
+        ),
+    }
+}
+
+/// How long one of baton's git commands may take ([`set_timeout`]); a network
+/// one ten times as long.
+fn limit(network: bool) -> std::time::Duration {
+    let secs = TIMEOUT_SECS.load(std::sync::atomic::Ordering::Relaxed);
+    std::time::Duration::from_secs(if network {
+        secs.saturating_mul(10)
+    } else {
+        secs
+    })
+}
+
+/// `[git] timeout_secs`, for every git command of this process.
+static TIMEOUT_SECS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(300);
+
+/// Bound every git command baton runs from now on to `secs` (`[git]
+/// timeout_secs`; at least one second).
+pub fn set_timeout(secs: u64) {
+    TIMEOUT_SECS.store(secs.max(1), std::sync::atomic::Ordering::Relaxed);
 }
 
 /// [`git`] with `input` on its standard input.
@@ -266,13 +336,23 @@ fn git_with_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String, Har
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let out = cmd.spawn().and_then(|mut child| {
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(input)?;
-        }
-        child.wait_with_output()
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return finish(dir, args, Err(e)),
+    };
+    // Written beside the wait, so a git that never reads cannot block baton; a
+    // write that fails shows in git's exit.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
     });
-    finish(dir, args, out)
+    let out = bounded(dir, args, child, limit(false));
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    out
 }
 
 /// [`git`] without blocking the thread: for work that runs while the same task
@@ -281,8 +361,12 @@ fn git_with_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String, Har
 pub async fn git_async(dir: &Path, args: &[&str]) -> Result<String, HarnessError> {
     let mut cmd = tokio::process::Command::from(command(dir, args, false));
     cmd.kill_on_drop(true);
-    let out = cmd.output().await;
-    finish(dir, args, out)
+    let limit = limit(false);
+    match tokio::time::timeout(limit, cmd.output()).await {
+        Ok(out) => finish(dir, args, out),
+        // Dropped, the child is killed.
+        Err(_) => Err(stopped_error(dir, args, limit)),
+    }
 }
 
 /// git's stdout on success, else its stderr in the error.

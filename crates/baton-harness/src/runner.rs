@@ -124,6 +124,7 @@ impl<'a> Runner<'a> {
     /// A runner of `parts`, observed by nobody, stopped by nothing, with the
     /// limits of `baton.toml`; the `with_` methods change those.
     pub fn new(parts: RunnerParts<'a>) -> Self {
+        crate::git::set_timeout(parts.cfg.git.timeout_secs);
         Self {
             files: parts.files,
             cfg: parts.cfg,

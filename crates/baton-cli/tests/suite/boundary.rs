@@ -825,3 +825,52 @@ fn an_exec_session_starts_in_an_empty_home() {
     let later = exec("bash look.sh");
     assert!(later.contains("GONE"), "{later}");
 }
+
+/// A hung git never hangs baton: a session that leaves a FIFO where git reads
+/// its index (`.git/index`) makes baton's own git block at the gates; it is
+/// stopped at `[git] timeout_secs` and the run ends with an error that says
+/// what happened, not a hang.
+#[test]
+fn a_hung_git_ends_in_a_clear_error() {
+    let p = super::run::new_project();
+    let toml = std::fs::read_to_string(p.path().join("baton.toml")).unwrap();
+    std::fs::write(
+        p.path().join("baton.toml"),
+        format!("{toml}[git]\ntimeout_secs = 2\n"),
+    )
+    .unwrap();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "fifo.py", "content": "import os\nos.remove('.git/index')\nos.mkfifo('.git/index')\n"}),
+        ),
+        ("Bash", json!({"command": "python3 fifo.py"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("done")));
+    let server = baton_testkit::ScriptedServer::start(baton_testkit::Wire::Anthropic, steps);
+    let mut child = baton(&server, baton_testkit::Wire::Anthropic)
+        .arg("run")
+        .arg(p.path())
+        .args(["--max-sessions", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: a hang ends the test, not the suite.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let hung = child.try_wait().unwrap().is_none();
+    if hung {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    // The FIFO goes, so the project's git works again.
+    let _ = std::fs::remove_file(p.path().join(".git/index"));
+    assert!(!hung, "baton hung on the FIFO: {err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not finish within 2s"), "{err}");
+}
