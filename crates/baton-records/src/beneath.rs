@@ -23,6 +23,10 @@
 use std::io::{Read as _, Write as _};
 use std::path::{Component, Path, PathBuf};
 
+/// The most baton reads of one file of the tree (64 MiB): a feature list, notes
+/// or a record larger than this is refused, not read into memory.
+pub const MAX_READ: u64 = 64 << 20;
+
 /// A directory baton trusts, and the files beneath it it may touch.
 #[derive(Debug, Clone)]
 pub struct Beneath {
@@ -83,8 +87,17 @@ mod sys {
         )?)
     }
 
+    /// `rel` opened to read: never blocking on a FIFO or a device the agent
+    /// left in its place, and only when it is a regular file.
     pub fn read(dir: impl AsFd, rel: &Path) -> std::io::Result<std::fs::File> {
-        Ok(open(dir, rel, OFlags::RDONLY, 0)?.into())
+        let f: std::fs::File = open(dir, rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?.into();
+        if !f.metadata()?.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{} is not a regular file", rel.display()),
+            ));
+        }
+        Ok(f)
     }
 
     pub fn dir(dir: impl AsFd, rel: &Path) -> std::io::Result<OwnedFd> {
@@ -170,12 +183,31 @@ impl Beneath {
         &self.root
     }
 
-    /// The whole of `rel`'s content.
+    /// The whole of `rel`'s content: a regular file (never a FIFO or a device,
+    /// opened without blocking) of at most [`MAX_READ`] bytes.
     pub fn read(&self, rel: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
         let rel = relative(rel.as_ref())?;
-        let mut f = sys::read(sys::root(&self.root)?, rel)?;
+        let f = sys::read(sys::root(&self.root)?, rel)?;
+        if f.metadata()?.len() > MAX_READ {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} is larger than baton reads ({MAX_READ} bytes)",
+                    rel.display()
+                ),
+            ));
+        }
         let mut out = Vec::new();
-        f.read_to_end(&mut out)?;
+        f.take(MAX_READ + 1).read_to_end(&mut out)?;
+        if out.len() as u64 > MAX_READ {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} grew past what baton reads ({MAX_READ} bytes)",
+                    rel.display()
+                ),
+            ));
+        }
         Ok(out)
     }
 
@@ -356,6 +388,21 @@ mod tests {
         assert!(!root.path().join("home/scratch").is_symlink());
         assert!(outside.path().join("bashrc").is_file());
         b.remove_all("home/nothing-here").unwrap();
+    }
+
+    /// A FIFO where a file should be is refused at once, never waited on.
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(d.path().join("feature_list.json"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = Beneath::new(d.path())
+            .read("feature_list.json")
+            .unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
     }
 
     #[test]

@@ -125,7 +125,11 @@ impl Runner<'_> {
         let dir = &self.files.dir;
         let names = &self.files.names;
         let path = self.files.feature_list();
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        // Through baton's one opener: no link followed, no FIFO, bounded.
+        let beneath = baton_records::beneath::Beneath::new(dir);
+        let text = beneath
+            .read_to_string(&names.feature_list)
+            .unwrap_or_default();
         // The caller puts the project back as it was ([`Runner::undo_planner`]).
         let restore = |why: String| -> Result<Planned, HarnessError> {
             Err(HarnessError::Planner(format!(
@@ -192,7 +196,9 @@ impl Runner<'_> {
             Ok(l) => l,
             Err(e) => return restore(e.to_string()),
         };
-        std::fs::write(&path, merged.to_json()).map_err(io(&path))?;
+        beneath
+            .write_atomic(&names.feature_list, merged.to_json().as_bytes())
+            .map_err(io(&path))?;
         self.files.save_accepted(&merged)?;
         let commit = git::commit(
             dir,
