@@ -494,13 +494,9 @@ fn a_baton_toml_committed_behind_the_work_trees_back_is_put_back_in_history() {
     assert!(!marker.exists());
 }
 
-/// With `[git] push = "origin"`, baton pushes the run's branch after each
-/// session that committed, outside the sandbox (whose commands have no way to the
-/// user's credentials), to `baton/<branch>` on the remote; when the remote moved
-/// on, the push is refused, said and recorded, and the remote's work stays:
-/// baton never forces.
-#[test]
-fn baton_pushes_the_runs_branch_and_never_forces() {
+/// A new project whose `[git] push` names `origin`, an empty bare repository
+/// of its own (kept while the returned dir lives; its path last).
+fn pushing_project() -> (Project, tempfile::TempDir, std::path::PathBuf) {
     let p = super::run::new_project();
     let toml = std::fs::read_to_string(p.path().join("baton.toml")).unwrap();
     std::fs::write(
@@ -512,6 +508,17 @@ fn baton_pushes_the_runs_branch_and_never_forces() {
     let bare = remote.path().join("r.git");
     baton_testkit::git(remote.path(), &["init", "-q", "--bare", "r.git"]);
     super::run::git(&p, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    (p, remote, bare)
+}
+
+/// With `[git] push = "origin"`, baton pushes the run's branch after each
+/// session that committed, outside the sandbox (whose commands have no way to the
+/// user's credentials), to `baton/<branch>` on the remote; when the remote moved
+/// on, the push is refused, said and recorded, and the remote's work stays:
+/// baton never forces.
+#[test]
+fn baton_pushes_the_runs_branch_and_never_forces() {
+    let (p, _remote, bare) = pushing_project();
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(super::run::honest(1, &[true, false, false]));
     let (out, _server) = run(&p, steps, &["--max-sessions", "2"]);
@@ -582,17 +589,7 @@ fn baton_pushes_the_runs_branch_and_never_forces() {
 /// push stops before it, says which, and goes on once a person has published it.
 #[test]
 fn baton_publishes_only_the_runs_branch_and_never_a_workflow() {
-    let p = super::run::new_project();
-    let toml = std::fs::read_to_string(p.path().join("baton.toml")).unwrap();
-    std::fs::write(
-        p.path().join("baton.toml"),
-        format!("{toml}[git]\npush = \"origin\"\n"),
-    )
-    .unwrap();
-    let remote = tempfile::tempdir().unwrap();
-    let bare = remote.path().join("r.git");
-    baton_testkit::git(remote.path(), &["init", "-q", "--bare", "r.git"]);
-    super::run::git(&p, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    let (p, _remote, bare) = pushing_project();
     let mut steps = initializer(&features(&[false, false, false]));
     // A session that switches branches and commits there.
     steps.push(Step::Reply(Reply::tool(
