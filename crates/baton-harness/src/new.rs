@@ -94,6 +94,8 @@ trust_agent = false              # accept a flip on the agent's word when nothin
 # Used only when git has no identity configured for this repository.
 user_name = "baton"
 user_email = "baton@localhost"
+# push = "origin"      # publish the branch the run starts on as baton/<branch> after each session (never forced, never a CI definition)
+# timeout_secs = 300   # baton's own git commands are stopped after this, with an error that says so
 
 [retry]
 # max_attempts = 8
