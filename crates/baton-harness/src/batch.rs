@@ -96,19 +96,9 @@ pub fn results(
 /// The report at `path` (in a directory baton made), read without following a
 /// link or blocking on a FIFO in its place; at most 64 MiB.
 pub fn read_report(path: &Path) -> Option<String> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    f.take(64 << 20).read_to_string(&mut text).ok()?;
-    Some(text)
+    let bytes =
+        baton_records::beneath::read_regular(path, baton_records::beneath::MAX_READ).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// One file of a report.

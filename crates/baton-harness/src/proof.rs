@@ -733,7 +733,13 @@ impl Runner<'_> {
         self.stop_processes().await;
         let why = match observed {
             Some((n, p, _)) if run.passed.contains(&n) => {
-                let report = std::fs::read(world.join(crate::ran::REPORT)).ok();
+                // Where the check could write: read without following a link
+                // or blocking on a FIFO in its place.
+                let report = baton_records::beneath::read_regular(
+                    &world.join(crate::ran::REPORT),
+                    baton_records::beneath::MAX_READ,
+                )
+                .ok();
                 p.judge(&world, report.as_deref())
             }
             _ => None,

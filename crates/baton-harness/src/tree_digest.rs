@@ -10,7 +10,6 @@
 //! stands in for their content.
 
 use std::io::Read as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
@@ -40,9 +39,9 @@ pub fn tree_digest(dir: &Path, leave_out: &[&str]) -> Option<String> {
 pub const MAX_IGNORE_FILE: u64 = 1 << 20;
 
 /// The rules of the ignore file `file`, for paths under `root`, read safely
-/// ([`read_regular`]); `None` when it cannot be.
+/// ([`baton_records::beneath::read_regular`]); `None` when it cannot be.
 fn ignore_rules(root: &Path, file: &Path) -> Option<ignore::gitignore::Gitignore> {
-    let text = read_regular(file, MAX_IGNORE_FILE)?;
+    let text = baton_records::beneath::read_regular(file, MAX_IGNORE_FILE).ok()?;
     let mut b = ignore::gitignore::GitignoreBuilder::new(root);
     for line in String::from_utf8_lossy(&text).lines() {
         let _ = b.add_line(Some(file.to_path_buf()), line);
@@ -123,23 +122,6 @@ fn walk(
     Some(())
 }
 
-/// The content of the regular file `path`, at most `max` bytes, opened without
-/// following a link or blocking on a FIFO; `None` when it is none of these.
-fn read_regular(path: &Path, max: u64) -> Option<Vec<u8>> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let meta = f.metadata().ok()?;
-    if !meta.is_file() || meta.len() > max {
-        return None;
-    }
-    let mut out = Vec::new();
-    f.take(max).read_to_end(&mut out).ok()?;
-    Some(out)
-}
-
 /// The digest of the project's tree, leaving out its progress notes and feature
 /// list.
 pub(crate) fn of_project(files: &crate::files::Files) -> Option<String> {
@@ -150,16 +132,8 @@ pub(crate) fn of_project(files: &crate::files::Files) -> Option<String> {
 /// Hash a regular file's length and content into `hash`, opened without following
 /// a link or blocking on a FIFO swapped into its place.
 fn file_into(path: &Path, hash: &mut Sha256) -> Option<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    let meta = f.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    hash.update(meta.len().to_le_bytes());
+    let mut f = baton_records::beneath::open_regular(path).ok()?;
+    hash.update(f.metadata().ok()?.len().to_le_bytes());
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = f.read(&mut buf).ok()?;

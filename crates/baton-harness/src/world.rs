@@ -418,7 +418,7 @@ fn show(dir: &std::path::Path, commit: &str, path: &str) -> Option<String> {
 }
 
 /// The package manifest of the after world: the reference's (or nothing), with
-/// the head's product keys ([`PACKAGE_PRODUCT_KEYS`]: what the package is and
+/// the head's product keys (`PACKAGE_PRODUCT_KEYS`: what the package is and
 /// what it depends on). `scripts` and a runner's keys stay the reference's.
 /// `None` when neither side parses as an object (then it is left as the
 /// reference has it).

@@ -27,6 +27,61 @@ use std::path::{Component, Path, PathBuf};
 /// or a record larger than this is refused, not read into memory.
 pub const MAX_READ: u64 = 64 << 20;
 
+/// `f` (named `name` in errors) when it is a regular file.
+fn regular(f: std::fs::File, name: &Path) -> std::io::Result<std::fs::File> {
+    if f.metadata()?.is_file() {
+        Ok(f)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", name.display()),
+        ))
+    }
+}
+
+/// The content of `f` (named `name` in errors), at most `max` bytes: a larger
+/// file, or one that grows past `max` while it is read, is an error.
+fn read_bounded(f: std::fs::File, name: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let too_large = || {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{} is larger than baton reads ({max} bytes)",
+                name.display()
+            ),
+        )
+    };
+    if f.metadata()?.len() > max {
+        return Err(too_large());
+    }
+    let mut out = Vec::new();
+    f.take(max + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > max {
+        return Err(too_large());
+    }
+    Ok(out)
+}
+
+/// `path` opened to read, for a file in a directory baton made or reached by a
+/// walk that follows no link: not through a link at its last component, never
+/// blocking on a FIFO or a device left in its place, and only when it is a
+/// regular file.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    regular(fd.into(), path)
+}
+
+/// The content of the regular file `path` ([`open_regular`]), at most `max`
+/// bytes.
+pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    read_bounded(open_regular(path)?, path, max)
+}
+
 /// A directory baton trusts, and the files beneath it it may touch.
 #[derive(Debug, Clone)]
 pub struct Beneath {
@@ -90,14 +145,10 @@ mod sys {
     /// `rel` opened to read: never blocking on a FIFO or a device the agent
     /// left in its place, and only when it is a regular file.
     pub fn read(dir: impl AsFd, rel: &Path) -> std::io::Result<std::fs::File> {
-        let f: std::fs::File = open(dir, rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?.into();
-        if !f.metadata()?.is_file() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{} is not a regular file", rel.display()),
-            ));
-        }
-        Ok(f)
+        super::regular(
+            open(dir, rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?.into(),
+            rel,
+        )
     }
 
     pub fn dir(dir: impl AsFd, rel: &Path) -> std::io::Result<OwnedFd> {
@@ -187,28 +238,7 @@ impl Beneath {
     /// opened without blocking) of at most [`MAX_READ`] bytes.
     pub fn read(&self, rel: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
         let rel = relative(rel.as_ref())?;
-        let f = sys::read(sys::root(&self.root)?, rel)?;
-        if f.metadata()?.len() > MAX_READ {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "{} is larger than baton reads ({MAX_READ} bytes)",
-                    rel.display()
-                ),
-            ));
-        }
-        let mut out = Vec::new();
-        f.take(MAX_READ + 1).read_to_end(&mut out)?;
-        if out.len() as u64 > MAX_READ {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "{} grew past what baton reads ({MAX_READ} bytes)",
-                    rel.display()
-                ),
-            ));
-        }
-        Ok(out)
+        read_bounded(sys::read(sys::root(&self.root)?, rel)?, rel, MAX_READ)
     }
 
     /// `rel`'s content as text (invalid UTF-8 replaced).
