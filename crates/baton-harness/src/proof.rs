@@ -35,16 +35,9 @@ struct Round {
     cost: f64,
     /// The error that kept it from running.
     error: Option<AgentError>,
-    /// Its verdicts as judged; `None` when it did not finish.
-    judged: Option<Judged>,
-}
-
-/// A finished round's verdicts: passes that stand, rejections, and passes
-/// refused only for their check (each with why).
-struct Judged {
-    proofs: Vec<(usize, baton_records::Proof)>,
-    rejected: Vec<(usize, String)>,
-    refused: Vec<(usize, String)>,
+    /// Its verdicts as judged, its checks replayed; `None` when it did not
+    /// finish.
+    judged: Option<verifier::Judged>,
 }
 
 /// How a check fared in clean worlds.
@@ -365,7 +358,7 @@ impl Runner<'_> {
         let walked = verifier::walk(transcript.path());
         let scratch_dir = scratch.path().display().to_string();
         let project_dir = self.files.dir.display().to_string();
-        let (proofs, rejected, mut refused) = verifier::judge(
+        let mut judged = verifier::judge(
             flips,
             finals.as_deref(),
             &walked,
@@ -378,17 +371,14 @@ impl Runner<'_> {
         );
         // What the verifier started stops before baton replays its checks.
         self.stop_processes().await;
-        let proofs = self
-            .replay(g, current, proofs, base, session, &mut refused)
+        let proofs = std::mem::take(&mut judged.proofs);
+        judged.proofs = self
+            .replay(g, current, proofs, base, session, &mut judged.refused)
             .await;
         Ok(Round {
             cost: result.cost_usd,
             error: None,
-            judged: Some(Judged {
-                proofs,
-                rejected,
-                refused,
-            }),
+            judged: Some(judged),
         })
     }
 

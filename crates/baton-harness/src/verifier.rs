@@ -373,16 +373,20 @@ pub fn verdict_lines(transcript: &std::path::Path) -> Vec<Verdict> {
 /// what was run and seen.
 const MIN_REASON_WORDS: usize = 5;
 
-/// What [`judge`] finds: the proofs (a verifier's proof that carries a `check`
-/// still needs baton's replay of it), the rejections with their reasons, then
-/// the passes refused only for their check (none left, one that tests only that
-/// paths exist, one that cannot stand alone), with why: a check that stands
-/// may still make those count, so the verifier is asked again for one.
-pub type Judged = (
-    Vec<(usize, Proof)>,
-    Vec<(usize, String)>,
-    Vec<(usize, String)>,
-);
+/// What [`judge`] finds of a verifier's verdicts.
+#[derive(Debug, Default)]
+pub struct Judged {
+    /// The proofs (a verifier's proof that carries a `check` still needs
+    /// baton's replay of it).
+    pub proofs: Vec<(usize, Proof)>,
+    /// The rejections, with their reasons.
+    pub rejected: Vec<(usize, String)>,
+    /// The passes refused only for their check (none left, one that tests only
+    /// that paths exist, one that cannot stand alone, or, after baton's replay,
+    /// one that proves nothing), with why: a check that stands may still make
+    /// those count, so the verifier is asked again for one.
+    pub refused: Vec<(usize, String)>,
+}
 
 /// What a pass must carry, by the project's method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -519,9 +523,7 @@ pub fn judge(
     places: &Places<'_>,
     session: u32,
 ) -> Judged {
-    let mut proofs = Vec::new();
-    let mut rejected = Vec::new();
-    let mut refused = Vec::new();
+    let mut judged = Judged::default();
     for &n in features {
         let line = walk.verdicts.iter().find(|(v, _)| v.feature == n);
         let last = match (
@@ -561,40 +563,45 @@ pub fn judge(
             Some(v) if !v.pass => Err(v.reason),
             Some(v) => match unearned(&v, work, needs) {
                 Some(why) => Err(why),
-                None => match weak_check(&v, needs).or_else(|| unstable(&v, places)) {
-                    Some(why) => {
-                        refused.push((n, why));
+                None => {
+                    if let Some(why) = weak_check(&v, needs).or_else(|| unstable(&v, places)) {
+                        judged.refused.push((n, why));
                         continue;
                     }
-                    None => Ok(Proof::Verifier {
-                        session,
-                        tools: work.describe(),
-                        evidence: work.evidence.clone(),
-                        cited: v
-                            .ran
-                            .iter()
-                            .filter_map(|c| work.calls.iter().find(|k| k.cited_by(c)))
-                            .map(|k| {
-                                format!(
-                                    "{} ({})",
-                                    crate::queue::cut(&k.text, 200),
-                                    if k.ok { "ok" } else { "failed" }
-                                )
-                            })
-                            .collect(),
-                        check: v.check,
-                        reason: v.reason,
-                        reference: None,
-                    }),
-                },
+                    Ok(proof_of(v, work, session))
+                }
             },
         };
         match verdict {
-            Ok(p) => proofs.push((n, p)),
-            Err(why) => rejected.push((n, why)),
+            Ok(p) => judged.proofs.push((n, p)),
+            Err(why) => judged.rejected.push((n, why)),
         }
     }
-    (proofs, rejected, refused)
+    judged
+}
+
+/// The proof a pass `v`, earned by `work` in verifier session `session`, makes.
+fn proof_of(v: Verdict, work: &Work, session: u32) -> Proof {
+    Proof::Verifier {
+        session,
+        tools: work.describe(),
+        evidence: work.evidence.clone(),
+        cited: v
+            .ran
+            .iter()
+            .filter_map(|c| work.calls.iter().find(|k| k.cited_by(c)))
+            .map(|k| {
+                format!(
+                    "{} ({})",
+                    crate::queue::cut(&k.text, 200),
+                    if k.ok { "ok" } else { "failed" }
+                )
+            })
+            .collect(),
+        check: v.check,
+        reason: v.reason,
+        reference: None,
+    }
 }
 
 /// The verdicts in the verifier's final text. `None` if it holds no
@@ -723,7 +730,9 @@ mod tests {
         // Feature 5 is judged only in the final object: the work after the last
         // verdict line is its.
         let finals = vec![pass(5, SAID, &[run.1], check)];
-        let (proofs, rejected, _) = judge(
+        let Judged {
+            proofs, rejected, ..
+        } = judge(
             &[1, 2, 3, 4, 5, 6],
             Some(&finals),
             &walked,
@@ -781,7 +790,9 @@ mod tests {
             ],
             after_last: Work::default(),
         };
-        let (proofs, rejected, _) = judge(&[1, 2, 3], None, &walked, CLI, &Places::default(), 9);
+        let Judged {
+            proofs, rejected, ..
+        } = judge(&[1, 2, 3], None, &walked, CLI, &Places::default(), 9);
         let proven: Vec<usize> = proofs.iter().map(|p| p.0).collect();
         assert_eq!(proven, vec![1, 2], "{rejected:?}");
         match &proofs[1].1 {
@@ -813,15 +824,14 @@ mod tests {
             judge(&[1], None, &walked, CLI, &places, 9)
         };
         // Refused for the check alone: the verifier is asked again for one.
-        let (_, rejected, why) = judged("python3 /tmp/baton-verifier-abc/t.py");
+        let j = judged("python3 /tmp/baton-verifier-abc/t.py");
         assert!(
-            rejected.is_empty() && why[0].1.contains("own temp dir"),
-            "{why:?}"
+            j.rejected.is_empty() && j.refused[0].1.contains("own temp dir"),
+            "{j:?}"
         );
-        let (_, _, why) = judged("grep -q milk /work/p/todo.txt");
-        assert!(why[0].1.contains("absolute path"), "{why:?}");
-        let (proofs, _, _) = judged("./todo list | grep -q milk");
-        assert_eq!(proofs.len(), 1);
+        let j = judged("grep -q milk /work/p/todo.txt");
+        assert!(j.refused[0].1.contains("absolute path"), "{j:?}");
+        assert_eq!(judged("./todo list | grep -q milk").proofs.len(), 1);
     }
 
     #[test]
@@ -831,10 +841,15 @@ mod tests {
                 verdicts: vec![(v, w)],
                 after_last: Work::default(),
             };
-            let (proofs, rejected, refused) =
-                judge(&[1], None, &walked, needs, &Places::default(), 9);
-            assert!(proofs.is_empty(), "{proofs:?}");
-            rejected.iter().chain(&refused).next().unwrap().1.clone()
+            let j = judge(&[1], None, &walked, needs, &Places::default(), 9);
+            assert!(j.proofs.is_empty(), "{j:?}");
+            j.rejected
+                .iter()
+                .chain(&j.refused)
+                .next()
+                .unwrap()
+                .1
+                .clone()
         };
         let diff = work(&[("Bash", "git diff --stat abc HEAD"), ("Read", "src/x.txt")]);
         let check = Some("grep -q hi src/x.txt");
@@ -885,7 +900,7 @@ mod tests {
         };
         assert_eq!(
             judge(&[1], None, &walked, web, &Places::default(), 9)
-                .0
+                .proofs
                 .len(),
             1
         );
