@@ -17,6 +17,10 @@ use std::sync::Mutex;
 /// directory.
 static DISTRUSTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// What [`find`] found, by name: every git command asks for `git`, and the
+/// answer changes only when a directory is distrusted.
+static FOUND: Mutex<Vec<(String, Option<PathBuf>)>> = Mutex::new(Vec::new());
+
 /// Take no helper from `dir` or below it: sandboxed commands may write there.
 pub fn distrust(dir: &Path) {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
@@ -24,6 +28,9 @@ pub fn distrust(dir: &Path) {
         && !d.contains(&dir)
     {
         d.push(dir);
+        if let Ok(mut found) = FOUND.lock() {
+            found.clear();
+        }
     }
 }
 
@@ -74,12 +81,21 @@ pub fn find(name: &str) -> Option<PathBuf> {
     if name.contains('/') {
         return Some(PathBuf::from(name));
     }
+    if let Ok(found) = FOUND.lock()
+        && let Some((_, p)) = found.iter().find(|(n, _)| n == name)
+    {
+        return p.clone();
+    }
     use std::os::unix::fs::PermissionsExt as _;
-    std::env::split_paths(&trusted_path())
+    let p = std::env::split_paths(&trusted_path())
         .map(|d| d.join(name))
         .find(|p| {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        });
+    if let Ok(mut found) = FOUND.lock() {
+        found.push((name.to_string(), p.clone()));
+    }
+    p
 }
 
 #[cfg(test)]
