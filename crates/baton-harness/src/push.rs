@@ -113,7 +113,7 @@ impl Runner<'_> {
         };
         let target = format!("{NAMESPACE}{branch}");
         let tracking = format!("refs/remotes/{remote}/{target}");
-        let there = git::rev(dir, &tracking).ok();
+        let mut there = git::rev(dir, &tracking).ok();
         if there.as_deref() == Some(tip.as_str()) {
             return Ok(());
         }
@@ -125,14 +125,13 @@ impl Runner<'_> {
             // where the branch stands (into the tracking ref only).
             let fetch = format!("+refs/heads/{target}:{tracking}");
             if git::git_network(dir, &["fetch", "-q", "--no-tags", "--", remote, &fetch]).is_ok() {
-                let there = git::rev(dir, &tracking).ok();
+                there = git::rev(dir, &tracking).ok();
                 if there.as_deref() == Some(tip.as_str()) {
                     return Ok(());
                 }
                 judged = publishable(dir, &tip, there.as_deref(), remote)?;
             }
         }
-        let there = git::rev(dir, &tracking).ok();
         let (head, held) = match judged {
             (Some(h), held) => (h, held),
             (None, Some(held)) => return refuse(held),
