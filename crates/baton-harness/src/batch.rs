@@ -123,19 +123,13 @@ fn playwright(report: &Value) -> Option<Vec<Entry>> {
     if report["errors"].as_array().is_some_and(|e| !e.is_empty()) {
         return None;
     }
-    fn specs<'v>(suite: &'v Value, out: &mut Vec<&'v Value>) {
-        out.extend(suite["specs"].as_array().into_iter().flatten());
-        for s in suite["suites"].as_array().into_iter().flatten() {
-            specs(s, out);
-        }
-    }
     let mut entries = Vec::new();
     for suite in report["suites"].as_array()? {
         let Some(file) = suite["file"].as_str() else {
             continue;
         };
         let mut all = Vec::new();
-        specs(suite, &mut all);
+        playwright_specs(suite, &mut all);
         let ms: u64 = all
             .iter()
             .flat_map(|s| s["tests"].as_array().into_iter().flatten())
@@ -149,6 +143,14 @@ fn playwright(report: &Value) -> Option<Vec<Entry>> {
         });
     }
     Some(entries)
+}
+
+/// Every spec of `suite` of Playwright's JSON report, its nested suites' too.
+pub(crate) fn playwright_specs<'v>(suite: &'v Value, out: &mut Vec<&'v Value>) {
+    out.extend(suite["specs"].as_array().into_iter().flatten());
+    for s in suite["suites"].as_array().into_iter().flatten() {
+        playwright_specs(s, out);
+    }
 }
 
 /// Jest's (and Vitest's) JSON report: `testResults`, one a file (`name`), each

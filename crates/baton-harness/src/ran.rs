@@ -95,10 +95,7 @@ impl Playwright {
     pub fn observing(&self, world: &Path) -> Option<String> {
         let mut command = self.command.clone();
         for n in &self.named {
-            let (file, at) = match n.rsplit_once(':') {
-                Some((f, l)) if l.chars().all(|c| c.is_ascii_digit()) => (f, format!(":{l}")),
-                _ => (n.as_str(), String::new()),
-            };
+            let (file, at) = location(n);
             let path = world.join(file);
             if !path.exists() {
                 return None;
@@ -139,12 +136,11 @@ impl Playwright {
             .map(PathBuf::from)
             .unwrap_or_else(|| world.to_path_buf());
         let world = world.canonicalize().unwrap_or_else(|_| world.to_path_buf());
-        let mut ran = Vec::new();
-        collect(&v["suites"], &mut ran);
+        let ran = collect(&v);
         let named: Vec<PathBuf> = self
             .named
             .iter()
-            .map(|n| world.join(n.split(':').next().unwrap_or(n)))
+            .map(|n| world.join(location(n).0))
             .collect();
         let mut other: Vec<String> = Vec::new();
         let mut any = false;
@@ -189,7 +185,7 @@ impl Playwright {
             .filter(|w| {
                 let lw = w.to_lowercase();
                 self.named.iter().any(|n| {
-                    let n = n.split(':').next().unwrap_or(n).trim_start_matches("./");
+                    let n = location(n).0.trim_start_matches("./");
                     let ln = n.to_lowercase();
                     lw != ln
                         && !lw.starts_with(&format!("{}/", ln.trim_end_matches('/')))
@@ -198,6 +194,19 @@ impl Playwright {
             })
             .collect()
     }
+}
+
+/// A file argument split into its file and the `:line` or `:line:column`
+/// Playwright reads after it (`""` when there is none).
+fn location(arg: &str) -> (&str, &str) {
+    let mut file = arg;
+    for _ in 0..2 {
+        match file.rsplit_once(':') {
+            Some((f, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => file = f,
+            _ => break,
+        }
+    }
+    (file, &arg[file.len()..])
 }
 
 /// `s` with the characters a regular expression gives a meaning escaped.
@@ -236,31 +245,29 @@ fn replace_word(command: &str, word: &str, by: &str) -> Option<String> {
     None
 }
 
-/// Every test file of `suites` (Playwright's JSON) with a test that ran (a
+/// Every test file of Playwright's JSON `report` with a test that ran (a
 /// result whose status is not `skipped`).
-fn collect(suites: &serde_json::Value, out: &mut Vec<String>) {
-    let Some(list) = suites.as_array() else {
-        return;
-    };
-    for s in list {
-        if let Some(specs) = s["specs"].as_array() {
-            for spec in specs {
-                let ran = spec["tests"].as_array().is_some_and(|tests| {
-                    tests.iter().any(|t| {
-                        t["results"].as_array().is_some_and(|r| {
-                            r.iter().any(|r| r["status"].as_str() != Some("skipped"))
-                        })
-                    })
-                });
-                if let (true, Some(file)) = (ran, spec["file"].as_str().or(s["file"].as_str()))
-                    && !out.iter().any(|f| f == file)
-                {
-                    out.push(file.to_string());
-                }
+fn collect(report: &serde_json::Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for suite in report["suites"].as_array().into_iter().flatten() {
+        let mut specs = Vec::new();
+        crate::batch::playwright_specs(suite, &mut specs);
+        for spec in specs {
+            let ran = spec["tests"].as_array().into_iter().flatten().any(|t| {
+                t["results"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| r["status"].as_str() != Some("skipped"))
+            });
+            if let (true, Some(file)) = (ran, spec["file"].as_str().or(suite["file"].as_str()))
+                && !out.iter().any(|f| f == file)
+            {
+                out.push(file.to_string());
             }
         }
-        collect(&s["suites"], out);
     }
+    out
 }
 
 #[cfg(test)]
@@ -343,6 +350,13 @@ mod tests {
                 .unwrap()
                 .contains("could not be read")
         );
+    }
+
+    #[test]
+    fn a_file_argument_keeps_its_line_and_column_apart() {
+        assert_eq!(location("e2e/a.spec.ts"), ("e2e/a.spec.ts", ""));
+        assert_eq!(location("e2e/a.spec.ts:12"), ("e2e/a.spec.ts", ":12"));
+        assert_eq!(location("e2e/a.spec.ts:12:5"), ("e2e/a.spec.ts", ":12:5"));
     }
 
     #[test]
