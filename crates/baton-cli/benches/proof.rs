@@ -20,29 +20,14 @@
 
 mod support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use baton_testkit::{Reply, ScriptedServer, Step, Wire, git};
 use serde_json::{Value, json};
 
 const FEATURES: usize = 6;
 const ROUNDS: usize = 3;
 const PW_FEATURES: usize = 4;
-
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
-}
 
 /// The list with the first `passing` features passing, each with its check
 /// when `checks`.

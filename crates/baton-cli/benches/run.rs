@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton_agent::transcript::{self, Event};
-use baton_testkit::{Reply, ScriptedServer, Step, Wire};
+use baton_testkit::{Reply, ScriptedServer, Step, Wire, git};
 use serde_json::{Value, json};
 
 fn peak_children_rss_mb() -> f64 {
@@ -55,19 +55,6 @@ fn features_checked(n: usize, passing: usize, checks: bool) -> String {
         })
         .collect();
     serde_json::to_string_pretty(&list).unwrap()
-}
-
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
 }
 
 /// A small adopted project; `sessions` coding sessions that only talk.
