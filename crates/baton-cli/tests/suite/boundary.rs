@@ -751,21 +751,9 @@ fn an_ignore_file_linked_to_dev_zero_never_stops_a_run() {
     );
     // Bounded: a hang ends the test, not the suite.
     let run = |server: &baton_testkit::ScriptedServer, args: &[&str]| {
-        let mut child = baton(server, baton_testkit::Wire::Anthropic)
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while child.try_wait().unwrap().is_none() {
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        child.wait_with_output().unwrap()
+        let mut cmd = baton(server, baton_testkit::Wire::Anthropic);
+        cmd.args(args);
+        output_within(cmd, 120).0
     };
     let (_t, dir, out) = run_under_defaults_by(
         &list(&[false; 4]),
@@ -846,16 +834,27 @@ fn a_hung_git_ends_in_a_clear_error() {
     ])));
     steps.push(Step::Reply(Reply::text("done")));
     let server = baton_testkit::ScriptedServer::start(baton_testkit::Wire::Anthropic, steps);
-    let mut child = baton(&server, baton_testkit::Wire::Anthropic)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "2"])
+    let mut cmd = baton(&server, baton_testkit::Wire::Anthropic);
+    cmd.arg("run").arg(p.path()).args(["--max-sessions", "2"]);
+    // Bounded: a hang ends the test, not the suite.
+    let (out, hung) = output_within(cmd, 120);
+    let err = stderr(&out);
+    // The FIFO goes, so the project's git works again.
+    let _ = std::fs::remove_file(p.path().join(".git/index"));
+    assert!(!hung, "baton hung on the FIFO: {err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not finish within 5s"), "{err}");
+}
+
+/// `cmd`'s output, killed after `secs` if it has not ended (then `true`): a
+/// test of a hang ends on its own.
+fn output_within(mut cmd: std::process::Command, secs: u64) -> (std::process::Output, bool) {
+    let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Bounded: a hang ends the test, not the suite.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -863,11 +862,5 @@ fn a_hung_git_ends_in_a_clear_error() {
     if hung {
         let _ = child.kill();
     }
-    let out = child.wait_with_output().unwrap();
-    let err = stderr(&out);
-    // The FIFO goes, so the project's git works again.
-    let _ = std::fs::remove_file(p.path().join(".git/index"));
-    assert!(!hung, "baton hung on the FIFO: {err}");
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("did not finish within 5s"), "{err}");
+    (child.wait_with_output().unwrap(), hung)
 }
