@@ -2,18 +2,23 @@
 //!
 //! A scripted honest run of one agent: six features, six coding sessions, each
 //! building one feature and flipping it, sandbox on. Proven: every feature has
-//! a check (the initializer's, `grep -qx …`), so each flip is proven by it —
-//! run in place, then replayed in two clean checkouts (before the work, with
-//! it). Baseline, in the same run: the same sessions on features without checks,
+//! a check (the initializer's, `grep -qx …`), so each flip is proven by it,
+//! replayed in two clean checkouts (before the work, with it), each with the
+//! base check before its session and the sweeps between. Baseline, in the same run: the same sessions on features without checks,
 //! taken on the agent's word (`[verify] agent = false`, `trust_agent = true`):
 //! no check runs at all. The difference divided by the flips is what proof adds
 //! to each; `$BATON_BENCH_BIN` measures another build the same way (an earlier
-//! one, back to back with this one).
+//! one, back to back with this one). `$BATON_BENCH_BASELINE` names an earlier
+//! build to measure in the same rounds, interleaved with this one (the machine's
+//! load then weighs on both alike), and prints this build's proven run against
+//! that build's: the figure "proof costs under 1.2× the build before clean
+//! worlds" is read from. `$BATON_BENCH_SCRIPTED_ONLY` leaves out the Playwright
+//! part.
 //!
 //! Then the same on a real Playwright project (the `webbench` fixture: a page,
 //! a spec a feature, Debian's Chromium), when Playwright and Chromium are here:
 //! three sessions each build one feature and flip it, proven by its spec (in
-//! place, then in two clean checkouts, each with `init.sh` and a runner start)
+//! two clean checkouts, each with `init.sh` and a runner start)
 //! or taken on the agent's word. Those figures are the real checks' to bring
 //! down; they are printed, not held to a target.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -26,7 +31,7 @@ use baton_testkit::{Reply, ScriptedServer, Step, Wire, git};
 use serde_json::{Value, json};
 
 const FEATURES: usize = 6;
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 const PW_FEATURES: usize = 4;
 
 /// The list with the first `passing` features passing, each with its check
@@ -73,10 +78,20 @@ fn session(n: usize, file: (&str, String), list: String) -> [Step; 2] {
 
 /// `baton run` of the project in `p` through `steps`; its wall time, once it
 /// completed with `flips` flips proven by check (`checks`) or trusted.
-fn timed_run(p: &std::path::Path, steps: Vec<Step>, checks: bool, flips: usize) -> Duration {
+fn timed_run(
+    p: &std::path::Path,
+    steps: Vec<Step>,
+    checks: bool,
+    flips: usize,
+    exe: Option<&std::ffi::OsStr>,
+) -> Duration {
     let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let mut cmd = match exe {
+        Some(exe) => support::baton_exe(&server, Wire::Anthropic, exe),
+        None => support::baton(&server),
+    };
     let t = Instant::now();
-    let status = support::baton(&server).arg("run").arg(p).status().unwrap();
+    let status = cmd.arg("run").arg(p).status().unwrap();
     let took = t.elapsed();
     assert_eq!(status.code(), Some(0), "the honest run did not complete");
     let ledger = std::fs::read_to_string(p.join(".baton/ledger.jsonl")).unwrap();
@@ -89,8 +104,8 @@ fn timed_run(p: &std::path::Path, steps: Vec<Step>, checks: bool, flips: usize) 
     took
 }
 
-/// One honest run; its wall time.
-fn honest_run(checks: bool) -> Duration {
+/// One honest run (by `exe`, else the build measured); its wall time.
+fn honest_run(checks: bool, exe: Option<&std::ffi::OsStr>) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     git(p, &["init", "-q"]);
@@ -109,7 +124,7 @@ fn honest_run(checks: bool) -> Duration {
             session(n, (&file, format!("feature {n}\n")), list(n, checks))
         })
         .collect();
-    timed_run(p, steps, checks, FEATURES)
+    timed_run(p, steps, checks, FEATURES, exe)
 }
 
 /// One honest run on the Playwright fixture: `PW_FEATURES` features, the
@@ -150,7 +165,7 @@ fn playwright_run(parts: &baton_testkit::webbench::WebBenchParts, checks: bool) 
             session(n, ("app/app.js", webbench::app(&built)), list(&built))
         })
         .collect();
-    timed_run(p, steps, checks, PW_FEATURES - 1)
+    timed_run(p, steps, checks, PW_FEATURES - 1, None)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -159,18 +174,23 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
+    let baseline = std::env::var_os("BATON_BENCH_BASELINE");
     let mut proven = Vec::new();
     let mut trusted = Vec::new();
+    let mut before = Vec::new();
     for _ in 0..ROUNDS {
-        proven.push(honest_run(true));
-        trusted.push(honest_run(false));
+        proven.push(honest_run(true, None));
+        trusted.push(honest_run(false, None));
+        if let Some(b) = &baseline {
+            before.push(honest_run(true, Some(b)));
+        }
     }
     let (p, t) = (median(proven), median(trusted));
     let per_flip = p.saturating_sub(t) / FEATURES as u32;
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!("proof per flip: a scripted honest run of {FEATURES} features (median of {ROUNDS})");
     println!(
-        "  every flip proven by its check (in place, then in two clean checkouts): {:8.1} ms",
+        "  every flip proven by its check (replayed in two clean checkouts):       {:8.1} ms",
         ms(p)
     );
     println!(
@@ -187,6 +207,22 @@ fn main() {
             "MISSED"
         }
     );
+    if !before.is_empty() {
+        let b = median(before);
+        println!(
+            "  the earlier build's proven run ($BATON_BENCH_BASELINE, same rounds):  {:8.1} ms   this build {:.2}x it, target < 1.20x: {}",
+            ms(b),
+            p.as_secs_f64() / b.as_secs_f64().max(1e-9),
+            if p.as_secs_f64() < 1.2 * b.as_secs_f64() {
+                "met"
+            } else {
+                "MISSED"
+            }
+        );
+    }
+    if std::env::var_os("BATON_BENCH_SCRIPTED_ONLY").is_some() {
+        return;
+    }
     let Some(parts) = baton_testkit::webbench::parts("proof bench") else {
         println!("proof per flip on Playwright: Playwright or Chromium missing; not measured");
         return;
@@ -197,7 +233,7 @@ fn main() {
         "proof per flip on a real Playwright project ({flips} flips, one run each; the real checks' to bring down)"
     );
     println!(
-        "  every flip proven by its spec (in place, then in two clean checkouts): {:8.1} ms",
+        "  every flip proven by its spec (replayed in two clean checkouts):       {:8.1} ms",
         ms(p)
     );
     println!(

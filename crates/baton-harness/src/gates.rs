@@ -107,13 +107,21 @@ impl<'a> Gates<'a> {
         Ok(g)
     }
 
-    /// Step 2, verify: run the `verify` command of every new flip; revert those that fail.
-    /// With `note_passed` (`[verify] skip_unchanged`), keep the tree the passing
-    /// ones passed on. Returns whether the checker ran the start script (so the
-    /// app is up).
-    pub async fn verify(&mut self, checker: &Checker<'_>, note_passed: bool) -> bool {
+    /// Step 2, verify: run the `verify` command of each new flip of `flips`
+    /// (1-based) in the project; revert those that fail. With `note_passed`
+    /// (`[verify] skip_unchanged`), keep the tree the passing ones passed on.
+    /// Returns whether the checker ran the start script (so the app is up).
+    pub async fn verify(
+        &mut self,
+        checker: &Checker<'_>,
+        note_passed: bool,
+        flips: &[usize],
+    ) -> bool {
         let Some(list) = &self.list else { return false };
-        let new: Vec<usize> = self.report.flipped.iter().map(|n| n - 1).collect();
+        let new: Vec<usize> = flips.iter().map(|n| n - 1).collect();
+        if new.is_empty() {
+            return false;
+        }
         let run: CheckRun = checker.run(list, &new, None).await;
         if note_passed {
             // Where the new flips' checks passed: the next sweep need not run
@@ -122,7 +130,8 @@ impl<'a> Gates<'a> {
             crate::checks::note_passed(&mut passed_on, self.files, list, &run);
             let _ = passed_on.save(&self.files.dir);
         }
-        self.report.verified = run.passed.clone();
+        self.report.verified.extend(run.passed.iter().copied());
+        self.report.verified.sort_unstable();
         for f in &run.failed {
             self.reasons.push(format!(
                 "reverted the flip of feature {}: its verify command failed",
@@ -131,73 +140,72 @@ impl<'a> Gates<'a> {
         }
         let failed: Vec<usize> = run.failed.iter().map(|f| f.feature).collect();
         self.revert(&failed);
-        self.report.verify_failed = run.failed;
+        self.report.verify_failed.extend(run.failed);
         // A check the policy refuses here decides nothing: the flip stays, for the
         // verifier to judge.
-        self.report.unrunnable = run.refused;
+        self.report.unrunnable.extend(run.refused);
         run.init_ran
     }
 
-    /// Step 3, proof by checks, the part judged without running anything: a new
-    /// flip whose verify command passed just now can be proven by it when that
-    /// command was in the accepted list before the session (not one the agent
-    /// added with its flip), was not written by a coding session, and tests more
-    /// than that paths exist. Those are returned as claims for baton to replay in
-    /// clean worlds (`proof.rs`), which settle them with [`Gates::check_held`] or
-    /// [`Gates::check_not_held`]; the others that fail a rule are recorded with
-    /// why (`weak_checks`). Returns the flips without a claim, then the claims.
-    pub fn check_claims(
-        &mut self,
+    /// Step 2, proof by checks, the part judged without running anything: a new
+    /// flip can be proven by its verify command when that command was in the
+    /// accepted list before the session (not one the agent added with its flip),
+    /// was not written by a coding session, and tests more than that paths
+    /// exist. Such a flip's claim is returned, for baton to replay in clean
+    /// worlds (`proof.rs`), which settle it with [`Gates::check_held`] or
+    /// [`Gates::check_not_held`]; a flip without one gets `Err`, with why its
+    /// check proves nothing where it has one (for [`Gates::weak_check`]).
+    pub fn claim(
+        &self,
         accepted: Option<&FeatureList>,
-    ) -> (Vec<usize>, Vec<CheckClaim>) {
-        let Some(list) = &self.list else {
-            return (Vec::new(), Vec::new());
+        n: usize,
+        ledger: &mut Option<baton_records::ledger::Ledger>,
+    ) -> Result<CheckClaim, Option<String>> {
+        let list = self.list.as_ref().ok_or(None)?;
+        let now = crate::checks::command_of(list, n - 1);
+        let before = accepted.and_then(|a| crate::checks::command_of(a, n - 1));
+        let (Some(cmd), Some(old)) = (now, before) else {
+            return Err(None);
         };
-        let mut unproven = Vec::new();
-        let mut claims = Vec::new();
-        let mut ledger = None;
-        for &n in &self.report.flipped {
-            let now = crate::checks::command_of(list, n - 1);
-            let before = accepted.and_then(|a| crate::checks::command_of(a, n - 1));
-            let claim = match (now, before) {
-                (Some(cmd), Some(old)) if self.report.verified.contains(&n) && cmd == old => {
-                    let ledger = ledger.get_or_insert_with(|| {
-                        baton_records::ledger::read(&self.files.ledger()).unwrap_or_default()
-                    });
-                    let author = check_author(ledger, n, &cmd);
-                    if crate::scrutiny::existence_only(&cmd) {
-                        self.report.weak_checks.push((n, "its verify command only tests that paths exist, which proves no behaviour".to_string()));
-                        None
-                    } else if author.coder {
-                        self.report.weak_checks.push((
-                            n,
-                            format!(
-                                "its verify command was written by {}, so it is a regression check, not proof",
-                                author.who
-                            ),
-                        ));
-                        None
-                    } else {
-                        Some(CheckClaim {
-                            feature: n,
-                            command: cmd,
-                            author: author.who,
-                        })
-                    }
-                }
-                _ => None,
-            };
-            match claim {
-                Some(c) => claims.push(c),
-                None => unproven.push(n),
-            }
+        if cmd != old {
+            return Err(None);
         }
-        (unproven, claims)
+        if crate::scrutiny::existence_only(&cmd) {
+            return Err(Some(
+                "its verify command only tests that paths exist, which proves no behaviour"
+                    .to_string(),
+            ));
+        }
+        let ledger = ledger.get_or_insert_with(|| {
+            baton_records::ledger::read(&self.files.ledger()).unwrap_or_default()
+        });
+        let author = check_author(ledger, n, &cmd);
+        if author.coder {
+            return Err(Some(format!(
+                "its verify command was written by {}, so it is a regression check, not proof",
+                author.who
+            )));
+        }
+        Ok(CheckClaim {
+            feature: n,
+            command: cmd,
+            author: author.who,
+        })
+    }
+
+    /// Why flip `n`'s check proves nothing ([`Gates::claim`]), on record.
+    pub fn weak_check(&mut self, n: usize, why: String) {
+        self.report.weak_checks.push((n, why));
     }
 
     /// A claim's check held in clean worlds: it failed before the work (at
     /// `reference`) and passes with it. The flip is proven by it.
     pub fn check_held(&mut self, claim: CheckClaim, reference: baton_records::Reference) {
+        // It passed with the work: confirmed, as a run in the project would say.
+        if !self.report.verified.contains(&claim.feature) {
+            self.report.verified.push(claim.feature);
+            self.report.verified.sort_unstable();
+        }
         self.report.proofs.push((
             claim.feature,
             Proof::Check {

@@ -42,8 +42,10 @@ struct Round {
 
 /// How a check fared in clean worlds.
 pub(crate) enum Replayed {
-    /// It failed before the work (at this reference) and passes with it.
-    Held(baton_records::Reference),
+    /// It failed before the work (at this reference) and passes with it; with
+    /// `true` where the world with it held the head's tracked files as they are
+    /// ([`crate::world::Pair::exact`]).
+    Held(baton_records::Reference, bool),
     /// It passed before the work at every reference: it proves nothing.
     Vacuous(String),
     /// It could not be replayed, or failed with the work: why.
@@ -95,11 +97,12 @@ impl Runner<'_> {
         })
     }
 
-    /// The proof gates of a coding session: the verify commands of its new flips,
-    /// proof by checks that failed on its base commit, its leftovers committed (so
-    /// the verifier sees all of it), the independent verifier over what no check
-    /// proved, and the flips still unproven reverted (or trusted, where the
-    /// project says so). Returns the verifier's cost.
+    /// The proof gates of a coding session: its leftovers committed (so the
+    /// verifier sees all of it), proof by checks replayed in clean worlds
+    /// (failing before the work, passing with it), the verify commands of the
+    /// other new flips run in the project, the independent verifier over what
+    /// no check proved, and the flips still unproven reverted (or trusted,
+    /// where the project says so). Returns the verifier's cost.
     pub(crate) async fn prove(
         &self,
         g: &mut Gates<'_>,
@@ -110,48 +113,104 @@ impl Runner<'_> {
         // The session's work is committed first: what the checks then write into
         // the project is theirs, not the work's, and is put back.
         g.commit_leftovers()?;
-        let dirty = crate::git::dirty(&self.files.dir)?;
-        let app_started = g
-            .verify(&self.checker(), self.cfg.verify.skip_unchanged)
-            .await;
-        // What the start script ran for the checks stops before baton's git.
-        if app_started {
-            self.stop_processes().await;
-        }
-        g.report
-            .boundary
-            .extend(self.undo_check_writes(&dirty, g.session)?);
-        let (mut unproven, claims) = g.check_claims(accepted);
-        if let (false, Some(list)) = (claims.is_empty(), g.list.clone()) {
-            for claim in claims {
-                let n = claim.feature;
-                match self
+        let flipped = g.report.flipped.clone();
+        // A flip with a claim is settled by its check replayed in clean worlds
+        // first: one that holds there passed with the work, and needs no run in
+        // the project. The rest run in the project, and a claim whose replay
+        // did not hold is judged by what it did there: a check that fails in
+        // the project is a failed verify (the flip reverted), one that passes
+        // there and not in the worlds proves nothing.
+        let mut ledger = None;
+        let mut pending: Vec<(usize, Result<Replayed, Option<String>>)> = Vec::new();
+        let mut held_on_head = Vec::new();
+        if let Some(list) = g.list.clone() {
+            for &n in &flipped {
+                let claim = match g.claim(accepted, n, &mut ledger) {
+                    Ok(c) if !self.refuses(&c.command) => c,
+                    Ok(_) => {
+                        pending.push((n, Err(None)));
+                        continue;
+                    }
+                    Err(why) => {
+                        pending.push((n, Err(why)));
+                        continue;
+                    }
+                };
+                let replayed = self
                     .replay_in_worlds(&list, n, &claim.command, ip.head_before.as_deref(), false)
-                    .await
-                {
-                    Replayed::Held(r) => {
+                    .await;
+                match replayed {
+                    Replayed::Held(r, exact) => {
                         self.reporter.line(&format!(
                             "  #{n}'s verify command fails before the work (at {}) and passes with it, each in a clean checkout",
                             r.describe()
                         ));
+                        if exact {
+                            held_on_head.push(n);
+                        }
                         g.check_held(claim, r);
                     }
-                    Replayed::Vacuous(why) => {
-                        g.check_not_held(n, why, true);
-                        unproven.push(n);
-                    }
-                    Replayed::NotHeld(why) => {
-                        self.reporter.line(&format!(
-                            "  #{n}'s verify command does not prove it: {}",
-                            crate::queue::cut(&why, 300)
-                        ));
-                        g.check_not_held(n, why, false);
-                        unproven.push(n);
-                    }
+                    other => pending.push((n, Ok(other))),
                 }
             }
-            unproven.sort_unstable();
         }
+        // A check that held on the head's own files passed on the tree as it
+        // stands (when the session left nothing out of its commits): the next
+        // sweep need not run it again (`[verify] skip_unchanged`), as after a
+        // run in the project.
+        if self.cfg.verify.skip_unchanged
+            && !held_on_head.is_empty()
+            && g.report.left_out.is_empty()
+            && let Some(list) = &g.list
+        {
+            let mut passed_on = baton_records::PassedOn::load(&self.files.dir);
+            let run = baton_records::CheckRun {
+                passed: held_on_head,
+                ..baton_records::CheckRun::default()
+            };
+            crate::checks::note_passed(&mut passed_on, &self.files, list, &run);
+            let _ = passed_on.save(&self.files.dir);
+        }
+        let rest: Vec<usize> = pending.iter().map(|(n, _)| *n).collect();
+        if !rest.is_empty() {
+            let dirty = crate::git::dirty(&self.files.dir)?;
+            let app_started = g
+                .verify(&self.checker(), self.cfg.verify.skip_unchanged, &rest)
+                .await;
+            // What the start script ran for the checks stops before baton's git.
+            if app_started {
+                self.stop_processes().await;
+            }
+            g.report
+                .boundary
+                .extend(self.undo_check_writes(&dirty, g.session)?);
+        }
+        let mut unproven = Vec::new();
+        for (n, judged) in pending {
+            if !g.report.verified.contains(&n) {
+                // Reverted, or its check cannot run here: the verifier judges
+                // what is still flipped.
+                if g.report.flipped.contains(&n) {
+                    unproven.push(n);
+                }
+                continue;
+            }
+            unproven.push(n);
+            match judged {
+                Err(None) => {}
+                Err(Some(why)) => g.weak_check(n, why),
+                Ok(Replayed::Held(..)) => {}
+                Ok(Replayed::Vacuous(why)) => g.check_not_held(n, why, true),
+                Ok(Replayed::NotHeld(why)) => {
+                    self.reporter.line(&format!(
+                        "  #{n}'s verify command does not prove it: {}",
+                        crate::queue::cut(&why, 300)
+                    ));
+                    g.check_not_held(n, why, false);
+                }
+            }
+        }
+        unproven.sort_unstable();
         let verify = &self.cfg.verify;
         let mut done = (0.0, None);
         if verify.agent && !unproven.is_empty() {
@@ -407,7 +466,7 @@ impl Runner<'_> {
                 }
             };
             let why = match self.replay_in_worlds(list, n, &check, base, true).await {
-                Replayed::Held(r) => {
+                Replayed::Held(r, _) => {
                     self.reporter.line(&format!(
                         "  the verifier's check of #{n} fails before the work (at {}) and passes with it",
                         r.describe()
@@ -435,6 +494,16 @@ impl Runner<'_> {
         kept
     }
 
+    /// Whether the command policy refuses `command` here: such a check runs
+    /// nowhere, so it is not replayed.
+    fn refuses(&self, command: &str) -> bool {
+        matches!(
+            self.policy
+                .check("Bash", &serde_json::json!({ "command": command })),
+            baton_tools::GateDecision::Refuse(_)
+        )
+    }
+
     /// Replay `command` as feature `n`'s check in clean worlds ([`crate::world`]):
     /// against each reference in turn, newest first (the session's base, the bases
     /// of the coding sessions before it, where the feature entered the list), until
@@ -458,7 +527,10 @@ impl Runner<'_> {
         let Some(head) = crate::git::head(dir) else {
             return Replayed::NotHeld("the project has no commit to replay it on".into());
         };
-        let (entry, references) = self.references_of(f, base);
+        // The session's base first: the others are looked for only when the
+        // check passes there too.
+        let (entry, mut references) = self.references_of(f, base, false);
+        let mut all = base.is_none();
         if references.is_empty() {
             return Replayed::NotHeld(
                 "baton knows no commit before the work to replay it against".into(),
@@ -481,7 +553,22 @@ impl Runner<'_> {
         }
         let playwright = crate::ran::Playwright::of(command);
         let mut passed_before = Vec::new();
-        for r in references {
+        let mut tried: Vec<String> = Vec::new();
+        while let Some(r) = references.first().cloned().or_else(|| {
+            if all {
+                return None;
+            }
+            all = true;
+            references = self
+                .references_of(f, base, true)
+                .1
+                .into_iter()
+                .filter(|r| !tried.contains(&r.commit))
+                .collect();
+            references.first().cloned()
+        }) {
+            references.remove(0);
+            tried.push(r.commit.clone());
             let entry = entry.as_deref().unwrap_or(&r.commit);
             let pair = match crate::world::pair(dir, &layers, entry, &r.commit, &head) {
                 Ok(p) => p,
@@ -529,7 +616,7 @@ impl Runner<'_> {
             }
             if after.passed.contains(&n) {
                 if !mutant {
-                    return Replayed::Held(r);
+                    return Replayed::Held(r, pair.exact);
                 }
                 // It must depend on the work: with the work's files junk, fail.
                 let junk = match self.run_in(&pair.mutant, &probe, &[n - 1]).await {
@@ -537,7 +624,7 @@ impl Runner<'_> {
                     Err(e) => return Replayed::NotHeld(e),
                 };
                 if !junk.passed.contains(&n) {
-                    return Replayed::Held(r);
+                    return Replayed::Held(r, pair.exact);
                 }
                 let mut shown: Vec<&str> = pair.work.iter().take(8).map(String::as_str).collect();
                 if pair.work.len() > 8 {
@@ -576,16 +663,25 @@ impl Runner<'_> {
     }
 
     /// Where feature `f` entered the list, and the commits its "before" may be
-    /// replayed against, newest first: `base` (the session's), the bases of the
-    /// last coding sessions before it ([`MAX_REFERENCES`] at most) that come after
-    /// the feature entered the list, and that entry itself.
+    /// replayed against, newest first: `base` (the session's), then, with `all`
+    /// or without a `base`, the bases of the last coding sessions before it
+    /// ([`MAX_REFERENCES`] at most) that come after the feature entered the
+    /// list, and that entry itself.
     fn references_of(
         &self,
         f: &baton_records::Feature,
         base: Option<&str>,
+        all: bool,
     ) -> (Option<String>, Vec<baton_records::Reference>) {
         let dir = &self.files.dir;
         let entry = crate::world::entry_of(dir, &self.files.names.feature_list, f);
+        if let (Some(b), false) = (base, all) {
+            let first = baton_records::Reference {
+                commit: b.to_string(),
+                what: "the session's base".to_string(),
+            };
+            return (entry, vec![first]);
+        }
         let mut out: Vec<baton_records::Reference> = Vec::new();
         let mut push = |commit: &str, what: String| {
             if !out.iter().any(|r| r.commit == commit) {
@@ -655,8 +751,12 @@ impl Runner<'_> {
         // Made by git inside the sandbox, like every command on the project's
         // content; the lists of paths are files baton writes beside it.
         let (w, at) = (q(&dir), &plan.at);
+        // A repository of its own borrowing the project's objects (what `git
+        // clone --shared` makes, without the refs, remotes and hook samples a
+        // clone writes: each file made costs on a slow disk, and a world is
+        // made twice a flip), then checked out at `at`.
         let mut make = format!(
-            "git clone -q --shared --no-checkout {} {w} && git -C {w} -c advice.detachedHead=false checkout -q --detach {at}",
+            "o=$(git -C {} rev-parse --path-format=absolute --git-common-dir) && git init -q --template= {w} && printf '%s/objects\n' \"$o\" > {w}/.git/objects/info/alternates && {{ [ ! -f \"$o/shallow\" ] || cp \"$o/shallow\" {w}/.git/shallow; }} && git -C {w} -c advice.detachedHead=false checkout -q --detach {at}",
             q(&self.files.dir),
         );
         let list_file = |name: String, paths: &[String]| -> Result<String, String> {

@@ -342,6 +342,10 @@ pub struct Pair {
     pub mutant: Plan,
     /// The product files the work added or changed.
     pub work: Vec<String>,
+    /// Whether `after` holds the head's tracked files as they are, baton's
+    /// records aside: nothing pinned differs from the entry, and nothing but the
+    /// product and the records changed since the reference.
+    pub exact: bool,
 }
 
 /// What a mutant world's changed product files hold.
@@ -379,6 +383,7 @@ pub fn pair(
         before.take.push((entry.to_string(), from_entry));
     }
     let mut after = before.clone();
+    let mut exact = before.take.is_empty() && before.remove.is_empty();
     let mut product = Vec::new();
     let mut package = false;
     for c in changes(dir, reference, head)? {
@@ -386,9 +391,10 @@ pub fn pair(
             Layer::Product if c.path == PACKAGE_JSON => package = true,
             Layer::Product if c.deleted => after.remove.push(c.path),
             Layer::Product => product.push(c.path),
-            Layer::Pinned | Layer::Held => {}
+            Layer::Pinned | Layer::Held => exact &= layers.is_record(&c.path),
         }
     }
+    exact &= !package;
     let work = product.clone();
     if !product.is_empty() {
         after.take.insert(0, (head.to_string(), product));
@@ -409,6 +415,7 @@ pub fn pair(
         after,
         mutant,
         work,
+        exact,
     })
 }
 

@@ -17,6 +17,11 @@ pub fn baton(server: &ScriptedServer) -> Command {
 pub fn baton_on(server: &ScriptedServer, wire: Wire) -> Command {
     let exe =
         std::env::var_os("BATON_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_baton").into());
+    baton_exe(server, wire, exe.as_ref())
+}
+
+/// [`baton_on`] with `exe` as the `baton` binary.
+pub fn baton_exe(server: &ScriptedServer, wire: Wire, exe: &std::ffi::OsStr) -> Command {
     let mut c = Command::new(exe);
     for k in [
         "BATON_PROVIDER",
