@@ -153,7 +153,7 @@ fn playwright_run(parts: &baton_testkit::webbench::WebBenchParts, checks: bool) 
         toml(
             &format!("features = {PW_FEATURES}\nmin_features = {PW_FEATURES}"),
             checks,
-        ),
+        ) + &webbench::sandbox_toml(p),
     )
     .unwrap();
     git(p, &["init", "-q"]);

@@ -217,11 +217,19 @@ pub fn cli_backend(
             // baton's launch dir instead (see baton_mcp::launch_dir).
             std::fs::create_dir_all(&s.cwd)
                 .with_context(|| format!("cannot create {}", s.cwd.display()))?;
-            let mut args = vec![
+            // A server starts with the temp dir it would have had: the CLI's own
+            // (`<agent's home>/tmp`, for its sandboxed commands) makes socket
+            // paths too long for Chromium.
+            let mut args: Vec<String> = if spec.is_some() {
+                vec!["-u".to_string(), "TMPDIR".to_string()]
+            } else {
+                Vec::new()
+            };
+            args.extend([
                 "-C".to_string(),
                 s.cwd.display().to_string(),
                 s.command.clone(),
-            ];
+            ]);
             args.extend(s.args.iter().cloned());
             let mut server = serde_json::json!({"command": "env", "args": args, "env": s.env});
             // How each CLI's MCP configuration says what baton's loop does.
@@ -284,6 +292,18 @@ pub fn cli_backend(
         env: keys
             .iter()
             .filter_map(|k| secrets.get(k).map(|v| (k.to_string(), v)))
+            // The CLI's temp files (Claude Code's record of its shell's working
+            // directory) where its sandboxed commands can reach them: their
+            // namespace has a `/tmp` of its own, and the agent's home.
+            .chain(bubblewrap.then(|| {
+                (
+                    "TMPDIR".to_string(),
+                    baton_policy::sandbox::private_home(&project)
+                        .join("tmp")
+                        .display()
+                        .to_string(),
+                )
+            }))
             .collect(),
         mcp_config,
         command_sandbox,

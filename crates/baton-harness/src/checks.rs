@@ -98,16 +98,46 @@ impl Checker<'_> {
         if !features.iter().any(|&i| command_of(list, i).is_some()) {
             return CheckRun::default();
         }
-        let tools = self.tools.with_fresh_home();
+        // A time-boxed sweep may batch: its runner's report goes in a dir of this
+        // run's, the one place of the host's temp dir its commands may write.
+        let reports = match (&self.batch, budget) {
+            (Some(b), Some(_)) => tempfile::Builder::new()
+                .prefix("baton-batch-")
+                .tempdir_in(&b.temp)
+                .ok(),
+            _ => None,
+        };
+        let tools = match &reports {
+            Some(r) => self.tools.with_fresh_home_writing(r.path()),
+            None => self.tools.with_fresh_home(),
+        };
+        let batch = match (&self.batch, &reports) {
+            (Some(b), Some(r)) => Some(crate::batch::Batching {
+                temp: r.path().to_path_buf(),
+                ..b.clone()
+            }),
+            (b, _) => b.clone(),
+        };
         Checker {
             tools: &tools,
             policy: self.policy,
             timeout: self.timeout,
             init_script: self.init_script.clone(),
-            batch: self.batch.clone(),
+            batch,
         }
         .run_here(list, features, budget)
         .await
+    }
+
+    /// [`Checker::run`] with these tools as they are (their home already one no
+    /// command wrote: a clean world's, made for its checks).
+    pub async fn run_as_is(
+        &self,
+        list: &FeatureList,
+        features: &[usize],
+        budget: Option<Duration>,
+    ) -> CheckRun {
+        self.run_here(list, features, budget).await
     }
 
     /// [`Checker::run`] with these tools as they are.

@@ -331,12 +331,18 @@ impl Runner<'_> {
         ));
         let kind = self.cfg.project.kind.as_str();
         let browser = self.cfg.browser.enabled && kind == "web";
-        // Its scratch space: a temp dir of its own (`TMPDIR`), gone after it.
+        // Its scratch space: a temp dir of its own (`TMPDIR`), gone after it; where
+        // bubblewrap runs, bound into the verifier's namespace alone (every
+        // namespace has a `/tmp` of its own), out of any coder's reach.
         let temp = baton_policy::sandbox::temp_dir_for(&self.files.dir);
-        let scratch = tempfile::Builder::new()
+        let scratch_dir = tempfile::Builder::new()
             .prefix("baton-verifier-")
             .tempdir_in(&temp)
             .map_err(crate::error::io(&temp))?;
+        let scratch = scratch_dir.path();
+        // The verifier's commands see the project read-only (kernel-enforced where
+        // the sandbox runs), and may write their scratch.
+        let mut ro_tools = self.read_only_tools_writing(Some(scratch));
         let prompt = verifier::prompt(&verifier::Brief {
             list: current,
             features: flips,
@@ -344,7 +350,7 @@ impl Runner<'_> {
             browser,
             base,
             app,
-            scratch: Some(scratch.path().display().to_string()),
+            scratch: Some(scratch.display().to_string()),
             refused,
         });
         let system = prompts::verifier_system(&self.files.dir);
@@ -357,13 +363,10 @@ impl Runner<'_> {
             }
             _ => None,
         };
-        // The verifier's commands see the project read-only (kernel-enforced where
-        // the sandbox runs).
-        let mut ro_tools = self.read_only_tools();
         let mut ctx = ro_tools.context().clone();
         ctx.env.retain(|(k, _)| k != "TMPDIR");
         ctx.env
-            .push(("TMPDIR".into(), scratch.path().display().to_string()));
+            .push(("TMPDIR".into(), scratch.display().to_string()));
         ro_tools = ro_tools.with_context(ctx);
         let result = self
             .run_agent(
@@ -415,7 +418,7 @@ impl Runner<'_> {
             .then(|| verifier::parse_verdict(&result.final_text))
             .flatten();
         let walked = verifier::walk(transcript.path());
-        let scratch_dir = scratch.path().display().to_string();
+        let scratch_dir = scratch.display().to_string();
         let project_dir = self.files.dir.display().to_string();
         let mut judged = verifier::judge(
             flips,
@@ -746,6 +749,15 @@ impl Runner<'_> {
             .tempdir_in(baton_policy::sandbox::temp_dir_for(&self.files.dir))
             .map_err(|e| format!("cannot make a temp dir: {e}"))?;
         let dir = copy.path().join("w");
+        std::fs::create_dir(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        let dir = dir.canonicalize().unwrap_or(dir);
+        // One namespace and one fresh home for the whole world: its making, the
+        // start script and the checks. Its commands may write the world (and
+        // the lists beside it), and only read the project.
+        let tools = self.tools.elsewhere(copy.path());
+        let mut ctx = tools.context().clone();
+        ctx.project_dir = dir.clone();
+        let tools = tools.with_context(ctx);
         let q =
             |p: &std::path::Path| baton_agent::cli_session::shell_quote(&p.display().to_string());
         // Made by git inside the sandbox, like every command on the project's
@@ -778,8 +790,7 @@ impl Runner<'_> {
                 " && git --literal-pathspecs -C {w} rm -q -r -f --ignore-unmatch --pathspec-from-file={file} --pathspec-file-nul"
             ));
         }
-        let out = self
-            .tools
+        let out = tools
             .call(
                 "Bash",
                 &serde_json::json!({"command": make, "timeout": 600_000}),
@@ -798,10 +809,7 @@ impl Runner<'_> {
                 .write_atomic(path, bytes)
                 .map_err(|e| format!("cannot write {path} into the clean checkout: {e}"))?;
         }
-        let mut ctx = self.tools.context().clone();
-        ctx.project_dir = dir.canonicalize().unwrap_or(dir.clone());
-        let world = ctx.project_dir.clone();
-        let tools = self.tools.with_context(ctx);
+        let world = dir.clone();
         // The observed run: its command also writes what the runner ran.
         let observed = observe.and_then(|(n, p)| p.observing(&world).map(|c| (n, p, c)));
         let mut probe;
@@ -819,7 +827,7 @@ impl Runner<'_> {
             None => list,
         };
         let checker = crate::checks::Checker::for_project(&tools, self.policy, &self.cfg, &dir);
-        let run = checker.run(list, features, None).await;
+        let run = checker.run_as_is(list, features, None).await;
         self.stop_processes().await;
         let why = match observed {
             Some((n, p, _)) if run.passed.contains(&n) => {
@@ -1100,9 +1108,14 @@ impl Runner<'_> {
 
     /// The run's tools with the project read-only for `Bash` (through the sandbox
     /// launcher, where one is in use): the verifier's commands cannot write it.
-    pub(crate) fn read_only_tools(&self) -> Toolbox {
+    /// With `scratch`, its commands may write that dir too (the verifier's temp
+    /// dir).
+    pub(crate) fn read_only_tools_writing(&self, scratch: Option<&std::path::Path>) -> Toolbox {
         let mut ctx = self.tools.context().clone();
-        ctx.launcher = ctx.launcher.as_ref().map(|l| l.read_only());
+        ctx.launcher = ctx.launcher.as_ref().map(|l| match scratch {
+            Some(s) => l.read_only_writing(s),
+            None => l.read_only(),
+        });
         self.tools.with_context(ctx)
     }
 

@@ -343,6 +343,9 @@ impl Runner<'_> {
         // command. The start script brings servers up again for the checks and
         // the next session.
         self.stop_processes().await;
+        // And what left those groups (a double fork into a session of its own):
+        // the session's namespace ends, with every process in it.
+        self.end_session_processes();
         // Before any git command (and any check) of the gates: put back what the
         // session changed of git's config, hooks and info, and of baton.toml.
         let undone = snap.restore()?;
@@ -463,6 +466,14 @@ impl Runner<'_> {
     /// Stop every process the run's commands started (the session's, or the
     /// start script's run by baton's checks), before baton's git works on what
     /// they could write.
+    /// End every process the session's commands started, wherever it went
+    /// ([`baton_tools::Launcher::end_all`]).
+    pub(crate) fn end_session_processes(&self) {
+        if let Some(l) = &self.tools.context().launcher {
+            l.end_all();
+        }
+    }
+
     pub(crate) async fn stop_processes(&self) {
         let _ = self
             .tools

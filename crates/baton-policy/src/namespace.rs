@@ -60,6 +60,8 @@ impl Holder {
             "--proc",
             "/proc",
         ]);
+        // The host's temp dirs replaced by the namespace's own.
+        cmd.args(crate::sandbox::bubblewrap::private_temp_args(spec));
         // The user's home hidden but for what a build needs.
         if let Some(view) = crate::sandbox::view(spec) {
             cmd.args(view.bwrap_args());

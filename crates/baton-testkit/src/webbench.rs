@@ -54,6 +54,15 @@ pub fn runs(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// The `[sandbox]` table that lets every command of a run on the project in
+/// `dir` (a clean checkout's included) write the runner's log, `.runs/`.
+pub fn sandbox_toml(dir: &Path) -> String {
+    format!(
+        "[sandbox]\nwritable = [{:?}]\n",
+        dir.join(".runs").display().to_string()
+    )
+}
+
 /// Feature `n`'s check.
 pub fn check(n: usize) -> String {
     format!("npx playwright test tests/f{n}.spec.js")
@@ -94,8 +103,16 @@ pub fn write(
     )?;
     // Each start of the runner leaves a line in the project's `.runs/log`
     // (ignored), also from a clean checkout of it: how many runner processes
-    // the checks took.
+    // the checks took. A clean checkout's commands may only read the project:
+    // that one dir is theirs to write too ([`sandbox_toml`]).
     let log = dir.join(".runs");
+    std::fs::create_dir_all(&log)?;
+    let toml = dir.join("baton.toml");
+    if toml.exists() {
+        let mut t = std::fs::read_to_string(&toml)?;
+        t.push_str(&sandbox_toml(dir));
+        std::fs::write(&toml, t)?;
+    }
     w(
         "runs.js",
         &format!(

@@ -149,8 +149,28 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     /// The same launcher with the project only readable (the verifier's commands),
     /// and a home no command has written.
     fn read_only(&self) -> Arc<dyn Launcher>;
+    /// [`Launcher::read_only`] whose commands may also write `scratch` (the
+    /// verifier's temp dir).
+    fn read_only_writing(&self, scratch: &std::path::Path) -> Arc<dyn Launcher> {
+        let _ = scratch;
+        self.read_only()
+    }
     /// The same launcher with a home no command has written (a run of checks).
     fn fresh_home(&self) -> Arc<dyn Launcher>;
+    /// [`Launcher::fresh_home`] whose commands may also write `dir` (a batch
+    /// runner's report).
+    fn fresh_home_writing(&self, dir: &std::path::Path) -> Arc<dyn Launcher> {
+        let _ = dir;
+        self.fresh_home()
+    }
+    /// A launcher for commands on another tree, `project` (a clean checkout of
+    /// proof): a namespace and a home of their own, where `project` is what
+    /// they may write and this launcher's project is only readable. Without
+    /// such confinement, [`Launcher::fresh_home`].
+    fn elsewhere(&self, project: &std::path::Path) -> Arc<dyn Launcher> {
+        let _ = project;
+        self.fresh_home()
+    }
     /// The pid the command's own processes know the process baton started as
     /// `spawned` by (they may live in a PID namespace of their own).
     fn visible_pid(&self, spawned: u32) -> u32 {
@@ -161,6 +181,11 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     fn host_pid(&self, visible: u32) -> Option<u32> {
         Some(visible)
     }
+    /// End every process its commands started, however they left the process
+    /// groups baton knows (a `setsid` double fork): where the commands share a
+    /// namespace, the namespace and all in it. The next command starts afresh.
+    /// Without one, nothing (the process groups are the registry's to stop).
+    fn end_all(&self) {}
     /// Start `request` through a process the launcher keeps for it (one start of
     /// the command instead of one of the prefix and one of the command), returning
     /// the command's channel ([`spawn::Channel`]). `None` when the launcher has no
@@ -318,6 +343,24 @@ impl Toolbox {
     pub fn with_fresh_home(&self) -> Self {
         let mut ctx = self.ctx.clone();
         ctx.launcher = ctx.launcher.as_ref().map(|l| l.fresh_home());
+        self.with_context(ctx)
+    }
+
+    /// [`Toolbox::with_fresh_home`] whose commands may also write `dir`.
+    pub fn with_fresh_home_writing(&self, dir: &std::path::Path) -> Self {
+        let mut ctx = self.ctx.clone();
+        ctx.launcher = ctx.launcher.as_ref().map(|l| l.fresh_home_writing(dir));
+        self.with_context(ctx)
+    }
+
+    /// The same tools acting on `project`, another tree (a clean checkout of
+    /// proof), through [`Launcher::elsewhere`]: one namespace and one fresh home
+    /// for all their commands, which may write `project` and only read this
+    /// toolbox's.
+    pub fn elsewhere(&self, project: &std::path::Path) -> Self {
+        let mut ctx = self.ctx.clone();
+        ctx.project_dir = project.to_path_buf();
+        ctx.launcher = ctx.launcher.as_ref().map(|l| l.elsewhere(project));
         self.with_context(ctx)
     }
 

@@ -352,9 +352,9 @@ fn a_planted_commondir_race_never_runs_a_filter_outside_the_sandbox() {
     let p = project("");
     let home = fake_home();
     // The positive control: the racer marks that a write of `commondir` went
-    // through, so the test cannot pass because the race never ran.
-    let marks = tempfile::tempdir().unwrap();
-    let wrote = marks.path().join("wrote");
+    // through, so the test cannot pass because the race never ran (in the
+    // project's `.git`: the command's `/tmp` is its own).
+    let wrote = p.path().join(".git/race-wrote");
     let script = format!(
         "#!/bin/sh\nset -e\nrm -rf .evil && cp -r .git .evil\ngit --git-dir=.evil config filter.x.clean \"sh -c 'touch \\\"\\$HOME/pwned\\\"; cat'\"\nprintf '* filter=x\\n' > .gitattributes\nend=$(( $(date +%s) + 12 ))\n( while [ \"$(date +%s)\" -lt \"$end\" ]; do echo \"$PWD/.evil\" > .git/commondir 2>/dev/null && : > {w}; sleep 0.001; done ) >/dev/null 2>&1 &\necho racing\n",
         w = wrote.display()
@@ -863,4 +863,109 @@ fn output_within(mut cmd: std::process::Command, secs: u64) -> (std::process::Ou
         let _ = child.kill();
     }
     (child.wait_with_output().unwrap(), hung)
+}
+
+/// A coding session double-forks a process into a session of its own (out of
+/// every process group baton knows), which keeps a file in the agent's home
+/// fresh. Nothing of a session may live into its gates or the next session:
+/// the next session's home (emptied when it starts) stays without the file,
+/// and no such process is there to see.
+#[test]
+fn a_double_forked_process_does_not_outlive_its_session() {
+    if !super::bwrap("a_double_forked_process_does_not_outlive_its_session") {
+        return;
+    }
+    let p = project("");
+    let daemon = "use POSIX ();\nexit 0 if fork;\nPOSIX::setsid();\nexit 0 if fork;\nopen STDIN, '<', '/dev/null'; open STDOUT, '>', '/dev/null'; open STDERR, '>', '/dev/null';\nexec 'sh', '-c', 'while :; do date +%s%N > \"$HOME/beat\"; sleep 0.05; done # beat-loop-77';\n";
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/daemon.pl", "content": daemon}),
+        ),
+        (
+            "Bash",
+            json!({"command": "perl scripts/daemon.pl; sleep 0.3; cat \"$HOME/beat\" >/dev/null && echo started"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Left a helper running.")));
+    steps.push(Step::Reply(Reply::tool(
+        "Bash",
+        json!({"command": "sleep 0.5; if [ -e \"$HOME/beat\" ]; then echo LEFTOVER-ALIVE; else echo home-quiet; fi; n=0; for f in /proc/[0-9]*/cmdline; do case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in *\"beat-loop-$((70+7))\"*) n=$((n+1));; esac; done; echo \"leftovers=$n\""}),
+    )));
+    steps.push(Step::Reply(Reply::text("Looked.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said: Vec<String> = server
+        .requests()
+        .iter()
+        .flat_map(|r| tool_results(Wire::Anthropic, &r.body))
+        .map(|(_, text, _)| text)
+        .collect();
+    assert!(said.iter().any(|s| s.contains("started")), "{said:?}");
+    let next = said
+        .iter()
+        .find(|s| s.contains("leftovers="))
+        .unwrap_or_else(|| panic!("{said:?}"));
+    assert!(next.contains("home-quiet"), "{next}");
+    assert!(next.contains("leftovers=0"), "{next}");
+}
+
+/// The host's temp dirs are rendezvous points: a tmux server's socket, an ssh
+/// agent forwarded to `/tmp/vscode-ssh-auth-….sock`, Chromium's singleton,
+/// another run's files. A command sees a `/tmp` and a `/dev/shm` of its own:
+/// none of the host's entries, and what it writes there stays there; the
+/// project (itself in `/tmp` here) is still its to work in.
+#[test]
+fn the_hosts_temp_dirs_and_their_sockets_are_out_of_reach() {
+    if !super::bwrap("the_hosts_temp_dirs_and_their_sockets_are_out_of_reach") {
+        return;
+    }
+    let p = project("");
+    let host = tempfile::Builder::new()
+        .prefix("baton-host-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let sock = host.path().join("vscode-ssh-auth-1.sock");
+    let _agent = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let shm = tempfile::Builder::new()
+        .prefix("baton-host-")
+        .tempfile_in("/dev/shm")
+        .unwrap();
+    let mine = format!(
+        "/tmp/{}-written-inside",
+        host.path().file_name().unwrap().to_string_lossy()
+    );
+    let look = format!(
+        "for p in {} {} {}; do if [ -e \"$p\" ]; then echo \"SEEN $p\"; else echo hidden; fi; done; echo inside > {mine} && cat {mine}; pwd; echo work > src-probe.txt && cat src-probe.txt",
+        host.path().display(),
+        sock.display(),
+        shm.path().display()
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tool("Bash", json!({ "command": look }))));
+    steps.push(Step::Reply(Reply::text("Looked.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said: Vec<String> = server
+        .requests()
+        .iter()
+        .flat_map(|r| tool_results(Wire::Anthropic, &r.body))
+        .map(|(_, text, _)| text)
+        .collect();
+    let said = said
+        .iter()
+        .find(|s| s.contains("hidden") || s.contains("SEEN"))
+        .unwrap_or_else(|| panic!("{said:?}"));
+    assert!(!said.contains("SEEN"), "{said}");
+    assert_eq!(said.matches("hidden").count(), 3, "{said}");
+    assert!(said.contains("inside\n"), "{said}");
+    assert!(
+        said.contains("work\n"),
+        "the project stays the command's: {said}"
+    );
+    assert!(
+        !std::path::Path::new(&mine).exists(),
+        "what a command writes in its /tmp stays in its namespace"
+    );
 }

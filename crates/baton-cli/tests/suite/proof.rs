@@ -620,8 +620,20 @@ fn the_check_a_verifier_left_runs_in_every_later_sweep() {
 fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
     use baton_testkit::{Reply, Step};
     let (_t, dir) = new_project("cli");
-    let gate = tempfile::tempdir().unwrap();
-    let (started, go) = (gate.path().join("started"), gate.path().join("go"));
+    // The verifier's command in sight from the host (its namespace has a `/tmp`
+    // of its own), and the test's go-ahead where it can read it: the project's
+    // `.git`.
+    let started = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(": verifier-waits-77;"))
+            })
+    };
+    let go = dir.join(".git/test-go");
     let mut steps = baton_testkit::scenario::initializer(&features(&[false; 4]));
     steps.extend(session_writing(
         &[("src/feature1.txt", "feature 1\n")],
@@ -630,7 +642,7 @@ fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
     // The verifier's first call waits until the test has pressed Ctrl-C.
     steps.push(Step::Reply(Reply::tool(
         "Bash",
-        json!({"command": format!("touch {s}; for _ in $(seq 1200); do [ -e {g} ] && break; sleep 0.05; done; grep -qx 'feature 1' src/feature1.txt && echo checked", s = started.display(), g = go.display())}),
+        json!({"command": ": verifier-waits-77; for _ in $(seq 1200); do [ -e .git/test-go ] && break; sleep 0.05; done; grep -qx 'feature 1' src/feature1.txt && echo checked"}),
     )));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let mut child = baton(&server, Wire::Anthropic)
@@ -641,10 +653,10 @@ fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
-    while !started.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+    while !started() && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert!(started.exists(), "the verifier never started");
+    assert!(started(), "the verifier never started");
     let reader = super::ctrl_c(&mut child);
     std::fs::write(&go, "").unwrap();
     let status = child.wait().unwrap();

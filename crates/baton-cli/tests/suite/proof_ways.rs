@@ -75,18 +75,24 @@ fn flip_only(passes: &[bool], list: &str) -> Vec<Step> {
 #[test]
 fn work_left_by_a_session_killed_mid_way_is_proven_after_resume() {
     let (_t, dir) = new_project("cli");
-    let gate = tempfile::tempdir().unwrap();
-    let started = gate.path().join("started");
+    // The session's command, seen from the host (its namespace has a `/tmp`
+    // of its own, so it cannot leave a mark there).
+    let started = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x003002\x00")
+            })
+    };
     let mut steps = init(&features(&[false; 4]), &[]);
     steps.push(Step::Reply(Reply::tools(&[
         (
             "Write",
             json!({"file_path": "src/feature1.txt", "content": "feature 1\n"}),
         ),
-        (
-            "Bash",
-            json!({"command": format!("touch {}; sleep 3002", started.display())}),
-        ),
+        ("Bash", json!({"command": "sleep 3002"})),
     ])));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let mut child = baton(&server, Wire::Anthropic)
@@ -97,10 +103,10 @@ fn work_left_by_a_session_killed_mid_way_is_proven_after_resume() {
         .spawn()
         .unwrap();
     let t0 = std::time::Instant::now();
-    while !started.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+    while !started() && t0.elapsed() < std::time::Duration::from_secs(60) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(started.exists(), "session 2 never started its command");
+    assert!(started(), "session 2 never started its command");
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     let _ = std::process::Command::new("bash")
@@ -535,4 +541,43 @@ fn a_planners_feature_the_code_already_does_completes() {
         ],
         "{f:?}\n{err}"
     );
+}
+
+/// A clean checkout's commands run the session's work (the product), which
+/// finds the project from the checkout's `.git` and writes into it. They may
+/// write the checkout alone: the project is only theirs to read, so nothing
+/// lands there, and the honest check still proves the flip.
+#[test]
+fn a_clean_checkouts_commands_cannot_write_the_project() {
+    if !super::bwrap("a_clean_checkouts_commands_cannot_write_the_project") {
+        return;
+    }
+    let check = "out=$(sh src/feature1.sh) && [ \"$out\" = 'feature 1' ]";
+    let product = "a=.git/objects/info/alternates\nif [ -f \"$a\" ]; then main=$(dirname \"$(dirname \"$(cat \"$a\")\")\"); echo planted > \"$main/src/planted.txt\" 2>/dev/null; echo planted > \"$main/.git/planted\" 2>/dev/null; fi\necho 'feature 1'\n";
+    let list = |p: &[bool]| with_checks(p, &[Some(check)]);
+    let (_t, dir) = new_project("cli");
+    let mut steps = init(&list(&[false; 4]), &[]);
+    steps.extend(session_writing(
+        &[("src/feature1.sh", product)],
+        &list(&[true, false, false, false]),
+    ));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let out = baton(&server, Wire::Anthropic)
+        .arg("run")
+        .arg(&dir)
+        .args(["--max-sessions", "2"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let flips = entries(&dir, "flip");
+    assert_eq!(flips.len(), 1, "{err}");
+    assert_eq!(flips[0]["proof"]["by"], "check", "{err}");
+    assert!(!dir.join("src/planted.txt").exists(), "{err}");
+    assert!(!dir.join(".git/planted").exists(), "{err}");
+    let log = std::process::Command::new("git")
+        .args(["log", "--all", "--format=%H", "--", "src/planted.txt"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(log.stdout.is_empty(), "{err}");
 }

@@ -37,6 +37,8 @@ pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsSt
         "/".into(),
         "/".into(),
     ];
+    // The host's temp dirs replaced by the command's own.
+    v.extend(private_temp_args(spec));
     // The user's home hidden but for what a build needs (first: the binds below
     // may lie in it).
     if let Some(view) = super::view(spec) {
@@ -79,6 +81,95 @@ pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsSt
         "1".into(),
         "--".into(),
     ]);
+    v
+}
+
+/// The rendezvous points of the host that every namespace gets an empty copy of
+/// its own: `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR` (when it is another
+/// directory that holds neither `/` nor the user's home), each by its real
+/// path, none inside another. What a host program left there (a tmux or ssh
+/// agent socket, an X11 socket, Chromium's singleton, another run's files) is
+/// out of sight and reach.
+pub fn private_dirs() -> Vec<PathBuf> {
+    let home = super::home();
+    let mut found = vec![
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/dev/shm"),
+    ];
+    if let Some(t) = std::env::var_os("TMPDIR").map(PathBuf::from)
+        && t.is_absolute()
+    {
+        found.push(t);
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for d in found {
+        let Ok(real) = d.canonicalize() else {
+            continue;
+        };
+        if !real.is_dir() || real == Path::new("/") {
+            continue;
+        }
+        if home.as_ref().is_some_and(|h| h.starts_with(&real)) {
+            continue;
+        }
+        if dirs.iter().any(|o| real.starts_with(o)) {
+            continue;
+        }
+        dirs.retain(|o| !o.starts_with(&real));
+        dirs.push(real);
+    }
+    dirs
+}
+
+/// `bwrap` arguments that give a namespace for `spec` its own [`private_dirs`],
+/// with what its commands need of them bound back at the same paths: the
+/// project (read-only for the verifier), the home, `[sandbox] writable`, what
+/// they may read (`readable`, another tree's project), baton's state dir and
+/// itself. Nothing else of the host's temp dirs is there.
+pub fn private_temp_args(spec: &SandboxSpec) -> Vec<OsString> {
+    let dirs = private_dirs();
+    let mut v: Vec<OsString> = Vec::new();
+    for d in &dirs {
+        v.extend([
+            "--perms".into(),
+            "01777".into(),
+            "--tmpfs".into(),
+            d.as_os_str().to_os_string(),
+        ]);
+    }
+    let mut back: Vec<(PathBuf, bool)> = vec![
+        // A parallel run's copy borrows its main project's objects (and lies in
+        // it): the main project is there to read.
+        (
+            super::main_of_copy(&spec.project).unwrap_or_default(),
+            false,
+        ),
+        (spec.project.clone(), !spec.read_only),
+        (spec.home.clone(), true),
+        (
+            super::private_home(&spec.project).join(super::home::MCP_DIR),
+            true,
+        ),
+        (baton_config::state_dir(&spec.project), false),
+        (super::stage_dir(&spec.project), false),
+    ];
+    back.extend(spec.writable.iter().map(|p| (p.clone(), true)));
+    back.extend(spec.readable.iter().map(|p| (p.clone(), false)));
+    back.extend(std::env::current_exe().ok().map(|e| (e, false)));
+    let mut back: Vec<(PathBuf, bool)> = back
+        .into_iter()
+        .filter_map(|(p, rw)| p.canonicalize().ok().map(|p| (p, rw)))
+        .filter(|(p, _)| dirs.iter().any(|d| p.starts_with(d) && p != d))
+        .collect();
+    // Parents first: a child bound before its parent would be covered by it.
+    back.sort_by_key(|(p, _)| p.components().count());
+    back.dedup_by(|a, b| a.0 == b.0);
+    for (p, rw) in back {
+        v.push(if rw { "--bind" } else { "--ro-bind" }.into());
+        v.push(p.as_os_str().to_os_string());
+        v.push(p.into_os_string());
+    }
     v
 }
 
@@ -440,9 +531,67 @@ impl baton_tools::Launcher for SandboxLauncher {
         std::sync::Arc::new(self.fresh(true))
     }
 
+    /// The verifier's launcher, whose commands may also write `scratch`.
+    fn read_only_writing(&self, scratch: &Path) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        let mut l = self.fresh(true);
+        l.spec.writable.push(scratch.to_path_buf());
+        std::sync::Arc::new(l)
+    }
+
+    /// A run of checks' launcher whose commands may also write `dir`.
+    fn fresh_home_writing(&self, dir: &Path) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        let mut l = self.fresh(false);
+        l.spec.writable.push(dir.to_path_buf());
+        std::sync::Arc::new(l)
+    }
+
     /// The same launcher for one run of checks: a namespace and a home of its own.
     fn fresh_home(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
         std::sync::Arc::new(self.fresh(false))
+    }
+
+    /// End the namespace its commands share, and every process in it (a daemon
+    /// that double-forked out of its group included); the next command starts
+    /// a new one. Waits (2 s at most) until the namespace is gone.
+    fn end_all(&self) {
+        #[cfg(target_os = "linux")]
+        {
+            let mut h = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(Holding::Up(holder, _)) = &*h else {
+                return;
+            };
+            let (pid, ns) = (holder.pid(), holder.ns().to_string());
+            let ended = h.take();
+            drop(h);
+            drop(ended);
+            // Gone, or a zombie nobody reaped yet: a namespace's init becomes one
+            // only once every other process in it was killed and reaped.
+            let running = || {
+                std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+                    .is_ok_and(|l| l.to_string_lossy() == ns)
+                    && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                        st.rsplit_once(')')
+                            .and_then(|(_, rest)| rest.trim_start().chars().next())
+                            .is_some_and(|state| state != 'Z' && state != 'X')
+                    })
+            };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while running() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+
+    /// A namespace and a home of their own for commands on `project`, which they
+    /// may write; this launcher's project they may only read.
+    fn elsewhere(&self, project: &Path) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        let mut l = self.clone();
+        l.spec.readable.push(self.spec.project.clone());
+        l.spec
+            .readable
+            .extend(super::main_of_copy(&self.spec.project));
+        l.spec.project = project.to_path_buf();
+        std::sync::Arc::new(l.fresh(false))
     }
 
     /// The pid a spawned command has inside the run's namespace, once there is one.

@@ -174,7 +174,9 @@ pub fn clean_home(project: &Path) -> std::io::Result<()> {
             std::fs::remove_file(e.path())?;
         }
     }
-    std::fs::create_dir_all(home.join(MCP_OUTPUT))
+    std::fs::create_dir_all(home.join(MCP_OUTPUT))?;
+    // The agent CLI's temp dir (`TMPDIR`), which its sandboxed commands share.
+    std::fs::create_dir_all(home.join("tmp"))
 }
 
 /// A home no command has written yet, for one check run or one verifier session
@@ -290,12 +292,13 @@ mod tests {
         std::fs::write(home.join(".npmrc"), "script-shell=/tmp/x\n").unwrap();
         std::os::unix::fs::symlink(outside.path(), home.join("link")).unwrap();
         clean_home(project.path()).unwrap();
-        let left: Vec<_> = std::fs::read_dir(&home)
+        let mut left: Vec<_> = std::fs::read_dir(&home)
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        assert_eq!(left, [MCP_DIR], "only what baton makes again");
+        left.sort();
+        assert_eq!(left, [MCP_DIR, "tmp"], "only what baton makes again");
         assert!(home.join(MCP_OUTPUT).is_dir());
         assert!(outside.path().join("keep").is_file());
         let fresh = FreshHome::new(project.path()).unwrap();

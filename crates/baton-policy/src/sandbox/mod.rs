@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 use baton_config::SandboxNetwork;
 
-mod bubblewrap;
+pub(crate) mod bubblewrap;
 mod home;
 mod shell_spec;
 
