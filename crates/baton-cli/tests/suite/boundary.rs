@@ -896,12 +896,7 @@ fn a_double_forked_process_does_not_outlive_its_session() {
     steps.push(Step::Reply(Reply::text("Looked.")));
     let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let said: Vec<String> = server
-        .requests()
-        .iter()
-        .flat_map(|r| tool_results(Wire::Anthropic, &r.body))
-        .map(|(_, text, _)| text)
-        .collect();
+    let said = tool_outputs(&server);
     assert!(said.iter().any(|s| s.contains("started")), "{said:?}");
     let next = said
         .iter()
@@ -947,12 +942,7 @@ fn the_hosts_temp_dirs_and_their_sockets_are_out_of_reach() {
     steps.push(Step::Reply(Reply::text("Looked.")));
     let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let said: Vec<String> = server
-        .requests()
-        .iter()
-        .flat_map(|r| tool_results(Wire::Anthropic, &r.body))
-        .map(|(_, text, _)| text)
-        .collect();
+    let said = tool_outputs(&server);
     let said = said
         .iter()
         .find(|s| s.contains("hidden") || s.contains("SEEN"))
@@ -968,4 +958,47 @@ fn the_hosts_temp_dirs_and_their_sockets_are_out_of_reach() {
         !std::path::Path::new(&mine).exists(),
         "what a command writes in its /tmp stays in its namespace"
     );
+}
+
+/// The user's global git config may hold a token (a `url.….insteadOf` with
+/// one in it, a credential helper, an `http.extraHeader`). A command sees the
+/// config baton writes instead: the user's name and email, nothing that
+/// reaches a server, and the user's file is out of sight.
+#[test]
+fn no_token_from_the_users_git_config_reaches_a_command() {
+    if !super::bwrap("no_token_from_the_users_git_config_reaches_a_command") {
+        return;
+    }
+    let p = project("");
+    let home = fake_home();
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        "[user]\n\tname = Test User\n\temail = test@example.com\n[url \"https://x-access-token:SECRET-TOKEN-1@github.com/\"]\n\tinsteadOf = https://github.com/\n[credential]\n\thelper = store --file /tmp/SECRET-TOKEN-2\n[http]\n\textraHeader = AUTHORIZATION: basic SECRET-TOKEN-3\n[include]\n\tpath = ~/.gitconfig-more\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".gitconfig-more"),
+        "[core]\n\tsshCommand = ssh -i SECRET-TOKEN-4\n",
+    )
+    .unwrap();
+    let look = format!(
+        "git config --global --list 2>&1; git config --list 2>&1; cat {h}/.gitconfig {h}/.gitconfig-more 2>&1; cat \"${{GIT_CONFIG_GLOBAL:-none}}\" 2>&1; echo end",
+        h = home.path().display()
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tool("Bash", json!({ "command": look }))));
+    steps.push(Step::Reply(Reply::text("Looked.")));
+    let (out, server) = run_with_home(&p, steps, home.path(), &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = tool_outputs(&server);
+    let said = said
+        .iter()
+        .find(|s| s.contains("end"))
+        .unwrap_or_else(|| panic!("{said:?}"));
+    assert!(!said.contains("SECRET-TOKEN"), "{said}");
+    assert!(said.contains("user.name=Test User"), "{said}");
+    assert!(said.contains("user.email=test@example.com"), "{said}");
+    // The initializer's commit took the user's name all the same.
+    let author = super::run::git(&p, &["log", "--format=%an", "-1", "HEAD~0"]);
+    assert!(!author.is_empty(), "{author}");
 }

@@ -199,6 +199,34 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// What every tool call of a run on Anthropic's wire returned, in order: the
+/// requests carry each result back to the model.
+pub fn tool_outputs(server: &ScriptedServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .flat_map(|r| tool_results(Wire::Anthropic, &r.body))
+        .map(|(_, text, _)| text)
+        .collect()
+}
+
+/// Whether a process whose command line holds `needle` runs now, seen from the
+/// host (whatever namespace it runs in: a command's `/tmp` is its own, so a
+/// test sees its commands here rather than by a mark they leave).
+pub fn process_running(needle: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(needle)
+            })
+        })
+}
+
 /// The tool results sent back in a request, in order: (id, content, is_error).
 pub fn tool_results(wire: Wire, body: &Value) -> Vec<(String, String, bool)> {
     let msgs = body["messages"].as_array().cloned().unwrap_or_default();

@@ -623,16 +623,7 @@ fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
     // The verifier's command in sight from the host (its namespace has a `/tmp`
     // of its own), and the test's go-ahead where it can read it: the project's
     // `.git`.
-    let started = || {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| {
-                std::fs::read(e.path().join("cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(": verifier-waits-77;"))
-            })
-    };
+    let started = || super::process_running(": verifier-waits-77;");
     let go = dir.join(".git/test-go");
     let mut steps = baton_testkit::scenario::initializer(&features(&[false; 4]));
     steps.extend(session_writing(

@@ -77,15 +77,7 @@ fn work_left_by_a_session_killed_mid_way_is_proven_after_resume() {
     let (_t, dir) = new_project("cli");
     // The session's command, seen from the host (its namespace has a `/tmp`
     // of its own, so it cannot leave a mark there).
-    let started = || {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|e| {
-                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x003002\x00")
-            })
-    };
+    let started = || super::process_running("sleep 3002 ");
     let mut steps = init(&features(&[false; 4]), &[]);
     steps.push(Step::Reply(Reply::tools(&[
         (
@@ -563,21 +555,17 @@ fn a_clean_checkouts_commands_cannot_write_the_project() {
     ));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let out = baton(&server, Wire::Anthropic)
-        .arg("run")
-        .arg(&dir)
-        .args(["--max-sessions", "2"])
+        .args(["run", dir.to_str().unwrap(), "--max-sessions", "2"])
         .output()
         .unwrap();
     let err = stderr(&out);
-    let flips = entries(&dir, "flip");
-    assert_eq!(flips.len(), 1, "{err}");
-    assert_eq!(flips[0]["proof"]["by"], "check", "{err}");
+    let proven = [(1, "check".to_string(), "the session's base".to_string())];
+    assert_eq!(flips(&dir), proven, "{err}");
     assert!(!dir.join("src/planted.txt").exists(), "{err}");
     assert!(!dir.join(".git/planted").exists(), "{err}");
-    let log = std::process::Command::new("git")
-        .args(["log", "--all", "--format=%H", "--", "src/planted.txt"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(log.stdout.is_empty(), "{err}");
+    let ever = baton_testkit::git(
+        &dir,
+        &["log", "--all", "--format=%H", "--", "src/planted.txt"],
+    );
+    assert!(ever.is_empty(), "{err}");
 }

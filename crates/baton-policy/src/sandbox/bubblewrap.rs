@@ -266,6 +266,12 @@ impl SandboxLauncher {
     /// The launcher confining commands to `spec`, with `exe` (the `baton` binary) as
     /// the Landlock launcher.
     pub fn new(spec: SandboxSpec, exe: &Path) -> Self {
+        // The commands' git config, written before any of them runs.
+        if let Err(e) = super::write_git_config(&spec.project) {
+            eprintln!(
+                "baton: warning: cannot write the commands' git config ({e}); git in the sandbox has none"
+            );
+        }
         Self {
             spec,
             exe: exe.to_path_buf(),

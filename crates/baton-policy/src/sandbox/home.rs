@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use super::{SandboxSpec, main_of_copy, temp_dirs};
 
 /// What of the user's home stays visible by default (relative to it), read-only:
-/// the toolchains commands run, and the git config their commits take the user's
-/// name from. Besides these: every `PATH` entry under the home (and where its
+/// the toolchains commands run, and git's ignore and attributes files (git's
+/// config is baton's, [`super::write_git_config`]). Besides these: every `PATH` entry under the home (and where its
 /// links lead there), and `[sandbox] readable`.
 pub const TOOLCHAINS: &[&str] = &[
     ".rustup",
@@ -31,8 +31,6 @@ pub const TOOLCHAINS: &[&str] = &[
     ".sdkman",
     ".deno/bin",
     ".local/bin",
-    ".gitconfig",
-    ".config/git/config",
     ".config/git/ignore",
     ".config/git/attributes",
 ];

@@ -191,12 +191,17 @@ pub fn home_env_in(
     let Some(user) = var("HOME").map(PathBuf::from).filter(|h| h.is_absolute()) else {
         return env;
     };
-    if var("GIT_CONFIG_GLOBAL").is_none() {
-        let g = user.join(".gitconfig");
-        if g.is_file() {
-            env.push(("GIT_CONFIG_GLOBAL", g.into_os_string()));
-        }
-    }
+    // Git's global config is the one baton wrote ([`write_git_config`]), never
+    // the user's: theirs may hold a token (`url.….insteadOf`, a credential
+    // helper, an `http.extraHeader`).
+    let written = std::iter::once(&spec.project)
+        .chain(&spec.readable)
+        .map(|p| git_config_path(p))
+        .find(|g| g.is_file());
+    env.push((
+        "GIT_CONFIG_GLOBAL",
+        written.map_or_else(|| OsString::from("/dev/null"), PathBuf::into_os_string),
+    ));
     if var("CARGO_HOME").is_none() && user.join(".cargo").is_dir() {
         env.push(("CARGO_HOME", spec.home.join(".cargo").into_os_string()));
     }
@@ -207,6 +212,111 @@ pub fn home_env_in(
         }
     }
     env
+}
+
+/// The git keys a command sees of the user's global config: who they are and
+/// how their history reads; nothing that reaches a server (`url.*`, `http.*`,
+/// `credential.*`, `remote.*`), includes another file or runs a program.
+const GIT_KEYS: &[&str] = &[
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+    "core.autocrlf",
+    "core.eol",
+    "core.quotepath",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "merge.conflictstyle",
+    "diff.algorithm",
+    "color.ui",
+];
+
+/// Where [`write_git_config`] writes the commands' git config for `project`.
+pub fn git_config_path(project: &Path) -> PathBuf {
+    baton_config::state_dir(project).join("gitconfig")
+}
+
+/// Write the global git config the commands confined to `project` see
+/// (`GIT_CONFIG_GLOBAL`, [`home_env`]): the user's [`GIT_KEYS`] (their includes
+/// followed), the project as a safe directory, and their ignore and attributes
+/// files where they have them. Read from the user's config by the `git` baton
+/// trusts; written into baton's state dir, read-only to commands.
+pub fn write_git_config(project: &Path) -> std::io::Result<PathBuf> {
+    let mut by_section: std::collections::BTreeMap<String, Vec<(String, String)>> =
+        std::collections::BTreeMap::new();
+    let listed = crate::helpers::find("git").and_then(|git| {
+        std::process::Command::new(git)
+            .args(["config", "--global", "--includes", "--list", "-z"])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+    });
+    let text = listed
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    for entry in text.split('\0') {
+        let (key, value) = entry.split_once('\n').unwrap_or((entry, ""));
+        let key = key.to_ascii_lowercase();
+        if !GIT_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        if let Some((section, name)) = key.split_once('.') {
+            let values = by_section.entry(section.to_string()).or_default();
+            values.retain(|(n, _)| n != name);
+            values.push((name.to_string(), value.to_string()));
+        }
+    }
+    let files = home()
+        .map(|h| {
+            [
+                ("excludesfile", h.join(".config/git/ignore")),
+                ("attributesfile", h.join(".config/git/attributes")),
+            ]
+        })
+        .into_iter()
+        .flatten()
+        .filter(|(_, f)| f.is_file());
+    for (name, f) in files {
+        by_section
+            .entry("core".to_string())
+            .or_default()
+            .push((name.to_string(), f.display().to_string()));
+    }
+    by_section
+        .entry("safe".to_string())
+        .or_default()
+        .push(("directory".to_string(), project.display().to_string()));
+    let quote = |v: &str| {
+        let mut q = String::from("\"");
+        for c in v.chars() {
+            match c {
+                '\\' => q.push_str("\\\\"),
+                '"' => q.push_str("\\\""),
+                '\n' => q.push_str("\\n"),
+                '\t' => q.push_str("\\t"),
+                c if c.is_control() => {}
+                c => q.push(c),
+            }
+        }
+        q.push('"');
+        q
+    };
+    let mut out =
+        String::from("# Written by baton: what the agent's commands see of git's global config.\n");
+    for (section, values) in &by_section {
+        out.push_str(&format!("[{section}]\n"));
+        for (name, value) in values {
+            out.push_str(&format!("\t{name} = {}\n", quote(value)));
+        }
+    }
+    let path = git_config_path(project);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&path, out)?;
+    Ok(path)
 }
 
 /// Where baton makes temporary directories that commands confined to `project`
