@@ -32,6 +32,22 @@ fn run(server: &ScriptedServer, dir: &std::path::Path) -> std::process::Output {
         .unwrap()
 }
 
+/// `baton run DIR --max-sessions 2`: the initializer writes `list` with
+/// nothing passing, and one coding session writes `files` and flips #1.
+fn flip_first(
+    dir: &std::path::Path,
+    list: &dyn Fn(&[bool]) -> String,
+    files: &[(&str, &str)],
+) -> std::process::Output {
+    let mut steps = init(&list(&[false; 4]), &[]);
+    steps.extend(session_writing(files, &list(&[true, false, false, false])));
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    baton(&server, Wire::Anthropic)
+        .args(["run", dir.to_str().unwrap(), "--max-sessions", "2"])
+        .output()
+        .unwrap()
+}
+
 /// The flips of the ledger: feature, how it was proven, and its reference's words.
 fn flips(dir: &std::path::Path) -> Vec<(u64, String, String)> {
     entries(dir, "flip")
@@ -462,16 +478,7 @@ fn a_planners_feature_the_code_already_does_completes() {
         let c: Vec<Option<&str>> = checks.iter().map(|c| Some(c.as_str())).collect();
         with_checks(p, &c)
     };
-    let mut steps = init(&list(&[false; 4]), &[]);
-    steps.extend(session_writing(
-        &[("src/feature1.txt", "feature 1\n")],
-        &list(&[true, false, false, false]),
-    ));
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton(&server, Wire::Anthropic)
-        .args(["run", dir.to_str().unwrap(), "--max-sessions", "2"])
-        .output()
-        .unwrap();
+    let out = flip_first(&dir, &list, &[("src/feature1.txt", "feature 1\n")]);
     assert_eq!(entries(&dir, "flip").len(), 1, "{}", stderr(&out));
 
     // The planner appends #5, whose check the work of #1 already passes.
@@ -548,16 +555,7 @@ fn a_clean_checkouts_commands_cannot_write_the_project() {
     let product = "a=.git/objects/info/alternates\nif [ -f \"$a\" ]; then main=$(dirname \"$(dirname \"$(cat \"$a\")\")\"); echo planted > \"$main/src/planted.txt\" 2>/dev/null; echo planted > \"$main/.git/planted\" 2>/dev/null; fi\necho 'feature 1'\n";
     let list = |p: &[bool]| with_checks(p, &[Some(check)]);
     let (_t, dir) = new_project("cli");
-    let mut steps = init(&list(&[false; 4]), &[]);
-    steps.extend(session_writing(
-        &[("src/feature1.sh", product)],
-        &list(&[true, false, false, false]),
-    ));
-    let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton(&server, Wire::Anthropic)
-        .args(["run", dir.to_str().unwrap(), "--max-sessions", "2"])
-        .output()
-        .unwrap();
+    let out = flip_first(&dir, &list, &[("src/feature1.sh", product)]);
     let err = stderr(&out);
     let proven = [(1, "check".to_string(), "the session's base".to_string())];
     assert_eq!(flips(&dir), proven, "{err}");
