@@ -125,6 +125,18 @@ fn two_worker_processes_share_a_bare_remote_and_finish_the_project() {
                 .unwrap(),
         );
     }
+    // Both end by themselves, or the test fails (never hangs the suite): a
+    // worker that handed out session after session for ever did once.
+    let deadline = std::time::Instant::now() + ENDS_BY_ITSELF;
+    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+        if std::time::Instant::now() > deadline {
+            for c in &mut children {
+                let _ = c.kill();
+            }
+            panic!("a worker was still running after {ENDS_BY_ITSELF:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let outs: Vec<std::process::Output> = children
         .into_iter()
         .map(|c| c.wait_with_output().unwrap())
