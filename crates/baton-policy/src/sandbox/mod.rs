@@ -243,6 +243,25 @@ pub fn git_config_path(project: &Path) -> PathBuf {
 /// files where they have them. Read from the user's config by the `git` baton
 /// trusts; written into baton's state dir, read-only to commands.
 pub fn write_git_config(project: &Path) -> std::io::Result<PathBuf> {
+    let path = git_config_path(project);
+    // Written already, after the user's config files last changed: as it is (a
+    // `git` process fewer at every start; a change in a file they include is
+    // seen once one of them changes).
+    let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(written), Some(h)) = (mtime(&path), home()) {
+        let newer = [
+            ".gitconfig",
+            ".config/git/config",
+            ".config/git/ignore",
+            ".config/git/attributes",
+        ]
+        .iter()
+        .filter_map(|f| mtime(&h.join(f)))
+        .any(|m| m >= written);
+        if !newer {
+            return Ok(path);
+        }
+    }
     let mut by_section: std::collections::BTreeMap<String, Vec<(String, String)>> =
         std::collections::BTreeMap::new();
     let listed = crate::helpers::find("git").and_then(|git| {
@@ -311,7 +330,6 @@ pub fn write_git_config(project: &Path) -> std::io::Result<PathBuf> {
             out.push_str(&format!("\t{name} = {}\n", quote(value)));
         }
     }
-    let path = git_config_path(project);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
