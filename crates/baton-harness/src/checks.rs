@@ -107,10 +107,9 @@ impl Checker<'_> {
                 .ok(),
             _ => None,
         };
-        let tools = match &reports {
-            Some(r) => self.tools.with_fresh_home_writing(r.path()),
-            None => self.tools.with_fresh_home(),
-        };
+        let tools = self
+            .tools
+            .with_fresh_home(reports.as_ref().map(|r| r.path()));
         let batch = match (&self.batch, &reports) {
             (Some(b), Some(r)) => Some(crate::batch::Batching {
                 temp: r.path().to_path_buf(),

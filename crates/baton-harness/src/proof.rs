@@ -342,7 +342,7 @@ impl Runner<'_> {
         let scratch = scratch_dir.path();
         // The verifier's commands see the project read-only (kernel-enforced where
         // the sandbox runs), and may write their scratch.
-        let mut ro_tools = self.read_only_tools_writing(Some(scratch));
+        let mut ro_tools = self.read_only_tools(scratch);
         let prompt = verifier::prompt(&verifier::Brief {
             list: current,
             features: flips,
@@ -532,9 +532,8 @@ impl Runner<'_> {
         };
         // The session's base first: the others are looked for only when the
         // check passes there too.
-        let (entry, mut references) = self.references_of(f, base, false);
-        let mut all = base.is_none();
-        if references.is_empty() {
+        let (entry, first) = self.references_of(f, base, false);
+        if first.is_empty() {
             return Replayed::NotHeld(
                 "baton knows no commit before the work to replay it against".into(),
             );
@@ -556,22 +555,11 @@ impl Runner<'_> {
         }
         let playwright = crate::ran::Playwright::of(command);
         let mut passed_before = Vec::new();
-        let mut tried: Vec<String> = Vec::new();
-        while let Some(r) = references.first().cloned().or_else(|| {
-            if all {
-                return None;
-            }
-            all = true;
-            references = self
-                .references_of(f, base, true)
-                .1
-                .into_iter()
-                .filter(|r| !tried.contains(&r.commit))
-                .collect();
-            references.first().cloned()
-        }) {
-            references.remove(0);
-            tried.push(r.commit.clone());
+        // After the session's base (always the first of all), the rest.
+        let later = base
+            .into_iter()
+            .flat_map(|_| self.references_of(f, base, true).1.into_iter().skip(1));
+        for r in first.into_iter().chain(later) {
             let entry = entry.as_deref().unwrap_or(&r.commit);
             let pair = match crate::world::pair(dir, &layers, entry, &r.commit, &head) {
                 Ok(p) => p,
@@ -882,11 +870,7 @@ impl Runner<'_> {
                 continue;
             }
             let author = crate::gates::check_author(&ledger, i + 1, &command);
-            let allowed = !matches!(
-                self.policy
-                    .check("Bash", &serde_json::json!({ "command": command })),
-                baton_tools::GateDecision::Refuse(_)
-            );
+            let allowed = !self.refuses(&command);
             let entry = crate::world::entry_of(dir, &self.files.names.feature_list, f);
             match entry {
                 Some(e)
@@ -1107,15 +1091,11 @@ impl Runner<'_> {
     }
 
     /// The run's tools with the project read-only for `Bash` (through the sandbox
-    /// launcher, where one is in use): the verifier's commands cannot write it.
-    /// With `scratch`, its commands may write that dir too (the verifier's temp
-    /// dir).
-    pub(crate) fn read_only_tools_writing(&self, scratch: Option<&std::path::Path>) -> Toolbox {
+    /// launcher, where one is in use): the verifier's commands cannot write it;
+    /// they may write `scratch` (its temp dir).
+    pub(crate) fn read_only_tools(&self, scratch: &std::path::Path) -> Toolbox {
         let mut ctx = self.tools.context().clone();
-        ctx.launcher = ctx.launcher.as_ref().map(|l| match scratch {
-            Some(s) => l.read_only_writing(s),
-            None => l.read_only(),
-        });
+        ctx.launcher = ctx.launcher.as_ref().map(|l| l.read_only(scratch));
         self.tools.with_context(ctx)
     }
 

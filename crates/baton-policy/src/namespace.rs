@@ -128,9 +128,20 @@ impl Holder {
 
     /// Whether the namespace still stands.
     pub fn alive(&self) -> bool {
-        std::fs::read_link(format!("/proc/{}/ns/pid", self.inside))
-            .is_ok_and(|l| l.to_string_lossy() == self.ns)
+        stands(self.inside, &self.ns)
     }
+}
+
+/// Whether the namespace `ns` whose pid 1 is `inside` (its outer pid) still
+/// stands: that process runs in it, and is not a zombie nobody reaped yet (a
+/// namespace's init becomes one only once every other process in it was killed).
+pub fn stands(inside: i32, ns: &str) -> bool {
+    std::fs::read_link(format!("/proc/{inside}/ns/pid")).is_ok_and(|l| l.to_string_lossy() == ns)
+        && std::fs::read_to_string(format!("/proc/{inside}/stat")).is_ok_and(|st| {
+            st.rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next())
+                .is_some_and(|state| state != 'Z' && state != 'X')
+        })
 }
 
 impl Drop for Holder {

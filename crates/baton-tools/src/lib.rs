@@ -146,30 +146,19 @@ pub struct ToolContext {
 pub trait Launcher: Send + Sync + std::fmt::Debug {
     /// The prefix for the next command.
     fn prefix(&self) -> Vec<std::ffi::OsString>;
-    /// The same launcher with the project only readable (the verifier's commands),
-    /// and a home no command has written.
-    fn read_only(&self) -> Arc<dyn Launcher>;
-    /// [`Launcher::read_only`] whose commands may also write `scratch` (the
-    /// verifier's temp dir).
-    fn read_only_writing(&self, scratch: &std::path::Path) -> Arc<dyn Launcher> {
-        let _ = scratch;
-        self.read_only()
-    }
-    /// The same launcher with a home no command has written (a run of checks).
-    fn fresh_home(&self) -> Arc<dyn Launcher>;
-    /// [`Launcher::fresh_home`] whose commands may also write `dir` (a batch
-    /// runner's report).
-    fn fresh_home_writing(&self, dir: &std::path::Path) -> Arc<dyn Launcher> {
-        let _ = dir;
-        self.fresh_home()
-    }
+    /// The same launcher for the verifier's commands: the project only readable,
+    /// a home no command has written, and `scratch` (its temp dir) writable.
+    fn read_only(&self, scratch: &std::path::Path) -> Arc<dyn Launcher>;
+    /// The same launcher with a home no command has written (a run of checks),
+    /// whose commands may also write `also` (a batch runner's report dir).
+    fn fresh_home(&self, also: Option<&std::path::Path>) -> Arc<dyn Launcher>;
     /// A launcher for commands on another tree, `project` (a clean checkout of
     /// proof): a namespace and a home of their own, where `project` is what
     /// they may write and this launcher's project is only readable. Without
     /// such confinement, [`Launcher::fresh_home`].
     fn elsewhere(&self, project: &std::path::Path) -> Arc<dyn Launcher> {
         let _ = project;
-        self.fresh_home()
+        self.fresh_home(None)
     }
     /// The pid the command's own processes know the process baton started as
     /// `spawned` by (they may live in a PID namespace of their own).
@@ -208,11 +197,11 @@ impl Launcher for FixedLauncher {
         self.0.clone()
     }
 
-    fn read_only(&self) -> Arc<dyn Launcher> {
+    fn read_only(&self, _scratch: &std::path::Path) -> Arc<dyn Launcher> {
         Arc::new(self.clone())
     }
 
-    fn fresh_home(&self) -> Arc<dyn Launcher> {
+    fn fresh_home(&self, _also: Option<&std::path::Path>) -> Arc<dyn Launcher> {
         Arc::new(self.clone())
     }
 }
@@ -339,17 +328,11 @@ impl Toolbox {
     }
 
     /// The same tools whose commands have a home no command has written (see
-    /// [`Launcher::fresh_home`]): one run of checks. Without a launcher, the same.
-    pub fn with_fresh_home(&self) -> Self {
+    /// [`Launcher::fresh_home`]): one run of checks, which may also write `also`.
+    /// Without a launcher, the same.
+    pub fn with_fresh_home(&self, also: Option<&std::path::Path>) -> Self {
         let mut ctx = self.ctx.clone();
-        ctx.launcher = ctx.launcher.as_ref().map(|l| l.fresh_home());
-        self.with_context(ctx)
-    }
-
-    /// [`Toolbox::with_fresh_home`] whose commands may also write `dir`.
-    pub fn with_fresh_home_writing(&self, dir: &std::path::Path) -> Self {
-        let mut ctx = self.ctx.clone();
-        ctx.launcher = ctx.launcher.as_ref().map(|l| l.fresh_home_writing(dir));
+        ctx.launcher = ctx.launcher.as_ref().map(|l| l.fresh_home(also));
         self.with_context(ctx)
     }
 

@@ -139,12 +139,6 @@ pub fn private_temp_args(spec: &SandboxSpec) -> Vec<OsString> {
         ]);
     }
     let mut back: Vec<(PathBuf, bool)> = vec![
-        // A parallel run's copy borrows its main project's objects (and lies in
-        // it): the main project is there to read.
-        (
-            super::main_of_copy(&spec.project).unwrap_or_default(),
-            false,
-        ),
         (spec.project.clone(), !spec.read_only),
         (spec.home.clone(), true),
         (
@@ -154,6 +148,9 @@ pub fn private_temp_args(spec: &SandboxSpec) -> Vec<OsString> {
         (baton_config::state_dir(&spec.project), false),
         (super::stage_dir(&spec.project), false),
     ];
+    // A parallel run's copy borrows its main project's objects (and lies in
+    // it): the main project is there to read.
+    back.extend(super::main_of_copy(&spec.project).map(|m| (m, false)));
     back.extend(spec.writable.iter().map(|p| (p.clone(), true)));
     back.extend(spec.readable.iter().map(|p| (p.clone(), false)));
     back.extend(std::env::current_exe().ok().map(|e| (e, false)));
@@ -287,11 +284,12 @@ impl SandboxLauncher {
 
     /// This launcher in a namespace of its own whose commands have a home no
     /// command has written ([`FreshHome`]); `read_only` makes the project only
-    /// readable there. Where the fresh home cannot be made, the commands keep
-    /// the session's (with a warning): they still run.
-    fn fresh(&self, read_only: bool) -> Self {
+    /// readable there, `also` is writable there too. Where the fresh home cannot
+    /// be made, the commands keep the session's (with a warning): they still run.
+    fn fresh(&self, read_only: bool, also: Option<&Path>) -> Self {
         let mut l = self.clone();
         l.spec.read_only |= read_only;
+        l.spec.writable.extend(also.map(Path::to_path_buf));
         l.holder = std::sync::Arc::default();
         // A copy's own temp dir lies in the home this one replaces: baton makes
         // the verifier's scratch and the clean checkouts of proof there, so it
@@ -530,30 +528,16 @@ impl baton_tools::Launcher for SandboxLauncher {
     }
 
     /// The same launcher for the verifier: a namespace of its own in which the
-    /// whole project is read-only.
-    fn read_only(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
-        // A namespace of its own, in which the whole project is read-only, with a
-        // home of its own; both end with the verifier's tools.
-        std::sync::Arc::new(self.fresh(true))
+    /// whole project is read-only, with a home of its own (both end with the
+    /// verifier's tools), and `scratch` writable.
+    fn read_only(&self, scratch: &Path) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        std::sync::Arc::new(self.fresh(true, Some(scratch)))
     }
 
-    /// The verifier's launcher, whose commands may also write `scratch`.
-    fn read_only_writing(&self, scratch: &Path) -> std::sync::Arc<dyn baton_tools::Launcher> {
-        let mut l = self.fresh(true);
-        l.spec.writable.push(scratch.to_path_buf());
-        std::sync::Arc::new(l)
-    }
-
-    /// A run of checks' launcher whose commands may also write `dir`.
-    fn fresh_home_writing(&self, dir: &Path) -> std::sync::Arc<dyn baton_tools::Launcher> {
-        let mut l = self.fresh(false);
-        l.spec.writable.push(dir.to_path_buf());
-        std::sync::Arc::new(l)
-    }
-
-    /// The same launcher for one run of checks: a namespace and a home of its own.
-    fn fresh_home(&self) -> std::sync::Arc<dyn baton_tools::Launcher> {
-        std::sync::Arc::new(self.fresh(false))
+    /// The same launcher for one run of checks: a namespace and a home of its
+    /// own, and `also` writable.
+    fn fresh_home(&self, also: Option<&Path>) -> std::sync::Arc<dyn baton_tools::Launcher> {
+        std::sync::Arc::new(self.fresh(false, also))
     }
 
     /// End the namespace its commands share, and every process in it (a daemon
@@ -570,19 +554,8 @@ impl baton_tools::Launcher for SandboxLauncher {
             let ended = h.take();
             drop(h);
             drop(ended);
-            // Gone, or a zombie nobody reaped yet: a namespace's init becomes one
-            // only once every other process in it was killed and reaped.
-            let running = || {
-                std::fs::read_link(format!("/proc/{pid}/ns/pid"))
-                    .is_ok_and(|l| l.to_string_lossy() == ns)
-                    && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
-                        st.rsplit_once(')')
-                            .and_then(|(_, rest)| rest.trim_start().chars().next())
-                            .is_some_and(|state| state != 'Z' && state != 'X')
-                    })
-            };
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-            while running() && std::time::Instant::now() < deadline {
+            while crate::namespace::stands(pid, &ns) && std::time::Instant::now() < deadline {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
         }
@@ -597,7 +570,7 @@ impl baton_tools::Launcher for SandboxLauncher {
             .readable
             .extend(super::main_of_copy(&self.spec.project));
         l.spec.project = project.to_path_buf();
-        std::sync::Arc::new(l.fresh(false))
+        std::sync::Arc::new(l.fresh(false, None))
     }
 
     /// The pid a spawned command has inside the run's namespace, once there is one.
