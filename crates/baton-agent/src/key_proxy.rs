@@ -349,12 +349,8 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             "key proxy: missing, wrong or revoked bearer token",
         );
     };
-    let over = tally
-        .lock()
-        .ok()
-        .filter(|m| m.reached(limit))
-        .map(|m| m.total().total());
-    if let Some(spent) = over {
+    let spent = tally.lock().map(|m| m.total().total()).unwrap_or(u64::MAX);
+    if limit > 0 && spent >= limit {
         let msg = format!(
             "key proxy: this session's token limit is spent ({spent} of {limit} tokens; [agent] max_session_tokens)"
         );
@@ -422,22 +418,16 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             return error(StatusCode::BAD_REQUEST, "invalid_request_error", &msg);
         }
     };
-    let body = match metered_body(parts.uri.path(), body) {
-        Ok(b) => b,
-        Err(why) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", why),
+    let left = (limit > 0).then(|| limit - spent);
+    let (body, cap) = match checked_body(&parts.method, parts.uri.path(), &body, left) {
+        Ok(checked) => checked,
+        Err(why) => return error(StatusCode::BAD_REQUEST, "invalid_request_error", &why),
     };
-    let asked = body.len();
-    // No `accept-encoding`: answers come plain, so their usage can be read; no
-    // `content-encoding`: the body goes as it was read.
-    let mut headers = forwarded(
-        &parts.headers,
-        &[
-            header::HOST,
-            header::AUTHORIZATION,
-            header::ACCEPT_ENCODING,
-            header::CONTENT_ENCODING,
-        ],
-    );
+    let asked = meter::Asked {
+        bytes: body.len(),
+        cap,
+    };
+    let mut headers = allowed_headers(&parts.headers, !body.is_empty());
     for (name, _) in &shared.headers {
         headers.remove(name);
     }
@@ -516,31 +506,128 @@ fn endpoint(method: &hyper::Method, path: &str) -> bool {
         .any(|(m, p)| method.as_str() == *m && rest == *p)
 }
 
-/// The request body as forwarded (decoded already): a JSON body that asks for a
-/// `background` response is refused (its cost would come after the session, out
-/// of any count); a streamed chat completion is made to report its usage
-/// (`stream_options.include_usage`), so its cost is metered.
-fn metered_body(path: &str, body: Bytes) -> Result<Bytes, &'static str> {
-    let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&body) else {
-        return Ok(body);
-    };
-    if v.get("background").and_then(serde_json::Value::as_bool) == Some(true) {
-        return Err(
-            "key proxy: background requests are refused: their cost would come after the session, where no limit holds",
+/// The request headers forwarded upstream: only those a model request needs
+/// (what the client is, what it accepts, which beta it speaks), never a cookie, a
+/// proxy header, the client's credentials or a header that would select another
+/// organisation, project or account. No `accept-encoding`: answers come plain, so
+/// their usage can be read. A body goes as JSON, as it was re-serialised.
+fn allowed_headers(headers: &HeaderMap, json: bool) -> HeaderMap {
+    const ALLOWED: [&str; 6] = [
+        "accept",
+        "user-agent",
+        "openai-beta",
+        "originator",
+        "version",
+        "session_id",
+    ];
+    let mut out = HeaderMap::new();
+    for (name, value) in headers {
+        if ALLOWED.contains(&name.as_str()) {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    if json {
+        out.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
         );
     }
-    let chat_stream = path.ends_with("/chat/completions")
-        && v.get("stream").and_then(serde_json::Value::as_bool) == Some(true);
-    if chat_stream && let Some(o) = v.as_object_mut() {
-        let opts = o
-            .entry("stream_options")
-            .or_insert_with(|| serde_json::json!({}));
-        if let Some(opts) = opts.as_object_mut() {
-            opts.insert("include_usage".into(), serde_json::Value::Bool(true));
-        }
-        return Ok(Bytes::from(v.to_string()));
+    out
+}
+
+/// The smallest output cap the proxy sets (providers refuse smaller ones).
+const MIN_CAP: u64 = 16;
+
+/// The request body as forwarded, and the output cap it carries: the proxy parses
+/// the (decoded) body once, judges that value, and forwards it re-serialised, so
+/// what the provider reads is what was checked (no duplicate key, no trailing
+/// bytes, nothing but one JSON object). A `GET` carries no body.
+///
+/// Refused: a body that is not one JSON object; a `background` response (its cost
+/// would come after the session, out of any count); a response that continues
+/// context stored at the provider (`previous_response_id`, `conversation`: input
+/// the proxy never sees). Set: `store: false` on a response (nothing of the session
+/// is kept at the provider for a later request to reach), `include_usage` on a
+/// streamed chat completion (so its cost is metered), and, when the session has
+/// `left` tokens of its limit, an output cap no larger than that, so one answer
+/// cannot spend past the limit and an answer the client cuts is charged in full.
+fn checked_body(
+    method: &hyper::Method,
+    path: &str,
+    body: &[u8],
+    left: Option<u64>,
+) -> Result<(Bytes, Option<u64>), String> {
+    if *method == hyper::Method::GET {
+        return if body.is_empty() {
+            Ok((Bytes::new(), None))
+        } else {
+            Err("key proxy: a GET request carries no body".into())
+        };
     }
-    Ok(body)
+    let mut v: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+        format!("key proxy: the request body is not JSON ({e}), so it is not forwarded")
+    })?;
+    let Some(o) = v.as_object_mut() else {
+        return Err(
+            "key proxy: the request body is not a JSON object, so it is not forwarded".into(),
+        );
+    };
+    let set = |o: &serde_json::Map<String, serde_json::Value>, key: &str| {
+        o.get(key).is_some_and(|v| !v.is_null() && *v != false)
+    };
+    if set(o, "background") {
+        return Err(
+            "key proxy: background requests are refused: their cost would come after the session, where no limit holds".into(),
+        );
+    }
+    let chat = path.ends_with("/chat/completions");
+    if chat {
+        if set(o, "stream") {
+            let opts = o
+                .entry("stream_options")
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(opts) = opts.as_object_mut() {
+                opts.insert("include_usage".into(), serde_json::Value::Bool(true));
+            }
+        }
+        if o.contains_key("store") {
+            o.insert("store".into(), serde_json::Value::Bool(false));
+        }
+    } else {
+        if let Some(key) = ["previous_response_id", "conversation"]
+            .into_iter()
+            .find(|k| set(o, k))
+        {
+            return Err(format!(
+                "key proxy: `{key}` is refused: it continues context stored at the provider, out of the proxy's sight; send the whole input (with `store: false`)"
+            ));
+        }
+        o.insert("store".into(), serde_json::Value::Bool(false));
+    }
+    let field = if !chat {
+        "max_output_tokens"
+    } else if o.contains_key("max_tokens") && !o.contains_key("max_completion_tokens") {
+        "max_tokens"
+    } else {
+        "max_completion_tokens"
+    };
+    let given = match o.get(field) {
+        None | Some(serde_json::Value::Null) => None,
+        Some(n) => Some(n.as_u64().ok_or_else(|| {
+            format!("key proxy: `{field}` is not a whole number of tokens, so the request is not forwarded")
+        })?),
+    };
+    let cap = match left {
+        Some(left) => {
+            let cap = given.map_or(left, |g| g.min(left)).max(MIN_CAP);
+            o.insert(field.into(), cap.into());
+            Some(cap)
+        }
+        None => given,
+    };
+    let body = serde_json::to_vec(&v)
+        .map_err(|e| format!("key proxy: cannot write the request body again: {e}"))?;
+    Ok((Bytes::from(body), cap))
 }
 
 /// `{upstream}/<rest>?<query>` for a request to `/v1/<rest>?<query>`; `None` for
@@ -593,7 +680,7 @@ fn relay(
     answer: reqwest::Response,
     tally: Tally,
     permit: tokio::sync::OwnedSemaphorePermit,
-    asked: usize,
+    asked: meter::Asked,
 ) -> Response<ProxyBody> {
     let status = answer.status();
     let headers = forwarded(answer.headers(), &[]);

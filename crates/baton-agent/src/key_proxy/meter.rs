@@ -28,9 +28,10 @@ pub struct Metered {
     pub requests: u64,
     /// Answers that reported no usage (an error, a listing).
     pub unreported: u64,
-    /// Answers the client cut before they reported their usage, charged by
-    /// what was sent: the request's bytes and the text relayed so far, at four
-    /// bytes a token (under the model `""`).
+    /// Answers the client cut before they reported their usage, charged in
+    /// full: the request's bytes at four bytes a token, and the output cap the
+    /// request went with (the text relayed so far, at four bytes a token, when it
+    /// went with none), under the model `""`.
     pub estimated: u64,
     /// The usage reported, by the model named in the answer (`""` when none was).
     pub by_model: BTreeMap<String, Usage>,
@@ -196,6 +197,15 @@ impl Reader {
     }
 }
 
+/// What a request was sent with, for the charge of an answer the client cuts.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Asked {
+    /// The forwarded body's length in bytes.
+    pub bytes: usize,
+    /// The output cap it carried (`max_output_tokens` and the like), if any.
+    pub cap: Option<u64>,
+}
+
 /// An answer's body stream that adds what the answer reports to a tally as it
 /// passes (before the client has the bytes that report it), and, when it ends or
 /// is dropped (the client went away mid-stream), counts it unreported if it
@@ -206,8 +216,8 @@ pub(super) struct Metering<S> {
     tally: Tally,
     reported: bool,
     done: bool,
-    /// The request's body length, for an estimate should the client cut.
-    asked: usize,
+    /// What the request was sent with, for the charge should the client cut.
+    asked: Asked,
     /// The upstream's answer ended (not cut by the client).
     ended: bool,
 }
@@ -216,13 +226,13 @@ impl<S> Metering<S> {
     /// Meter `inner`, an answer whose `content-type` was `content_type`, into
     /// `tally`, which has counted the request already.
     /// `length` is its `content-length`, when it had one.
-    /// `asked` is the request body's length (for the estimate of a cut answer).
+    /// `asked` is what the request was sent with (for the charge of a cut answer).
     pub(super) fn new(
         inner: S,
         content_type: &str,
         length: Option<usize>,
         tally: Tally,
-        asked: usize,
+        asked: Asked,
     ) -> Self {
         Metering {
             inner,
@@ -264,11 +274,12 @@ impl<S> Metering<S> {
             m.unreported += 1;
         } else {
             // Cut by the client before the usage came: the provider bills what it
-            // read and wrote all the same.
+            // read and writes all the same, up to the cap the request went with.
             m.estimated += 1;
+            let seen = self.reader.text.div_ceil(4) as u64;
             let estimate = Usage {
-                input_tokens: self.asked.div_ceil(4) as u64,
-                output_tokens: self.reader.text.div_ceil(4) as u64,
+                input_tokens: self.asked.bytes.div_ceil(4) as u64,
+                output_tokens: self.asked.cap.map_or(seen, |cap| cap.max(seen)),
                 ..Usage::default()
             };
             m.by_model.entry(String::new()).or_default().add(&estimate);

@@ -119,7 +119,8 @@ async fn forwards_with_the_real_key_and_relays_the_stream_byte_for_byte() {
         Some(&*format!("Bearer {KEY}"))
     );
     assert_eq!(seen.header("openai-organization"), Some("org-test"));
-    assert_eq!(seen.header("x-client-tag"), Some("codex-test"));
+    // Only the headers a model request needs go on: not the client's own.
+    assert_eq!(seen.header("x-client-tag"), None);
     let host = via.base_url().replace("http://", "");
     assert_eq!(seen.header("host"), Some(host.as_str()));
     assert!(
@@ -127,7 +128,8 @@ async fn forwards_with_the_real_key_and_relays_the_stream_byte_for_byte() {
         "the proxy token went upstream: {:?}",
         seen.headers
     );
-    let sent: serde_json::Value = serde_json::from_str(&request_body()).unwrap();
+    let mut sent: serde_json::Value = serde_json::from_str(&request_body()).unwrap();
+    sent["store"] = false.into();
     assert_eq!(seen.body, sent);
 }
 
@@ -359,7 +361,10 @@ async fn a_compressed_body_is_read_and_forwarded_plain() {
     let answer = send("gzip", gz.finish().unwrap()).await;
     assert_eq!(answer.status(), 200);
     let received = timeout(WAIT, received).await.unwrap().unwrap();
-    assert_eq!(received.body, plain.to_vec());
+    let sent: serde_json::Value = serde_json::from_slice(&received.body).unwrap();
+    let mut expected: serde_json::Value = serde_json::from_slice(plain).unwrap();
+    expected["store"] = false.into();
+    assert_eq!(sent, expected);
     assert!(
         !received.head.contains("content-encoding"),
         "{}",
@@ -411,7 +416,13 @@ async fn a_stream_the_client_cuts_is_charged_by_what_was_sent() {
     let m = grant.metered();
     assert_eq!((m.requests, m.unreported, m.estimated), (1, 0, 1));
     let u = m.by_model[""];
-    assert_eq!(u.input_tokens, body.len().div_ceil(4) as u64);
+    // The body as forwarded: with `store: false`.
+    let mut forwarded: serde_json::Value = serde_json::from_str(&body).unwrap();
+    forwarded["store"] = false.into();
+    assert_eq!(
+        u.input_tokens,
+        forwarded.to_string().len().div_ceil(4) as u64
+    );
     // 40 bytes of text read before the cut (and perhaps the 4 after it).
     assert!((10..=11).contains(&u.output_tokens), "{u:?}");
 }
@@ -666,4 +677,117 @@ async fn answers_come_plain_and_one_request_per_session_is_in_flight() {
     assert!(second.text().await.unwrap().contains("one at a time"));
     go.send(()).unwrap();
     let _ = timeout(WAIT, first.bytes()).await.unwrap();
+}
+
+/// The proxy judges one parse of the body and forwards that value: what is not
+/// one JSON object is refused, and a key given twice cannot say one thing to the
+/// proxy and another to the provider.
+#[tokio::test]
+async fn a_body_is_parsed_once_and_what_was_judged_is_what_goes() {
+    let (server, proxy) = proxied(vec![Step::Reply(Reply::text("never"))]).await;
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
+    let url = format!("{}/responses", proxy.base_url());
+    for body in [
+        "not json",
+        r#"{"model": "gpt-test"} {"background": true}"#,
+        r#"[{"model": "gpt-test"}]"#,
+        r#"{"model": "gpt-test", "input": "hi", "background": false, "background": true}"#,
+        r#"{"model": "gpt-test", "input": "hi", "max_output_tokens": "lots"}"#,
+    ] {
+        let answer = post(&url, Some(&bearer), body.to_string()).await;
+        assert_eq!(answer.status(), 400, "{body}");
+        let text = answer.text().await.unwrap();
+        assert!(text.contains("key proxy"), "{body}: {text}");
+    }
+    assert!(server.requests().is_empty());
+
+    // The other order is forwarded, as the one value the proxy read.
+    let (go, held) = oneshot::channel();
+    let (upstream, received) = held_upstream("data: {}\n\n", "data: {}\n\n", held).await;
+    let proxy = KeyProxy::start(&upstream, real_key()).await.unwrap();
+    let grant = proxy.grant();
+    let body = r#"{"model": "gpt-test", "input": "hi", "background": true, "background": false}"#;
+    let answer = post(
+        &format!("{}/responses", proxy.base_url()),
+        Some(&format!("Bearer {}", grant.token())),
+        body.to_string(),
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let got = timeout(WAIT, received).await.unwrap().unwrap();
+    let raw = String::from_utf8(got.body).unwrap();
+    assert_eq!(raw.matches("background").count(), 1, "{raw}");
+    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(v["background"], false, "{raw}");
+    assert!(
+        got.head.contains("content-type: application/json"),
+        "{}",
+        got.head
+    );
+    go.send(()).unwrap();
+    let _ = timeout(WAIT, answer.bytes()).await.unwrap();
+}
+
+/// Nothing of a session is kept at the provider, and no request reaches context
+/// kept there: its input would be out of the proxy's sight.
+#[tokio::test]
+async fn stored_context_is_refused_and_nothing_is_stored() {
+    let (server, proxy) = proxied(vec![Step::Reply(Reply::text("ok"))]).await;
+    let grant = proxy.grant();
+    let bearer = format!("Bearer {}", grant.token());
+    let url = format!("{}/responses", proxy.base_url());
+    for (key, value) in [
+        ("previous_response_id", serde_json::json!("resp_123")),
+        ("conversation", serde_json::json!({"id": "conv_1"})),
+    ] {
+        let mut body = serde_json::json!({"model": "gpt-test", "input": "hi"});
+        body[key] = value;
+        let answer = post(&url, Some(&bearer), body.to_string()).await;
+        assert_eq!(answer.status(), 400, "{key}");
+        assert!(answer.text().await.unwrap().contains(key));
+    }
+    assert!(server.requests().is_empty());
+    let body = serde_json::json!({"model": "gpt-test", "input": "hi", "store": true});
+    let answer = post(&url, Some(&bearer), body.to_string()).await;
+    assert_eq!(answer.status(), 200);
+    let _ = answer.bytes().await;
+    assert_eq!(server.requests()[0].body["store"], false);
+}
+
+/// A limited session's request goes with an output cap no larger than what is
+/// left of its limit, and an answer it cuts is charged that cap in full: hanging
+/// up early spends nothing the limit does not see.
+#[tokio::test]
+async fn a_limited_request_is_capped_and_a_cut_one_is_charged_in_full() {
+    let (go, held) = oneshot::channel();
+    let (upstream, received) = held_upstream(
+        "event: response.output_text.delta\ndata: {\"delta\":\"abcd\"}\n\n",
+        "data: {}\n\n",
+        held,
+    )
+    .await;
+    let proxy = KeyProxy::start(&upstream, real_key()).await.unwrap();
+    let grant = proxy.grant_limited(5000);
+    let body = serde_json::json!({"model": "gpt-test", "input": "hi", "stream": true,
+        "max_output_tokens": 100_000})
+    .to_string();
+    let mut answer = post(
+        &format!("{}/responses", proxy.base_url()),
+        Some(&format!("Bearer {}", grant.token())),
+        body,
+    )
+    .await;
+    assert_eq!(answer.status(), 200);
+    let got = timeout(WAIT, received).await.unwrap().unwrap();
+    let sent: serde_json::Value = serde_json::from_slice(&got.body).unwrap();
+    assert_eq!(sent["max_output_tokens"], 5000, "{sent}");
+    let _ = timeout(WAIT, answer.chunk()).await.unwrap();
+    drop(answer);
+    go.send(()).unwrap();
+    settled(|| grant.metered().estimated > 0).await;
+    let u = grant.metered().by_model[""];
+    assert_eq!(u.output_tokens, 5000, "{u:?}");
+    assert_eq!(u.input_tokens, got.body.len().div_ceil(4) as u64);
+    assert!(grant.spent());
 }
