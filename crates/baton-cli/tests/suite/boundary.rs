@@ -927,12 +927,23 @@ fn the_hosts_temp_dirs_and_their_sockets_are_out_of_reach() {
         .prefix("baton-host-")
         .tempfile_in("/dev/shm")
         .unwrap();
+    // A host daemon's socket in /run (the user's runtime dir, a container
+    // daemon's), where the test may make one.
+    let run_dir = tempfile::Builder::new()
+        .prefix("baton-host-")
+        .tempdir_in("/run")
+        .ok();
+    let run_sock = run_dir.as_ref().map(|d| d.path().join("docker.sock"));
+    let _daemon = run_sock
+        .as_ref()
+        .map(|s| std::os::unix::net::UnixListener::bind(s).unwrap());
     let mine = format!(
         "/tmp/{}-written-inside",
         host.path().file_name().unwrap().to_string_lossy()
     );
+    let run_sock = run_sock.map_or("/run/baton-none".into(), |s| s.display().to_string());
     let look = format!(
-        "for p in {} {} {}; do if [ -e \"$p\" ]; then echo \"SEEN $p\"; else echo hidden; fi; done; echo inside > {mine} && cat {mine}; pwd; echo work > src-probe.txt && cat src-probe.txt",
+        "for p in {} {} {} {run_sock}; do if [ -e \"$p\" ]; then echo \"SEEN $p\"; else echo hidden; fi; done; echo inside > {mine} && cat {mine}; pwd; echo work > src-probe.txt && cat src-probe.txt; if [ -r /etc/resolv.conf ]; then echo names-resolve; fi",
         host.path().display(),
         sock.display(),
         shm.path().display()
@@ -948,8 +959,9 @@ fn the_hosts_temp_dirs_and_their_sockets_are_out_of_reach() {
         .find(|s| s.contains("hidden") || s.contains("SEEN"))
         .unwrap_or_else(|| panic!("{said:?}"));
     assert!(!said.contains("SEEN"), "{said}");
-    assert_eq!(said.matches("hidden").count(), 3, "{said}");
+    assert_eq!(said.matches("hidden").count(), 4, "{said}");
     assert!(said.contains("inside\n"), "{said}");
+    assert!(said.contains("names-resolve"), "{said}");
     assert!(
         said.contains("work\n"),
         "the project stays the command's: {said}"

@@ -85,17 +85,19 @@ pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsSt
 }
 
 /// The rendezvous points of the host that every namespace gets an empty copy of
-/// its own: `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR` (when it is another
-/// directory that holds neither `/` nor the user's home), each by its real
-/// path, none inside another. What a host program left there (a tmux or ssh
-/// agent socket, an X11 socket, Chromium's singleton, another run's files) is
-/// out of sight and reach.
+/// its own: `/tmp`, `/var/tmp`, `/dev/shm`, `/run` and `$TMPDIR` (when it is
+/// another directory that holds neither `/` nor the user's home), each by its
+/// real path, none inside another. What a host program left there (a tmux or ssh
+/// agent socket, an X11 socket, Chromium's singleton, the user's runtime dir with
+/// its D-Bus and keyring sockets, a container daemon's socket, another run's
+/// files) is out of sight and reach.
 pub fn private_dirs() -> Vec<PathBuf> {
     let home = super::home();
     let mut found = vec![
         PathBuf::from("/tmp"),
         PathBuf::from("/var/tmp"),
         PathBuf::from("/dev/shm"),
+        PathBuf::from("/run"),
     ];
     if let Some(t) = std::env::var_os("TMPDIR").map(PathBuf::from)
         && t.is_absolute()
@@ -154,6 +156,9 @@ pub fn private_temp_args(spec: &SandboxSpec) -> Vec<OsString> {
     back.extend(spec.writable.iter().map(|p| (p.clone(), true)));
     back.extend(spec.readable.iter().map(|p| (p.clone(), false)));
     back.extend(std::env::current_exe().ok().map(|e| (e, false)));
+    // Where the resolver's configuration really is (systemd-resolved keeps it
+    // in `/run`): names still resolve.
+    back.push((PathBuf::from("/etc/resolv.conf"), false));
     let mut back: Vec<(PathBuf, bool)> = back
         .into_iter()
         .filter_map(|(p, rw)| p.canonicalize().ok().map(|p| (p, rw)))
