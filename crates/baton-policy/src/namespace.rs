@@ -265,16 +265,22 @@ pub fn join(
     Ok(status.code().unwrap_or(1))
 }
 
+/// One protected path as it is bound now: where, from which file, and that
+/// file's device and inode.
+pub type Protected = (PathBuf, PathBuf, (u64, u64));
+
 /// The files of [`crate::sandbox::PROTECTED`] (and baton's state dir) as they are
-/// now, with their device and inode: a bind inside that shows another file
-/// (replaced since, e.g. by git's lock-and-rename) is renewed.
-pub fn protected_ids(spec: &SandboxSpec) -> Vec<(PathBuf, (u64, u64))> {
-    crate::sandbox::protected_paths(&spec.project)
+/// now, each with the file bound there ([`crate::sandbox::protected_binds`]) and
+/// its device and inode: a bind inside that shows another file (replaced since,
+/// e.g. by git's lock-and-rename, or a config's view written again) is renewed.
+pub fn protected_ids(spec: &SandboxSpec) -> Vec<Protected> {
+    let state = baton_config::state_dir(&spec.project);
+    crate::sandbox::protected_binds(&spec.project)
         .into_iter()
-        .chain(Some(baton_config::state_dir(&spec.project)).filter(|d| d.is_dir()))
-        .filter_map(|p| {
-            let m = std::fs::metadata(&p).ok()?;
-            Some((p, (m.dev(), m.ino())))
+        .chain(Some((state.clone(), state)).filter(|(d, _)| d.is_dir()))
+        .filter_map(|(target, source)| {
+            let m = std::fs::metadata(&source).ok()?;
+            Some((target, source, (m.dev(), m.ino())))
         })
         .collect()
 }
@@ -303,7 +309,7 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
     let fresh: Vec<Option<Fresh>> = protected
         .iter()
         .enumerate()
-        .map(|(i, (path, _))| Fresh::clone(path, &stage.join(i.to_string())))
+        .map(|(i, (_, source, _))| Fresh::clone(source, &stage.join(i.to_string())))
         .collect();
     let open = |kind: &str| {
         std::fs::File::open(format!("/proc/{target}/ns/{kind}")).map_err(|e| fail(kind, &e))
@@ -325,8 +331,9 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
     // Entering a mount namespace moves to its root: back to the same directory.
     std::env::set_current_dir(&cwd)
         .map_err(|e| fail(&format!("working directory {}", cwd.display()), &e))?;
-    for ((path, id), fresh) in protected.iter().zip(fresh) {
-        bind_read_only(path, *id, fresh).map_err(|e| fail(&path.display().to_string(), &e))?;
+    for ((path, source, id), fresh) in protected.iter().zip(fresh) {
+        bind_read_only(path, source, *id, fresh)
+            .map_err(|e| fail(&path.display().to_string(), &e))?;
     }
     // The secret locations are hidden by mounts here, so Landlock need not list
     // every other entry of /, /etc and the home directory (the costly part of a
@@ -496,10 +503,16 @@ impl Fresh {
     }
 }
 
-/// Make `path` a read-only bind of itself in this mount namespace, unless it is one
-/// already of the file `id` (device, inode) names: from `fresh` (see
-/// [`Fresh::place`]) where there is one, else by binding it in place.
-fn bind_read_only(path: &Path, id: (u64, u64), fresh: Option<Fresh>) -> std::io::Result<()> {
+/// Make `path` a read-only bind of `source` (itself, or a config's view) in this
+/// mount namespace, unless it is one already of the file `id` (device, inode)
+/// names: from `fresh` (see [`Fresh::place`]) where there is one, else by binding
+/// it in place.
+fn bind_read_only(
+    path: &Path,
+    source: &Path,
+    id: (u64, u64),
+    fresh: Option<Fresh>,
+) -> std::io::Result<()> {
     use rustix::mount::{UnmountFlags, mount_bind, unmount};
     let parent = path.parent().unwrap_or(Path::new("/"));
     let meta = std::fs::symlink_metadata(path)?;
@@ -522,7 +535,7 @@ fn bind_read_only(path: &Path, id: (u64, u64), fresh: Option<Fresh>) -> std::io:
     if mounted {
         unmount(path, UnmountFlags::DETACH)?;
     }
-    mount_bind(path, path)?;
+    mount_bind(source, path)?;
     remount_read_only(path)
 }
 

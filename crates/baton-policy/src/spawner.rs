@@ -54,7 +54,7 @@ pub(crate) struct Spawner {
     control: UnixStream,
     /// The protected files (path, device, inode) as they were when the binds the
     /// spawner's commands see were made.
-    pub(crate) bound: Vec<(PathBuf, (u64, u64))>,
+    pub(crate) bound: Vec<crate::namespace::Protected>,
 }
 
 impl Spawner {

@@ -993,8 +993,13 @@ fn no_token_from_the_users_git_config_reaches_a_command() {
         "[core]\n\tsshCommand = ssh -i SECRET-TOKEN-4\n",
     )
     .unwrap();
+    // The project's own config, as a CI checkout leaves it.
+    let project_config = p.path().join(".git/config");
+    let mut config = std::fs::read_to_string(&project_config).unwrap();
+    config.push_str("[remote \"origin\"]\n\turl = https://x-access-token:SECRET-TOKEN-5@github.com/o/r.git\n[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic SECRET-TOKEN-6\n[credential]\n\thelper = store --file /tmp/SECRET-TOKEN-7\n[includeIf \"gitdir:/\"]\n\tpath = /tmp/SECRET-TOKEN-8\n");
+    std::fs::write(&project_config, config).unwrap();
     let look = format!(
-        "git config --global --list 2>&1; git config --list 2>&1; cat {h}/.gitconfig {h}/.gitconfig-more 2>&1; cat \"${{GIT_CONFIG_GLOBAL:-none}}\" 2>&1; echo end",
+        "git config --global --list 2>&1; git config --list 2>&1; cat {h}/.gitconfig {h}/.gitconfig-more 2>&1; cat \"${{GIT_CONFIG_GLOBAL:-none}}\" 2>&1; cat .git/config; git remote -v; git status --short | head -1; echo end",
         h = home.path().display()
     );
     let mut steps = initializer(&features(&[false, false, false]));
@@ -1010,6 +1015,11 @@ fn no_token_from_the_users_git_config_reaches_a_command() {
     assert!(!said.contains("SECRET-TOKEN"), "{said}");
     assert!(said.contains("user.name=Test User"), "{said}");
     assert!(said.contains("user.email=test@example.com"), "{said}");
+    // The project's remote is there, without its token.
+    assert!(
+        said.contains("origin\thttps://github.com/o/r.git (fetch)"),
+        "{said}"
+    );
     // The initializer's commit took the user's name all the same.
     let author = super::run::git(&p, &["log", "--format=%an", "-1", "HEAD~0"]);
     assert!(!author.is_empty(), "{author}");

@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{FreshHome, NAMESPACE_VAR, SandboxError, SandboxSpec, protected_paths};
+use super::{FreshHome, NAMESPACE_VAR, SandboxError, SandboxSpec, protected_binds};
 
 /// The `bwrap` program, when one on `PATH` works here (it can make a mount
 /// namespace).
@@ -44,23 +44,23 @@ pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsSt
     if let Some(view) = super::view(spec) {
         v.extend(view.bwrap_args());
     }
-    let mut ro = |p: &Path| {
+    let mut ro = |source: &Path, target: &Path| {
         v.push("--ro-bind".into());
-        v.push(p.as_os_str().to_os_string());
-        v.push(p.as_os_str().to_os_string());
+        v.push(source.as_os_str().to_os_string());
+        v.push(target.as_os_str().to_os_string());
     };
     // The verifier's commands: the whole project read-only (Landlock alone cannot
     // make it so when it lies inside a writable tree such as /tmp).
     if spec.read_only {
-        ro(&spec.project);
+        ro(&spec.project, &spec.project);
     }
-    for p in protected_paths(&spec.project) {
-        ro(&p);
+    for (target, source) in protected_binds(&spec.project) {
+        ro(&source, &target);
     }
     // baton's state dir (the hook's frozen config, the MCP launch dir).
     let state = baton_config::state_dir(&spec.project);
     if state.is_dir() {
-        ro(&state);
+        ro(&state, &state);
     }
     for h in hide {
         let p = h.path.as_os_str().to_os_string();

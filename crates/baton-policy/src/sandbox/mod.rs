@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use baton_config::SandboxNetwork;
 
 pub(crate) mod bubblewrap;
+pub(crate) mod git_view;
 mod home;
 mod shell_spec;
 
@@ -74,6 +75,19 @@ pub fn protected_paths(project: &Path) -> Vec<PathBuf> {
     }
     out.retain(exists);
     out
+}
+
+/// [`protected_paths`] each with the file bound there read-only: itself, or for a
+/// repository's `.git/config` the view of it commands see (no credential in it;
+/// see [`git_view`]).
+pub fn protected_binds(project: &Path) -> Vec<(PathBuf, PathBuf)> {
+    protected_paths(project)
+        .into_iter()
+        .map(|target| {
+            let source = git_view::source(project, &target);
+            (target, source)
+        })
+        .collect()
 }
 
 /// The main project of `project` when it is a parallel run's working copy
