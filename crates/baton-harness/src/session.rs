@@ -279,6 +279,18 @@ impl Runner<'_> {
                     if let Some(h) = home {
                         cli.cli = cli.cli.in_home(h);
                     }
+                } else if let Some(pid) = self
+                    .tools
+                    .context()
+                    .launcher
+                    .as_ref()
+                    .and_then(|l| l.join_target())
+                {
+                    // The CLI's commands join this session's namespace, which
+                    // ends at its gates with all in it (a double fork too): the
+                    // next session's is a fresh one.
+                    cli.command_sandbox =
+                        cli.command_sandbox.as_deref().map(|s| joining_spec(s, pid));
                 }
                 let ended = cli
                     .session(
@@ -675,6 +687,20 @@ pub(crate) struct Agent<'a> {
 }
 
 /// A `BATON_SANDBOX` spec with the project read-only, and `home` for the commands'.
+/// `spec` (a CLI's `BATON_SANDBOX`) joining the namespace `pid` holds, where it
+/// joins one at all.
+fn joining_spec(spec: &str, pid: i32) -> String {
+    use baton_policy::sandbox::ShellSpec;
+    let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
+    match ShellSpec::from_env(var, spec) {
+        Ok(mut s) if s.join.is_some() => {
+            s.join = Some(pid);
+            s.to_env()
+        }
+        _ => spec.to_string(),
+    }
+}
+
 fn read_only_spec(spec: &str, home: Option<&std::path::Path>) -> String {
     use baton_policy::sandbox::ShellSpec;
     let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;

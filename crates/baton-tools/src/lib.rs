@@ -175,6 +175,12 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     /// namespace, the namespace and all in it. The next command starts afresh.
     /// Without one, nothing (the process groups are the registry's to stop).
     fn end_all(&self) {}
+    /// The pid of the process holding the namespace the commands share, for an
+    /// agent CLI's own shell to join (started now when none stands, so after
+    /// [`Launcher::end_all`] a fresh one); `None` without such a namespace.
+    fn join_target(&self) -> Option<i32> {
+        None
+    }
     /// Start `request` through a process the launcher keeps for it (one start of
     /// the command instead of one of the prefix and one of the command), returning
     /// the command's channel ([`spawn::Channel`]). `None` when the launcher has no

@@ -994,3 +994,79 @@ fn claude_code_no_lie_about_what_a_check_reads_proves_a_flip() {
     let run = |server: &ScriptedServer, args: &[&str]| baton_cc(&cli, server, home.path(), args);
     super::proof_lies::every_lie(&run);
 }
+
+/// A process a Claude Code session's command double-forks out of every process
+/// group (a `setsid` daemon) is gone before the session's gates: the CLI's
+/// commands join the session's own namespace, which ends with it, so the next
+/// session's commands neither see it nor find what it keeps writing.
+#[test]
+fn claude_code_a_double_forked_process_does_not_outlive_its_session() {
+    let Some(cli) = claude("claude_code_a_double_forked_process_does_not_outlive_its_session")
+    else {
+        return;
+    };
+    if !super::bwrap("claude_code_a_double_forked_process_does_not_outlive_its_session") {
+        return;
+    }
+    let p =
+        Project::with_toml("[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\n");
+    std::fs::write(p.path().join("app_spec.txt"), "Two features.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    super::run::git(&p, &["init", "-q"]);
+    let daemon = "use POSIX ();\nexit 0 if fork;\nPOSIX::setsid();\nexit 0 if fork;\nopen STDIN, '<', '/dev/null'; open STDOUT, '>', '/dev/null'; open STDERR, '>', '/dev/null';\nexec 'sh', '-c', 'while :; do date +%s%N > \"$HOME/beat\"; sleep 0.05; done # beat-loop-78';\n";
+    let steps = vec![
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "feature_list.json", "content": failing_features(2)}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "claude-progress.txt", "content": "Session 1: list and init.sh.\n"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list'"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Initialized.")),
+        Step::Reply(Reply::tools(&[
+            (
+                "Write",
+                json!({"file_path": "scripts/daemon.pl", "content": daemon}),
+            ),
+            (
+                "Bash",
+                json!({"command": "perl scripts/daemon.pl; sleep 0.3; cat \"$HOME/beat\" >/dev/null && echo started"}),
+            ),
+        ])),
+        Step::Reply(Reply::text("Left a helper running.")),
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "sleep 0.5; if [ -e \"$HOME/beat\" ]; then echo LEFTOVER-ALIVE; else echo home-quiet; fi; n=0; for f in /proc/[0-9]*/cmdline; do case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in *\"beat-loop-$((70+8))\"*) n=$((n+1));; esac; done; echo \"leftovers=$n\""}),
+        )),
+        Step::Reply(Reply::text("Looked.")),
+    ];
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let home = tempfile::tempdir().unwrap();
+    let dir = p.path().to_str().unwrap();
+    let out = baton_cc(
+        &cli,
+        &server,
+        home.path(),
+        &["run", dir, "--max-sessions", "3"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = tool_outputs(&server);
+    assert!(said.iter().any(|s| s.contains("started")), "{said:?}");
+    let next = said
+        .iter()
+        .find(|s| s.contains("leftovers="))
+        .unwrap_or_else(|| panic!("{said:?}"));
+    assert!(next.contains("home-quiet"), "{next}");
+    assert!(next.contains("leftovers=0"), "{next}");
+}

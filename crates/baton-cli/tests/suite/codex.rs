@@ -363,14 +363,14 @@ fn a_hijacked_codex_session_cannot_reach_the_key_git_or_baton_toml() {
 }
 
 /// A command that finds the session's proxy token and base URL in Codex's process
-/// (its environment and `-c` arguments), keeps them in the agent's home, and asks
-/// the model itself with them.
+/// (its environment and `-c` arguments), keeps them in the repository (a session's
+/// `/tmp` and home end with it), and asks the model itself with them.
 const STEAL: &str = r#"for f in /proc/[0-9]*/environ; do
   t=$(tr '\0' '\n' < "$f" 2>/dev/null | sed -n 's/^BATON_CODEX_TOKEN=//p')
   u=$(tr '\0' '\n' < "${f%environ}cmdline" 2>/dev/null | sed -n 's/^model_providers.baton.base_url="\(.*\)"$/\1/p')
   [ -n "$t" ] && [ -n "$u" ] && break
 done
-echo "$t $u" > "/tmp/$(basename "$PWD").stolen"
+echo "$t $u" > .git/stolen
 curl -s -o /dev/null -w 'STOLEN-%{http_code}\n' -H "authorization: Bearer $t" -H 'content-type: application/json' "$u/responses" -d '{"model":"gpt-5-codex","input":"stolen-request","stream":true}'
 "#;
 
@@ -388,7 +388,7 @@ fn a_codex_sessions_token_is_metered_whoever_uses_it_and_dies_with_the_session()
     let mut steps = initializer(1);
     steps.insert(1, script(STEAL));
     steps.push(script(
-        "read t u < \"/tmp/$(basename \"$PWD\").stolen\"\ncurl -s -o /dev/null -w 'OLD-TOKEN-%{http_code}\\n' -H \"authorization: Bearer $t\" -H 'content-type: application/json' \"$u/responses\" -d '{\"model\":\"gpt-5-codex\",\"input\":\"stolen-request\",\"stream\":true}'\n",
+        "read t u < .git/stolen\ncurl -s -o /dev/null -w 'OLD-TOKEN-%{http_code}\\n' -H \"authorization: Bearer $t\" -H 'content-type: application/json' \"$u/responses\" -d '{\"model\":\"gpt-5-codex\",\"input\":\"stolen-request\",\"stream\":true}'\n",
     ));
     steps.push(build(1));
     steps.push(Step::Reply(Reply::text("Feature 1 works.")));

@@ -548,6 +548,10 @@ impl baton_tools::Launcher for SandboxLauncher {
     /// End the namespace its commands share, and every process in it (a daemon
     /// that double-forked out of its group included); the next command starts
     /// a new one. Waits (2 s at most) until the namespace is gone.
+    fn join_target(&self) -> Option<i32> {
+        SandboxLauncher::join_target(self)
+    }
+
     fn end_all(&self) {
         #[cfg(target_os = "linux")]
         {
