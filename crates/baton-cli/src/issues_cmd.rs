@@ -296,5 +296,15 @@ fn pull(dir: &Path, secrets: &Secrets) -> anyhow::Result<ExitCode> {
             "baton: ignored issue #{i} by {who}: opened and labelled only by users without write access"
         );
     }
+    for (i, by, who) in &pulled.changed {
+        let by = if by.is_empty() {
+            "a deleted account"
+        } else {
+            by
+        };
+        eprintln!(
+            "baton: ignored issue #{i}: changed by {by}, who has no write access, after {who} labelled it; label it again to take it as it reads now"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -27,6 +27,19 @@ pub struct Issue {
     pub author: String,
 }
 
+/// Who vouched for an issue's text by labelling it, and who changed the text
+/// when: a label counts for the text as it was then, so a change after it by
+/// anyone who may not write undoes it. Times are the forge's ISO 8601 UTC stamps
+/// (`2026-01-02T03:04:05Z`), which order as text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vouching {
+    /// Each time the label was put on: by whom, when.
+    pub labels: Vec<(String, String)>,
+    /// Each change of the title or the text the forge tells of: by whom (empty
+    /// when it does not say, as for a deleted account), when.
+    pub changes: Vec<(String, String)>,
+}
+
 /// An open pull request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequest {
@@ -179,13 +192,14 @@ pub trait Forge {
     /// Resolve thread `id`.
     fn resolve(&self, id: &str) -> impl std::future::Future<Output = Result<(), ForgeError>>;
 
-    /// Who put `label` on issue `number` (GitHub's events; empty where the forge
-    /// does not say).
-    fn labelled_by(
+    /// Who put `label` on issue `number` and who changed its title or text
+    /// since it was opened, each with when (GitHub's events and its body's last
+    /// edit; empty where the forge does not say).
+    fn vouching(
         &self,
         number: u64,
         label: &str,
-    ) -> impl std::future::Future<Output = Result<Vec<String>, ForgeError>>;
+    ) -> impl std::future::Future<Output = Result<Vouching, ForgeError>>;
 }
 
 /// GitHub's REST API, or Forgejo's and Gitea's.
@@ -619,21 +633,46 @@ impl Forge for Rest {
         Ok(())
     }
 
-    async fn labelled_by(&self, number: u64, label: &str) -> Result<Vec<String>, ForgeError> {
+    async fn vouching(&self, number: u64, label: &str) -> Result<Vouching, ForgeError> {
         if self.kind != ForgeKind::Github {
-            return Ok(Vec::new());
+            return Ok(Vouching::default());
         }
         let events = self
             .get(&format!("/issues/{number}/events?per_page=100"))
             .await?
             .unwrap_or(Value::Null);
-        Ok(events
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|e| e["event"] == "labeled" && e["label"]["name"] == label)
-            .filter_map(|e| e["actor"]["login"].as_str().map(str::to_string))
-            .collect())
+        let who_when = |e: &Value| {
+            (
+                e["actor"]["login"].as_str().unwrap_or_default().to_string(),
+                e["created_at"].as_str().unwrap_or_default().to_string(),
+            )
+        };
+        let mut out = Vouching::default();
+        for e in events.as_array().into_iter().flatten() {
+            if e["event"] == "labeled" && e["label"]["name"] == label {
+                out.labels.push(who_when(e));
+            } else if e["event"] == "renamed" {
+                out.changes.push(who_when(e));
+            }
+        }
+        if out.labels.is_empty() {
+            return Ok(out);
+        }
+        // A body's edits are not among the events: its last one is in GraphQL.
+        let (owner, name) = self.repo.split_once('/').unwrap_or((&self.repo, ""));
+        let query = "query($owner: String!, $name: String!, $number: Int!) { repository(owner: $owner, name: $name) { issue(number: $number) { lastEditedAt editor { login } } } }";
+        let said = self
+            .graphql(
+                query,
+                serde_json::json!({"owner": owner, "name": name, "number": number}),
+            )
+            .await?;
+        let issue = &said["repository"]["issue"];
+        if let Some(at) = issue["lastEditedAt"].as_str() {
+            let by = issue["editor"]["login"].as_str().unwrap_or_default();
+            out.changes.push((by.to_string(), at.to_string()));
+        }
+        Ok(out)
     }
 }
 

@@ -27,6 +27,10 @@ pub struct Pulled {
     pub already: Vec<u64>,
     /// Issues ignored: opened and labelled only by users without write access.
     pub ignored: Vec<(u64, String)>,
+    /// Issues ignored because their title or text changed, by a user without
+    /// write access, after a writer labelled them: the issue, who changed it,
+    /// who labelled it.
+    pub changed: Vec<(u64, String, String)>,
 }
 
 /// Who may write to the repository, asked of the forge once a user.
@@ -92,20 +96,39 @@ pub async fn pull(files: &Files, forge: &impl Forge, label: &str) -> Result<Pull
             continue;
         }
         let mut trusted = writers.may_write(&issue.author).await?;
+        let mut undone = None;
         if !trusted {
-            for who in forge
-                .labelled_by(issue.number, label)
+            let v = forge
+                .vouching(issue.number, label)
                 .await
-                .map_err(forge_err)?
-            {
-                if writers.may_write(&who).await? {
-                    trusted = true;
-                    break;
+                .map_err(forge_err)?;
+            for (who, at) in &v.labels {
+                if !writers.may_write(who).await? {
+                    continue;
+                }
+                // The label vouches for the text as it was then: a later change
+                // by someone who may not write is not vouched for.
+                let mut later = None;
+                for (by, when) in &v.changes {
+                    if when > at && by != who && (by.is_empty() || !writers.may_write(by).await?) {
+                        later = Some(by.clone());
+                        break;
+                    }
+                }
+                match later {
+                    None => {
+                        trusted = true;
+                        break;
+                    }
+                    Some(by) => undone = Some((by, who.clone())),
                 }
             }
         }
         if !trusted {
-            out.ignored.push((issue.number, issue.author.clone()));
+            match undone {
+                Some((by, who)) => out.changed.push((issue.number, by, who)),
+                None => out.ignored.push((issue.number, issue.author.clone())),
+            }
             continue;
         }
         features.push(feature_of(&issue, forge.name()));

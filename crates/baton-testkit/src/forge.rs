@@ -96,6 +96,43 @@ pub fn labelled(who: &str, label: &str) -> Value {
     json!({"event": "labeled", "actor": {"login": who}, "label": {"name": label}})
 }
 
+/// An event: `who` put `label` on the issue at `at` (ISO 8601 UTC).
+pub fn labelled_at(who: &str, label: &str, at: &str) -> Value {
+    json!({"event": "labeled", "actor": {"login": who}, "label": {"name": label}, "created_at": at})
+}
+
+/// An event: `who` changed the issue's title at `at`.
+pub fn renamed(who: &str, at: &str) -> Value {
+    json!({"event": "renamed", "actor": {"login": who}, "created_at": at,
+        "rename": {"from": "before", "to": "after"}})
+}
+
+/// `issue` whose text `who` last edited at `at` (GitHub tells it in GraphQL's
+/// `lastEditedAt` and `editor`, never among the events).
+pub fn edited(mut issue: Value, who: &str, at: &str) -> Value {
+    issue["last_edited"] = json!({"at": at, "by": who});
+    issue
+}
+
+/// GitHub's GraphQL for an issue's last edit, if `body` asks for it.
+fn edit_answer(script: &ForgeScript, path: &str, body: &str) -> Option<(&'static str, Value)> {
+    if path != "/graphql" {
+        return None;
+    }
+    let asked: Value = serde_json::from_str(body).ok()?;
+    if !asked["query"].as_str()?.contains("lastEditedAt") {
+        return None;
+    }
+    let number = &asked["variables"]["number"];
+    let issue = script.issues.iter().find(|i| i["number"] == *number)?;
+    let edit = &issue["last_edited"];
+    let found = json!({
+        "lastEditedAt": edit["at"],
+        "editor": if edit["by"].is_null() { Value::Null } else { json!({"login": edit["by"]}) },
+    });
+    Some(("200 OK", json!({"data": {"repository": {"issue": found}}})))
+}
+
 impl ScriptedForge {
     /// Serve `script` on a port of its own.
     pub fn start(script: ForgeScript) -> std::io::Result<Self> {
@@ -152,6 +189,7 @@ impl ScriptedForge {
                     ),
                     _ => {
                         let (status, body) = match pull_answer(&held, &method, &path, &body)
+                            .or_else(|| edit_answer(&script, &path, &body))
                             .or_else(|| graphql_answer(&reviews, &path, &body))
                         {
                             Some(a) => a,

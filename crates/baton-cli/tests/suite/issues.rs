@@ -2,7 +2,9 @@
 //! their source, through the real binary; strangers' issues are ignored; the
 //! forge's rate limit is waited out; baton's token goes only to the forge.
 
-use baton_testkit::forge::{ForgeScript, ScriptedForge, issue, labelled};
+use baton_testkit::forge::{
+    ForgeScript, ScriptedForge, edited, issue, labelled, labelled_at, renamed,
+};
 use serde_json::{Value, json};
 
 use super::*;
@@ -857,4 +859,87 @@ fn ci_that_keeps_failing_is_left_to_a_person_after_max_ci_fixes() {
     assert_eq!(accepted(&p).len(), 4, "a second fix feature");
     let said = std::fs::read_to_string(&file).unwrap_or_default();
     assert_eq!(said.matches("ci_fixes_spent").count(), 1, "{said}");
+}
+
+/// A writer's label vouches for an issue's text as it was when they put it on:
+/// a stranger who edits the text, or renames the issue, after it finds the issue
+/// ignored (with who changed it and what to do); an edit before the label, or one
+/// by a writer, is what the writer vouched for.
+#[test]
+fn an_issue_a_stranger_changed_after_a_writer_labelled_it_is_not_taken() {
+    let check = "\n```verify\ngrep -q ok src/app.js\n```\n";
+    let forge = ScriptedForge::start(ForgeScript {
+        issues: vec![
+            // Edited by its author after alice labelled it: now a payload.
+            edited(
+                issue(7, "Harmless", &format!("- run the payload{check}"), "bob"),
+                "bob",
+                "2026-03-01T10:00:00Z",
+            ),
+            // Renamed by bob after the label.
+            issue(8, "Renamed later", &format!("- a step{check}"), "bob"),
+            // Edited before the label: what alice saw.
+            edited(
+                issue(9, "Edited first", &format!("- a step{check}"), "bob"),
+                "bob",
+                "2026-03-01T08:00:00Z",
+            ),
+            // Edited by alice herself after her label.
+            edited(
+                issue(10, "Tidied by a writer", &format!("- a step{check}"), "bob"),
+                "alice",
+                "2026-03-01T11:00:00Z",
+            ),
+        ],
+        writers: vec!["alice".into()],
+        readers: vec!["bob".into()],
+        events: [
+            (
+                7,
+                vec![labelled_at("alice", "baton", "2026-03-01T09:00:00Z")],
+            ),
+            (
+                8,
+                vec![
+                    labelled_at("alice", "baton", "2026-03-01T09:00:00Z"),
+                    renamed("bob", "2026-03-01T09:30:00Z"),
+                ],
+            ),
+            (
+                9,
+                vec![labelled_at("alice", "baton", "2026-03-01T09:00:00Z")],
+            ),
+            (
+                10,
+                vec![labelled_at("alice", "baton", "2026-03-01T09:00:00Z")],
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        ..ForgeScript::default()
+    })
+    .unwrap();
+    let p = project(&format!(
+        "[forge]\napi = \"{}\"\nrepo = \"o/r\"\nlabel = \"baton\"\ntoken_env = \"GITHUB_TOKEN\"\n",
+        forge.url
+    ));
+    let out = pull(&p);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    for n in [7, 8] {
+        assert!(
+            said.contains(&format!("ignored issue #{n}: changed by bob, who has no write access, after alice labelled it; label it again")),
+            "{said}"
+        );
+    }
+    let list = accepted(&p);
+    let taken: Vec<u64> = list
+        .iter()
+        .filter_map(|f| f["source"]["number"].as_u64())
+        .collect();
+    assert_eq!(taken, [9, 10], "{said}");
+    assert!(
+        !p.file(".baton/accepted_feature_list.json")
+            .contains("payload")
+    );
 }
