@@ -253,6 +253,11 @@ impl KeyProxy {
         until.checked_duration_since(std::time::Instant::now())
     }
 
+    /// The port of `127.0.0.1` it listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
     /// The base URL to give the client: `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)

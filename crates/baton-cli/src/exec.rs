@@ -91,7 +91,9 @@ pub fn run(args: ExecArgs, secrets: &crate::secrets::Secrets) -> anyhow::Result<
             eprintln!("baton: warning: {w}");
         }
         // MCP servers of baton.toml and the browser: their tools join the built-in ones.
-        let hub = baton_mcp::McpHub::start(baton_harness::run::mcp_specs(&cfg, &dir)).await?;
+        let mut specs = baton_harness::run::mcp_specs(&cfg, &dir);
+        baton_harness::run::browser_through(&mut specs, tools.context().launcher.as_deref());
+        let hub = baton_mcp::McpHub::start(specs).await?;
         tools.attach(hub.clone());
         let cancel = tools.context().cancel.clone();
         on_ctrl_c(cancel);

@@ -178,7 +178,11 @@ enum Command {
     Sandbox(policy_cmd::SandboxArgs),
     /// The pid 1 of the run's sandbox namespace (internal).
     #[command(name = "__hold", hide = true)]
-    Hold,
+    Hold {
+        /// Ports of the namespace's loopback to listen on and bridge to baton.
+        #[arg(long)]
+        listen: Vec<u16>,
+    },
 }
 
 /// What `baton notify` does.
@@ -261,9 +265,9 @@ fn main() -> ExitCode {
         Command::Hook(args) => hook_cmd::run(args),
         Command::Sandbox(args) => policy_cmd::sandbox(args),
         #[cfg(target_os = "linux")]
-        Command::Hold => baton_policy::namespace::hold(),
+        Command::Hold { listen } => baton_policy::namespace::hold(&listen),
         #[cfg(not(target_os = "linux"))]
-        Command::Hold => anyhow::bail!("__hold needs Linux"),
+        Command::Hold { .. } => anyhow::bail!("__hold needs Linux"),
     };
     match result {
         Ok(code) => code,

@@ -398,6 +398,18 @@ impl crate::live::Listener for RunNotices {
                 json!({"feature": n, "reason": reason, "session": r.number}),
             );
         }
+        if !r.gates.network_refused.is_empty() {
+            let hosts = &r.gates.network_refused;
+            self.to.send(
+                "network_refused",
+                &format!(
+                    "baton: session {} was refused the network to {}: not on [sandbox] allow in baton.toml; add a host there if the project needs it",
+                    r.number,
+                    hosts.join(", ")
+                ),
+                json!({"session": r.number, "hosts": hosts}),
+            );
+        }
         if let Some(b) = budget
             && b > 0.0
             && spent >= 0.8 * b

@@ -140,10 +140,11 @@ pub fn sandbox(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     let spec = SandboxSpec {
         project: args.project,
         writable: args.writable,
-        network: match args.network.as_deref() {
-            Some("loopback") => SandboxNetwork::Loopback,
-            _ => SandboxNetwork::Open,
-        },
+        network: args
+            .network
+            .as_deref()
+            .and_then(SandboxNetwork::from_name)
+            .unwrap_or(SandboxNetwork::Open),
         read_only: args.read_only,
         home,
         readable: args.readable,

@@ -256,19 +256,7 @@ pub fn cli_backend(
             "baton: warning: could not take [policy] secret_env out of /proc/self/environ ({e}); the agent's commands may be able to read them there"
         );
     }
-    // The CLI's commands join one PID namespace for the run, as baton's own do.
-    let baton_exe = std::env::current_exe().context("cannot find the baton executable")?;
-    let launcher = spec
-        .clone()
-        .map(|s| baton_policy::sandbox::SandboxLauncher::new(s, &baton_exe));
-    let join = launcher
-        .as_ref()
-        .and_then(baton_policy::sandbox::SandboxLauncher::join_target);
-    let bubblewrap = join.is_some();
-    let command_sandbox =
-        spec.map(|spec| baton_policy::sandbox::ShellSpec { spec, unset, join }.to_env());
-    let hook_config = freeze_config(&project)?;
-    let mut keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
+    // Before any namespace starts: the key proxy's port is exposed in each.
     let program =
         env(profile.program_var).map_or_else(|| PathBuf::from(profile.program), PathBuf::from);
     let (cli, program) = match kind {
@@ -281,6 +269,20 @@ pub fn cli_backend(
             program,
         ),
     };
+    // The CLI's commands join one PID namespace for the run, as baton's own do.
+    let baton_exe = std::env::current_exe().context("cannot find the baton executable")?;
+    let launcher = spec.clone().map(|s| {
+        baton_policy::sandbox::SandboxLauncher::new(s, &baton_exe)
+            .with_egress(baton_policy::egress(&cfg.sandbox, &project))
+    });
+    let join = launcher
+        .as_ref()
+        .and_then(baton_policy::sandbox::SandboxLauncher::join_target);
+    let bubblewrap = join.is_some();
+    let command_sandbox =
+        spec.map(|spec| baton_policy::sandbox::ShellSpec { spec, unset, join }.to_env());
+    let hook_config = freeze_config(&project)?;
+    let mut keep_alive: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>> = Vec::new();
     if let Some(l) = launcher {
         keep_alive.push(std::sync::Arc::new(l));
     }
@@ -382,6 +384,9 @@ fn codex_link(
         .unwrap_or_default();
     let proxy = baton_agent::key_proxy::KeyProxy::spawn(&upstream, headers)
         .context("cannot start the key proxy for Codex")?;
+    // Codex, in the sandbox's network, reaches it at the same port there.
+    #[cfg(target_os = "linux")]
+    baton_policy::net::expose_host_port(proxy.port());
     Ok(cli_session::codex::Codex {
         proxy: std::sync::Arc::new(proxy),
         homes: baton_policy::sandbox::private_home(project).join(".baton-codex"),

@@ -48,17 +48,41 @@ pub struct PolicyConfig {
     pub allow_file_urls: bool,
 }
 
-/// Which network the sandboxed processes may reach.
+/// Which network the sandboxed processes may reach (with bubblewrap, enforced by
+/// the kernel: the commands run in a network namespace of their own).
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxNetwork {
-    /// No restriction (the default: package installs need the network).
-    #[default]
+    /// The host's network, unrestricted.
     Open,
-    /// Asked for loopback only. Not enforced by the kernel (Landlock's network
-    /// rules match ports, not addresses): baton says so at the start of each run,
-    /// and the command policy limits `curl` and `wget` to this machine either way.
+    /// A loopback of their own, and the hosts of `[sandbox] allow` through
+    /// baton's egress proxy (HTTP and HTTPS, by name); nothing else.
+    #[default]
+    Allowlist,
+    /// A loopback of their own and nothing else.
     Loopback,
+}
+
+impl SandboxNetwork {
+    /// The setting named `name` (as in `baton.toml`), if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            SandboxNetwork::Open,
+            SandboxNetwork::Allowlist,
+            SandboxNetwork::Loopback,
+        ]
+        .into_iter()
+        .find(|n| n.name() == name)
+    }
+
+    /// Its name in `baton.toml`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxNetwork::Open => "open",
+            SandboxNetwork::Allowlist => "allowlist",
+            SandboxNetwork::Loopback => "loopback",
+        }
+    }
 }
 
 /// `[sandbox]`: the OS-level confinement of every process baton starts for the agent.
@@ -68,8 +92,17 @@ pub struct SandboxConfig {
     /// Confine agent processes with Landlock and `no_new_privs` (Linux; a warning
     /// where the kernel lacks Landlock).
     pub enabled: bool,
-    /// `"open"` (default) or `"loopback"`.
+    /// `"allowlist"` (default), `"loopback"` or `"open"`.
     pub network: SandboxNetwork,
+    /// The hosts commands may reach through baton's egress proxy under
+    /// `network = "allowlist"`: names (`registry.npmjs.org`), a name and every
+    /// name under it (`*.github.com`), or IP addresses. `None`: the package
+    /// registries of the project's kind (see `docs/policy.md`).
+    pub allow: Option<Vec<String>>,
+    /// Addresses the egress proxy uses for names instead of asking DNS
+    /// (`"registry.local" = "127.0.0.1"`), as `/etc/hosts` would: a local
+    /// mirror, a registry in the next room.
+    pub hosts: std::collections::BTreeMap<String, String>,
     /// Extra directories the agent's processes may write (absolute, or `~/...`).
     pub writable: Vec<String>,
     /// More of the user's home the agent's processes may read (absolute, or
@@ -81,7 +114,9 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         Self {
             enabled: true,
-            network: SandboxNetwork::Open,
+            network: SandboxNetwork::Allowlist,
+            allow: None,
+            hosts: std::collections::BTreeMap::new(),
             writable: Vec::new(),
             readable: Vec::new(),
         }
@@ -110,6 +145,8 @@ mod tests {
             SandboxConfig {
                 enabled: false,
                 network: SandboxNetwork::Loopback,
+                allow: None,
+                hosts: std::collections::BTreeMap::new(),
                 writable: vec!["~/.gradle".into()],
                 readable: vec!["~/.m2".into()],
             }
@@ -121,7 +158,7 @@ mod tests {
         let cfg = Config::from_toml_str("", "baton.toml").unwrap();
         assert_eq!(cfg.policy.mode, PolicyMode::Allowlist);
         assert!(cfg.sandbox.enabled);
-        assert_eq!(cfg.sandbox.network, SandboxNetwork::Open);
+        assert_eq!(cfg.sandbox.network, SandboxNetwork::Allowlist);
     }
 
     #[test]

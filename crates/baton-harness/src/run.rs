@@ -104,10 +104,11 @@ impl Runner<'_> {
     /// The MCP servers of `baton.toml` (the browser among them), started and
     /// offered to baton's own loop (an agent CLI starts them itself).
     async fn start_mcp(&self) -> Result<Option<Arc<baton_mcp::McpHub>>, HarnessError> {
-        let specs = match &self.backend {
+        let mut specs = match &self.backend {
             Backend::Loop(_) => mcp_specs(&self.cfg, &self.files.dir),
             Backend::Cli(_) => Vec::new(),
         };
+        browser_through(&mut specs, self.tools.context().launcher.as_deref());
         if specs.is_empty() {
             return Ok(None);
         }
@@ -567,6 +568,25 @@ impl Runner<'_> {
         }
         state.save(&self.files.dir)?;
         Ok(done)
+    }
+}
+
+/// The browser runs outside the sandbox: where the commands have a network of
+/// their own, it reaches it (the app a session serves on its own loopback, and
+/// the hosts they may reach) through `launcher`'s proxy.
+pub fn browser_through(
+    specs: &mut [baton_mcp::ServerSpec],
+    launcher: Option<&dyn baton_tools::Launcher>,
+) {
+    let Some(port) = launcher.and_then(baton_tools::Launcher::browser_proxy) else {
+        return;
+    };
+    for s in specs
+        .iter_mut()
+        .filter(|s| s.name == baton_mcp::PLAYWRIGHT_SERVER)
+    {
+        s.args
+            .push(format!("--proxy-server=http://127.0.0.1:{port}"));
     }
 }
 

@@ -420,6 +420,14 @@ impl Runner<'_> {
         g.report.refusals = summary.refusals;
         g.report.evidence = summary.evidence;
         let (mut gates, new_accepted) = g.finish(&ip.notes_before)?;
+        if let Some(l) = &self.tools.context().launcher {
+            gates.network_refused = l.refused_hosts();
+            for host in &gates.network_refused {
+                self.reporter.line(&format!(
+                    "  network: refused {host}: not on [sandbox] allow (add it there for the commands to reach it)"
+                ));
+            }
+        }
         // A session that made no model turn (a refused key, no network) had no
         // chance to write notes: nothing to report about them.
         if summary.turns == 0 {

@@ -43,6 +43,8 @@ pub mod helpers;
 mod hidden;
 #[cfg(target_os = "linux")]
 pub mod namespace;
+#[cfg(target_os = "linux")]
+pub mod net;
 mod places;
 mod rules;
 pub mod sandbox;
@@ -475,7 +477,9 @@ impl SessionGuard {
         ctx.env_remove = secret_env(policy);
         let gate = Policy::new(policy, &ctx.project_dir)?.with_processes(ctx.processes.clone());
         let (spec, warning) = session_sandbox(sandbox, &ctx.project_dir);
-        let launcher = spec.map(|s| sandbox::SandboxLauncher::new(s, exe));
+        let launcher = spec.map(|s| {
+            sandbox::SandboxLauncher::new(s, exe).with_egress(egress(sandbox, &ctx.project_dir))
+        });
         ctx.launcher = launcher
             .clone()
             .map(|l| std::sync::Arc::new(l) as std::sync::Arc<dyn baton_tools::Launcher>);
@@ -487,6 +491,26 @@ impl SessionGuard {
             policy: gate,
             warning,
         })
+    }
+}
+
+/// What the commands confined to `project` may reach outside under `[sandbox]`:
+/// the hosts of `allow` (by default, the registries of the project's kind:
+/// [`net::default_allow`]) with `hosts`' addresses.
+#[cfg(target_os = "linux")]
+pub fn egress(sandbox: &baton_config::SandboxConfig, project: &Path) -> net::Egress {
+    let allow = sandbox
+        .allow
+        .clone()
+        .unwrap_or_else(|| net::default_allow(project));
+    net::Egress {
+        allow: net::Allowlist::new(&allow),
+        hosts: sandbox
+            .hosts
+            .iter()
+            .map(|(k, v)| (k.trim_end_matches('.').to_ascii_lowercase(), v.clone()))
+            .collect(),
+        refused: net::Refusals::default(),
     }
 }
 
@@ -504,7 +528,7 @@ pub fn session_sandbox(
         sandbox::Support::Landlock(_) => {
             let spec = sandbox::SandboxSpec::new(project, &sandbox.writable, sandbox.network)
                 .with_readable(&sandbox.readable);
-            let warning = (sandbox.network == baton_config::SandboxNetwork::Loopback).then(|| "[sandbox] network = \"loopback\" is not enforced by the kernel (Landlock rules match TCP ports, not addresses); the command policy still limits curl and wget to localhost".to_string());
+            let warning = (sandbox.network != baton_config::SandboxNetwork::Open && sandbox::bwrap().is_none()).then(|| format!("[sandbox] network = \"{}\" is enforced only where bubblewrap runs, and it does not here: the commands reach the network as the host does (the command policy still limits curl and wget); install bubblewrap (apt-get install bubblewrap)", sandbox.network.name()));
             (Some(spec), warning)
         }
         sandbox::Support::Unsupported => (None, Some("this kernel does not enforce Landlock, so the agent's commands run without the OS sandbox (the command policy still applies); set [sandbox] enabled = false to silence this".to_string())),

@@ -34,6 +34,9 @@ use crate::sandbox::{SandboxError, SandboxSpec};
 #[derive(Debug)]
 pub struct Holder {
     bwrap: Child,
+    /// baton's side of the bridge to the namespace's own network, when it has
+    /// one ([`crate::net`]).
+    bridge: Option<std::sync::Arc<crate::net::Bridge>>,
     /// The outer pid of a process inside (the `cat` bwrap runs), which joiners name.
     inside: i32,
     /// `pid:[inode]` of the namespace.
@@ -43,10 +46,31 @@ pub struct Holder {
 impl Holder {
     /// Start a holder with `bwrap`, whose process inside is `exe __hold` ([`hold`])
     /// as the namespace's pid 1; for a read-only spec the whole project is bound
-    /// read-only in it. Waits (at most 5 s) until the namespace is set up.
-    pub fn start(bwrap: &Path, exe: &Path, spec: &SandboxSpec) -> Result<Self, SandboxError> {
+    /// read-only in it. Unless the spec's network is open, the namespace has a
+    /// network of its own, bridged to baton and served by `egress`
+    /// ([`crate::net`]). Waits (at most 5 s) until the namespace is set up.
+    pub fn start(
+        bwrap: &Path,
+        exe: &Path,
+        spec: &SandboxSpec,
+        egress: &std::sync::Arc<crate::net::Egress>,
+    ) -> Result<Self, SandboxError> {
         use std::os::unix::process::CommandExt as _;
+        let own_net = spec.network != baton_config::SandboxNetwork::Open;
+        let pair = if own_net {
+            Some(
+                crate::net::bridge_pair().map_err(|source| SandboxError::Exec {
+                    program: bwrap.display().to_string(),
+                    source,
+                })?,
+            )
+        } else {
+            None
+        };
         let mut cmd = Command::new(bwrap);
+        if own_net {
+            cmd.arg("--unshare-net");
+        }
         cmd.args([
             "--die-with-parent",
             "--unshare-pid",
@@ -70,11 +94,24 @@ impl Holder {
             cmd.arg("--ro-bind").arg(&spec.project).arg(&spec.project);
         }
         // It waits on a pipe only baton writes to: it ends when baton does.
-        cmd.arg("--")
-            .arg(exe)
-            .arg("__hold")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+        cmd.arg("--").arg(exe).arg("__hold");
+        let (ours, theirs) = match pair {
+            Some((ours, theirs)) => (Some(ours), Some(theirs)),
+            None => (None, None),
+        };
+        if theirs.is_some() {
+            let mut ports = crate::net::exposed();
+            if spec.network == baton_config::SandboxNetwork::Allowlist {
+                ports.push(crate::net::PROXY_PORT);
+            }
+            for p in ports {
+                cmd.arg("--listen").arg(p.to_string());
+            }
+        }
+        // Its standard output is its side of the bridge, when there is one.
+        let stdout = theirs.map_or_else(Stdio::null, Stdio::from);
+        cmd.stdin(Stdio::piped())
+            .stdout(stdout)
             .stderr(Stdio::null())
             // Its own process group: a Ctrl-C at the terminal is baton's to handle.
             .process_group(0);
@@ -98,8 +135,10 @@ impl Holder {
             if let Some(inside) = held
                 && let Ok(ns) = std::fs::read_link(format!("/proc/{inside}/ns/pid"))
             {
+                drop(cmd);
                 return Ok(Self {
                     bwrap: child,
+                    bridge: ours.map(|o| crate::net::Bridge::start(o, egress.clone())),
                     inside,
                     ns: ns.to_string_lossy().into_owned(),
                 });
@@ -124,6 +163,11 @@ impl Holder {
     /// `pid:[inode]`: the namespace's identity.
     pub fn ns(&self) -> &str {
         &self.ns
+    }
+
+    /// baton's side of the bridge to the namespace's network, if it has one.
+    pub fn bridge(&self) -> Option<&std::sync::Arc<crate::net::Bridge>> {
+        self.bridge.as_ref()
     }
 
     /// Whether the namespace still stands.
@@ -156,8 +200,15 @@ impl Drop for Holder {
 /// standard input closes (baton ended or died). Signals sent from inside the
 /// namespace never reach it: the kernel delivers to a namespace's init only
 /// those it handles, and it handles none.
-pub fn hold() -> ! {
+pub fn hold(listen: &[u16]) -> ! {
     use std::io::Read as _;
+    use std::os::fd::AsFd as _;
+    // A network of its own: its standard output is the bridge to baton.
+    if !listen.is_empty()
+        && let Ok(control) = std::io::stdout().as_fd().try_clone_to_owned()
+    {
+        crate::net::serve_inside(control, listen);
+    }
     std::thread::spawn(|| {
         let mut sink = [0u8; 64];
         let mut stdin = std::io::stdin();
@@ -246,7 +297,7 @@ pub fn join(
     enter(spec, target)?;
     let home = crate::sandbox::home_env(spec);
     let mut cmd = Command::new(program);
-    cmd.args(args).envs(home);
+    cmd.args(args).envs(home).envs(net_env(spec));
     for v in env_remove {
         cmd.env_remove(v);
     }
@@ -285,6 +336,16 @@ pub fn protected_ids(spec: &SandboxSpec) -> Vec<Protected> {
         .collect()
 }
 
+/// What a command in a namespace of `spec` gets to reach the outside: the egress
+/// proxy's variables under `network = "allowlist"`, nothing otherwise.
+pub fn net_env(spec: &SandboxSpec) -> Vec<(&'static str, String)> {
+    if spec.network == baton_config::SandboxNetwork::Allowlist {
+        crate::net::proxy_env()
+    } else {
+        Vec::new()
+    }
+}
+
 /// Make this process one of the namespace's commands: enter the namespaces of the
 /// holder whose inside process is `target` (children start in its PID namespace),
 /// bind the protected paths read-only there (again when one was replaced), mask
@@ -316,6 +377,7 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
     };
     // Opened before any is entered: /proc changes with the mount namespace.
     let (user, mnt, pid) = (open("user")?, open("mnt")?, open("pid")?);
+    let net = open("net")?;
     let own_user = std::fs::metadata("/proc/self/ns/user")
         .map(|m| m.ino())
         .ok();
@@ -327,7 +389,12 @@ pub fn enter(spec: &SandboxSpec, target: i32) -> Result<(), SandboxError> {
         .map_err(|e| fail("mnt", &e))?;
     move_into_link_name_space(pid.as_fd(), Some(LinkNameSpaceType::ProcessID))
         .map_err(|e| fail("pid", &e))?;
-    drop((user, mnt, pid));
+    let own_net = std::fs::metadata("/proc/self/ns/net").map(|m| m.ino()).ok();
+    if net.metadata().map(|m| m.ino()).ok() != own_net {
+        move_into_link_name_space(net.as_fd(), Some(LinkNameSpaceType::Network))
+            .map_err(|e| fail("net", &e))?;
+    }
+    drop((user, mnt, pid, net));
     // Entering a mount namespace moves to its root: back to the same directory.
     std::env::set_current_dir(&cwd)
         .map_err(|e| fail(&format!("working directory {}", cwd.display()), &e))?;

@@ -464,7 +464,8 @@ fn run(
             .find(|(key, _)| key.as_bytes() == k.as_bytes())
             .map(|(_, v)| v.clone())
     };
-    cmd.envs(crate::sandbox::home_env_in(spec, &lookup));
+    cmd.envs(crate::sandbox::home_env_in(spec, &lookup))
+        .envs(crate::namespace::net_env(spec));
     let spawned = cmd.spawn();
     // This process's copies of the output descriptors go now: EOF reaches baton
     // when the command's processes close theirs.

@@ -131,6 +131,10 @@ pub struct GateReport {
     pub notes_updated: bool,
     /// Tool calls refused during the session.
     pub refusals: u32,
+    /// Hosts the session's commands asked for that the network boundary refused
+    /// (not on `[sandbox] allow`), each once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_refused: Vec<String>,
     /// Evidence files kept for the session (relative to the project).
     pub evidence: Vec<String>,
     /// How each accepted flip was proven (feature, proof).
@@ -186,6 +190,7 @@ impl Default for GateReport {
             leftover_commit: None,
             notes_updated: true,
             refusals: 0,
+            network_refused: Vec::new(),
             evidence: Vec::new(),
             proofs: Vec::new(),
             unproven: Vec::new(),

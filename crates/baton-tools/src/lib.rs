@@ -181,6 +181,17 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     fn join_target(&self) -> Option<i32> {
         None
     }
+    /// The hosts the network boundary refused the commands for the first time
+    /// since the last call (each once a run).
+    fn refused_hosts(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The port of the host's loopback where a browser outside the sandbox finds
+    /// its proxy into the commands' network (their own loopback, and the hosts
+    /// they may reach); `None` when the commands share the host's network.
+    fn browser_proxy(&self) -> Option<u16> {
+        None
+    }
     /// Start `request` through a process the launcher keeps for it (one start of
     /// the command instead of one of the prefix and one of the command), returning
     /// the command's channel ([`spawn::Channel`]). `None` when the launcher has no

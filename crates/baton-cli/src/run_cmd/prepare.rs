@@ -130,8 +130,21 @@ pub(super) fn start_line(p: &Prepared) -> String {
     } else {
         "browser off"
     };
+    let sandbox = &p.cfg.sandbox;
+    let network = match sandbox.network {
+        _ if !sandbox.enabled => "network: open (sandbox off)".to_string(),
+        baton_config::SandboxNetwork::Open => "network: open".to_string(),
+        baton_config::SandboxNetwork::Loopback => "network: loopback only".to_string(),
+        baton_config::SandboxNetwork::Allowlist => {
+            let hosts = sandbox
+                .allow
+                .clone()
+                .unwrap_or_else(|| baton_policy::net::default_allow(&p.dir));
+            format!("network: allowlist of {} hosts", hosts.len())
+        }
+    };
     format!(
-        "baton: {provider} · {model} ({}) · a {} project, {browser} · {verifier} · {budget}",
+        "baton: {provider} · {model} ({}) · a {} project, {browser} · {verifier} · {budget} · {network}",
         priced(&model),
         p.cfg.project.kind
     )

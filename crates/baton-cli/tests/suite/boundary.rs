@@ -1024,3 +1024,151 @@ fn no_token_from_the_users_git_config_reaches_a_command() {
     let author = super::run::git(&p, &["log", "--format=%an", "-1", "HEAD~0"]);
     assert!(!author.is_empty(), "{author}");
 }
+
+/// A stand-in for "the internet": a server on every address of the host that
+/// answers each request with `INTERNET-OK <request line>`.
+fn internet() -> u16 {
+    use std::io::{Read as _, Write as _};
+    let server = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in server.incoming().flatten() {
+            let mut buf = [0u8; 2048];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let line = String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let body = format!("INTERNET-OK {line}\n");
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// Under the default network (`"allowlist"`), a project script's commands reach
+/// a host of `[sandbox] allow` through baton's proxy, and nothing else: not a
+/// host off the list (the agent is told why), not the host by its address, not
+/// a name through DNS, not through a proxy variable the script sets itself.
+/// The refused host is told to the person once.
+#[test]
+fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
+    if !super::bwrap("a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy") {
+        return;
+    }
+    let port = internet();
+    let notes = tempfile::tempdir().unwrap();
+    let told = notes.path().join("told.jsonl");
+    let p = project(&format!(
+        "[sandbox]\nallow = [\"registry.test\"]\n[sandbox.hosts]\n\"registry.test\" = \"127.0.0.1\"\n\"evil.test\" = \"127.0.0.1\"\n[notify]\ncommand = [\"sh\", \"-c\", \"cat >> {}\"]\n",
+        told.display()
+    ));
+    let script = format!(
+        "#!/bin/sh\n\
+         try() {{ label=$1; shift; out=$(\"$@\" 2>&1); echo \"$label: $out\"; }}\n\
+         try allowed curl -s --max-time 5 http://registry.test:{port}/pkg\n\
+         try allowed-tls curl -s --max-time 5 -p http://registry.test:{port}/tunnel\n\
+         try refused curl -s --max-time 5 http://evil.test:{port}/x\n\
+         try by-ip curl -s --max-time 5 --noproxy '*' http://127.0.0.1:{port}/x\n\
+         try by-dns curl -s --max-time 5 --noproxy '*' http://registry.test:{port}/x\n\
+         try own-proxy env HTTPS_PROXY=http://127.0.0.1:{port} HTTP_PROXY=http://127.0.0.1:{port} curl -s --max-time 5 http://evil.test:{port}/x\n\
+         try far curl -s --max-time 5 --noproxy '*' http://192.0.2.1/\n\
+         echo net-done\n"
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/net.sh", "content": script}),
+        ),
+        ("Bash", json!({"command": "sh scripts/net.sh"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Looked.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = tool_outputs(&server);
+    let said = said
+        .iter()
+        .find(|s| s.contains("net-done"))
+        .unwrap_or_else(|| panic!("{said:?}"));
+    let line = |label: &str| {
+        said.lines()
+            .find(|l| l.starts_with(&format!("{label}: ")))
+            .unwrap_or_else(|| panic!("{label} in {said}"))
+            .to_string()
+    };
+    assert!(line("allowed").contains("INTERNET-OK GET /pkg"), "{said}");
+    assert!(
+        line("allowed-tls").contains("INTERNET-OK GET /tunnel"),
+        "{said}"
+    );
+    assert!(
+        line("refused").contains("evil.test is not on this run's allowlist"),
+        "{said}"
+    );
+    for label in ["by-ip", "by-dns", "own-proxy", "far"] {
+        assert!(!line(label).contains("INTERNET-OK"), "{said}");
+    }
+    // The person is told, once: in the live view, the status, the report and
+    // a notification.
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("network: refused evil.test").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("network: allowlist of 1 hosts"), "{err}");
+    let baton = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(args)
+            .arg(p.path())
+            .output()
+            .unwrap()
+    };
+    let status: serde_json::Value =
+        serde_json::from_slice(&baton(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(
+        status["sessions"][1]["network_refused"],
+        json!(["evil.test"])
+    );
+    let text = String::from_utf8_lossy(&baton(&["status"]).stdout).into_owned();
+    assert!(text.contains("network refused evil.test"), "{text}");
+    assert!(baton(&["report"]).status.success());
+    let page = p.file(".baton/report.html");
+    assert!(page.contains("network refused</span> <code>evil.test</code>"));
+    let told = std::fs::read_to_string(&told).unwrap_or_default();
+    assert_eq!(told.matches("\"network_refused\"").count(), 1, "{told}");
+    assert!(told.contains("evil.test"), "{told}");
+}
+
+/// `network = "open"` is the host's network, and the start says so.
+#[test]
+fn an_open_network_is_open_and_says_so() {
+    if !super::bwrap("an_open_network_is_open_and_says_so") {
+        return;
+    }
+    let port = internet();
+    let p = project("[sandbox]\nnetwork = \"open\"\n");
+    let script = format!(
+        "#!/bin/sh\necho \"direct: $(curl -s --max-time 5 --noproxy '*' http://127.0.0.1:{port}/open 2>&1)\"\necho net-done\n"
+    );
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/net.sh", "content": script}),
+        ),
+        ("Bash", json!({"command": "sh scripts/net.sh"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Looked.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = tool_outputs(&server).join("\n");
+    assert!(said.contains("direct: INTERNET-OK GET /open"), "{said}");
+    assert!(stderr(&out).contains("network: open"), "{}", stderr(&out));
+}

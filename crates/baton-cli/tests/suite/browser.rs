@@ -434,3 +434,52 @@ fn a_run_verifies_in_the_real_browser_and_links_the_evidence_to_the_flip() {
         "browser processes outlived the run"
     );
 }
+
+/// The commands have a loopback of their own (the network boundary), and the
+/// browser, outside the sandbox, still opens the app a command serves there:
+/// through baton's proxy into the session's namespace. The host's loopback does
+/// not have the app.
+#[test]
+fn the_browser_opens_the_app_a_command_serves_inside_the_sandbox() {
+    let Some(parts) =
+        browser_parts("the_browser_opens_the_app_a_command_serves_inside_the_sandbox")
+    else {
+        return;
+    };
+    if !super::bwrap("the_browser_opens_the_app_a_command_serves_inside_the_sandbox") {
+        return;
+    }
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let p = Project::with_toml(&format!(
+        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        parts.chromium.display().to_string(),
+        parts.cli.display().to_string()
+    ));
+    std::fs::create_dir_all(p.path().join("site")).unwrap();
+    std::fs::write(
+        p.path().join("site/index.html"),
+        "<title>Inside App</title><p>served in the sandbox</p>",
+    )
+    .unwrap();
+    let serve = format!(
+        "cd site && (python3 -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 &) && curl -fsS --retry 30 --retry-connrefused --retry-delay 1 http://127.0.0.1:{port}/ >/dev/null && echo serving"
+    );
+    let url = format!("http://127.0.0.1:{port}/");
+    let steps = vec![
+        Step::Reply(Reply::tool("Bash", json!({ "command": serve }))),
+        Step::Reply(Reply::tool(
+            "mcp__playwright__browser_navigate",
+            json!({ "url": url }),
+        )),
+        Step::Reply(Reply::text("Opened it.")),
+    ];
+    let (out, server) = exec(&p, Wire::Anthropic, steps, &[]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let said = tool_outputs(&server).join("\n");
+    assert!(said.contains("serving"), "{said}");
+    assert!(said.contains("Page Title: Inside App"), "{said}");
+    // Not on the host's loopback: the app is the namespace's.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+}

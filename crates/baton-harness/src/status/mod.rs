@@ -181,6 +181,9 @@ pub struct SessionStatus {
     pub notes_updated: bool,
     /// Tool calls refused.
     pub refusals: u32,
+    /// Hosts the network boundary refused the session's commands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_refused: Vec<String>,
     /// Commits made during the session.
     pub commits: usize,
     /// Seconds spent waiting for the provider's quota to reset.
@@ -373,6 +376,7 @@ impl SessionStatus {
             leftover_files: s.gates.leftover_files.len(),
             notes_updated: s.gates.notes_updated,
             refusals: s.gates.refusals,
+            network_refused: s.gates.network_refused.clone(),
             commits: s.commits,
             waited_secs: s.waited_ms as f64 / 1000.0,
             agent: s.agent,

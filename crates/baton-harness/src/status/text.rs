@@ -45,6 +45,9 @@ fn findings(x: &SessionStatus) -> String {
     if matches!(x.outcome, SessionOutcome::Error | SessionOutcome::Killed) {
         f.push(x.outcome.to_string());
     }
+    if !x.network_refused.is_empty() {
+        f.push(format!("network refused {}", x.network_refused.join(" ")));
+    }
     if let Some(a) = x.agent {
         f.push(format!("agent {a}"));
     }
@@ -440,6 +443,7 @@ mod render_tests {
                     leftover_files: 0,
                     notes_updated: true,
                     refusals: 0,
+                    network_refused: Vec::new(),
                     commits: 1,
                     waited_secs: 0.0,
                     agent: None,

@@ -37,6 +37,10 @@ pub fn bwrap_args(bwrap: &Path, spec: &SandboxSpec, hide: &[Hidden]) -> Vec<OsSt
         "/".into(),
         "/".into(),
     ];
+    // A loopback of its own, and nothing else (no holder here to bridge out).
+    if spec.network != baton_config::SandboxNetwork::Open {
+        v.push("--unshare-net".into());
+    }
     // The host's temp dirs replaced by the command's own.
     v.extend(private_temp_args(spec));
     // The user's home hidden but for what a build needs (first: the binds below
@@ -239,6 +243,11 @@ pub struct SandboxLauncher {
     /// The home of its own a launcher for checks or the verifier has (removed when
     /// its last clone ends); `None` for the coding sessions' launcher.
     fresh: Option<std::sync::Arc<FreshHome>>,
+    /// What its namespaces' commands may reach outside ([`crate::net`]).
+    egress: std::sync::Arc<crate::net::Egress>,
+    /// The browser's way into the namespace that started last (shared by the
+    /// launchers made from this one: the verifier's too).
+    browser: std::sync::Arc<crate::net::BrowserProxy>,
 }
 
 /// The holder of a launcher's namespace, or why there is none.
@@ -274,6 +283,7 @@ impl SandboxLauncher {
                 "baton: warning: cannot write the commands' git config ({e}); git in the sandbox has none"
             );
         }
+        let spec_project = spec.project.clone();
         Self {
             spec,
             exe: exe.to_path_buf(),
@@ -284,7 +294,24 @@ impl SandboxLauncher {
             },
             holder: std::sync::Arc::default(),
             fresh: None,
+            egress: std::sync::Arc::new(crate::net::Egress {
+                allow: crate::net::Allowlist::new(&crate::net::default_allow(&spec_project)),
+                ..crate::net::Egress::default()
+            }),
+            browser: std::sync::Arc::default(),
         }
+    }
+
+    /// This launcher, whose namespaces' commands reach outside as `egress` says.
+    #[must_use]
+    pub fn with_egress(mut self, egress: crate::net::Egress) -> Self {
+        self.egress = std::sync::Arc::new(egress);
+        self
+    }
+
+    /// The hosts the egress proxy refused for the first time since the last call.
+    pub fn refused_hosts(&self) -> Vec<String> {
+        self.egress.refused.take_new()
     }
 
     /// This launcher in a namespace of its own whose commands have a home no
@@ -335,38 +362,44 @@ impl SandboxLauncher {
         }
         if h.is_none() {
             let started =
-                crate::namespace::Holder::start(bwrap, &self.exe, &self.spec).and_then(|holder| {
-                    let spawning = if spawner {
-                        match self.start_spawner(holder.pid()) {
-                            Spawning::Up(s) => return Ok((holder, Spawning::Up(s))),
-                            other => other,
+                crate::namespace::Holder::start(bwrap, &self.exe, &self.spec, &self.egress)
+                    .and_then(|holder| {
+                        let spawning = if spawner {
+                            match self.start_spawner(holder.pid()) {
+                                Spawning::Up(s) => return Ok((holder, Spawning::Up(s))),
+                                other => other,
+                            }
+                        } else {
+                            Spawning::NotYet
+                        };
+                        // Joining needs rights a setuid bwrap's namespaces do not grant: try it
+                        // once, so a failure costs a fallback, never every command.
+                        let probe = std::process::Command::new(&self.exe)
+                            .args(self.joining(holder.pid()))
+                            .arg("true")
+                            .stdin(std::process::Stdio::null())
+                            .stdout(std::process::Stdio::null())
+                            .stderr(std::process::Stdio::piped())
+                            .output();
+                        match probe {
+                            Ok(o) if o.status.success() => Ok((holder, spawning)),
+                            Ok(o) => Err(SandboxError::Landlock(format!(
+                                "a command could not join the run's PID namespace: {}",
+                                String::from_utf8_lossy(&o.stderr).trim()
+                            ))),
+                            Err(source) => Err(SandboxError::Exec {
+                                program: self.exe.display().to_string(),
+                                source,
+                            }),
                         }
-                    } else {
-                        Spawning::NotYet
-                    };
-                    // Joining needs rights a setuid bwrap's namespaces do not grant: try it
-                    // once, so a failure costs a fallback, never every command.
-                    let probe = std::process::Command::new(&self.exe)
-                        .args(self.joining(holder.pid()))
-                        .arg("true")
-                        .stdin(std::process::Stdio::null())
-                        .stdout(std::process::Stdio::null())
-                        .stderr(std::process::Stdio::piped())
-                        .output();
-                    match probe {
-                        Ok(o) if o.status.success() => Ok((holder, spawning)),
-                        Ok(o) => Err(SandboxError::Landlock(format!(
-                            "a command could not join the run's PID namespace: {}",
-                            String::from_utf8_lossy(&o.stderr).trim()
-                        ))),
-                        Err(source) => Err(SandboxError::Exec {
-                            program: self.exe.display().to_string(),
-                            source,
-                        }),
-                    }
-                });
+                    });
             *h = Some(match started {
-                Ok((holder, spawning)) => Holding::Up(holder, spawning),
+                Ok((holder, spawning)) => {
+                    if let Some(b) = holder.bridge() {
+                        self.browser.aim(b);
+                    }
+                    Holding::Up(holder, spawning)
+                }
                 Err(e) => {
                     eprintln!(
                         "baton: warning: {e}; each command gets a namespace of its own instead"
@@ -550,6 +583,17 @@ impl baton_tools::Launcher for SandboxLauncher {
     /// a new one. Waits (2 s at most) until the namespace is gone.
     fn join_target(&self) -> Option<i32> {
         SandboxLauncher::join_target(self)
+    }
+
+    fn refused_hosts(&self) -> Vec<String> {
+        SandboxLauncher::refused_hosts(self)
+    }
+
+    fn browser_proxy(&self) -> Option<u16> {
+        if self.bwrap.is_none() || self.spec.network == baton_config::SandboxNetwork::Open {
+            return None;
+        }
+        self.browser.port(&self.egress)
     }
 
     fn end_all(&self) {

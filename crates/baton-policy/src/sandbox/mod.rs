@@ -416,9 +416,9 @@ impl SandboxSpec {
         }
         v.push("--home".into());
         v.push(self.home.as_os_str().to_os_string());
-        if self.network == SandboxNetwork::Loopback {
+        if self.network != SandboxNetwork::Open {
             v.push("--network".into());
-            v.push("loopback".into());
+            v.push(self.network.name().into());
         }
         if self.read_only {
             v.push("--read-only".into());

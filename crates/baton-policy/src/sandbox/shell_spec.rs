@@ -53,13 +53,7 @@ impl ShellSpec {
             join: self.join,
             project: s.project.display().to_string(),
             writable: texts(&s.writable),
-            network: Some(
-                match s.network {
-                    SandboxNetwork::Loopback => "loopback",
-                    SandboxNetwork::Open => "open",
-                }
-                .to_string(),
-            ),
+            network: Some(s.network.name().to_string()),
             read_only: s.read_only,
             home: Some(s.home.display().to_string()),
             readable: texts(&s.readable),
@@ -80,10 +74,11 @@ impl ShellSpec {
                 .map_or_else(|| super::private_home(&project), PathBuf::from),
             project,
             writable: w.writable.into_iter().map(PathBuf::from).collect(),
-            network: match w.network.as_deref() {
-                Some("loopback") => SandboxNetwork::Loopback,
-                _ => SandboxNetwork::Open,
-            },
+            network: w
+                .network
+                .as_deref()
+                .and_then(SandboxNetwork::from_name)
+                .unwrap_or(SandboxNetwork::Open),
             read_only: w.read_only,
             readable: w.readable.into_iter().map(PathBuf::from).collect(),
         };

@@ -98,6 +98,17 @@ pub(super) fn findings_of(s: &Session) -> Vec<String> {
             g.refusals
         ));
     }
+    if !g.network_refused.is_empty() {
+        let hosts: Vec<String> = g
+            .network_refused
+            .iter()
+            .map(|h| format!("<code>{}</code>", escape(h)))
+            .collect();
+        v.push(format!(
+            r#"<span class="warn">network refused</span> {} (not on <code>[sandbox] allow</code>)"#,
+            hosts.join(", ")
+        ));
+    }
     if !g.notes_updated {
         v.push(r#"<span class="warn">progress notes not updated</span>"#.to_string());
     }
