@@ -103,6 +103,9 @@ pub struct SandboxConfig {
     /// (`"registry.local" = "127.0.0.1"`), as `/etc/hosts` would: a local
     /// mirror, a registry in the next room.
     pub hosts: std::collections::BTreeMap<String, String>,
+    /// Ports of this machine's loopback the commands reach at the same port of
+    /// theirs (a database or a queue started before the run), whatever `network`.
+    pub host_ports: Vec<u16>,
     /// Extra directories the agent's processes may write (absolute, or `~/...`).
     pub writable: Vec<String>,
     /// More of the user's home the agent's processes may read (absolute, or
@@ -117,6 +120,7 @@ impl Default for SandboxConfig {
             network: SandboxNetwork::Allowlist,
             allow: None,
             hosts: std::collections::BTreeMap::new(),
+            host_ports: Vec::new(),
             writable: Vec::new(),
             readable: Vec::new(),
         }
@@ -147,6 +151,7 @@ mod tests {
                 network: SandboxNetwork::Loopback,
                 allow: None,
                 hosts: std::collections::BTreeMap::new(),
+                host_ports: Vec::new(),
                 writable: vec!["~/.gradle".into()],
                 readable: vec!["~/.m2".into()],
             }

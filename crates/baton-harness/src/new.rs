@@ -90,6 +90,12 @@ trust_agent = false              # accept a flip on the agent's word when nothin
 [browser]
 {browser}# command = ["npx", "--no-install", "@playwright/mcp"]  # how the Playwright MCP server starts
 
+[sandbox]
+enabled = true                   # the agent's commands run confined: Landlock, and with bubblewrap namespaces of their own
+network = "allowlist"            # a loopback of their own, and the hosts of `allow` through baton's proxy; "loopback": no host; "open": the host's network
+# allow = ["registry.npmjs.org", "pypi.org", "files.pythonhosted.org", "crates.io", "index.crates.io", "static.crates.io", "proxy.golang.org", "github.com"]  # default: the registries of the project's kind, and GitHub
+# host_ports = [5432]            # ports of this machine's loopback the commands reach (a database you start before the run)
+
 [git]
 # Used only when git has no identity configured for this repository.
 user_name = "baton"

@@ -272,10 +272,14 @@ impl Runner<'_> {
                         })
                         .ok();
                     let home = fresh.as_ref().map(|f| f.path());
+                    // A CLI that runs whole in its sandbox (Codex) reaches the
+                    // model through the key proxy: its read-only sandbox, one
+                    // of its own with no bridge, keeps the host's network.
+                    let open = cli.cli.kind().profile().inside_sandbox;
                     cli.command_sandbox = cli
                         .command_sandbox
                         .as_deref()
-                        .map(|s| read_only_spec(s, home));
+                        .map(|s| read_only_spec(s, home, open));
                     if let Some(h) = home {
                         cli.cli = cli.cli.in_home(h);
                     }
@@ -709,12 +713,15 @@ fn joining_spec(spec: &str, pid: i32) -> String {
     }
 }
 
-fn read_only_spec(spec: &str, home: Option<&std::path::Path>) -> String {
+fn read_only_spec(spec: &str, home: Option<&std::path::Path>, open_network: bool) -> String {
     use baton_policy::sandbox::ShellSpec;
     let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
     match ShellSpec::from_env(var, spec) {
         Ok(mut s) => {
             s.spec.read_only = true;
+            if open_network {
+                s.spec.network = baton_config::SandboxNetwork::Open;
+            }
             if let Some(h) = home {
                 s.spec.home = h.to_path_buf();
             }

@@ -497,8 +497,12 @@ impl SessionGuard {
 /// What the commands confined to `project` may reach outside under `[sandbox]`:
 /// the hosts of `allow` (by default, the registries of the project's kind:
 /// [`net::default_allow`]) with `hosts`' addresses.
+/// The ports of `host_ports` are exposed in every namespace started after.
 #[cfg(target_os = "linux")]
 pub fn egress(sandbox: &baton_config::SandboxConfig, project: &Path) -> net::Egress {
+    for p in &sandbox.host_ports {
+        net::expose_host_port(*p);
+    }
     let allow = sandbox
         .allow
         .clone()

@@ -1172,3 +1172,114 @@ fn an_open_network_is_open_and_says_so() {
     assert!(said.contains("direct: INTERNET-OK GET /open"), "{said}");
     assert!(stderr(&out).contains("network: open"), "{}", stderr(&out));
 }
+
+/// A package registry on the allowlist (a local one, by the name
+/// `[sandbox] hosts` maps) serves `npm install` inside the sandbox, through
+/// baton's proxy: the network boundary leaves a normal project's installs working.
+#[test]
+fn npm_installs_from_an_allowed_registry_inside_the_sandbox() {
+    use std::io::{Read as _, Write as _};
+    if !super::bwrap("npm_installs_from_an_allowed_registry_inside_the_sandbox") {
+        return;
+    }
+    let Ok(npm) = which_npm() else {
+        assert!(std::env::var_os("CI").is_none(), "npm is missing on CI");
+        eprintln!("note: npm_installs_from_an_allowed_registry_inside_the_sandbox skipped: no npm");
+        return;
+    };
+    // The package, packed by npm itself.
+    let pkg = tempfile::tempdir().unwrap();
+    std::fs::write(
+        pkg.path().join("package.json"),
+        r#"{"name": "tiny-pkg", "version": "1.0.0", "main": "index.js"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.path().join("index.js"),
+        "module.exports = 'tiny works';\n",
+    )
+    .unwrap();
+    let packed = std::process::Command::new(&npm)
+        .args(["pack", "--silent"])
+        .current_dir(pkg.path())
+        .output()
+        .unwrap();
+    assert!(packed.status.success(), "{packed:?}");
+    let tarball = std::fs::read(pkg.path().join("tiny-pkg-1.0.0.tgz")).unwrap();
+    let server = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut c in server.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let n = c.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+            let (kind, body): (&str, Vec<u8>) = if path.ends_with(".tgz") {
+                ("application/octet-stream", tarball.clone())
+            } else if path.contains("tiny-pkg") {
+                let doc = json!({
+                    "name": "tiny-pkg",
+                    "dist-tags": {"latest": "1.0.0"},
+                    "versions": {"1.0.0": {
+                        "name": "tiny-pkg", "version": "1.0.0", "main": "index.js",
+                        "dist": {"tarball": format!("http://registry.test:{port}/tiny-pkg/-/tiny-pkg-1.0.0.tgz")}
+                    }}
+                });
+                ("application/json", doc.to_string().into_bytes())
+            } else {
+                let _ = c.write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+                continue;
+            };
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = c.write_all(&body);
+        }
+    });
+    let p = project(
+        "[sandbox]\nallow = [\"registry.test\"]\n[sandbox.hosts]\n\"registry.test\" = \"127.0.0.1\"\n",
+    );
+    std::fs::write(
+        p.path().join("package.json"),
+        r#"{"name": "app", "version": "0.0.1", "dependencies": {"tiny-pkg": "1.0.0"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        p.path().join(".npmrc"),
+        format!("registry=http://registry.test:{port}/\n"),
+    )
+    .unwrap();
+    let script = "#!/bin/sh\nnpm install --no-audit --no-fund --loglevel=error >/dev/null 2>npm-err.txt || cat npm-err.txt\nnode -e \"console.log(require('tiny-pkg'))\"\necho install-done\n";
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "scripts/install.sh", "content": script}),
+        ),
+        ("Bash", json!({"command": "sh scripts/install.sh"})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Installed.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = tool_outputs(&server).join("\n");
+    assert!(said.contains("tiny works"), "{said}");
+    assert!(
+        !stderr(&out).contains("network: refused"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `npm` on the `PATH`, if any.
+fn which_npm() -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join("npm"))
+        .find(|p| p.is_file())
+        .ok_or(())
+}

@@ -954,7 +954,8 @@ fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
     assert!(line.contains("[prices.\"my-local-model\"]"), "{line}");
     assert!(line.contains("project, browser"), "{line}");
     assert!(line.contains("verifier"), "{line}");
-    assert!(line.ends_with("no budget"), "{line}");
+    assert!(line.contains("· no budget ·"), "{line}");
+    assert!(line.contains("· network: allowlist of "), "{line}");
     let (out, _server) = run(&p, vec![], &["--max-sessions", "1", "--budget-usd", "2"]);
     let err = stderr(&out);
     let line = err
@@ -962,5 +963,5 @@ fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
         .find(|l| l.starts_with("baton: anthropic · "))
         .unwrap_or_else(|| panic!("no start line: {err}"));
     assert!(line.contains("per million tokens"), "{line}");
-    assert!(line.ends_with("budget $2.00"), "{line}");
+    assert!(line.contains("· budget $2.00 ·"), "{line}");
 }

@@ -305,7 +305,7 @@ fn joins_at_once_after_a_protected_file_was_replaced_all_succeed() {
     .to_string();
     for round in 0..20 {
         // git's lock-and-rename, outside the sandbox.
-        let text = format!("[core]\n\tbare = false\n# round {round}\n");
+        let text = format!("[core]\n\tbare = false\n[baton]\n\tround = {round}\n");
         std::fs::write(project.join(".git/config.lock"), &text).unwrap();
         std::fs::rename(
             project.join(".git/config.lock"),
@@ -331,7 +331,7 @@ fn joins_at_once_after_a_protected_file_was_replaced_all_succeed() {
             // The exit status too: a join that printed nothing at all (seen once
             // under a loaded CI) is told apart by how it ended.
             assert!(
-                said.contains(&format!("# round {round}")),
+                said.contains(&format!("round = {round}\n")),
                 "round {round}: {:?}: {said}{err}",
                 out.status
             );

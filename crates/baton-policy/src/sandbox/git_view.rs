@@ -148,11 +148,20 @@ fn render(stamp: &str, entries: &[(String, Option<String>)]) -> String {
             current = Some(header);
         }
         match value {
-            Some(v) => out.push_str(&format!("\t{name} = {}\n", quoted(&without_userinfo(v)))),
+            Some(v) => out.push_str(&format!("\t{name} = {}\n", written(&without_userinfo(v)))),
             None => out.push_str(&format!("\t{name}\n")),
         }
     }
     out
+}
+
+/// `v` as written in a config: as it is when it is plain (letters, digits and
+/// `-_./:+@*,=`, nothing around it), else [`quoted`].
+fn written(v: &str) -> String {
+    let plain = !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:+@*,=".contains(c));
+    if plain { v.to_string() } else { quoted(v) }
 }
 
 /// `v` in double quotes, with what git's config syntax escapes escaped and
