@@ -1025,6 +1025,23 @@ fn no_token_from_the_users_git_config_reaches_a_command() {
     assert!(!author.is_empty(), "{author}");
 }
 
+/// A run whose coding session writes `script` as `scripts/<name>` and runs it
+/// with `sh`: the run's output, and what the script printed.
+fn run_script(p: &Project, name: &str, script: &str) -> (Output, String) {
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": format!("scripts/{name}"), "content": script}),
+        ),
+        ("Bash", json!({"command": format!("sh scripts/{name}")})),
+    ])));
+    steps.push(Step::Reply(Reply::text("Ran it.")));
+    let (out, server) = run(p, steps, &["--max-sessions", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    (out, tool_outputs(&server).join("\n"))
+}
+
 /// A stand-in for "the internet": a server on every address of the host that
 /// answers each request with `INTERNET-OK <request line>`.
 fn internet() -> u16 {
@@ -1080,22 +1097,8 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
          try far curl -s --max-time 5 --noproxy '*' http://192.0.2.1/\n\
          echo net-done\n"
     );
-    let mut steps = initializer(&features(&[false, false, false]));
-    steps.push(Step::Reply(Reply::tools(&[
-        (
-            "Write",
-            json!({"file_path": "scripts/net.sh", "content": script}),
-        ),
-        ("Bash", json!({"command": "sh scripts/net.sh"})),
-    ])));
-    steps.push(Step::Reply(Reply::text("Looked.")));
-    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let said = tool_outputs(&server);
-    let said = said
-        .iter()
-        .find(|s| s.contains("net-done"))
-        .unwrap_or_else(|| panic!("{said:?}"));
+    let (out, said) = run_script(&p, "net.sh", &script);
+    assert!(said.contains("net-done"), "{said}");
     let line = |label: &str| {
         said.lines()
             .find(|l| l.starts_with(&format!("{label}: ")))
@@ -1157,18 +1160,7 @@ fn an_open_network_is_open_and_says_so() {
     let script = format!(
         "#!/bin/sh\necho \"direct: $(curl -s --max-time 5 --noproxy '*' http://127.0.0.1:{port}/open 2>&1)\"\necho net-done\n"
     );
-    let mut steps = initializer(&features(&[false, false, false]));
-    steps.push(Step::Reply(Reply::tools(&[
-        (
-            "Write",
-            json!({"file_path": "scripts/net.sh", "content": script}),
-        ),
-        ("Bash", json!({"command": "sh scripts/net.sh"})),
-    ])));
-    steps.push(Step::Reply(Reply::text("Looked.")));
-    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let said = tool_outputs(&server).join("\n");
+    let (out, said) = run_script(&p, "net.sh", &script);
     assert!(said.contains("direct: INTERNET-OK GET /open"), "{said}");
     assert!(stderr(&out).contains("network: open"), "{}", stderr(&out));
 }
@@ -1254,18 +1246,7 @@ fn npm_installs_from_an_allowed_registry_inside_the_sandbox() {
     )
     .unwrap();
     let script = "#!/bin/sh\nnpm install --no-audit --no-fund --loglevel=error >/dev/null 2>npm-err.txt || cat npm-err.txt\nnode -e \"console.log(require('tiny-pkg'))\"\necho install-done\n";
-    let mut steps = initializer(&features(&[false, false, false]));
-    steps.push(Step::Reply(Reply::tools(&[
-        (
-            "Write",
-            json!({"file_path": "scripts/install.sh", "content": script}),
-        ),
-        ("Bash", json!({"command": "sh scripts/install.sh"})),
-    ])));
-    steps.push(Step::Reply(Reply::text("Installed.")));
-    let (out, server) = run(&p, steps, &["--max-sessions", "2"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let said = tool_outputs(&server).join("\n");
+    let (out, said) = run_script(&p, "install.sh", script);
     assert!(said.contains("tiny works"), "{said}");
     assert!(
         !stderr(&out).contains("network: refused"),

@@ -176,24 +176,10 @@ fn claude_code_refused_command_is_refused_by_batons_hook() {
     assert!(refused[0].0.contains("rm -rf .git"), "{refused:?}");
 }
 
-#[test]
-fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
-    let Some(cli) = claude("claude_code_whole_run_initializer_and_coding_sessions_complete") else {
-        return;
-    };
-    let p = Project::with_toml(
-        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 3\n",
-    );
-    std::fs::write(p.path().join("app_spec.txt"), "Two features.\n").unwrap();
-    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
-    let git = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(p.path())
-        .status()
-        .unwrap();
-    assert!(git.success());
-    let mut steps = vec![
-        // The initializer writes new files (Claude Code's Write needs no prior Read then).
+/// The initializer's session through Claude Code: two failing features, a
+/// start script and the notes, committed.
+fn initialized() -> Vec<Step> {
+    vec![
         Step::Reply(Reply::tools(&[
             (
                 "Write",
@@ -213,7 +199,27 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
             ),
         ])),
         Step::Reply(Reply::text("Initialized.")),
-    ];
+    ]
+}
+
+#[test]
+fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
+    let Some(cli) = claude("claude_code_whole_run_initializer_and_coding_sessions_complete") else {
+        return;
+    };
+    let p = Project::with_toml(
+        "[project]\nfeatures = 2\nmin_features = 2\n[run]\npause_secs = 0\nstall_sessions = 3\n",
+    );
+    std::fs::write(p.path().join("app_spec.txt"), "Two features.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(p.path())
+        .status()
+        .unwrap();
+    assert!(git.success());
+    // The initializer writes new files (Claude Code's Write needs no prior Read then).
+    let mut steps = initialized();
     for n in 1..=2 {
         steps.push(Step::Reply(Reply::tool(
             "Bash",
@@ -1014,26 +1020,8 @@ fn claude_code_a_double_forked_process_does_not_outlive_its_session() {
     std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
     super::run::git(&p, &["init", "-q"]);
     let daemon = "use POSIX ();\nexit 0 if fork;\nPOSIX::setsid();\nexit 0 if fork;\nopen STDIN, '<', '/dev/null'; open STDOUT, '>', '/dev/null'; open STDERR, '>', '/dev/null';\nexec 'sh', '-c', 'while :; do date +%s%N > \"$HOME/beat\"; sleep 0.05; done # beat-loop-78';\n";
-    let steps = vec![
-        Step::Reply(Reply::tools(&[
-            (
-                "Write",
-                json!({"file_path": "feature_list.json", "content": failing_features(2)}),
-            ),
-            (
-                "Write",
-                json!({"file_path": "init.sh", "content": "#!/usr/bin/env bash\necho ready\n"}),
-            ),
-            (
-                "Write",
-                json!({"file_path": "claude-progress.txt", "content": "Session 1: list and init.sh.\n"}),
-            ),
-            (
-                "Bash",
-                json!({"command": "chmod +x init.sh && git add -A && git commit -qm 'Initial feature list'"}),
-            ),
-        ])),
-        Step::Reply(Reply::text("Initialized.")),
+    let mut steps = initialized();
+    steps.extend([
         Step::Reply(Reply::tools(&[
             (
                 "Write",
@@ -1050,7 +1038,7 @@ fn claude_code_a_double_forked_process_does_not_outlive_its_session() {
             json!({"command": "sleep 0.5; if [ -e \"$HOME/beat\" ]; then echo LEFTOVER-ALIVE; else echo home-quiet; fi; n=0; for f in /proc/[0-9]*/cmdline; do case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in *\"beat-loop-$((70+8))\"*) n=$((n+1));; esac; done; echo \"leftovers=$n\""}),
         )),
         Step::Reply(Reply::text("Looked.")),
-    ];
+    ]);
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     let home = tempfile::tempdir().unwrap();
     let dir = p.path().to_str().unwrap();

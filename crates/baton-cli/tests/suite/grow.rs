@@ -902,7 +902,7 @@ fn an_idea_projects_kind_is_read_again_from_the_planners_spec() {
     );
     let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap();
     assert!(toml.contains("kind = \"cli\""), "{toml}");
-    assert!(!toml.contains("enabled = true"), "{toml}");
+    assert!(toml.contains("[browser]\nenabled = false"), "{toml}");
     assert_eq!(baton_testkit::git(&dir, &["status", "--porcelain"]), "");
     let log = baton_testkit::git(&dir, &["log", "--format=%s", "-1"]);
     assert!(

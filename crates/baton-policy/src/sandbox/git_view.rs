@@ -166,7 +166,7 @@ fn written(v: &str) -> String {
 
 /// `v` in double quotes, with what git's config syntax escapes escaped and
 /// other control characters dropped.
-fn quoted(v: &str) -> String {
+pub(crate) fn quoted(v: &str) -> String {
     let mut q = String::from("\"");
     for c in v.chars() {
         match c {
@@ -272,7 +272,7 @@ mod tests {
         assert!(
             std::fs::read_to_string(&again)
                 .unwrap()
-                .contains("name = \"N\"")
+                .contains("name = N\n")
         );
     }
 

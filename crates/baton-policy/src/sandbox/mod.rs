@@ -321,21 +321,7 @@ pub fn write_git_config(project: &Path) -> std::io::Result<PathBuf> {
         .entry("safe".to_string())
         .or_default()
         .push(("directory".to_string(), project.display().to_string()));
-    let quote = |v: &str| {
-        let mut q = String::from("\"");
-        for c in v.chars() {
-            match c {
-                '\\' => q.push_str("\\\\"),
-                '"' => q.push_str("\\\""),
-                '\n' => q.push_str("\\n"),
-                '\t' => q.push_str("\\t"),
-                c if c.is_control() => {}
-                c => q.push(c),
-            }
-        }
-        q.push('"');
-        q
-    };
+    let quote = git_view::quoted;
     let mut out =
         String::from("# Written by baton: what the agent's commands see of git's global config.\n");
     for (section, values) in &by_section {
