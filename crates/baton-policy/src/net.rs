@@ -200,12 +200,6 @@ pub struct Egress {
     pub refused: Refusals,
 }
 
-/// Where a request through a proxy goes.
-enum Target {
-    /// A host of the outside, by name or address, and port.
-    Out(String, u16),
-}
-
 impl Egress {
     /// Serve one client of the egress proxy on `client` (a connection a
     /// namespace's command made to [`PROXY_PORT`]): one request, `CONNECT
@@ -280,7 +274,7 @@ impl Egress {
                     refuse(&mut client, 403, &why);
                     return;
                 }
-                match self.dial(&Target::Out(host.clone(), port)) {
+                match self.dial(&host, port) {
                     Ok(s) => s,
                     Err(e) => {
                         refuse(
@@ -328,14 +322,13 @@ impl Egress {
         splice(client, upstream);
     }
 
-    /// Connect to `target`: its name as `[sandbox] hosts` maps it, else as DNS
-    /// answers baton (never the namespace).
-    fn dial(&self, target: &Target) -> std::io::Result<TcpStream> {
-        let Target::Out(host, port) = target;
+    /// Connect to `host:port`: the name as `[sandbox] hosts` maps it, else as
+    /// DNS answers baton (never the namespace).
+    fn dial(&self, host: &str, port: u16) -> std::io::Result<TcpStream> {
         let name = norm(host);
         let addrs: Vec<SocketAddr> = match self.hosts.get(&name) {
-            Some(ip) => (ip.as_str(), *port).to_socket_addrs()?.collect(),
-            None => (name.as_str(), *port).to_socket_addrs()?.collect(),
+            Some(ip) => (ip.as_str(), port).to_socket_addrs()?.collect(),
+            None => (name.as_str(), port).to_socket_addrs()?.collect(),
         };
         let mut last = std::io::Error::other("no address");
         for a in addrs {
