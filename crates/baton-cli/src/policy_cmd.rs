@@ -218,9 +218,10 @@ pub fn sandbox_shell(args: &[OsString]) -> ExitCode {
             // (Claude Code only says the hook gave no answer), so a failure to
             // start the command is also written where baton reads it.
             let log = LauncherLog::open(&spec.project);
-            // The verifier's read-only commands get a namespace of their own (the
-            // run's shared one keeps the project writable).
-            if let Some(target) = join_target.filter(|_| !spec.read_only) {
+            // The verifier's read-only commands join the read-only namespace
+            // baton made for its session (never the coders': baton names the
+            // target), else get one of their own.
+            if let Some(target) = join_target {
                 return join(&spec, target, &command, &unset, Some(log));
             }
             let err = exec_confined(&spec, &command, &unset);

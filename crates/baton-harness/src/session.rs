@@ -263,6 +263,7 @@ impl Runner<'_> {
                 // The verifier's commands: the project read-only, and a home of
                 // their own (Codex's too), which ends with the session.
                 let mut fresh = None;
+                let mut own_namespace = None;
                 if a.gate.read_only {
                     fresh = baton_policy::sandbox::FreshHome::new(&self.files.dir)
                         .inspect_err(|e| {
@@ -271,18 +272,43 @@ impl Runner<'_> {
                             ));
                         })
                         .ok();
-                    let home = fresh.as_ref().map(|f| f.path());
-                    // A CLI that runs whole in its sandbox (Codex) reaches the
-                    // model through the key proxy: its read-only sandbox, one
-                    // of its own with no bridge, keeps the host's network.
-                    let open = cli.cli.kind().profile().inside_sandbox;
-                    cli.command_sandbox = cli
-                        .command_sandbox
-                        .as_deref()
-                        .map(|s| read_only_spec(s, home, open));
-                    if let Some(h) = home {
+                    let scratch = fresh.as_ref().map(|f| f.path());
+                    // A namespace of the verifier's own, the project read-only
+                    // in it, whose commands (Codex whole) join it: it has the
+                    // run's network boundary, the key proxy's bridge included.
+                    let ro = self
+                        .tools
+                        .context()
+                        .launcher
+                        .as_ref()
+                        .zip(scratch)
+                        .map(|(l, s)| l.read_only(s));
+                    let joined = ro
+                        .as_ref()
+                        .and_then(|l| Some((l.join_target()?, l.home()?)));
+                    let open = joined.is_none() && cli.cli.kind().profile().inside_sandbox;
+                    let home = joined.as_ref().map(|(_, h)| h.as_path()).or(scratch);
+                    cli.command_sandbox = cli.command_sandbox.as_deref().map(|s| {
+                        read_only_spec(
+                            s,
+                            (home, scratch),
+                            joined.as_ref().map(|(pid, _)| *pid),
+                            open,
+                        )
+                    });
+                    if let Some(h) = scratch {
                         cli.cli = cli.cli.in_home(h);
+                        // The CLI's temp files (Claude Code's record of its
+                        // shell's directory) where the verifier's commands reach
+                        // them: the coder's home is not in its namespace.
+                        let tmp = h.join("tmp");
+                        if std::fs::create_dir_all(&tmp).is_ok() {
+                            for (_, v) in cli.env.iter_mut().filter(|(k, _)| k == "TMPDIR") {
+                                *v = tmp.display().to_string();
+                            }
+                        }
                     }
+                    own_namespace = ro;
                 } else if let Some(pid) = self
                     .tools
                     .context()
@@ -306,6 +332,7 @@ impl Runner<'_> {
                     )
                     .run_until(transcript, system, prompt, &self.stop)
                     .await;
+                drop(own_namespace);
                 drop(fresh);
                 ended
             }
@@ -713,18 +740,34 @@ fn joining_spec(spec: &str, pid: i32) -> String {
     }
 }
 
-fn read_only_spec(spec: &str, home: Option<&std::path::Path>, open_network: bool) -> String {
+/// `spec` (a CLI's `BATON_SANDBOX`) for the verifier: the project read-only,
+/// `home` its home and `scratch` writable (the CLI's own files), joining the
+/// read-only namespace `join` holds (none: a sandbox of its own per command),
+/// with the host's network when `open_network` (a CLI whole in a sandbox
+/// without a bridge to its key proxy).
+fn read_only_spec(
+    spec: &str,
+    (home, scratch): (Option<&std::path::Path>, Option<&std::path::Path>),
+    join: Option<i32>,
+    open_network: bool,
+) -> String {
     use baton_policy::sandbox::ShellSpec;
     let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
     match ShellSpec::from_env(var, spec) {
         Ok(mut s) => {
             s.spec.read_only = true;
+            s.join = join;
             if open_network {
                 s.spec.network = baton_config::SandboxNetwork::Open;
             }
             if let Some(h) = home {
                 s.spec.home = h.to_path_buf();
             }
+            s.spec.writable.extend(
+                scratch
+                    .filter(|d| Some(*d) != home)
+                    .map(std::path::Path::to_path_buf),
+            );
             s.to_env()
         }
         Err(_) => spec.to_string(),

@@ -186,6 +186,10 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     fn refused_hosts(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The home its commands get, where it gives them one of their own.
+    fn home(&self) -> Option<std::path::PathBuf> {
+        None
+    }
     /// The port of the host's loopback where a browser outside the sandbox finds
     /// its proxy into the commands' network (their own loopback, and the hosts
     /// they may reach); `None` when the commands share the host's network.

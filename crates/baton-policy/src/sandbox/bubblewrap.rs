@@ -589,6 +589,10 @@ impl baton_tools::Launcher for SandboxLauncher {
         SandboxLauncher::refused_hosts(self)
     }
 
+    fn home(&self) -> Option<PathBuf> {
+        Some(self.spec.home.clone())
+    }
+
     fn browser_proxy(&self) -> Option<u16> {
         if self.bwrap.is_none() || self.spec.network == baton_config::SandboxNetwork::Open {
             return None;
