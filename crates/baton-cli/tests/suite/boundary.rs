@@ -876,34 +876,15 @@ fn a_double_forked_process_does_not_outlive_its_session() {
         return;
     }
     let p = project("");
-    let daemon = "use POSIX ();\nexit 0 if fork;\nPOSIX::setsid();\nexit 0 if fork;\nopen STDIN, '<', '/dev/null'; open STDOUT, '>', '/dev/null'; open STDERR, '>', '/dev/null';\nexec 'sh', '-c', 'while :; do date +%s%N > \"$HOME/beat\"; sleep 0.05; done # beat-loop-77';\n";
+    let (start, look) = super::leftover_daemon(77);
     let mut steps = initializer(&features(&[false, false, false]));
-    steps.push(Step::Reply(Reply::tools(&[
-        (
-            "Write",
-            json!({"file_path": "scripts/daemon.pl", "content": daemon}),
-        ),
-        (
-            "Bash",
-            json!({"command": "perl scripts/daemon.pl; sleep 0.3; cat \"$HOME/beat\" >/dev/null && echo started"}),
-        ),
-    ])));
+    steps.push(Step::Reply(Reply::tools(&start)));
     steps.push(Step::Reply(Reply::text("Left a helper running.")));
-    steps.push(Step::Reply(Reply::tool(
-        "Bash",
-        json!({"command": "sleep 0.5; if [ -e \"$HOME/beat\" ]; then echo LEFTOVER-ALIVE; else echo home-quiet; fi; n=0; for f in /proc/[0-9]*/cmdline; do case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in *\"beat-loop-$((70+7))\"*) n=$((n+1));; esac; done; echo \"leftovers=$n\""}),
-    )));
+    steps.push(look);
     steps.push(Step::Reply(Reply::text("Looked.")));
     let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let said = tool_outputs(&server);
-    assert!(said.iter().any(|s| s.contains("started")), "{said:?}");
-    let next = said
-        .iter()
-        .find(|s| s.contains("leftovers="))
-        .unwrap_or_else(|| panic!("{said:?}"));
-    assert!(next.contains("home-quiet"), "{next}");
-    assert!(next.contains("leftovers=0"), "{next}");
+    super::assert_no_leftover(&server);
 }
 
 /// The host's temp dirs are rendezvous points: a tmux server's socket, an ssh

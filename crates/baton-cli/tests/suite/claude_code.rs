@@ -1019,24 +1019,12 @@ fn claude_code_a_double_forked_process_does_not_outlive_its_session() {
     std::fs::write(p.path().join("app_spec.txt"), "Two features.\n").unwrap();
     std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
     super::run::git(&p, &["init", "-q"]);
-    let daemon = "use POSIX ();\nexit 0 if fork;\nPOSIX::setsid();\nexit 0 if fork;\nopen STDIN, '<', '/dev/null'; open STDOUT, '>', '/dev/null'; open STDERR, '>', '/dev/null';\nexec 'sh', '-c', 'while :; do date +%s%N > \"$HOME/beat\"; sleep 0.05; done # beat-loop-78';\n";
+    let (start, look) = super::leftover_daemon(78);
     let mut steps = initialized();
     steps.extend([
-        Step::Reply(Reply::tools(&[
-            (
-                "Write",
-                json!({"file_path": "scripts/daemon.pl", "content": daemon}),
-            ),
-            (
-                "Bash",
-                json!({"command": "perl scripts/daemon.pl; sleep 0.3; cat \"$HOME/beat\" >/dev/null && echo started"}),
-            ),
-        ])),
+        Step::Reply(Reply::tools(&start)),
         Step::Reply(Reply::text("Left a helper running.")),
-        Step::Reply(Reply::tool(
-            "Bash",
-            json!({"command": "sleep 0.5; if [ -e \"$HOME/beat\" ]; then echo LEFTOVER-ALIVE; else echo home-quiet; fi; n=0; for f in /proc/[0-9]*/cmdline; do case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in *\"beat-loop-$((70+8))\"*) n=$((n+1));; esac; done; echo \"leftovers=$n\""}),
-        )),
+        look,
         Step::Reply(Reply::text("Looked.")),
     ]);
     let server = ScriptedServer::start(Wire::Anthropic, steps);
@@ -1049,12 +1037,5 @@ fn claude_code_a_double_forked_process_does_not_outlive_its_session() {
         &["run", dir, "--max-sessions", "3"],
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let said = tool_outputs(&server);
-    assert!(said.iter().any(|s| s.contains("started")), "{said:?}");
-    let next = said
-        .iter()
-        .find(|s| s.contains("leftovers="))
-        .unwrap_or_else(|| panic!("{said:?}"));
-    assert!(next.contains("home-quiet"), "{next}");
-    assert!(next.contains("leftovers=0"), "{next}");
+    super::assert_no_leftover(&server);
 }

@@ -540,3 +540,50 @@ pub fn assert_screenshot_kept(project: &std::path::Path, t: &[baton_agent::trans
     let png = std::fs::read(project.join(&kept[0])).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "{} is no PNG", kept[0]);
 }
+
+/// A double-forked daemon (`setsid`, out of every process group baton knows)
+/// that keeps `$HOME/beat` fresh, its command line marked `beat-loop-{tag}`:
+/// a session's leftover that must not outlive it. The tool calls that write it
+/// as `scripts/daemon.pl` and start it; then the call that looks for it from
+/// the next session.
+pub fn leftover_daemon(tag: u32) -> (Vec<(&'static str, Value)>, Step) {
+    let daemon = format!(
+        "use POSIX ();\nexit 0 if fork;\nPOSIX::setsid();\nexit 0 if fork;\nopen STDIN, '<', '/dev/null'; open STDOUT, '>', '/dev/null'; open STDERR, '>', '/dev/null';\nexec 'sh', '-c', 'while :; do date +%s%N > \"$HOME/beat\"; sleep 0.05; done # beat-loop-{tag}';\n"
+    );
+    let start = vec![
+        (
+            "Write",
+            serde_json::json!({"file_path": "scripts/daemon.pl", "content": daemon}),
+        ),
+        (
+            "Bash",
+            serde_json::json!({"command": "perl scripts/daemon.pl; sleep 0.3; cat \"$HOME/beat\" >/dev/null && echo started"}),
+        ),
+    ];
+    // The tag is computed in the look, so the look's own command line never
+    // matches it.
+    let look = format!(
+        "sleep 0.5; if [ -e \"$HOME/beat\" ]; then echo LEFTOVER-ALIVE; else echo home-quiet; fi; n=0; for f in /proc/[0-9]*/cmdline; do case \"$(tr '\\0' ' ' < \"$f\" 2>/dev/null)\" in *\"beat-loop-$(({} + 1))\"*) n=$((n+1));; esac; done; echo \"leftovers=$n\"",
+        tag - 1
+    );
+    (
+        start,
+        Step::Reply(baton_testkit::Reply::tool(
+            "Bash",
+            serde_json::json!({ "command": look }),
+        )),
+    )
+}
+
+/// What [`leftover_daemon`]'s calls told the model: it started, and the next
+/// session found neither it nor its file.
+pub fn assert_no_leftover(server: &ScriptedServer) {
+    let said = tool_outputs(server);
+    assert!(said.iter().any(|s| s.contains("started")), "{said:?}");
+    let next = said
+        .iter()
+        .find(|s| s.contains("leftovers="))
+        .unwrap_or_else(|| panic!("{said:?}"));
+    assert!(next.contains("home-quiet"), "{next}");
+    assert!(next.contains("leftovers=0"), "{next}");
+}
