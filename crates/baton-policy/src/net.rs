@@ -27,7 +27,7 @@ use std::io::{IoSlice, IoSliceMut, Read as _, Write as _};
 use std::mem::MaybeUninit;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs as _};
 use std::os::fd::{AsFd as _, OwnedFd};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -45,6 +45,36 @@ const MAX_HEAD: usize = 16 * 1024;
 
 /// How long the egress proxy waits for a request head, or a host to answer.
 const WAIT: Duration = Duration::from_secs(30);
+
+/// The most connections baton serves for one namespace (or for the browser) at
+/// once: past it a new one is closed at once, so a command that opens
+/// connections without end cannot exhaust baton's threads.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// Connections in service, counted against [`MAX_CONNECTIONS`].
+#[derive(Debug, Clone, Default)]
+struct Slots(Arc<AtomicUsize>);
+
+/// One connection's place among [`Slots`], given back when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slots {
+    /// A place for one more connection, unless [`MAX_CONNECTIONS`] are in service.
+    fn take(&self) -> Option<Slot> {
+        let before = self.0.fetch_add(1, Ordering::SeqCst);
+        if before >= MAX_CONNECTIONS {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Slot(self.0.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// Ports of the host's loopback that baton's own services listen on (the key
 /// proxy), exposed at the same number inside every namespace started after.
@@ -532,14 +562,20 @@ impl Bridge {
             next: AtomicU32::new(1),
         });
         let (control, pending) = (bridge.control.clone(), bridge.pending.clone());
+        let slots = Slots::default();
         std::thread::spawn(move || {
             while let Some((msg, fd)) = receive(&control) {
                 match (msg.first(), fd) {
                     (Some(&ACCEPTED), Some(fd)) if msg.len() == 3 => {
                         let port = u16::from_be_bytes([msg[1], msg[2]]);
                         let conn = TcpStream::from(fd);
+                        // Too many at once: this one is closed.
+                        let Some(slot) = slots.take() else {
+                            continue;
+                        };
                         let egress = egress.clone();
                         std::thread::spawn(move || {
+                            let _slot = slot;
                             if port == PROXY_PORT {
                                 egress.serve(conn);
                             } else if exposed().contains(&port)
@@ -598,6 +634,20 @@ impl Bridge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_past_the_limit_get_no_place_until_one_ends() {
+        let slots = Slots::default();
+        let mut held: Vec<Slot> = (0..MAX_CONNECTIONS)
+            .map(|_| slots.take().unwrap())
+            .collect();
+        assert!(slots.take().is_none());
+        held.pop();
+        held.push(slots.take().unwrap());
+        assert!(slots.take().is_none());
+        held.clear();
+        assert!(slots.take().is_some());
+    }
 
     #[test]
     fn the_allowlist_matches_names_and_their_subdomains_only() {
@@ -776,10 +826,15 @@ impl BrowserProxy {
             let listener = TcpListener::bind(("127.0.0.1", 0)).ok()?;
             let port = listener.local_addr().ok()?.port();
             let (target, egress) = (self.target.clone(), egress.clone());
+            let slots = Slots::default();
             std::thread::spawn(move || {
                 for client in listener.incoming().flatten() {
+                    let Some(slot) = slots.take() else {
+                        continue;
+                    };
                     let (target, egress) = (target.clone(), egress.clone());
                     std::thread::spawn(move || {
+                        let _slot = slot;
                         egress.serve_with(client, |host, port| {
                             if !loopback(host) {
                                 return None;
