@@ -179,6 +179,10 @@ enum Command {
     /// The pid 1 of the run's sandbox namespace (internal).
     #[command(name = "__hold", hide = true)]
     Hold {
+        /// Its standard output is the bridge to baton of the namespace's own
+        /// network.
+        #[arg(long)]
+        bridge: bool,
         /// Ports of the namespace's loopback to listen on and bridge to baton.
         #[arg(long)]
         listen: Vec<u16>,
@@ -265,7 +269,7 @@ fn main() -> ExitCode {
         Command::Hook(args) => hook_cmd::run(args),
         Command::Sandbox(args) => policy_cmd::sandbox(args),
         #[cfg(target_os = "linux")]
-        Command::Hold { listen } => baton_policy::namespace::hold(&listen),
+        Command::Hold { bridge, listen } => baton_policy::namespace::hold(bridge, &listen),
         #[cfg(not(target_os = "linux"))]
         Command::Hold { .. } => anyhow::bail!("__hold needs Linux"),
     };

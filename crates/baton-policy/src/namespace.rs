@@ -100,6 +100,7 @@ impl Holder {
             None => (None, None),
         };
         if theirs.is_some() {
+            cmd.arg("--bridge");
             let mut ports = crate::net::exposed();
             if spec.network == baton_config::SandboxNetwork::Allowlist {
                 ports.push(crate::net::PROXY_PORT);
@@ -199,14 +200,15 @@ impl Drop for Holder {
 /// processes orphaned inside (they are re-parented to it), and end when its
 /// standard input closes (baton ended or died). Signals sent from inside the
 /// namespace never reach it: the kernel delivers to a namespace's init only
-/// those it handles, and it handles none.
-pub fn hold(listen: &[u16]) -> ! {
+/// those it handles, and it handles none. With `bridge`, it serves the bridge
+/// of the namespace's own network on its standard output, listening on
+/// `listen`'s ports ([`crate::net::serve_inside`]).
+pub fn hold(bridge: bool, listen: &[u16]) -> ! {
     use std::io::Read as _;
     use std::os::fd::AsFd as _;
-    // A network of its own: its standard output is the bridge to baton.
-    if !listen.is_empty()
-        && let Ok(control) = std::io::stdout().as_fd().try_clone_to_owned()
-    {
+    // A network of its own: its standard output is the bridge to baton, which
+    // also asks it to connect inside (the browser), whatever it listens on.
+    if bridge && let Ok(control) = std::io::stdout().as_fd().try_clone_to_owned() {
         crate::net::serve_inside(control, listen);
     }
     std::thread::spawn(|| {

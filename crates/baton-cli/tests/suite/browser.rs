@@ -449,11 +449,19 @@ fn the_browser_opens_the_app_a_command_serves_inside_the_sandbox() {
     if !super::bwrap("the_browser_opens_the_app_a_command_serves_inside_the_sandbox") {
         return;
     }
+    // Both closed networks: the allowlist's (egress proxy and bridge) and
+    // loopback only (the bridge alone).
+    for network in ["allowlist", "loopback"] {
+        opens_the_app_inside(&parts, network);
+    }
+}
+
+fn opens_the_app_inside(parts: &baton_testkit::browser::BrowserParts, network: &str) {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = free.local_addr().unwrap().port();
     drop(free);
     let p = Project::with_toml(&format!(
-        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n",
+        "[browser]\nenabled = true\nchromium = {:?}\ncommand = [\"node\", {:?}]\n[sandbox]\nnetwork = \"{network}\"\n",
         parts.chromium.display().to_string(),
         parts.cli.display().to_string()
     ));
@@ -479,7 +487,7 @@ fn the_browser_opens_the_app_a_command_serves_inside_the_sandbox() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     let said = tool_outputs(&server).join("\n");
     assert!(said.contains("serving"), "{said}");
-    assert!(said.contains("Page Title: Inside App"), "{said}");
+    assert!(said.contains("Page Title: Inside App"), "{network}: {said}");
     // Not on the host's loopback: the app is the namespace's.
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
 }
