@@ -445,6 +445,22 @@ fn splice(a: TcpStream, b: TcpStream) {
     let _ = one.join();
 }
 
+/// Hand each connection `listener` accepts to `serve` until it says to stop.
+/// An accept that fails (out of descriptors) is retried after a pause, never in
+/// a busy loop.
+fn accept_each(listener: &TcpListener, mut serve: impl FnMut(TcpStream) -> bool) {
+    loop {
+        match listener.accept() {
+            Ok((conn, _)) => {
+                if !serve(conn) {
+                    return;
+                }
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
 /// What the holder tells baton: a connection it accepted on a port.
 const ACCEPTED: u8 = b'A';
 /// What baton asks the holder: connect to a port inside.
@@ -513,13 +529,11 @@ pub fn serve_inside(control: OwnedFd, listen: &[u16]) {
         };
         let control = control.clone();
         std::thread::spawn(move || {
-            for conn in listener.incoming().flatten() {
+            accept_each(&listener, |conn| {
                 let [hi, lo] = port.to_be_bytes();
                 let fd = OwnedFd::from(conn);
-                if send(&control, &[ACCEPTED, hi, lo], Some(&fd)).is_err() {
-                    return;
-                }
-            }
+                send(&control, &[ACCEPTED, hi, lo], Some(&fd)).is_ok()
+            });
         });
     }
     std::thread::spawn(move || {
@@ -828,9 +842,9 @@ impl BrowserProxy {
             let (target, egress) = (self.target.clone(), egress.clone());
             let slots = Slots::default();
             std::thread::spawn(move || {
-                for client in listener.incoming().flatten() {
+                accept_each(&listener, |client| {
                     let Some(slot) = slots.take() else {
-                        continue;
+                        return true;
                     };
                     let (target, egress) = (target.clone(), egress.clone());
                     std::thread::spawn(move || {
@@ -849,7 +863,8 @@ impl BrowserProxy {
                             })
                         });
                     });
-                }
+                    true
+                });
             });
             Some(port)
         })

@@ -275,7 +275,8 @@ enum Spawning {
 
 impl SandboxLauncher {
     /// The launcher confining commands to `spec`, with `exe` (the `baton` binary) as
-    /// the Landlock launcher.
+    /// the Landlock launcher. Its commands reach no host outside until
+    /// [`Self::with_egress`] names some.
     pub fn new(spec: SandboxSpec, exe: &Path) -> Self {
         // The commands' git config, written before any of them runs.
         if let Err(e) = super::write_git_config(&spec.project) {
@@ -283,7 +284,6 @@ impl SandboxLauncher {
                 "baton: warning: cannot write the commands' git config ({e}); git in the sandbox has none"
             );
         }
-        let spec_project = spec.project.clone();
         Self {
             spec,
             exe: exe.to_path_buf(),
@@ -294,10 +294,8 @@ impl SandboxLauncher {
             },
             holder: std::sync::Arc::default(),
             fresh: None,
-            egress: std::sync::Arc::new(crate::net::Egress {
-                allow: crate::net::Allowlist::new(&crate::net::default_allow(&spec_project)),
-                ..crate::net::Egress::default()
-            }),
+            // No host until [`Self::with_egress`] names some (closed by default).
+            egress: std::sync::Arc::default(),
             browser: std::sync::Arc::default(),
         }
     }
