@@ -725,51 +725,52 @@ pub(crate) struct Agent<'a> {
     pub limits: Limits,
 }
 
-/// A `BATON_SANDBOX` spec with the project read-only, and `home` for the commands'.
-/// `spec` (a CLI's `BATON_SANDBOX`) joining the namespace `pid` holds, where it
-/// joins one at all.
-fn joining_spec(spec: &str, pid: i32) -> String {
-    use baton_policy::sandbox::ShellSpec;
+/// `spec` (a CLI's `BATON_SANDBOX`) as `edit` changes it; as it is when it
+/// cannot be read.
+fn edit_spec(spec: &str, edit: impl FnOnce(&mut baton_policy::sandbox::ShellSpec)) -> String {
     let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
-    match ShellSpec::from_env(var, spec) {
-        Ok(mut s) if s.join.is_some() => {
-            s.join = Some(pid);
+    match baton_policy::sandbox::ShellSpec::from_env(var, spec) {
+        Ok(mut s) => {
+            edit(&mut s);
             s.to_env()
         }
-        _ => spec.to_string(),
+        Err(_) => spec.to_string(),
     }
 }
 
-/// `spec` (a CLI's `BATON_SANDBOX`) for the verifier: the project read-only,
-/// `home` its home and `scratch` writable (the CLI's own files), joining the
-/// read-only namespace `join` holds (none: a sandbox of its own per command),
-/// with the host's network when `open_network` (a CLI whole in a sandbox
-/// without a bridge to its key proxy).
+/// `spec` joining the namespace `pid` holds, where it joins one at all.
+fn joining_spec(spec: &str, pid: i32) -> String {
+    edit_spec(spec, |s| {
+        if s.join.is_some() {
+            s.join = Some(pid);
+        }
+    })
+}
+
+/// `spec` for the verifier: the project read-only, `home` its home and
+/// `scratch` writable (the CLI's own files), joining the read-only namespace
+/// `join` holds (none: a sandbox of its own per command), with the host's
+/// network when `open_network` (a CLI whole in a sandbox without a bridge to
+/// its key proxy).
 fn read_only_spec(
     spec: &str,
     (home, scratch): (Option<&std::path::Path>, Option<&std::path::Path>),
     join: Option<i32>,
     open_network: bool,
 ) -> String {
-    use baton_policy::sandbox::ShellSpec;
-    let var = baton_agent::cli_session::SANDBOX_SPEC_VAR;
-    match ShellSpec::from_env(var, spec) {
-        Ok(mut s) => {
-            s.spec.read_only = true;
-            s.join = join;
-            if open_network {
-                s.spec.network = baton_config::SandboxNetwork::Open;
-            }
-            if let Some(h) = home {
-                s.spec.home = h.to_path_buf();
-            }
-            s.spec.writable.extend(
-                scratch
-                    .filter(|d| Some(*d) != home)
-                    .map(std::path::Path::to_path_buf),
-            );
-            s.to_env()
+    edit_spec(spec, |s| {
+        s.spec.read_only = true;
+        s.join = join;
+        if open_network {
+            s.spec.network = baton_config::SandboxNetwork::Open;
         }
-        Err(_) => spec.to_string(),
-    }
+        if let Some(h) = home {
+            s.spec.home = h.to_path_buf();
+        }
+        s.spec.writable.extend(
+            scratch
+                .filter(|d| Some(*d) != home)
+                .map(std::path::Path::to_path_buf),
+        );
+    })
 }
