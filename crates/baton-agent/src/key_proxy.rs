@@ -354,8 +354,12 @@ async fn handle(shared: &Shared, req: Request<Incoming>) -> Response<ProxyBody> 
             "key proxy: missing, wrong or revoked bearer token",
         );
     };
-    let spent = tally.lock().map(|m| m.total().total()).unwrap_or(u64::MAX);
-    if limit > 0 && spent >= limit {
+    // A tally nobody can read counts as spent.
+    let (over, spent) = tally
+        .lock()
+        .map(|m| (m.reached(limit), m.total().total()))
+        .unwrap_or((limit > 0, u64::MAX));
+    if over {
         let msg = format!(
             "key proxy: this session's token limit is spent ({spent} of {limit} tokens; [agent] max_session_tokens)"
         );
