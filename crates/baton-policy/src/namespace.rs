@@ -56,19 +56,20 @@ impl Holder {
         egress: &std::sync::Arc<crate::net::Egress>,
     ) -> Result<Self, SandboxError> {
         use std::os::unix::process::CommandExt as _;
-        let own_net = spec.network != baton_config::SandboxNetwork::Open;
-        let pair = if own_net {
-            Some(
+        // baton's and the holder's ends of the bridge, when it has a network of
+        // its own.
+        let (ours, theirs) = if spec.network == baton_config::SandboxNetwork::Open {
+            (None, None)
+        } else {
+            let (ours, theirs) =
                 crate::net::bridge_pair().map_err(|source| SandboxError::Exec {
                     program: bwrap.display().to_string(),
                     source,
-                })?,
-            )
-        } else {
-            None
+                })?;
+            (Some(ours), Some(theirs))
         };
         let mut cmd = Command::new(bwrap);
-        if own_net {
+        if theirs.is_some() {
             cmd.arg("--unshare-net");
         }
         cmd.args([
@@ -95,10 +96,6 @@ impl Holder {
         }
         // It waits on a pipe only baton writes to: it ends when baton does.
         cmd.arg("--").arg(exe).arg("__hold");
-        let (ours, theirs) = match pair {
-            Some((ours, theirs)) => (Some(ours), Some(theirs)),
-            None => (None, None),
-        };
         if theirs.is_some() {
             cmd.arg("--bridge");
             let mut ports = crate::net::exposed();
