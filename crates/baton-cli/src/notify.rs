@@ -399,13 +399,14 @@ impl crate::live::Listener for RunNotices {
             );
         }
         if !r.gates.network_refused.is_empty() {
+            // The names are the ones the agent's commands asked for: its words.
             let hosts = &r.gates.network_refused;
             self.to.send(
                 "network_refused",
                 &format!(
                     "baton: session {} was refused the network to {}: not on [sandbox] allow in baton.toml; add a host there if the project needs it",
                     r.number,
-                    hosts.join(", ")
+                    agents_words(&hosts.join(", "))
                 ),
                 json!({"session": r.number, "hosts": hosts}),
             );
