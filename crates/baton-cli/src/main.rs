@@ -176,6 +176,10 @@ enum Command {
     /// Internal: run a command inside baton's OS sandbox (used by the Bash tool).
     #[command(name = "__sandbox", hide = true)]
     Sandbox(policy_cmd::SandboxArgs),
+    /// Internal: serve baton's own git commands in a warm jail (one per
+    /// repository root, started by baton).
+    #[command(name = "__gitjail", hide = true)]
+    GitJail,
     /// The pid 1 of the run's sandbox namespace (internal).
     #[command(name = "__hold", hide = true)]
     Hold {
@@ -246,6 +250,10 @@ fn main() -> ExitCode {
             baton_policy::helpers::distrust(p);
         }
     }
+    // baton's own git runs in warm jails served by this executable.
+    if let Ok(exe) = std::env::current_exe() {
+        baton_harness::warm_jails(exe);
+    }
     let result = match cli.command {
         Command::New(args) => plan_cmd::new(args, &secrets),
         Command::Plan(args) => plan_cmd::plan(args, &secrets),
@@ -268,6 +276,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run(args),
         Command::Hook(args) => hook_cmd::run(args),
         Command::Sandbox(args) => policy_cmd::sandbox(args),
+        Command::GitJail => return baton_harness::serve_jail(),
         #[cfg(target_os = "linux")]
         Command::Hold { bridge, listen } => baton_policy::namespace::hold(bridge, &listen),
         #[cfg(not(target_os = "linux"))]

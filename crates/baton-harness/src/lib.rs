@@ -78,3 +78,5 @@ pub mod verifier;
 pub mod world;
 
 pub use error::HarnessError;
+/// baton's own git in warm jails: `baton __gitjail` serves them, `baton` enables them.
+pub use git::{serve_jail, warm_jails};

@@ -8,6 +8,7 @@ mod endurance;
 mod events;
 mod exec;
 mod faults;
+mod git_jail;
 mod grow;
 mod hook;
 mod issues;

@@ -13,7 +13,8 @@
 //!   `.git/commondir`, a git feature nobody thought of) cannot read a secret, write
 //!   outside the project or reach the network: the class "baton's git runs a program
 //!   the agent configured" is harmless by construction, not closed one case at a
-//!   time.
+//!   time. The jail is kept warm for the run ([`warm`]): one per repository root,
+//!   made fresh again after each command.
 //! - **Hardening** ([`HARDENING`]): what a repository can make git run (hooks,
 //!   fsmonitor, pagers, editors, ssh, credential helpers, signing programs,
 //!   external diffs, textconv, submodules) is switched off, the system config is
@@ -25,6 +26,9 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::error::HarnessError;
+
+mod warm;
+pub use warm::{enable as warm_jails, serve as serve_jail};
 
 /// `-c` settings given to every git command baton runs: nothing the repository
 /// configures may start a program in baton's (unsandboxed) process.
@@ -134,21 +138,45 @@ const JAIL_ENV: &[(&str, &str)] = &[
     ("GIT_EDITOR", "true"),
 ];
 
-/// `bwrap` arguments, up to and including `--`, that jail a git command in `dir`:
-/// everything read-only but the repository's root, an empty home but the user's
-/// own git config, private `/tmp`, `/dev` and `/proc`, no network, and an
-/// environment of `PATH`, `HOME`, `LANG` alone.
-fn jail_args(bwrap: &Path, dir: &Path, pinned: Option<&Path>) -> Vec<std::ffi::OsString> {
-    // bwrap changes directory inside the jail: an absolute path, whatever `dir` is.
-    let dir = &dir.canonicalize().unwrap_or_else(|_| {
+/// The absolute path of `dir` (bwrap changes directory inside the jail).
+fn absolute(dir: &Path) -> std::path::PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| {
         std::env::current_dir()
             .map(|c| c.join(dir))
             .unwrap_or_else(|_| dir.to_path_buf())
-    });
-    let home = std::env::var_os("HOME")
+    })
+}
+
+/// The home directory the jail empties (and shows the user's git config in).
+fn jail_home() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME")
         .map(std::path::PathBuf::from)
-        .filter(|h| h.is_absolute() && h.is_dir() && h.as_os_str() != "/");
-    let root = writable_root(dir, home.as_deref());
+        .filter(|h| h.is_absolute() && h.is_dir() && h.as_os_str() != "/")
+}
+
+/// `bwrap` arguments, up to and including `--`, that jail a git command in `dir`
+/// ([`jail_mounts`] of its root, git's directory pinned, `dir` its working
+/// directory).
+fn jail_args(bwrap: &Path, dir: &Path, pinned: Option<&Path>) -> Vec<std::ffi::OsString> {
+    let dir = absolute(dir);
+    let root = writable_root(&dir, jail_home().as_deref());
+    let mut v = jail_mounts(bwrap, &root);
+    if let Some(g) = pinned {
+        for k in ["GIT_DIR", "GIT_COMMON_DIR"] {
+            v.extend(["--setenv".into(), k.into(), g.as_os_str().to_os_string()]);
+        }
+    }
+    v.extend(["--chdir".into(), dir.into_os_string()]);
+    v.push("--".into());
+    v
+}
+
+/// The `bwrap` program and arguments of baton's git jail for the repository root
+/// `root`, before what runs in it: everything read-only but `root`, an empty home
+/// but the user's own git config, private `/tmp`, `/dev` and `/proc`, no network,
+/// and an environment of `PATH`, `HOME`, `LANG` and git's own settings alone.
+fn jail_mounts(bwrap: &Path, root: &Path) -> Vec<std::ffi::OsString> {
+    let home = jail_home();
     let mut v: Vec<std::ffi::OsString> = vec![
         bwrap.into(),
         "--die-with-parent".into(),
@@ -175,10 +203,6 @@ fn jail_args(bwrap: &Path, dir: &Path, pinned: Option<&Path>) -> Vec<std::ffi::O
     for (k, val) in JAIL_ENV {
         set(k, val.into());
     }
-    if let Some(g) = pinned {
-        set("GIT_DIR", g.as_os_str().to_os_string());
-        set("GIT_COMMON_DIR", g.as_os_str().to_os_string());
-    }
     for k in ["LANG", "LC_ALL", "TZ"] {
         if let Some(val) = std::env::var_os(k) {
             set(k, val);
@@ -192,10 +216,8 @@ fn jail_args(bwrap: &Path, dir: &Path, pinned: Option<&Path>) -> Vec<std::ffi::O
             v.extend(["--ro-bind-try".into(), p.clone(), p]);
         }
     }
-    let root = root.into_os_string();
+    let root = root.as_os_str().to_os_string();
     v.extend(["--bind".into(), root.clone(), root]);
-    v.extend(["--chdir".into(), dir.as_os_str().to_os_string()]);
-    v.push("--".into());
     v
 }
 
@@ -212,6 +234,13 @@ fn command(dir: &Path, args: &[&str], network: bool) -> Command {
         }
         None => Command::new(git_program()),
     };
+    git_part(&mut cmd, dir, args, network, pinned.as_deref());
+    cmd
+}
+
+/// What every git command of baton's is given: the hardening, `args`, its
+/// directory and environment.
+fn git_part(cmd: &mut Command, dir: &Path, args: &[&str], network: bool, pinned: Option<&Path>) {
     for h in HARDENING {
         if network && NETWORK.contains(h) {
             continue;
@@ -236,10 +265,52 @@ fn command(dir: &Path, args: &[&str], network: bool) -> Command {
         .env_remove("GIT_CONFIG")
         .env_remove("GIT_CONFIG_PARAMETERS")
         .env_remove("GIT_CONFIG_COUNT");
-    if let Some(g) = &pinned {
+    if let Some(g) = pinned {
         cmd.env("GIT_DIR", g).env("GIT_COMMON_DIR", g);
     }
-    cmd
+}
+
+/// `git args…` in `dir` (with `input`, if any) in the warm jail of its root
+/// ([`warm`]); `None` when no warm jail took it (run it in a jail of its own).
+fn run_warm(
+    dir: &Path,
+    args: &[&str],
+    input: Option<&[u8]>,
+) -> Option<Result<String, HarnessError>> {
+    let bwrap = jail()?;
+    let abs = absolute(dir);
+    let git = git_program();
+    let mut plain = Command::new(&git);
+    git_part(
+        &mut plain,
+        &abs,
+        args,
+        false,
+        pinned_git_dir(dir, args).as_deref(),
+    );
+    let ask = warm::Ask {
+        git: &git,
+        dir: &abs,
+        args: plain.get_args().map(|a| a.to_os_string()).collect(),
+        env: plain
+            .get_envs()
+            .map(|(k, v)| (k.to_os_string(), v.map(|v| v.to_os_string())))
+            .collect(),
+        input,
+    };
+    let root = writable_root(&abs, jail_home().as_deref());
+    let start = || {
+        let a = jail_mounts(bwrap, &root);
+        let mut c = Command::new(&a[0]);
+        c.args(&a[1..]);
+        c
+    };
+    let limit = limit(false);
+    match warm::run(&root, start, &ask, limit) {
+        warm::Warm::Ran(out) => Some(finish(dir, args, out)),
+        warm::Warm::Stopped => Some(Err(stopped_error(dir, args, limit))),
+        warm::Warm::Cold => None,
+    }
 }
 
 /// The git directory baton's git is pinned to in `dir`: its `.git` when that is a
@@ -255,6 +326,9 @@ fn pinned_git_dir(dir: &Path, args: &[&str]) -> Option<std::path::PathBuf> {
 }
 
 fn run(dir: &Path, args: &[&str], network: bool) -> Result<String, HarnessError> {
+    if !network && let Some(out) = run_warm(dir, args, None) {
+        return out;
+    }
     let mut cmd = command(dir, args, network);
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -332,6 +406,9 @@ pub fn set_timeout(secs: u64) {
 /// [`git`] with `input` on its standard input.
 fn git_with_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String, HarnessError> {
     use std::io::Write as _;
+    if let Some(out) = run_warm(dir, args, Some(input)) {
+        return out;
+    }
     let mut cmd = command(dir, args, false);
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
