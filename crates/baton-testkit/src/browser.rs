@@ -2,6 +2,7 @@
 //! (skipping a test where they are missing, failing it on CI, where `.ci/run`
 //! installs them), and a page to drive, served on 127.0.0.1.
 
+use crate::Bounded as _;
 use std::io::{BufReader, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ pub fn browser_parts(test: &str) -> Option<BrowserParts> {
             }
             std::process::Command::new("npm")
                 .args(["root", "-g"])
-                .output()
+                .output_bounded()
                 .ok()
                 .filter(|o| o.status.success())
                 .map(|o| {
@@ -46,7 +47,7 @@ pub fn browser_parts(test: &str) -> Option<BrowserParts> {
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
     let node = std::process::Command::new("node")
         .arg("--version")
-        .output()
+        .output_bounded()
         .is_ok_and(|o| o.status.success());
     let mut missing = Vec::new();
     if !node {

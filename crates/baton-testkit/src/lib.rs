@@ -19,6 +19,7 @@
 //! assert!(server.base_url().starts_with("http://127.0.0.1:"));
 //! ```
 
+pub mod bounded;
 pub mod browser;
 pub mod forge;
 mod http;
@@ -27,6 +28,7 @@ mod script;
 pub mod webbench;
 mod wire;
 
+pub use bounded::Bounded;
 pub use http::{Realism, RecordedRequest, ScriptedServer, ServerBuilder};
 pub use script::{RBlock, Reply, Step, Wire};
 
@@ -84,7 +86,7 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
         .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
         .args(args)
         .current_dir(dir)
-        .output()
+        .output_bounded()
         .unwrap_or_else(|e| panic!("cannot run git: {e}"));
     assert!(
         out.status.success(),

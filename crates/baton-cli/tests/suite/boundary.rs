@@ -129,7 +129,7 @@ fn a_planner_that_plants_hooks_and_edits_baton_toml_is_undone_before_baton_commi
             "add search",
             "--quiet",
         ])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
@@ -270,7 +270,7 @@ fn run_with_home(
         .arg("run")
         .arg(p.path())
         .args(extra)
-        .output()
+        .output_bounded()
         .unwrap();
     (out, server)
 }
@@ -618,7 +618,7 @@ fn baton_publishes_only_the_runs_branch_and_never_a_workflow() {
     let contains = |c: &str| {
         std::process::Command::new("git")
             .args(["-C", bare.to_str().unwrap(), "cat-file", "-e", c])
-            .status()
+            .status_bounded()
             .unwrap()
             .success()
     };
@@ -713,7 +713,7 @@ fn a_helper_planted_first_on_path_is_never_run() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -787,7 +787,7 @@ fn an_exec_session_starts_in_an_empty_home() {
             .arg("exec")
             .arg(p.path())
             .args(["--prompt", "do the task"])
-            .output()
+            .output_bounded()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let r = tool_results(baton_testkit::Wire::Anthropic, &server.requests()[1].body);
@@ -1111,7 +1111,7 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
         std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
             .args(args)
             .arg(p.path())
-            .output()
+            .output_bounded()
             .unwrap()
     };
     let status: serde_json::Value =
@@ -1175,7 +1175,7 @@ fn npm_installs_from_an_allowed_registry_inside_the_sandbox() {
     let packed = std::process::Command::new(&npm)
         .args(["pack", "--silent"])
         .current_dir(pkg.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(packed.status.success(), "{packed:?}");
     let tarball = std::fs::read(pkg.path().join("tiny-pkg-1.0.0.tgz")).unwrap();

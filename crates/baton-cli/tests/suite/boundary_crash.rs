@@ -114,7 +114,7 @@ fn a_notify_command_written_into_baton_toml_before_a_crash_never_runs() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .env("PATH", &path)
         .args(["notify", "test", p.path().to_str().unwrap()])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         !marker.exists(),
@@ -136,7 +136,7 @@ fn a_notify_command_written_into_baton_toml_before_a_crash_never_runs() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -167,7 +167,7 @@ fn a_notify_command_written_into_baton_toml_before_a_crash_never_runs() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(marker.exists(), "the user's own command was not obeyed");
@@ -242,7 +242,7 @@ fn an_exec_session_leaves_no_git_hook_or_baton_toml_change_behind() {
     let out = baton(&server, Wire::Anthropic)
         .env("PATH", &path)
         .args(["exec", p.path().to_str().unwrap(), "--prompt", "go"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");

@@ -248,7 +248,7 @@ fn doctor(dir: &Path) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_baton"))
         .arg("doctor")
         .arg(dir)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -350,7 +350,7 @@ fn a_run_verifies_in_the_real_browser_and_links_the_evidence_to_the_flip() {
         let o = Command::new("git")
             .args(args)
             .current_dir(p.path())
-            .output()
+            .output_bounded()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
@@ -383,7 +383,7 @@ fn a_run_verifies_in_the_real_browser_and_links_the_evidence_to_the_flip() {
     let out = baton(&server, Wire::Anthropic)
         .arg("run")
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The model saw the page change in the snapshot.

@@ -51,7 +51,7 @@ fn baton_cc_env(
         .env("DISABLE_AUTOUPDATER", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .args(args)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -215,7 +215,7 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(p.path())
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(git.success());
     // The initializer writes new files (Claude Code's Write needs no prior Read then).
@@ -248,7 +248,7 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
     let log = std::process::Command::new("git")
         .args(["log", "--oneline"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let log = String::from_utf8_lossy(&log.stdout);
     assert!(
@@ -258,7 +258,7 @@ fn claude_code_whole_run_initializer_and_coding_sessions_complete() {
     // Status reads the CLI's sessions from baton's transcripts like any others.
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", dir, "--json"])
-        .output()
+        .output_bounded()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(
@@ -303,7 +303,7 @@ fn claude_code_usage_limit_pauses_the_run_until_the_reset() {
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(p.path())
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(git.success());
     let steps = vec![
@@ -352,7 +352,7 @@ fn claude_code_usage_limit_pauses_the_run_until_the_reset() {
     );
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", dir, "--json"])
-        .output()
+        .output_bounded()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(s["passing"], 1);
@@ -373,7 +373,7 @@ fn doctor(p: &Project, claude: &std::path::Path) -> (Option<i32>, String) {
         .arg("doctor")
         .arg(p.path())
         .env("BATON_CLAUDE", claude)
-        .output()
+        .output_bounded()
         .unwrap();
     (out.status.code(), stdout(&out))
 }
@@ -439,7 +439,7 @@ fn claude_code_time_limit_stops_the_cli_and_its_commands() {
     // The CLI's command went with its process group.
     let ps = std::process::Command::new("pgrep")
         .args(["-f", &marker])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         ps.stdout.is_empty(),

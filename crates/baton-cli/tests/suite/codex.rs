@@ -29,7 +29,7 @@ fn baton_codex(cli: &PathBuf, server: &ScriptedServer, args: &[&str]) -> Output 
         .env("BATON_CODEX", cli)
         .env("BATON_MODEL", "gpt-5-codex")
         .args(args)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -177,7 +177,7 @@ fn codex_refused_command_is_refused_by_batons_hook() {
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(p.path())
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(git.success());
     let server = ScriptedServer::start(
@@ -228,7 +228,7 @@ fn project(features: usize) -> Project {
     let git = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(p.path())
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(git.success());
     p
@@ -237,7 +237,7 @@ fn project(features: usize) -> Project {
 fn status(dir: &str) -> Value {
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", dir, "--json"])
-        .output()
+        .output_bounded()
         .unwrap();
     serde_json::from_slice(&status.stdout).unwrap()
 }
@@ -446,7 +446,7 @@ fn doctor_lists_codex_and_requires_it_for_its_provider() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["doctor", p.path().to_str().unwrap()])
         .env("BATON_CODEX", "/nonexistent/codex")
-        .output()
+        .output_bounded()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
@@ -461,7 +461,7 @@ fn doctor_lists_codex_and_requires_it_for_its_provider() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["doctor", p.path().to_str().unwrap()])
         .env("BATON_CODEX", &cli)
-        .output()
+        .output_bounded()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(text.contains("  ok       codex       "), "{text}");
@@ -582,7 +582,7 @@ fn a_missing_codex_is_said_before_the_session() {
         .env("BATON_PROVIDER", "codex")
         .env("BATON_CODEX", "/nonexistent/codex")
         .args(["exec", p.path().to_str().unwrap(), "--prompt", "hi"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");

@@ -3,6 +3,7 @@
 //! `baton doctor` looks for, at the versions `.ci/run` tests with, and the compose
 //! and Kubernetes files parse and run that image with the sandbox's needs met.
 
+use baton_testkit::Bounded as _;
 use std::path::Path;
 
 use yaml_rust2::{Yaml, YamlLoader};
@@ -53,7 +54,7 @@ fn what_doctor_installs() -> (Vec<String>, Vec<String>) {
         .env_clear()
         .env("HOME", dir.path())
         .env("PATH", "/nonexistent")
-        .output()
+        .output_bounded()
         .unwrap();
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);

@@ -25,7 +25,7 @@ fn project(extra: &str) -> Project {
     let ok = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(p.path())
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(ok.success());
     p
@@ -89,7 +89,7 @@ fn status_json(p: &Project) -> Value {
         .arg("status")
         .arg(p.path())
         .arg("--json")
-        .output()
+        .output_bounded()
         .unwrap();
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -223,7 +223,7 @@ fn compaction_replaces_the_conversation_and_the_session_goes_on() {
         // `baton log` shows it.
         let log = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
             .args(["log", p.path().to_str().unwrap(), "--session", "2"])
-            .output()
+            .output_bounded()
             .unwrap();
         assert!(
             stdout(&log).contains("context compacted after turn"),
@@ -388,7 +388,7 @@ fn a_tool_call_cut_by_the_output_limit_is_never_run() {
                 .arg("exec")
                 .arg(p.path())
                 .args(["--prompt", "write the big file"])
-                .output()
+                .output_bounded()
                 .unwrap();
             (out, server)
         };
@@ -452,7 +452,7 @@ fn a_quota_wall_is_waited_out_and_the_run_completes() {
                 .arg("status")
                 .arg(p.path())
                 .arg("--json")
-                .output()
+                .output_bounded()
                 .unwrap();
             let Ok(s) = serde_json::from_slice::<Value>(&out.stdout) else {
                 continue;
@@ -652,7 +652,7 @@ fn a_night_with_a_full_window_a_quota_wall_and_an_impossible_feature_finishes_th
             .env("GIT_AUTHOR_EMAIL", "t@t")
             .env("GIT_COMMITTER_NAME", "t")
             .env("GIT_COMMITTER_EMAIL", "t@t")
-            .status()
+            .status_bounded()
             .unwrap();
         assert!(ok.success());
     }
@@ -708,7 +708,7 @@ fn a_night_with_a_full_window_a_quota_wall_and_an_impossible_feature_finishes_th
     let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["report", p.path().to_str().unwrap(), "-o"])
         .arg(p.path().join(".baton/night.html"))
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(report.status.success(), "{}", stderr(&report));
     let html = p.file(".baton/night.html");
@@ -771,7 +771,7 @@ fn a_planner_that_fills_its_window_is_told_to_close_the_list_and_not_to_commit()
             "add a dark mode",
             "--quiet",
         ])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let told = server

@@ -28,7 +28,7 @@ fn project() -> Project {
     let ok = Command::new("git")
         .args(["init", "-q"])
         .current_dir(p.path())
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(ok.success());
     p
@@ -76,7 +76,7 @@ fn run(p: &Project, extra: &[&str]) -> Output {
         .arg(p.path())
         .args(["--max-sessions", "2", "--budget-usd", "5"])
         .args(extra)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 

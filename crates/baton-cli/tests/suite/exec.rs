@@ -191,7 +191,7 @@ fn missing_project_dir_is_a_clear_error() {
     let server = baton_testkit::ScriptedServer::start(Wire::Anthropic, vec![]);
     let out = baton(&server, Wire::Anthropic)
         .args(["exec", "/nonexistent/baton-dir", "--prompt", "x"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -210,7 +210,7 @@ fn missing_api_key_is_a_clear_error() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "x"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -261,7 +261,7 @@ fn interrupt_kills_the_running_tool_and_closes_the_transcript() {
     assert!(
         Command::new("kill")
             .args(["-INT", &pid])
-            .status()
+            .status_bounded()
             .unwrap()
             .success()
     );
@@ -362,7 +362,7 @@ fn a_background_server_is_stopped_by_the_pid_the_agent_was_told() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "start and stop a server"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     if !super::bwrap("a_background_server_is_stopped_by_the_pid_the_agent_was_told") {

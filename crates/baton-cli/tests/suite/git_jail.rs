@@ -57,7 +57,7 @@ fn nothing_a_git_command_starts_in_batons_jail_lives_into_the_next() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "3"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let log = std::fs::read_to_string(p.path().join(".git/jail-log")).unwrap_or_default();

@@ -46,7 +46,10 @@ fn ledger_kinds(p: &Project) -> Vec<String> {
 }
 
 fn baton_in(server: &ScriptedServer, args: &[&str]) -> Output {
-    baton(server, Wire::Anthropic).args(args).output().unwrap()
+    baton(server, Wire::Anthropic)
+        .args(args)
+        .output_bounded()
+        .unwrap()
 }
 
 /// `baton new DIR --idea IDEA --features 3 --plan-only` (and `extra`).
@@ -661,7 +664,7 @@ fn an_existing_repository_is_adopted_with_its_history() {
     let ran = std::process::Command::new("bash")
         .arg("init.sh")
         .current_dir(&dir)
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         String::from_utf8_lossy(&ran.stdout).contains("tests pass"),
@@ -724,7 +727,7 @@ fn a_failed_plan_leaves_the_project_as_it_was() {
     assert_eq!(diff, "", "the tree differs from before the plans");
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", p.path().to_str().unwrap(), "--json"])
-        .output()
+        .output_bounded()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(s["totals"]["violations"], 0, "{s}");

@@ -35,7 +35,7 @@ fn pull(p: &Project) -> std::process::Output {
         .env("FORGEJO_TOKEN", TOKEN)
         .args(["issues", "pull"])
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -139,7 +139,7 @@ fn labelled_issues_of_writers_become_features_and_strangers_are_ignored() {
     let log = std::process::Command::new("git")
         .args(["log", "--format=%s", "-1"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         String::from_utf8_lossy(&log.stdout).contains("baton issues pull: 2 issue(s) from github"),
@@ -299,7 +299,7 @@ fn proven_slow(forge_extra: &str, notify: &str, slow: Vec<(String, u64)>) -> Pub
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
 
@@ -311,7 +311,7 @@ fn issues(p: &Project, verb: &str) -> std::process::Output {
         .env("GITHUB_TOKEN", TOKEN)
         .args(["issues", verb])
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -352,7 +352,7 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
     let pushed = std::process::Command::new("git")
         .args(["rev-parse", "refs/heads/baton/batch"])
         .current_dir(remote.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&pushed.stdout).trim(), head);
 
@@ -369,7 +369,7 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
         if json {
             c.arg("--json");
         }
-        String::from_utf8_lossy(&c.output().unwrap().stdout).into_owned()
+        String::from_utf8_lossy(&c.output_bounded().unwrap().stdout).into_owned()
     };
     let text = status(false);
     assert!(
@@ -387,7 +387,7 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
         .arg("report")
         .arg(p.path())
         .args(["-o", "-"])
-        .output()
+        .output_bounded()
         .unwrap();
     let page = String::from_utf8_lossy(&report.stdout);
     assert!(
@@ -682,7 +682,7 @@ fn build_by_run(p: &Project, n: usize) {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(accepted(p)[n - 1]["passes"] == true, "{}", stderr(&run));
 }

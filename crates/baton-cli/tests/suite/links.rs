@@ -127,7 +127,7 @@ fn a_spec_the_planner_replaced_by_a_link_is_never_written_through() {
             "a todo app",
             "--plan-only",
         ])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");

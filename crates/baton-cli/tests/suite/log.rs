@@ -11,7 +11,7 @@ fn log(p: &Project, args: &[&str]) -> Output {
         .arg("log")
         .arg(p.path())
         .args(args)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 

@@ -38,6 +38,7 @@ use std::process::{Command, Output};
 
 use baton_agent::model::Block;
 use baton_agent::transcript::{self, Event, Record};
+pub use baton_testkit::Bounded;
 use baton_testkit::{ScriptedServer, Step, Wire};
 use serde_json::Value;
 
@@ -120,7 +121,7 @@ pub fn run_on(server: &ScriptedServer, wire: Wire, p: &Project, extra: &[&str]) 
         .arg("run")
         .arg(p.path())
         .args(extra)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -165,7 +166,7 @@ pub fn ctrl_c(child: &mut std::process::Child) -> std::thread::JoinHandle<String
     });
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(kill.success());
     loop {
@@ -187,7 +188,7 @@ pub fn exec(p: &Project, wire: Wire, steps: Vec<Step>, extra: &[&str]) -> (Outpu
         .arg(p.path())
         .args(["--prompt", "do the task"])
         .args(extra)
-        .output()
+        .output_bounded()
         .unwrap();
     (out, server)
 }

@@ -30,7 +30,7 @@ fn new_in(cwd: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Output
     for (k, v) in env {
         c.env(k, v);
     }
-    c.output().unwrap()
+    c.output_bounded().unwrap()
 }
 
 fn config(dir: &Path) -> baton_config::Config {
@@ -132,7 +132,7 @@ fn a_web_spec_gets_the_browser_when_its_parts_are_found() {
         .arg("doctor")
         .arg(&dir)
         .env("XDG_STATE_HOME", &state)
-        .output()
+        .output_bounded()
         .unwrap();
     let text = stdout(&doctor);
     assert!(
@@ -330,7 +330,7 @@ fn run_inside_another_repository_makes_a_repository_of_its_own() {
         .arg("inner")
         .args(["--max-sessions", "1", "--quiet"])
         .current_dir(outer)
-        .output()
+        .output_bounded()
         .unwrap();
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(inner.join(".git").is_dir(), "{}", stderr(&out));

@@ -134,7 +134,7 @@ fn three_verifier_rejected_sessions_in_a_row_are_told_once() {
         let o = std::process::Command::new("git")
             .args(args)
             .current_dir(p.path())
-            .output()
+            .output_bounded()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
@@ -149,7 +149,7 @@ fn three_verifier_rejected_sessions_in_a_row_are_told_once() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "3"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -204,7 +204,7 @@ fn a_notification_command_that_hangs_is_stopped_at_its_timeout() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -212,7 +212,7 @@ fn a_notification_command_that_hangs_is_stopped_at_its_timeout() {
     assert_eq!(err.matches("a notification failed").count(), 1, "{err}");
     let left = std::process::Command::new("pgrep")
         .args(["-f", &marker])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         left.stdout.is_empty(),
@@ -228,7 +228,7 @@ fn notify_test(p: &Project, url: &str) -> (Option<i32>, String) {
         .args(["notify", "test"])
         .arg(p.path())
         .env("BATON_TEST_WEBHOOK", url)
-        .output()
+        .output_bounded()
         .unwrap();
     (out.status.code(), stderr(&out))
 }

@@ -29,7 +29,7 @@ fn agents_in_working_copies_of_their_own_finish_a_project_through_the_binary() {
     let out = baton(&server, Wire::Anthropic)
         .args(["run", "--quiet"])
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
@@ -38,7 +38,7 @@ fn agents_in_working_copies_of_their_own_finish_a_project_through_the_binary() {
     let status = baton(&server, Wire::Anthropic)
         .args(["status", "--json"])
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let s: Value = serde_json::from_str(&stdout(&status)).unwrap();
     assert_eq!(s["passing"], 4, "{s}");
@@ -80,7 +80,7 @@ fn agents_in_working_copies_of_their_own_finish_a_project_through_the_binary() {
     let text = baton(&server, Wire::Anthropic)
         .arg("status")
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         stdout(&text).contains("agents    2 agents · 4 sessions · "),
@@ -91,7 +91,7 @@ fn agents_in_working_copies_of_their_own_finish_a_project_through_the_binary() {
         .arg("report")
         .arg(p.path())
         .args(["-o", "-"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(report.status.success(), "{}", stderr(&report));
     assert!(
@@ -335,7 +335,7 @@ fn a_branch_that_changes_baton_toml_is_never_merged_into_the_project() {
     let out = baton(&server, Wire::Anthropic)
         .args(["run", "--quiet"])
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
@@ -412,7 +412,11 @@ fn reach_for_the_main_project(path: Option<&std::ffi::OsStr>) {
     if let Some(path) = path {
         cmd.env("PATH", path);
     }
-    let out = cmd.args(["run", "--quiet"]).arg(p.path()).output().unwrap();
+    let out = cmd
+        .args(["run", "--quiet"])
+        .arg(p.path())
+        .output_bounded()
+        .unwrap();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     let said: Vec<String> = server
@@ -485,7 +489,7 @@ fn the_verifiers_of_agents_sessions_have_numbers_no_other_session_has() {
     let out = baton(&server, Wire::Anthropic)
         .args(["run", "--quiet", "--agents", "2", "--max-sessions", "6"])
         .arg(&dir)
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     // The verifier's checks ran in clean checkouts before the work and with it,

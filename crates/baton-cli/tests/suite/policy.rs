@@ -14,7 +14,7 @@ fn check(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .current_dir(dir)
         .args(["policy", "check"])
         .args(args)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -174,7 +174,7 @@ fn agent_environment_has_no_api_key() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "show env"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let env = p.file("env.txt");
@@ -302,7 +302,7 @@ fn a_refusal_tells_the_agent_what_it_can_do_and_the_person_what_they_can() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "do the task"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -387,7 +387,7 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", prompt])
-        .output()
+        .output_bounded()
         .unwrap();
     let _ = sibling.kill();
     let _ = sibling.wait();
@@ -467,7 +467,7 @@ fn a_project_script_cannot_read_the_secret_locations_of_home() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "look around"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let peek = &tool_results(Wire::Anthropic, &server.requests()[2].body)[0].1;
@@ -535,7 +535,7 @@ fn without_the_runs_namespace_a_command_still_cannot_see_its_ancestors() {
         .args(["--sandbox-shell", "bash peek.sh"])
         .env("BATON_SANDBOX", spec.to_string())
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));

@@ -24,7 +24,7 @@ pub(super) fn new_project(kind: &str) -> (tempfile::TempDir, std::path::PathBuf)
             spec.to_str().unwrap(),
         ])
         .args(["--kind", kind, "--features", "4"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     // Only the pause is shortened; everything else is as `baton new` wrote it.
@@ -51,7 +51,7 @@ fn a_false_flip_under_baton_new_defaults_is_caught_and_the_run_really_finishes()
     let out = baton(&server, Wire::Anthropic)
         .arg("run")
         .arg(&dir)
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -65,7 +65,7 @@ fn a_false_flip_under_baton_new_defaults_is_caught_and_the_run_really_finishes()
     }
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", dir.to_str().unwrap(), "--json"])
-        .output()
+        .output_bounded()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let by: Vec<&str> = s["proofs"]
@@ -81,7 +81,7 @@ fn a_false_flip_under_baton_new_defaults_is_caught_and_the_run_really_finishes()
     assert_eq!(s["sessions"][1]["verifier_session"], 3, "{s}");
     let text = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", dir.to_str().unwrap()])
-        .output()
+        .output_bounded()
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
@@ -91,7 +91,7 @@ fn a_false_flip_under_baton_new_defaults_is_caught_and_the_run_really_finishes()
     assert!(text.contains("verifier 0003"), "{text}");
     let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["report", dir.to_str().unwrap(), "-o", "-"])
-        .output()
+        .output_bounded()
         .unwrap();
     let html = String::from_utf8_lossy(&report.stdout);
     assert!(html.contains("<th>proven by</th>"), "no proof column");
@@ -130,7 +130,10 @@ fn run_under_defaults(
     max: u32,
 ) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
     run_under_defaults_by(list, more, sessions, verifier, max, &|server, args| {
-        baton(server, Wire::Anthropic).args(args).output().unwrap()
+        baton(server, Wire::Anthropic)
+            .args(args)
+            .output_bounded()
+            .unwrap()
     })
 }
 
@@ -245,7 +248,12 @@ pub(super) fn lazy_pass_refused(dir: &std::path::Path, out: &std::process::Outpu
 
 #[test]
 fn a_check_a_coder_planted_on_a_later_feature_does_not_prove_it() {
-    planted_check(&|server, args| baton(server, Wire::Anthropic).args(args).output().unwrap());
+    planted_check(&|server, args| {
+        baton(server, Wire::Anthropic)
+            .args(args)
+            .output_bounded()
+            .unwrap()
+    });
 }
 
 /// The planted-check lie, run by `run`, and what must come of it.
@@ -331,7 +339,12 @@ pub(super) fn planted_check(run: &dyn Fn(&ScriptedServer, &[&str]) -> std::proce
 
 #[test]
 fn a_test_file_the_session_rewrote_does_not_prove_its_feature() {
-    rewritten_test(&|server, args| baton(server, Wire::Anthropic).args(args).output().unwrap());
+    rewritten_test(&|server, args| {
+        baton(server, Wire::Anthropic)
+            .args(args)
+            .output_bounded()
+            .unwrap()
+    });
 }
 
 /// The rewritten-test lie, run by `run`, and what must come of it.
@@ -394,7 +407,7 @@ fn the_brief_says_how_the_targets_check_came_out_before_the_work() {
         .arg("run")
         .arg(&dir)
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     let brief = server.requests()[2].first_user_text();
@@ -432,12 +445,12 @@ fn the_brief_says_how_the_targets_check_came_out_before_the_work() {
 fn proofs_shown(dir: &std::path::Path) -> (String, String) {
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", dir.to_str().unwrap(), "--json"])
-        .output()
+        .output_bounded()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["report", dir.to_str().unwrap(), "-o", "-"])
-        .output()
+        .output_bounded()
         .unwrap();
     (
         s["proofs"][0]["detail"]
@@ -503,7 +516,7 @@ fn the_app_and_its_checks_agree_on_the_port_baton_sets() {
         .arg("run")
         .arg(&dir)
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(server.remaining(), 0, "{err}");
@@ -833,7 +846,7 @@ fn the_time_before_during_and_after_each_session_is_recorded_and_shown() {
     let json = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", "--json"])
         .arg(&dir)
-        .output()
+        .output_bounded()
         .unwrap();
     let st: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
     let total = &st["totals"]["timing"];
@@ -857,7 +870,7 @@ fn the_time_before_during_and_after_each_session_is_recorded_and_shown() {
     let text = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .arg("status")
         .arg(&dir)
-        .output()
+        .output_bounded()
         .unwrap();
     let text = stdout(&text);
     assert!(
@@ -870,7 +883,7 @@ fn the_time_before_during_and_after_each_session_is_recorded_and_shown() {
         .arg("report")
         .arg(&dir)
         .args(["-o", "-"])
-        .output()
+        .output_bounded()
         .unwrap();
     let page = stdout(&report);
     assert!(

@@ -22,7 +22,10 @@ pub(super) type Run<'a> = &'a dyn Fn(&ScriptedServer, &[&str]) -> std::process::
 
 /// baton's own loop.
 fn own(server: &ScriptedServer, args: &[&str]) -> std::process::Output {
-    baton(server, Wire::Anthropic).args(args).output().unwrap()
+    baton(server, Wire::Anthropic)
+        .args(args)
+        .output_bounded()
+        .unwrap()
 }
 
 /// A run under `baton new`'s defaults, by `run`: the initializer writes #1's

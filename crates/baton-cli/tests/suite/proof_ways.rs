@@ -28,7 +28,7 @@ fn run(server: &ScriptedServer, dir: &std::path::Path) -> std::process::Output {
     baton(server, Wire::Anthropic)
         .arg("run")
         .arg(dir)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -44,7 +44,7 @@ fn flip_first(
     let server = ScriptedServer::start(Wire::Anthropic, steps);
     baton(&server, Wire::Anthropic)
         .args(["run", dir.to_str().unwrap(), "--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -119,7 +119,7 @@ fn work_left_by_a_session_killed_mid_way_is_proven_after_resume() {
     child.wait().unwrap();
     let _ = std::process::Command::new("bash")
         .args(["-c", "pkill -f 'sleep 3002' || true"])
-        .status();
+        .status_bounded();
 
     let mut steps = flip_only(
         &[true, false, false, false],
@@ -280,7 +280,7 @@ fn verdicts_written_together_at_the_end_each_count() {
         .arg("run")
         .arg(&dir)
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert!(entries(&dir, "verifier_rejected").is_empty(), "{err}");
@@ -352,7 +352,7 @@ fn a_verifiers_check_in_its_temp_dir_is_refused_in_its_session_and_a_corrected_o
         .arg("run")
         .arg(&dir)
         .args(["--max-sessions", "4"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     // Refused at its verdict, with why, and asked again in the same stage.
@@ -407,7 +407,7 @@ fn an_adopted_repository_whose_features_already_work_completes() {
             "greet by name",
         ])
         .args(["--kind", "cli", "--features", "3"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let toml = std::fs::read_to_string(dir.join("baton.toml")).unwrap();
@@ -506,7 +506,7 @@ fn a_planners_feature_the_code_already_does_completes() {
             "--idea",
             "keep feature 1's text",
         ])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 

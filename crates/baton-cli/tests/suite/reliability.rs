@@ -56,7 +56,7 @@ fn a_second_run_on_a_project_is_refused_at_once_and_the_first_is_intact() {
     // Status works while the run holds the lock.
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", p.path().to_str().unwrap()])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(status.status.success(), "{}", stderr(&status));
     let out = first.wait_with_output().unwrap();
@@ -287,7 +287,7 @@ fn commands_on_what_is_not_a_project_say_so() {
     let baton = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
             .args(args)
-            .output()
+            .output_bounded()
             .unwrap()
     };
     let d = dir.path().to_str().unwrap();

@@ -52,7 +52,7 @@ fn open(chromium: &Path, page: &Path, extra: &[&str]) -> (String, Vec<String>) {
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(extra)
         .arg(format!("file://{}", page.display()))
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         out.status.success(),
@@ -73,7 +73,7 @@ fn report(dir: &Path, extra: &[&str]) -> Output {
         .arg("report")
         .arg(dir)
         .args(extra)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -265,7 +265,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
-        .output()
+        .output_bounded()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -315,7 +315,7 @@ fn a_real_run_is_reported_with_the_session_and_commit_of_each_flip() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 

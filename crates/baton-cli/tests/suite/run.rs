@@ -37,7 +37,7 @@ pub(super) fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, Scr
         .arg("run")
         .arg(p.path())
         .args(extra)
-        .output()
+        .output_bounded()
         .unwrap();
     (out, server)
 }
@@ -340,7 +340,7 @@ fn a_killed_run_resumes_without_losing_or_double_counting() {
     child.wait().unwrap();
     let _ = Command::new("bash")
         .args(["-c", "pkill -f 'sleep 3001' || true"])
-        .status();
+        .status_bounded();
     assert_eq!(state(&p)["in_progress"]["number"], 2);
 
     let mut steps = honest(1, &[true, false, false]);
@@ -393,7 +393,7 @@ fn commits_work_without_any_git_identity_and_global_config_is_untouched() {
         .env_remove("GIT_COMMITTER_NAME")
         .env_remove("GIT_COMMITTER_EMAIL")
         .env_remove("EMAIL")
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -435,7 +435,7 @@ fn a_project_from_another_harness_is_adopted_as_is() {
         .arg("run")
         .arg(p.path())
         .args(["--pause", "0"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
@@ -460,7 +460,7 @@ fn status_reports_progress_sessions_and_next_features() {
     let out = baton(&server, Wire::Anthropic)
         .arg("status")
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
@@ -475,7 +475,7 @@ fn status_reports_progress_sessions_and_next_features() {
     let out = baton(&server, Wire::Anthropic)
         .args(["status", "--json"])
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
@@ -499,7 +499,7 @@ fn new_creates_a_project_and_refuses_to_overwrite_one() {
         baton(&server, Wire::Anthropic)
             .arg("new")
             .args(args)
-            .output()
+            .output_bounded()
             .unwrap()
     };
     let d = dir.to_str().unwrap();
@@ -518,7 +518,7 @@ fn new_creates_a_project_and_refuses_to_overwrite_one() {
     let log = std::process::Command::new("git")
         .args(["log", "--oneline", "--name-only"])
         .current_dir(&dir)
-        .output()
+        .output_bounded()
         .unwrap();
     let log = String::from_utf8_lossy(&log.stdout);
     assert!(log.contains("baton new: the specification"), "{log}");
@@ -624,7 +624,7 @@ fn ctrl_c_during_the_initializer_is_an_interruption_not_a_failure() {
     assert!(
         Command::new("kill")
             .args(["-INT", &pid.to_string()])
-            .status()
+            .status_bounded()
             .unwrap()
             .success()
     );
@@ -688,7 +688,7 @@ fn run_without_spec_or_feature_list_says_what_to_do() {
         let server = ScriptedServer::start(Wire::Anthropic, vec![]);
         let out = baton(&server, Wire::Anthropic)
             .args(["run", "/nonexistent/baton-project"])
-            .output()
+            .output_bounded()
             .unwrap();
         (out, server)
     };
@@ -746,7 +746,7 @@ fn max_hours_stops_the_run_between_sessions() {
         .arg("run")
         .arg(p.path())
         .args(["--max-hours", "0.0001"])
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -762,7 +762,7 @@ fn max_hours_stops_the_run_between_sessions() {
 fn a_usage_error_exits_1_not_the_limit_code() {
     let out = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["run", "--max-sesions", "3", "."])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
@@ -772,7 +772,7 @@ fn a_usage_error_exits_1_not_the_limit_code() {
     );
     let help = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["run", "--help"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("--max-sessions"));
@@ -788,7 +788,7 @@ fn refusals_leave_no_trace_behind() {
     let out = Command::new(env!("CARGO_BIN_EXE_baton"))
         .arg("run")
         .arg(plain.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(
@@ -799,7 +799,7 @@ fn refusals_leave_no_trace_behind() {
     let status = Command::new(env!("CARGO_BIN_EXE_baton"))
         .arg("status")
         .arg(plain.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(status.status.code(), Some(1));
     assert!(
@@ -818,7 +818,7 @@ fn refusals_leave_no_trace_behind() {
             "--provider",
             "anthropc",
         ])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
@@ -890,7 +890,7 @@ fn a_list_baton_rejected_counts_nothing_as_passing() {
             .arg("status")
             .arg(p.path())
             .args(args)
-            .output()
+            .output_bounded()
             .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     };

@@ -93,7 +93,7 @@ fn no_agent_command_sees_the_way_to_a_credential_broker() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "do the task"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = tool_results(Wire::Anthropic, &server.requests()[1].body);
@@ -166,7 +166,7 @@ fn no_agent_command_sees_a_forge_credential() {
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "do the task"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = &tool_results(Wire::Anthropic, &server.requests()[1].body)[1].1;
@@ -280,7 +280,7 @@ fn exec_looking(p: &Project, script: &str, var: (&str, &std::ffi::OsStr)) -> Str
         .arg("exec")
         .arg(p.path())
         .args(["--prompt", "do the task"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = tool_results(Wire::Anthropic, &server.requests()[1].body);

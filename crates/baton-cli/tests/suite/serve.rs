@@ -346,7 +346,7 @@ fn serve_refuses_a_non_loopback_address_without_a_token_and_checks_the_token() {
         .arg("serve")
         .arg(p.path())
         .args(["--bind", "0.0.0.0:0"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
@@ -363,7 +363,7 @@ fn serve_refuses_a_non_loopback_address_without_a_token_and_checks_the_token() {
             "BATON_TEST_NO_SUCH_VAR",
         ])
         .env_remove("BATON_TEST_NO_SUCH_VAR")
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -567,7 +567,7 @@ fn serve_stops_on_ctrl_c_with_exit_0() {
     // Ctrl-C, to the child this test started (by its pid) and has not waited for.
     let killed = Command::new("kill")
         .args(["-INT", &s.child.id().to_string()])
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(killed.success());
     let mut status = None;
@@ -639,7 +639,7 @@ fn serve_lists_several_projects_and_one_without_records() {
         .arg("serve")
         .arg(plain.path())
         .args(["--bind", "127.0.0.1:0"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(

@@ -50,7 +50,7 @@ fn git_in(p: &Project, args: &[&str]) {
     let o = std::process::Command::new("git")
         .args(args)
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
@@ -91,7 +91,7 @@ fn run(p: &Project, steps: Vec<Step>, extra: &[&str]) -> (Output, ScriptedServer
         .arg("run")
         .arg(p.path())
         .args(extra)
-        .output()
+        .output_bounded()
         .unwrap();
     (out, server)
 }
@@ -101,7 +101,7 @@ fn baton_cmd(p: &Project, args: &[&str]) -> Output {
     baton(&server, Wire::Anthropic)
         .args(args)
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -409,7 +409,7 @@ fn baton_cmd_args(p: &Project, args: &[&str], rest: &[&str]) -> Output {
         .args(args)
         .arg(p.path())
         .args(rest)
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -522,7 +522,7 @@ fn a_block_declared_before_a_kill_is_recorded_when_the_run_resumes() {
     // has inside the run's PID namespace, which names another process out here.
     let _ = std::process::Command::new("pkill")
         .args(["-f", "sleep 3002"])
-        .status();
+        .status_bounded();
     assert_eq!(state(&p)["in_progress"]["target"], 1);
 
     let (out, server) = run(
@@ -652,7 +652,7 @@ fn a_runs_events_reach_the_notify_command_and_webhook_in_order_once_each() {
         .env("BATON_TEST_WEBHOOK", &hook.url)
         .arg("run")
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(4), "{err}");
@@ -691,7 +691,7 @@ fn a_runs_events_reach_the_notify_command_and_webhook_in_order_once_each() {
         .env("BATON_TEST_WEBHOOK", &hook.url)
         .args(["notify", "test"])
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(t.status.success(), "{}", stderr(&t));
     let last = std::fs::read_to_string(&events).unwrap();
@@ -735,7 +735,7 @@ fn a_blocked_reason_reaches_slack_escaped_and_marked_as_the_agents() {
         .env("BATON_TEST_WEBHOOK", &hook.url)
         .arg("run")
         .arg(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(4), "{err}");

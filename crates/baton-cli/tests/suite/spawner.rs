@@ -3,6 +3,7 @@
 //! command may do must be exactly what it may do when it joins the namespace
 //! itself; and when the spawner is gone, commands join one by one again.
 
+use baton_testkit::Bounded as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -368,7 +369,7 @@ fn a_command_the_launcher_cannot_start_is_logged_in_batons_state_dir() {
         .env("BATON_SANDBOX", &spec)
         .env("XDG_STATE_HOME", state.path())
         .current_dir(project.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(126));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("ran"));

@@ -144,7 +144,7 @@ fn baton_in(p: &Project, args: &[&str]) -> Output {
         .args(args)
         .arg(p.path())
         .env_remove("NO_COLOR")
-        .output()
+        .output_bounded()
         .unwrap()
 }
 
@@ -288,7 +288,7 @@ fn log_of(p: &Project, args: &[&str]) -> String {
         .arg(p.path())
         .args(args)
         .env_remove("NO_COLOR")
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     stdout(&out)
@@ -377,13 +377,13 @@ fn the_command_lines_budget_is_remembered_and_a_failed_start_is_not_told_off() {
     assert!(!err.contains("progress notes were not updated"), "{err}");
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", p.path().to_str().unwrap(), "--json"])
-        .output()
+        .output_bounded()
         .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(s["budget_usd"], serde_json::json!(20.0), "{s}");
     let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["report", p.path().to_str().unwrap(), "-o", "-"])
-        .output()
+        .output_bounded()
         .unwrap();
     let html = String::from_utf8_lossy(&report.stdout);
     assert!(
@@ -402,7 +402,7 @@ fn status_survives_a_typo_and_new_names_the_directory_it_cannot_create() {
     std::fs::write(p.path().join("baton.toml"), "[agent]\nmodle = \"x\"\n").unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["status", p.path().to_str().unwrap()])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
@@ -420,7 +420,7 @@ fn status_survives_a_typo_and_new_names_the_directory_it_cannot_create() {
             "--spec",
             spec.to_str().unwrap(),
         ])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(

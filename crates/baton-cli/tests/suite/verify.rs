@@ -41,7 +41,7 @@ fn project() -> Project {
         let o = std::process::Command::new("git")
             .args(args)
             .current_dir(p.path())
-            .output()
+            .output_bounded()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
@@ -51,7 +51,7 @@ fn project() -> Project {
     std::process::Command::new("chmod")
         .args(["+x", "init.sh"])
         .current_dir(p.path())
-        .status()
+        .status_bounded()
         .unwrap();
     git(&["add", "-A"]);
     git(&["commit", "-qm", "start"]);
@@ -97,7 +97,7 @@ fn plain_project() -> Project {
     let o = std::process::Command::new("git")
         .args(["commit", "-qam", "plain"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(o.status.success());
     p
@@ -114,7 +114,7 @@ fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(p.file("feature_list.json"), features(&[true, false, false]));
@@ -140,7 +140,7 @@ fn a_flip_whose_verify_command_fails_is_reverted_with_the_reason() {
     let log = std::process::Command::new("git")
         .args(["log", "--format=%B", "-1"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let msg = String::from_utf8_lossy(&log.stdout);
     assert!(
@@ -176,7 +176,7 @@ fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "3"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -205,7 +205,7 @@ fn the_sweep_flips_back_a_feature_that_broke_and_briefs_it() {
     let log = std::process::Command::new("git")
         .args(["log", "--format=%s"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         String::from_utf8_lossy(&log.stdout)
@@ -227,7 +227,7 @@ fn an_agent_may_add_a_verify_command_when_it_flips_and_baton_runs_it() {
     let o = std::process::Command::new("git")
         .args(["commit", "-qam", "plain"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(o.status.success());
     let flipped = plain.replacen(
@@ -253,7 +253,7 @@ fn an_agent_may_add_a_verify_command_when_it_flips_and_baton_runs_it() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let g = &state(&p)["sessions"][0]["gates"];
@@ -310,7 +310,7 @@ fn the_independent_verifier_rejects_a_false_flip_and_may_not_edit() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -416,7 +416,7 @@ fn a_verifier_out_of_turns_keeps_the_verdicts_it_gave_and_fails_only_what_it_did
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "2"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     // #1 stands on its verdict; #2, not reached, is reverted.
@@ -496,7 +496,7 @@ fn the_verifier_cannot_write_the_project_through_bash() {
     let log = std::process::Command::new("git")
         .args(["log", "--oneline"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     let log = String::from_utf8_lossy(&log.stdout);
     assert!(!log.contains("verifier was here"), "{log}");

@@ -38,7 +38,7 @@ fn a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all() {
     let o = std::process::Command::new("git")
         .args(["init", "-q"])
         .current_dir(p.path())
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(o.status.success());
     commit(p.path(), "eight features built");
@@ -75,7 +75,7 @@ fn a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all() {
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "3"])
-        .output()
+        .output_bounded()
         .unwrap();
     let said = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{said}");
@@ -183,7 +183,7 @@ fn a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all() {
         .arg("report")
         .arg(p.path())
         .args(["-o", "-"])
-        .output()
+        .output_bounded()
         .unwrap();
     let page = String::from_utf8_lossy(&report.stdout);
     assert!(
@@ -349,7 +349,7 @@ fn lie_proves_nothing(
         .arg("run")
         .arg(p.path())
         .args(["--max-sessions", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     let said = stderr(&out);
     let ledger: Vec<serde_json::Value> = p

@@ -315,7 +315,7 @@ fn openai_responses_request_shape_reasoning_replay_and_usage() {
     // `baton log` shows the reasoning's summary.
     let log = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["log", p.path().to_str().unwrap(), "--session", "1"])
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(
         stdout(&log).contains("(reasoning) Check the exit code."),
@@ -354,7 +354,7 @@ fn openai_responses_whole_run_with_a_tamper_a_refusal_and_a_quota_wait_completes
         .arg("run")
         .arg(p.path())
         .arg("--json")
-        .output()
+        .output_bounded()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");

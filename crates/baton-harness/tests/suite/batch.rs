@@ -3,6 +3,7 @@
 //! batch without a report run alone; the batch is bounded by one check's limit
 //! for each of its checks, not by one.
 
+use baton_testkit::Bounded as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -42,7 +43,7 @@ exit $status
     std::process::Command::new("chmod")
         .args(["+x", "runner.sh"])
         .current_dir(dir.path())
-        .status()
+        .status_bounded()
         .unwrap();
     for (name, text) in files {
         std::fs::write(dir.path().join(name), text).unwrap();

@@ -5,6 +5,7 @@ use baton_harness::files::Files;
 use baton_records::FeatureList;
 use baton_records::GateReport;
 use baton_records::{FeatureRecord, SessionKind, SessionRecord, State};
+use baton_testkit::Bounded as _;
 use serde_json::json;
 
 fn project_with(features: usize, note_lines: usize) -> (tempfile::TempDir, Files, FeatureList) {
@@ -13,7 +14,7 @@ fn project_with(features: usize, note_lines: usize) -> (tempfile::TempDir, Files
         let ok = std::process::Command::new("git")
             .args(args)
             .current_dir(dir.path())
-            .output()
+            .output_bounded()
             .unwrap();
         assert!(
             ok.status.success(),
@@ -198,7 +199,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
             .current_dir(dir.path())
             .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
             .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .output()
+            .output_bounded()
             .unwrap();
         assert!(ok.status.success());
     };

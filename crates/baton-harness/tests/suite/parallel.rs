@@ -3,6 +3,7 @@
 //! working copy, told apart by the feature its brief hands it), with real git and
 //! bash.
 
+use baton_testkit::Bounded as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -522,7 +523,7 @@ async fn a_session_left_unsettled_by_a_killed_run_is_settled_by_the_next() {
     let out = std::process::Command::new("bash")
         .args(["-c", &work])
         .current_dir(&copy)
-        .output()
+        .output_bounded()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let tip = git(&copy, &["rev-parse", "HEAD"]);

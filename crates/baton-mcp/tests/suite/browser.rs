@@ -2,6 +2,7 @@
 
 use baton_config::BrowserConfig;
 use baton_mcp::{McpHub, playwright_spec};
+use baton_testkit::Bounded as _;
 use baton_tools::{ExternalTools, ToolOutput};
 use serde_json::{Value, json};
 
@@ -135,7 +136,7 @@ async fn a_browser_server_killed_mid_run_is_restarted_with_a_fresh_browser() {
 
     let status = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(status.success());
     // Chromium goes when its pipe to the dead server closes.

@@ -1,5 +1,6 @@
 //! The hub against a real MCP server process (`tests/support/test_server.py`).
 
+use baton_testkit::Bounded as _;
 use std::time::Duration;
 
 use baton_mcp::{HubOptions, McpError, McpHub};
@@ -190,7 +191,7 @@ async fn a_server_killed_between_calls_is_found_dead_and_restarted() {
     let pid = hub.server_pid("test").await.unwrap();
     let status = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
-        .status()
+        .status_bounded()
         .unwrap();
     assert!(status.success());
     assert_eq!(wait_gone(&[pid]), Vec::<u32>::new());
