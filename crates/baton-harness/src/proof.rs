@@ -40,6 +40,15 @@ struct Round {
     judged: Option<verifier::Judged>,
 }
 
+/// How [`Runner::replay_in_worlds`] replays a check.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Replay {
+    /// A verifier's check: it must also fail with the work's files junk.
+    pub mutant: bool,
+    /// The base check passed at the session's base already.
+    pub passed_at_base: bool,
+}
+
 /// How a check fared in clean worlds.
 pub(crate) enum Replayed {
     /// It failed before the work (at this reference) and passes with it; with
@@ -136,8 +145,23 @@ impl Runner<'_> {
                         continue;
                     }
                 };
+                // The base check said it passes already: its world with the
+                // work is made only where one before it fails.
+                let passed_at_base = ip
+                    .base_check
+                    .as_ref()
+                    .is_some_and(|c| c.feature == n && c.command == claim.command && c.passed);
                 let replayed = self
-                    .replay_in_worlds(&list, n, &claim.command, ip.head_before.as_deref(), false)
+                    .replay_in_worlds(
+                        &list,
+                        n,
+                        &claim.command,
+                        ip.head_before.as_deref(),
+                        Replay {
+                            mutant: false,
+                            passed_at_base,
+                        },
+                    )
                     .await;
                 match replayed {
                     Replayed::Held(r, exact) => {
@@ -468,7 +492,11 @@ impl Runner<'_> {
                     continue;
                 }
             };
-            let why = match self.replay_in_worlds(list, n, &check, base, true).await {
+            let how = Replay {
+                mutant: true,
+                passed_at_base: false,
+            };
+            let why = match self.replay_in_worlds(list, n, &check, base, how).await {
                 Replayed::Held(r, _) => {
                     self.reporter.line(&format!(
                         "  the verifier's check of #{n} fails before the work (at {}) and passes with it",
@@ -521,8 +549,9 @@ impl Runner<'_> {
         n: usize,
         command: &str,
         base: Option<&str>,
-        mutant: bool,
+        how: Replay,
     ) -> Replayed {
+        let mutant = how.mutant;
         let Some(f) = list.features.get(n - 1) else {
             return Replayed::NotHeld(format!("there is no feature {n}"));
         };
@@ -554,6 +583,17 @@ impl Runner<'_> {
             );
         }
         let playwright = crate::ran::Playwright::of(command);
+        // At the session's base, where the check most often fails before the
+        // work, the world with the work is made beside the one before it when
+        // each has a network of its own; at older references (looked at only
+        // because it passed at a newer one), after it.
+        let mut beside = !how.passed_at_base
+            && self
+                .tools
+                .context()
+                .launcher
+                .as_ref()
+                .is_some_and(|l| l.own_network());
         let mut passed_before = Vec::new();
         // After the session's base (always the first of all), the rest.
         let later = base
@@ -569,7 +609,22 @@ impl Runner<'_> {
                     ));
                 }
             };
-            let before = match self.run_in(&pair.before, &probe, &[n - 1]).await {
+            let observe = playwright.as_ref().map(|p| (n, p));
+            // Where each world has a network of its own, the world with the work
+            // is made and run beside the one before it (both start the app on
+            // the same ports): it is needed whenever the check fails before.
+            let only = [n - 1];
+            let (before, mut after) = if beside {
+                let (b, a) = tokio::join!(
+                    self.run_in(&pair.before, &probe, &only),
+                    self.run_in_observed(&pair.after, &probe, &only, observe)
+                );
+                (b, Some(a))
+            } else {
+                (self.run_in(&pair.before, &probe, &[n - 1]).await, None)
+            };
+            beside = false;
+            let before = match before {
                 Ok(run) => run,
                 Err(e) => return Replayed::NotHeld(e),
             };
@@ -592,11 +647,14 @@ impl Runner<'_> {
                     ));
                 }
             }
-            let observe = playwright.as_ref().map(|p| (n, p));
-            let (after, ran) = match self
-                .run_in_observed(&pair.after, &probe, &[n - 1], observe)
-                .await
-            {
+            let after = match after.take() {
+                Some(a) => a,
+                None => {
+                    self.run_in_observed(&pair.after, &probe, &[n - 1], observe)
+                        .await
+                }
+            };
+            let (after, ran) = match after {
                 Ok(run) => run,
                 Err(e) => return Replayed::NotHeld(e),
             };
@@ -745,6 +803,10 @@ impl Runner<'_> {
         let tools = self.tools.elsewhere(copy.path());
         let mut ctx = tools.context().clone();
         ctx.project_dir = dir.clone();
+        // The world's processes are its own: stopped when it is done, and no
+        // other world's (one may run beside it) with them.
+        ctx.processes = std::sync::Arc::new(baton_tools::ProcessRegistry::new());
+        let processes = ctx.processes.clone();
         let tools = tools.with_context(ctx);
         let q =
             |p: &std::path::Path| baton_agent::cli_session::shell_quote(&p.display().to_string());
@@ -816,7 +878,7 @@ impl Runner<'_> {
         };
         let checker = crate::checks::Checker::for_project(&tools, self.policy, &self.cfg, &dir);
         let run = checker.run_as_is(list, features, None).await;
-        self.stop_processes().await;
+        let _ = processes.shutdown(std::time::Duration::from_secs(2)).await;
         let why = match observed {
             Some((n, p, _)) if run.passed.contains(&n) => {
                 // Where the check could write: read without following a link

@@ -160,6 +160,12 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
         let _ = project;
         self.fresh_home(None)
     }
+    /// Whether its commands have a network of their own (a loopback no other
+    /// launcher's commands share): then two launchers' commands may listen on
+    /// the same ports at once.
+    fn own_network(&self) -> bool {
+        false
+    }
     /// The pid the command's own processes know the process baton started as
     /// `spawned` by (they may live in a PID namespace of their own).
     fn visible_pid(&self, spawned: u32) -> u32 {

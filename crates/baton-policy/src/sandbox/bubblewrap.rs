@@ -628,6 +628,11 @@ impl baton_tools::Launcher for SandboxLauncher {
         std::sync::Arc::new(l.fresh(false, None))
     }
 
+    /// Each namespace has its own loopback unless the network is open.
+    fn own_network(&self) -> bool {
+        !matches!(self.spec.network, super::SandboxNetwork::Open)
+    }
+
     /// The pid a spawned command has inside the run's namespace, once there is one.
     fn visible_pid(&self, spawned: u32) -> u32 {
         #[cfg(target_os = "linux")]
