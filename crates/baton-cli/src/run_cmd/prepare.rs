@@ -80,7 +80,15 @@ pub(super) fn prepare<'s>(
         )?)?),
     };
     let prices = PriceTable::new(&cfg.prices);
-    let budget = args.budget_usd.unwrap_or(cfg.run.budget_usd).max(0.0);
+    // The budget the run will stop at: the command line's, else the project's
+    // (a remembered --budget-usd while baton.toml is unchanged since).
+    let budget = match args.budget_usd {
+        Some(b) => b,
+        None => baton_records::State::load(&dir)
+            .map(|s| s.budget(cfg.run.budget_usd))
+            .unwrap_or(cfg.run.budget_usd),
+    }
+    .max(0.0);
     let budget = (budget > 0.0).then_some(budget);
     if let (Some(b), Some(client)) = (budget, &client) {
         refuse_unpriced_budget(b, &client.config().model, &cfg, &prices)?;
@@ -103,7 +111,8 @@ pub(super) fn prepare<'s>(
 
 /// What the run works with, said once at its start: who plays the agent and with
 /// which model, whether its tokens are priced (an unpriced model's costs show as
-/// $0, and say so here), the project's kind and browser, the verifier, the budget.
+/// $0, and say so here), the project's kind and browser, the verifier (and
+/// `trust_agent`, where it is on), the budget, the network.
 pub(super) fn start_line(p: &Prepared) -> String {
     let (provider, model) = match (&p.cli, &p.client) {
         (Some(cli), _) => (cli.cli.provider().to_string(), cli.model.clone()),
@@ -117,11 +126,18 @@ pub(super) fn start_line(p: &Prepared) -> String {
         Some(pr) => format!("${} in, ${} out per million tokens", pr.input, pr.output),
         None => format!("not priced: its costs show as $0 (add [prices.\"{m}\"] to baton.toml)"),
     };
-    let verifier = match (p.cfg.verify.agent, p.cfg.verify.model.as_deref()) {
+    let mut verifier = match (p.cfg.verify.agent, p.cfg.verify.model.as_deref()) {
         (false, _) => "no verifier".to_string(),
         (true, None) => "verifier: the same model".to_string(),
         (true, Some(v)) => format!("verifier: {v} ({})", priced(v)),
     };
+    // The one setting that lets a false "done" through is said where the run
+    // starts, not left in baton.toml.
+    if p.cfg.verify.trust_agent {
+        verifier.push_str(
+            " · flips nothing proves taken on the agent's word ([verify] trust_agent = true)",
+        );
+    }
     let budget = p.budget.map_or("no budget".to_string(), |b| {
         format!("budget {}", baton_records::human::usd(b))
     });

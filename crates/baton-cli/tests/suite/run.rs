@@ -964,4 +964,112 @@ fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
         .unwrap_or_else(|| panic!("no start line: {err}"));
     assert!(line.contains("per million tokens"), "{line}");
     assert!(line.contains("· budget $2.00 ·"), "{line}");
+    // The one setting that lets a false "done" through is said (the test
+    // projects trust the agent), and only where it is on.
+    assert!(p.file("baton.toml").contains("trust_agent = true"));
+    assert!(
+        line.contains("taken on the agent's word ([verify] trust_agent = true)"),
+        "{line}"
+    );
+    let toml = p.file("baton.toml").replace("trust_agent = true", "trust_agent = false");
+    std::fs::write(p.path().join("baton.toml"), toml).unwrap();
+    let (out, _server) = run(&p, vec![], &["--max-sessions", "1"]);
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("baton: anthropic · "))
+        .unwrap_or_else(|| panic!("no start line: {err}"));
+    assert!(!line.contains("trust_agent"), "{line}");
+}
+
+/// A `--budget-usd` given once is the project's for later runs (a resume keeps
+/// it), until baton.toml's `[run] budget_usd` changes: that later word is then
+/// the one the start line, the run's limit, `status` and the report go by.
+#[test]
+fn a_budget_given_once_holds_until_baton_toml_changes_it() {
+    let p = new_project();
+    let start = |out: &Output| -> String {
+        stderr(out)
+            .lines()
+            .find(|l| l.starts_with("baton: anthropic · "))
+            .unwrap_or_else(|| panic!("no start line: {}", stderr(out)))
+            .to_string()
+    };
+    let budget = || -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(["status", "--json"])
+            .arg(p.path())
+            .output_bounded()
+            .unwrap();
+        let v: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        v["budget_usd"].clone()
+    };
+    let (out, _server) = run(
+        &p,
+        initializer(&features(&[false, false, false])),
+        &["--max-sessions", "1", "--budget-usd", "5"],
+    );
+    assert!(start(&out).contains("· budget $5.00 ·"), "{}", stderr(&out));
+    // Resumed without the flag: still 5.
+    let (out, _server) = run(&p, vec![], &["--max-sessions", "1"]);
+    assert!(start(&out).contains("· budget $5.00 ·"), "{}", stderr(&out));
+    assert_eq!(budget(), json!(5.0));
+    // baton.toml says otherwise since: its word wins everywhere.
+    let toml = p.file("baton.toml");
+    std::fs::write(
+        p.path().join("baton.toml"),
+        toml.replace("[run]\n", "[run]\nbudget_usd = 0.05\n"),
+    )
+    .unwrap();
+    assert_eq!(budget(), json!(0.05));
+    let (out, _server) = run(&p, vec![], &["--max-sessions", "1"]);
+    assert!(start(&out).contains("· budget $0.05 ·"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("$5.00"), "{}", stderr(&out));
+    // A new flag is the project's again, from then on.
+    let (out, _server) = run(&p, vec![], &["--max-sessions", "1", "--budget-usd", "2"]);
+    assert!(start(&out).contains("· budget $2.00 ·"), "{}", stderr(&out));
+    let (out, _server) = run(&p, vec![], &["--max-sessions", "1"]);
+    assert!(start(&out).contains("· budget $2.00 ·"), "{}", stderr(&out));
+    assert_eq!(budget(), json!(2.0));
+}
+
+/// A coding session stopped by Ctrl-C had no fair chance at its feature: it
+/// does not count towards the stall, so with `stall_sessions = 1` the next
+/// `baton run` goes on coding instead of stopping as stalled.
+#[test]
+fn a_session_stopped_by_ctrl_c_does_not_count_towards_the_stall() {
+    let p = Project::with_toml(&TOML.replace("stall_sessions = 3", "stall_sessions = 1"));
+    std::fs::write(p.path().join("app_spec.txt"), "Build a tiny app.\n").unwrap();
+    std::fs::write(p.path().join(".gitignore"), ".baton/\n").unwrap();
+    git(&p, &["init", "-q"]);
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.push(Step::Stall {
+        reply: Reply::text("Working on it."),
+        events: 1,
+    });
+    let server = ScriptedServer::start(Wire::Anthropic, steps);
+    let mut child = super::spawn_run_said(&server, &p);
+    let t0 = std::time::Instant::now();
+    // The initializer's two requests, then the coding session's first.
+    while server.requests().len() < 3 && t0.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(server.requests().len(), 3);
+    let reader = super::ctrl_c(&mut child);
+    let status = child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("coding · interrupted"), "{err}");
+    let state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
+    assert_eq!(state["stalled"].as_u64().unwrap_or(0), 0, "{state}");
+    // The next run codes on: its session builds feature 1.
+    let (out, server) = run(
+        &p,
+        honest(1, &[true, false, false]),
+        &["--max-sessions", "1"],
+    );
+    assert_ne!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("stalled"), "{}", stderr(&out));
+    assert_eq!(server.remaining(), 0, "{}", stderr(&out));
 }
