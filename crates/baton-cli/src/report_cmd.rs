@@ -32,11 +32,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     {
         bail!("--budget-usd must be a non-negative number");
     }
-    let budget = args
-        .budget_usd
-        .or(baton_records::State::load(&dir)?.budget_usd)
-        .unwrap_or(cfg.run.budget_usd)
-        .max(0.0);
+    let budget = match args.budget_usd {
+        Some(b) => b,
+        None => baton_records::State::load(&dir)?.budget(cfg.run.budget_usd),
+    }
+    .max(0.0);
     let records = Records::load(&dir, &cfg.project.feature_list)?;
     let html = baton_report::render(
         &records,

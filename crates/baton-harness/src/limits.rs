@@ -89,20 +89,20 @@ impl RunLimits {
     /// the command line. A run of one and the coordinator both go by it.
     pub(crate) fn for_project(opts: &RunOptions, cfg: &Config, state: &State) -> Self {
         let mut limits = Self::new(opts, cfg);
-        if opts.budget_usd.is_none()
-            && let Some(b) = state.budget_usd
-        {
-            limits.budget = b;
+        if opts.budget_usd.is_none() {
+            limits.budget = state.budget(cfg.run.budget_usd);
         }
         limits
     }
 
-    /// A budget given on the command line is the project's from now on: put in
-    /// `state`; `true` when that changed it (the caller saves it).
-    pub(crate) fn record_budget(opts: &RunOptions, state: &mut State) -> bool {
+    /// A budget given on the command line is the project's from now on, until
+    /// `baton.toml`'s `[run] budget_usd` (`toml`) changes: put in `state` with
+    /// that value; `true` when that changed it (the caller saves it).
+    pub(crate) fn record_budget(opts: &RunOptions, state: &mut State, toml: f64) -> bool {
         match opts.budget_usd {
-            Some(b) if state.budget_usd != Some(b) => {
+            Some(b) if state.budget_usd != Some(b) || state.budget_toml_usd != Some(toml) => {
                 state.budget_usd = Some(b);
+                state.budget_toml_usd = Some(toml);
                 true
             }
             _ => false,
@@ -178,7 +178,7 @@ mod tests {
 
     /// A budget given on the command line becomes the project's, and the
     /// project's is gone by when none is given (a run of one and a parallel run
-    /// alike).
+    /// alike), until baton.toml's budget changes.
     #[test]
     fn the_budget_given_once_is_the_projects_from_then_on() {
         use super::RunLimits;
@@ -188,16 +188,27 @@ mod tests {
             budget_usd: Some(2.5),
             ..RunOptions::default()
         };
-        assert!(RunLimits::record_budget(&given, &mut state));
-        assert!(!RunLimits::record_budget(&given, &mut state), "unchanged");
+        assert!(RunLimits::record_budget(&given, &mut state, 0.0));
+        assert!(
+            !RunLimits::record_budget(&given, &mut state, 0.0),
+            "unchanged"
+        );
         let none = RunOptions::default();
-        assert!(!RunLimits::record_budget(&none, &mut state));
+        assert!(!RunLimits::record_budget(&none, &mut state, 0.0));
         assert_eq!(RunLimits::for_project(&none, &cfg, &state).budget, 2.5);
         let other = RunOptions {
             budget_usd: Some(1.0),
             ..RunOptions::default()
         };
         assert_eq!(RunLimits::for_project(&other, &cfg, &state).budget, 1.0);
+        // baton.toml's budget set since: the later word wins.
+        let mut later = cfg.clone();
+        later.run.budget_usd = 0.05;
+        assert_eq!(RunLimits::for_project(&none, &later, &state).budget, 0.05);
+        // A record from before the toml's value was kept reads it as 0.
+        state.budget_toml_usd = None;
+        assert_eq!(RunLimits::for_project(&none, &cfg, &state).budget, 2.5);
+        assert_eq!(RunLimits::for_project(&none, &later, &state).budget, 0.05);
     }
 
     /// A budget is reached when the sessions' costs add up to it, though their

@@ -160,6 +160,16 @@ pub fn forget_passing(state: &mut State, list: &FeatureList) {
     state.features.retain(|&n, _| fails(list, n));
 }
 
+/// Whether a session that ended with `outcome` had a fair chance at its feature,
+/// so that making nothing pass counts towards a stall: not one stopped by the
+/// provider's usage limit, by Ctrl-C, or by baton being killed.
+pub fn had_a_fair_chance(outcome: SessionOutcome) -> bool {
+    !matches!(
+        outcome,
+        SessionOutcome::UsageLimit | SessionOutcome::Interrupted | SessionOutcome::Killed
+    )
+}
+
 /// Whether a session with this outcome counts as an attempt at its target: not when
 /// a person interrupted it, the model provider failed, or its quota ran out
 /// (`usage_limit`).

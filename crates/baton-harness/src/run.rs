@@ -134,7 +134,7 @@ impl Runner<'_> {
         }
         let snap = self.guard_start()?;
         let mut state = State::load(dir)?;
-        if RunLimits::record_budget(&self.opts, &mut state) {
+        if RunLimits::record_budget(&self.opts, &mut state, self.cfg.run.budget_usd) {
             state.save(dir)?;
         }
         let mut accepted = self.accepted_list(&mut state)?;

@@ -698,13 +698,12 @@ impl Runner<'_> {
                 ));
             }
         }
-        // A session stopped by the provider's usage limit had no fair chance either.
+        // A session stopped by the provider's usage limit, Ctrl-C or a kill had
+        // no fair chance either.
         queue::count_stall(
             state,
             !record.gates.flipped.is_empty(),
-            record.target.is_some()
-                && !target_blocked
-                && record.outcome != SessionOutcome::UsageLimit,
+            record.target.is_some() && !target_blocked && queue::had_a_fair_chance(record.outcome),
             first_deferral,
         );
         Ok(notes)

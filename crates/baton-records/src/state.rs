@@ -609,6 +609,11 @@ pub struct State {
     /// against, before `[run] budget_usd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_usd: Option<f64>,
+    /// `[run] budget_usd` when [`State::budget_usd`] was given: once
+    /// `baton.toml` says otherwise, its word is the later one and wins. Absent
+    /// in older records: read as 0 (no budget in `baton.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_toml_usd: Option<f64>,
 }
 
 /// List-append sessions in a row that may fail before baton codes with the list
@@ -623,6 +628,17 @@ impl State {
     /// Where the state lives in a project.
     pub fn path(project: &Path) -> PathBuf {
         layout::at(project, layout::STATE)
+    }
+
+    /// The project's budget (USD; 0 or less: none), given `toml` (`[run]
+    /// budget_usd`): the last `baton run --budget-usd`, while `baton.toml`
+    /// says what it said when that was given; else `toml`. The run's limit,
+    /// its start line, `status` and the report all go by it.
+    pub fn budget(&self, toml: f64) -> f64 {
+        match self.budget_usd {
+            Some(b) if self.budget_toml_usd.unwrap_or(0.0) == toml => b,
+            _ => toml,
+        }
     }
 
     /// Load the state; a missing file is an empty record.

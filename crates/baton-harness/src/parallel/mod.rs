@@ -382,7 +382,7 @@ impl Parallel<'_> {
     fn limits(&self) -> Result<RunLimits, HarnessError> {
         let main = &self.files.dir;
         let mut state = State::load(main)?;
-        if RunLimits::record_budget(&self.opts, &mut state) {
+        if RunLimits::record_budget(&self.opts, &mut state, self.cfg.run.budget_usd) {
             state.save(main)?;
         }
         let mut limits = RunLimits::for_project(&self.opts, &self.cfg, &state);

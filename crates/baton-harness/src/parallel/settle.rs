@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use baton_records::{
     FeatureList, FeatureRecord, Integration, IntegrationOutcome, LedgerEntry, LedgerKind,
-    SessionKind, SessionOutcome, SessionRecord, State, layout, ledger,
+    SessionKind, SessionRecord, State, layout, ledger,
 };
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -480,7 +480,8 @@ impl Settler<'_, '_> {
 
     /// The stall count after a coding session that made nothing newly pass, as a
     /// run of one counts it: a session that had its feature to work on (not one
-    /// it declared blocked, not one stopped by the provider's usage limit). The
+    /// it declared blocked, not one stopped by the provider's usage limit,
+    /// Ctrl-C or a kill: [`queue::had_a_fair_chance`]). The
     /// feature's first deferral restarts the count once.
     fn count_stall(
         &self,
@@ -495,7 +496,7 @@ impl Settler<'_, '_> {
             .is_some_and(|r| r.blocked.is_some() && r.blocked_in == Some(record.number));
         let worked = record.target.is_some()
             && !declared_blocked
-            && record.outcome != SessionOutcome::UsageLimit;
+            && queue::had_a_fair_chance(record.outcome);
         // A run of one stops as soon as the count reaches the limit, so no
         // deferral restarts it from there: neither does one of a session that was
         // under way when it did.

@@ -50,6 +50,9 @@ pub struct Status {
     /// `[run] budget_usd` (not printed: it is `budget_usd` once applied).
     #[serde(skip)]
     pub run_budget_usd: Option<f64>,
+    /// `[run] budget_usd` when [`Status::run_budget_usd`] was given.
+    #[serde(skip)]
+    pub run_budget_toml_usd: Option<f64>,
     /// What is left of it (never below 0), or null when none is set.
     pub budget_left_usd: Option<f64>,
     /// While the run waits for the provider's quota to reset: until when (Unix ms).
@@ -116,9 +119,13 @@ pub fn proofs(files: &Files, list: &FeatureList) -> Vec<FeatureProof> {
 
 impl Status {
     /// The same status with the project's budget: the last run's
-    /// (`--budget-usd`), else `configured` (`[run] budget_usd`).
+    /// (`--budget-usd`) while `configured` (`[run] budget_usd`) is what it was
+    /// then, else `configured` ([`baton_records::State::budget`]).
     pub fn with_project_budget(self, configured: f64) -> Self {
-        let budget = self.run_budget_usd.unwrap_or(configured);
+        let budget = match self.run_budget_usd {
+            Some(b) if self.run_budget_toml_usd.unwrap_or(0.0) == configured => b,
+            _ => configured,
+        };
         self.with_budget(budget)
     }
 
@@ -493,6 +500,7 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         budget_usd: None,
         budget_left_usd: None,
         run_budget_usd: state.budget_usd,
+        run_budget_toml_usd: state.budget_toml_usd,
         waiting_until_ms: waiting_until(files, &state),
         parallel: baton_records::state::parallelism(&state.sessions),
         proofs: proofs(files, &list),

@@ -100,6 +100,7 @@ fn state_with_findings() -> State {
         list_covered: false,
         append_failures: 0,
         budget_usd: None,
+        budget_toml_usd: None,
     }
 }
 
@@ -298,6 +299,7 @@ fn eventful() -> (tempfile::TempDir, Files, FeatureList, State) {
         list_covered: false,
         append_failures: 0,
         budget_usd: None,
+        budget_toml_usd: None,
     };
     let files = Files::new(dir.path().canonicalize().unwrap(), ProjectConfig::default());
     let list = FeatureList::parse(&text, "feature_list.json").unwrap();
