@@ -1,5 +1,27 @@
 //! The `baton` command. See `baton --help`.
 
+// What baton prints never ends it: a standard output or error whose reader went
+// away (a `| head`, a `| tee` that died) loses the line, not the run or its exit
+// code. These shadow std's macros in every module of the crate.
+macro_rules! eprintln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+macro_rules! println {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+macro_rules! print {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 mod doctor_cmd;
 mod events;
 mod exec;

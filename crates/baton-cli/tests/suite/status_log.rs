@@ -429,3 +429,33 @@ fn status_survives_a_typo_and_new_names_the_directory_it_cannot_create() {
         stderr(&out)
     );
 }
+
+/// What baton prints never ends it: with its standard error's reader gone (a
+/// `| tee` that died) an error still exits 1, not 101 (a panic), and with its
+/// standard output's reader gone (`| head`) `status` still exits 0.
+#[test]
+fn a_closed_output_never_makes_baton_panic() {
+    let p = status_fixture();
+    let closed = || {
+        let (r, w) = std::io::pipe().unwrap();
+        drop(r);
+        w
+    };
+    let missing = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["status", "/nonexistent/baton-project"])
+        .stdout(std::process::Stdio::null())
+        .stderr(closed())
+        .status_bounded()
+        .unwrap();
+    assert_eq!(missing.code(), Some(1));
+    for args in [&["status"][..], &["status", "--json"]] {
+        let status = Command::new(env!("CARGO_BIN_EXE_baton"))
+            .args(args)
+            .arg(p.path())
+            .stdout(closed())
+            .stderr(std::process::Stdio::null())
+            .status_bounded()
+            .unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}");
+    }
+}
