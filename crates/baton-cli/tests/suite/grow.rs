@@ -714,6 +714,11 @@ fn a_failed_plan_leaves_the_project_as_it_was() {
             "{err}"
         );
         assert!(err.contains(".baton/replaced/planner-"), "{err}");
+        // The way on names the whole command (`baton plan DIR` alone fails).
+        assert!(
+            err.contains("again with the same `--spec FILE` or `--idea TEXT`"),
+            "{err}"
+        );
     }
     assert_eq!(
         p.file("app_spec.txt"),

@@ -133,7 +133,7 @@ impl Runner<'_> {
         // The caller puts the project back as it was ([`Runner::undo_planner`]).
         let restore = |why: String| -> Result<Planned, HarnessError> {
             Err(HarnessError::Planner(format!(
-                "the planner's {} was not accepted: {why}; the list and the spec are as they were. Run the same `baton plan {}` again, or add the features yourself and `baton accept {}`",
+                "the planner's {} was not accepted: {why}; the list and the spec are as they were. Run `baton plan {}` again with the same `--spec FILE` or `--idea TEXT`, or add the features yourself and `baton accept {}`",
                 names.feature_list,
                 dir.display(),
                 dir.display()
