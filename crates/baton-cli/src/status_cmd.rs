@@ -81,7 +81,8 @@ baton: showing the status with the default settings; fix baton.toml before `bato
     require_project(&dir, &cfg)?;
     // The state is read once, by `status`.
     let s = baton_harness::status::status(&Files::new(dir, cfg.project))?
-        .with_project_budget(cfg.run.budget_usd);
+        .with_project_budget(cfg.run.budget_usd)
+        .with_stall_limit(cfg.run.stall_sessions);
     if json {
         println!(
             "{}",

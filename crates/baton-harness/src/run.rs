@@ -170,8 +170,8 @@ impl Runner<'_> {
 
     /// A project that stalled goes on when a person acted since: guidance queued
     /// with `baton tell`, a feature handed out again (`baton unblock`), features
-    /// added or changed (`baton plan`, `baton accept`), or `[run] stall_sessions`
-    /// raised. Otherwise it stays stalled, and the run says how to go on.
+    /// added or changed (`baton plan`, `baton accept`), `baton.toml` changed, or
+    /// `[run] stall_sessions` raised. Otherwise it stays stalled, and the run says how to go on.
     fn resume_stalled(&self, state: &mut State) -> Result<(), HarnessError> {
         let limit = self.cfg.run.stall_sessions;
         if limit == 0 || state.stalled < limit {

@@ -160,6 +160,18 @@ pub(crate) fn acted_since_stall(
     if !pending(&files.dir).is_empty() {
         return Some("a person's guidance is waiting (baton tell)".to_string());
     }
+    // No command of an agent's can write baton.toml: changed after the last
+    // session ended, a person changed the run's settings (the kind, the
+    // browser, the checks) to get it going.
+    let ended = state.sessions.last().map_or(0, |s| s.ended_ms);
+    let changed = std::fs::metadata(files.dir.join("baton.toml"))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .is_some_and(|t| t.as_millis() as u64 > ended);
+    if ended > 0 && changed {
+        return Some("baton.toml was changed since".to_string());
+    }
     let last = state.sessions.last().map_or(0, |s| s.number);
     let ledger = baton_records::ledger::read(&files.ledger()).unwrap_or_default();
     ledger

@@ -108,15 +108,26 @@ pub(super) fn finish(
     view.finish(Ok(&end));
     // baton.toml as the run loaded it (a change by the agent was undone).
     let s = baton_harness::status::status(files)?;
+    // The project by the name the person can type again (quoted only where a
+    // shell needs it).
+    let dir = files.dir.display().to_string();
+    let plain = dir
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+~,:@".contains(&b));
+    let d = if plain {
+        dir
+    } else {
+        baton_agent::cli_session::shell_quote(&dir)
+    };
     let why = match &end {
         RunEnd::Complete => "complete: every feature passes".to_string(),
         RunEnd::CompleteExceptBlocked(b) => format!(
-            "complete except blocked feature(s) {}: see `baton status`, then `baton unblock DIR N`",
+            "complete except blocked feature(s) {}: see `baton status {d}`, then `baton unblock {d} N`",
             baton_records::human::features(b)
         ),
         RunEnd::Limit(l) => format!("stopped: {l}"),
         RunEnd::Stalled(n) => format!(
-            "stalled: {n} coding sessions in a row without a newly passing feature. To go on, act, then `baton run` again: `baton status` says what failed; `baton tell DIR \"…\"` guides the next session, `baton unblock DIR N` hands a deferred or blocked feature out again, or raise [run] stall_sessions in baton.toml"
+            "stalled: {n} coding sessions in a row without a newly passing feature. To go on, act, then `baton run {d}` again: `baton status {d}` says what failed; `baton tell {d} \"…\"` guides the next session, `baton unblock {d} N` hands a deferred or blocked feature out again, `baton plan {d} --idea \"…\"` adds or changes features, and a change to baton.toml (the kind, the browser, the checks, a higher [run] stall_sessions) lets it go on"
         ),
         RunEnd::Interrupted => "interrupted; `baton run` again resumes".to_string(),
     };

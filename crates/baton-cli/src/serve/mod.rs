@@ -98,6 +98,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         projects.push(Project {
             files: Files::new(dir, cfg.project),
             budget_usd: cfg.run.budget_usd,
+            stall_sessions: cfg.run.stall_sessions,
         });
     }
     let server = Arc::new(Server { projects, token });

@@ -119,7 +119,9 @@ pub(super) fn card(o: &mut String, n: usize, desc: &str, note: &str) {
 pub(super) fn board(p: &Project) -> String {
     let mut o = String::new();
     let st = match baton_harness::status::status(&p.files) {
-        Ok(s) => s.with_project_budget(p.budget_usd),
+        Ok(s) => s
+            .with_project_budget(p.budget_usd)
+            .with_stall_limit(p.stall_sessions),
         Err(e) => {
             return format!(
                 "<p class=\"note\">cannot read the records: {}</p>",
@@ -182,7 +184,11 @@ pub(super) fn kpis(o: &mut String, st: &Status, is_running: bool) {
                 ))
             )
         },
-        if is_running { "running" } else { "idle" }
+        match (is_running, &st.stalled) {
+            (true, _) => "running",
+            (false, Some(_)) => "stalled",
+            (false, None) => "idle",
+        }
     );
 }
 

@@ -13,6 +13,8 @@ pub(super) const TAIL_LINES: usize = 30;
 pub(super) struct Project {
     pub(super) files: Files,
     pub(super) budget_usd: f64,
+    /// `[run] stall_sessions`: a stalled project shows as stalled, not idle.
+    pub(super) stall_sessions: u32,
 }
 
 impl Project {

@@ -971,7 +971,9 @@ fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
         line.contains("taken on the agent's word ([verify] trust_agent = true)"),
         "{line}"
     );
-    let toml = p.file("baton.toml").replace("trust_agent = true", "trust_agent = false");
+    let toml = p
+        .file("baton.toml")
+        .replace("trust_agent = true", "trust_agent = false");
     std::fs::write(p.path().join("baton.toml"), toml).unwrap();
     let (out, _server) = run(&p, vec![], &["--max-sessions", "1"]);
     let err = stderr(&out);

@@ -776,16 +776,19 @@ fn a_stalled_project_goes_on_once_a_person_acts() {
     let (out, _) = run(&p, steps, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{err}");
+    // The advice names this project, as the person would type it again.
+    let d = p.path().display().to_string();
     assert!(
-        err.contains("To go on, act, then `baton run` again"),
+        err.contains(&format!("To go on, act, then `baton run {d}` again")),
         "{err}"
     );
+    assert!(err.contains("a change to baton.toml"), "{err}");
     // Nothing changed: it stops at once, no session, the same advice.
     let (out, server) = run(&p, vec![], &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(server.requests().is_empty(), "{err}");
-    assert!(err.contains("baton tell DIR"), "{err}");
+    assert!(err.contains(&format!("baton tell {d} ")), "{err}");
     // A person's guidance: the next run goes on, and the session reads it.
     let told = baton_cmd_args(&p, &["tell"], &["Feature 2 first, please."]);
     assert!(told.status.success(), "{}", stderr(&told));
@@ -861,4 +864,51 @@ fn escapes_in_a_block_reason_are_printed_harmless() {
         None,
         "baton log printed a control beyond its own colours: {log:?}"
     );
+}
+
+/// A stall whose cause a person fixed in `baton.toml` (the kind, the browser,
+/// the checks) goes on at the next `baton run`: a changed `baton.toml` is a
+/// person acting, as `tell`, `unblock` and `plan` are.
+#[test]
+fn a_stalled_project_goes_on_once_baton_toml_is_changed() {
+    let p = project(
+        "[run]\npause_secs = 0\nstall_sessions = 1\nfeature_attempts = 1\n",
+        true,
+    );
+    let mut steps = session(&[1], &[true, false, false], true);
+    steps.extend(idle());
+    let (out, _) = run(&p, steps, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let (out, server) = run(&p, vec![], &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(server.requests().is_empty(), "{}", stderr(&out));
+    // `status` says stalled, not idle, in text and in JSON.
+    let text = baton_cmd_args(&p, &["status"], &[]);
+    let said = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        said.contains("stalled   1 coding sessions in a row")
+            && said.contains("a change to baton.toml"),
+        "{said}"
+    );
+    let json = baton_cmd_args(&p, &["status"], &["--json"]);
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["stalled"], json!({"sessions": 1, "limit": 1}), "{v}");
+    // The person changes the run's settings.
+    let toml = p.file("baton.toml");
+    std::fs::write(
+        p.path().join("baton.toml"),
+        format!("{toml}# the checks were wrong; fixed\n"),
+    )
+    .unwrap();
+    let (out, server) = run(
+        &p,
+        session(&[2], &[false, true, false], true),
+        &["--max-sessions", "1"],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("going on: baton.toml was changed since"),
+        "{err}"
+    );
+    assert!(!server.requests().is_empty(), "{err}");
 }

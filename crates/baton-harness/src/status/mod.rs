@@ -53,6 +53,13 @@ pub struct Status {
     /// `[run] budget_usd` when [`Status::run_budget_usd`] was given.
     #[serde(skip)]
     pub run_budget_toml_usd: Option<f64>,
+    /// Coding sessions in a row without a newly passing feature, as recorded.
+    #[serde(skip)]
+    pub stall_count: u32,
+    /// When the project has stalled ([`Status::with_stall_limit`]): the count and
+    /// `[run] stall_sessions`; `baton run` stops at once until a person acts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stalled: Option<Stalled>,
     /// What is left of it (never below 0), or null when none is set.
     pub budget_left_usd: Option<f64>,
     /// While the run waits for the provider's quota to reset: until when (Unix ms).
@@ -129,6 +136,16 @@ impl Status {
         self.with_budget(budget)
     }
 
+    /// The same status knowing `[run] stall_sessions` (`limit`; 0: none): stalled
+    /// when the recorded count has reached it.
+    pub fn with_stall_limit(mut self, limit: u32) -> Self {
+        self.stalled = (limit > 0 && self.stall_count >= limit).then_some(Stalled {
+            sessions: self.stall_count,
+            limit,
+        });
+        self
+    }
+
     /// The same status with `budget` (USD; 0 or less means none) and what is left of it.
     pub fn with_budget(mut self, budget: f64) -> Self {
         if budget > 0.0 {
@@ -140,6 +157,15 @@ impl Status {
         }
         self
     }
+}
+
+/// A stalled project's count and limit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stalled {
+    /// Coding sessions in a row without a newly passing feature.
+    pub sessions: u32,
+    /// `[run] stall_sessions`.
+    pub limit: u32,
 }
 
 /// Passing and total of one category.
@@ -501,6 +527,8 @@ pub fn status(files: &Files) -> Result<Status, HarnessError> {
         budget_left_usd: None,
         run_budget_usd: state.budget_usd,
         run_budget_toml_usd: state.budget_toml_usd,
+        stall_count: state.stalled,
+        stalled: None,
         waiting_until_ms: waiting_until(files, &state),
         parallel: baton_records::state::parallelism(&state.sessions),
         proofs: proofs(files, &list),

@@ -212,6 +212,13 @@ fn standing(o: &mut String, s: &Status) {
             duration(left)
         );
     }
+    if let Some(st) = &s.stalled {
+        let _ = writeln!(
+            o,
+            "stalled   {} coding sessions in a row without a newly passing feature ([run] stall_sessions = {}): `baton run` stops at once until a person acts (baton tell, baton unblock, baton plan or accept, a change to baton.toml)",
+            st.sessions, st.limit
+        );
+    }
     if let Some(n) = s.unfinished_session {
         let _ = writeln!(
             o,
