@@ -55,6 +55,7 @@ impl Runner<'_> {
     /// Run sessions until a stop condition. Resumes from `.baton/state.json` and git.
     pub async fn run(&self) -> Result<RunEnd, HarnessError> {
         let started_ms = baton_agent::transcript::now_ms();
+        self.record_killed_run();
         let end = self.run_all().await;
         // Where its wall time went, beside its sessions' own records.
         let record = baton_records::RunRecord {
@@ -63,12 +64,45 @@ impl Runner<'_> {
             complete_sweep_ms: self
                 .complete_sweep_ms
                 .load(std::sync::atomic::Ordering::Relaxed),
+            pause_ms: self.pause_ms.load(std::sync::atomic::Ordering::Relaxed),
+            killed: false,
         };
         if let Err(e) = record.append(&self.files.dir) {
             self.reporter
                 .line(&format!("baton: could not record the run's time: {e}"));
         }
         end
+    }
+
+    /// A run killed before it wrote its time (`kill -9`) gets its line now, from
+    /// the sessions no recorded run holds, so the report's wall time counts it.
+    fn record_killed_run(&self) {
+        let dir = &self.files.dir;
+        let Ok(state) = State::load(dir) else {
+            return;
+        };
+        // A parallel run's sessions (their agent named) have no run line of
+        // this kind.
+        let sessions: Vec<(u64, u64)> = state
+            .sessions
+            .iter()
+            .filter(|s| s.agent.is_none())
+            .map(|s| (s.started_ms, s.ended_ms))
+            .chain(
+                state
+                    .in_progress
+                    .iter()
+                    .map(|ip| (ip.started_ms, ip.started_ms)),
+            )
+            .collect();
+        let runs = baton_records::runs::load(dir);
+        if let Some(killed) = baton_records::runs::killed_run(&runs, &sessions)
+            && let Err(e) = killed.append(dir)
+        {
+            self.reporter.line(&format!(
+                "baton: could not record the killed run's time: {e}"
+            ));
+        }
     }
 
     /// [`Runner::run`], the record of its time aside.
@@ -371,9 +405,17 @@ impl Runner<'_> {
             .pause
             .unwrap_or(Duration::from_secs_f64(self.cfg.run.pause_secs));
         if g.this_run > 0 && !pause.is_zero() {
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {}
-                () = self.stop.cancelled() => return Ok(Some(RunEnd::Interrupted)),
+            let paused = std::time::Instant::now();
+            let end = tokio::select! {
+                () = tokio::time::sleep(pause) => None,
+                () = self.stop.cancelled() => Some(RunEnd::Interrupted),
+            };
+            self.pause_ms.fetch_add(
+                paused.elapsed().as_millis() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            if end.is_some() {
+                return Ok(end);
             }
         }
         Ok(None)

@@ -96,6 +96,8 @@ pub struct Runner<'a> {
     /// project's own record when `None`.
     pub(crate) numbers: Option<baton_records::SessionNumbers>,
     /// The sweeps before "complete" so far, in ms (outside every session's clock).
+    /// The pauses between this run's sessions, in ms.
+    pub(crate) pause_ms: std::sync::atomic::AtomicU64,
     pub(crate) complete_sweep_ms: std::sync::atomic::AtomicU64,
     /// The branch the run publishes, fixed when the run starts
     /// ([`Runner::run_branch`]).
@@ -139,6 +141,7 @@ impl<'a> Runner<'a> {
             kernel_binds: false,
             numbers: None,
             complete_sweep_ms: std::sync::atomic::AtomicU64::new(0),
+            pause_ms: std::sync::atomic::AtomicU64::new(0),
             run_branch: std::sync::OnceLock::new(),
         }
     }

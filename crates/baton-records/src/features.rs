@@ -455,7 +455,10 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
     let n = accepted.features.len();
     let mut used = vec![false; current.features.len()];
     let mut matched: Vec<Option<usize>> = vec![None; n];
-    // 1: unchanged in place; 2: unchanged elsewhere (moved); 3: what is left, by position.
+    // 1: unchanged in place; 2: unchanged elsewhere (moved); 3: what is left,
+    // paired by what an edit most likely kept (the description, else the steps),
+    // then in order: so an edit, a removal and an addition are named as what
+    // they were, whatever they shifted.
     for i in 0..n {
         if current
             .features
@@ -494,9 +497,42 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
             moved += 1;
         }
     }
+    let mut edited: Vec<Option<usize>> = vec![None; n];
+    let same_description = |a: &Feature, c: &Feature| a.description == c.description;
+    let same_steps = |a: &Feature, c: &Feature| a.steps == c.steps && !a.steps.is_empty();
+    for kept in [
+        &same_description as &dyn Fn(&Feature, &Feature) -> bool,
+        &same_steps,
+    ] {
+        for i in 0..n {
+            if matched[i].is_some() || edited[i].is_some() {
+                continue;
+            }
+            if let Some(j) = (0..current.features.len())
+                .find(|&j| !used[j] && kept(&accepted.features[i], &current.features[j]))
+            {
+                edited[i] = Some(j);
+                used[j] = true;
+            }
+        }
+    }
+    let mut left = (0..current.features.len()).filter(|&j| !used[j]);
+    let mut in_order: Vec<(usize, usize)> = Vec::new();
     for i in 0..n {
-        match matched[i] {
-            Some(j) => {
+        if matched[i].is_none() && edited[i].is_none() {
+            match left.next() {
+                Some(j) => in_order.push((i, j)),
+                None => break,
+            }
+        }
+    }
+    for (i, j) in in_order {
+        edited[i] = Some(j);
+        used[j] = true;
+    }
+    for i in 0..n {
+        match (matched[i], edited[i]) {
+            (Some(j), _) => {
                 passes[i] = current.features[j].passes;
                 if !accepted.features[i].fields.contains_key(VERIFY)
                     && let Some(v) = current.features[j].fields.get(VERIFY)
@@ -504,14 +540,11 @@ pub fn reconcile(accepted: &FeatureList, current_text: &str, path: &str) -> Reco
                     verify_added.push((i, v.clone()));
                 }
             }
-            None if i < used.len() && !used[i] => {
-                used[i] = true;
-                violations.push(Violation::Edited(
-                    i + 1,
-                    diff_fields(&accepted.features[i].fields, &current.features[i].fields),
-                ));
-            }
-            None => violations.push(Violation::Removed(
+            (None, Some(j)) => violations.push(Violation::Edited(
+                i + 1,
+                diff_fields(&accepted.features[i].fields, &current.features[j].fields),
+            )),
+            (None, None) => violations.push(Violation::Removed(
                 i + 1,
                 accepted.features[i].description.clone(),
             )),
@@ -676,6 +709,37 @@ mod tests {
             vec![("a".into(), true), ("b".into(), false), ("c".into(), true)]
         );
         assert_eq!(r.flipped, vec![0]);
+    }
+
+    /// A removal shifts what follows: the edits after it are still named by
+    /// the features they are of, not by position (#1's description edited, #2
+    /// removed, #3's steps rewritten).
+    #[test]
+    fn edits_after_a_removal_name_their_own_features() {
+        let g = |desc: &str, step: &str| {
+            format!(
+                r#"{{"category":"functional","description":"{desc}","steps":["{step}"],"passes":false}}"#
+            )
+        };
+        let accepted = FeatureList::parse(
+            &list(&[g("a", "open a"), g("b", "open b"), g("c", "open c")]),
+            "f.json",
+        )
+        .unwrap();
+        let r = reconcile(
+            &accepted,
+            &list(&[g("A!", "open a"), g("c", "skip it")]),
+            "f.json",
+        );
+        assert_eq!(
+            r.violations,
+            vec![
+                Violation::Edited(1, "\"description\"".into()),
+                Violation::Removed(2, "b".into()),
+                Violation::Edited(3, "\"steps\"".into()),
+            ]
+        );
+        assert_eq!(r.list, accepted);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! One line a `baton run` of one agent ([`crate::layout::RUNS`]): when it started
 //! and ended, and the time it spent outside every session's own clock that
-//! baton measured (the sweep before "complete"). With the sessions' timing it
-//! says where a run's wall time went; what is left is baton's own work between
-//! sessions (briefs, git, records, pauses).
+//! baton measured (the sweep before "complete", the configured pauses). With the
+//! sessions' timing it says where a run's wall time went; what is left is
+//! baton's own work between sessions (briefs, git, records). A run killed before
+//! it could write its line has one written for it by the next run
+//! ([`killed_run`]), from its sessions' records.
 
 use std::path::Path;
 
@@ -20,6 +22,35 @@ pub struct RunRecord {
     /// The sweeps before "complete" (every check), in ms.
     #[serde(default)]
     pub complete_sweep_ms: u64,
+    /// The pauses between sessions (`[run] pause_secs`, `--pause`), in ms.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pause_ms: u64,
+    /// Written by the next run for a run that was killed: its sessions' span.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub killed: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The line a run killed before it wrote its own should have had, from the
+/// sessions no recorded run holds (`sessions`: their start and end, Unix ms):
+/// the first one's start to the last one's end. `None` when every session is
+/// held.
+pub fn killed_run(runs: &[RunRecord], sessions: &[(u64, u64)]) -> Option<RunRecord> {
+    let orphans: Vec<&(u64, u64)> = sessions
+        .iter()
+        .filter(|(start, _)| !runs.iter().any(|r| r.holds(*start)))
+        .collect();
+    let started_ms = orphans.iter().map(|(s, _)| *s).min()?;
+    let ended_ms = orphans.iter().map(|(s, e)| (*e).max(*s)).max()?;
+    Some(RunRecord {
+        started_ms,
+        ended_ms,
+        killed: true,
+        ..RunRecord::default()
+    })
 }
 
 impl RunRecord {
@@ -70,6 +101,8 @@ mod tests {
             started_ms: 1_000,
             ended_ms: 5_000,
             complete_sweep_ms: 700,
+            pause_ms: 300,
+            killed: false,
         };
         one.append(dir.path()).unwrap();
         let path = dir.path().join(layout::RUNS);
@@ -79,12 +112,24 @@ mod tests {
         let two = RunRecord {
             started_ms: 6_000,
             ended_ms: 7_000,
-            complete_sweep_ms: 0,
+            ..RunRecord::default()
         };
         two.append(dir.path()).unwrap();
         let runs = load(dir.path());
         assert_eq!(runs, vec![one.clone(), two]);
         assert_eq!(one.wall_ms(), 4_000);
         assert!(one.holds(1_000) && one.holds(5_000) && !one.holds(5_001));
+    }
+
+    #[test]
+    fn a_killed_runs_line_spans_the_sessions_no_run_holds() {
+        let runs = vec![RunRecord {
+            started_ms: 1_000,
+            ended_ms: 5_000,
+            ..RunRecord::default()
+        }];
+        assert_eq!(killed_run(&runs, &[(1_500, 2_000), (3_000, 4_000)]), None);
+        let k = killed_run(&runs, &[(1_500, 2_000), (6_000, 7_000), (8_000, 9_500)]).unwrap();
+        assert_eq!((k.started_ms, k.ended_ms, k.killed), (6_000, 9_500, true));
     }
 }

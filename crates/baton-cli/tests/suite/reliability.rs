@@ -183,6 +183,27 @@ fn leftovers_are_stopped(sandbox: bool) {
         !p.path().join(".baton/processes").exists(),
         "the record is cleared at the end"
     );
+    // The killed run never wrote its time; the next one wrote it for it, from
+    // its sessions, and the report counts it in the wall time.
+    let runs: Vec<serde_json::Value> = p
+        .file(".baton/runs.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0]["killed"], true, "{runs:?}");
+    assert!(runs[1].get("killed").is_none(), "{runs:?}");
+    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("report")
+        .arg(p.path())
+        .args(["-o", "-"])
+        .output_bounded()
+        .unwrap();
+    let page = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        page.contains("(1 run(s) killed, counted from their sessions)"),
+        "{page}"
+    );
 }
 
 #[test]

@@ -1075,3 +1075,80 @@ fn a_session_stopped_by_ctrl_c_does_not_count_towards_the_stall() {
     assert!(!stderr(&out).contains("stalled"), "{}", stderr(&out));
     assert_eq!(server.remaining(), 0, "{}", stderr(&out));
 }
+
+/// A tamper whose removal shifts what follows is named by the features it
+/// touched, not by position: #1's description edited, #2 removed, #3's steps
+/// rewritten are said as exactly that, in the record, the commit's words and
+/// the next brief.
+#[test]
+fn a_tamper_is_named_by_the_features_it_touched_not_by_position() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    let mut tampered: Vec<Value> = serde_json::from_str(&features(&[false, false, false])).unwrap();
+    tampered[0]["description"] = json!("Feature 1 (renamed)");
+    tampered[2]["steps"] = json!(["skip it"]);
+    tampered.remove(1);
+    steps.push(Step::Reply(Reply::tools(&[
+        (
+            "Write",
+            json!({"file_path": "t.json", "content": serde_json::to_string_pretty(&tampered).unwrap()}),
+        ),
+        (
+            "Bash",
+            json!({"command": "cp t.json feature_list.json && rm t.json && echo 'Session 2.' >> claude-progress.txt && git add -A && git commit -qm 'Tidy the list'"}),
+        ),
+    ])));
+    steps.push(Step::Reply(Reply::text("Tidied.")));
+    steps.push(Step::Reply(Reply::text("Looking.")));
+    let (out, server) = run(&p, steps, &["--max-sessions", "3"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let said = [
+        "feature 1: \"description\" was changed",
+        "feature 2 (\"Feature 2\") was removed",
+        "feature 3: \"steps\" was changed",
+    ];
+    assert_eq!(state(&p)["sessions"][1]["gates"]["violations"], json!(said));
+    for s in said {
+        assert!(err.contains(s), "{s}: {err}");
+    }
+    let brief = prompt_of(&server, 4);
+    assert!(
+        brief.contains("feature 3: \"steps\" was changed"),
+        "{brief}"
+    );
+    assert_eq!(
+        p.file("feature_list.json"),
+        features(&[false, false, false])
+    );
+}
+
+/// The configured pause between sessions is its own part of a run's wall time,
+/// not "baton's own work between sessions": the run's record holds it and the
+/// report names it.
+#[test]
+fn the_pause_between_sessions_is_its_own_part_of_the_wall_time() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(honest(1, &[true, false, false]));
+    let (out, _server) = run(&p, steps, &["--max-sessions", "2", "--pause", "0.4"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let run: Value =
+        serde_json::from_str(p.file(".baton/runs.jsonl").lines().next().unwrap()).unwrap();
+    let paused = run["pause_ms"].as_u64().unwrap_or(0);
+    // One pause, between the two sessions.
+    assert!(paused >= 400, "{run}");
+    let report = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("report")
+        .arg(p.path())
+        .args(["-o", "-"])
+        .output_bounded()
+        .unwrap();
+    let page = String::from_utf8_lossy(&report.stdout);
+    let wall = page
+        .split(r#"<span id="wall-time">"#)
+        .nth(1)
+        .and_then(|s| s.split("</span>").next())
+        .unwrap_or_else(|| panic!("no wall time: {page}"));
+    assert!(wall.contains(" · pauses "), "{wall}");
+}

@@ -234,11 +234,18 @@ fn wall_time(r: &Records) -> String {
         t.add(&s.timing);
     }
     let complete: u64 = r.runs.iter().map(|run| run.complete_sweep_ms).sum();
-    let named = t.total_ms() + complete;
+    let pauses: u64 = r.runs.iter().map(|run| run.pause_ms).sum();
+    let named = t.total_ms() + complete + pauses;
     let between = wall.saturating_sub(named);
     let secs = |ms: u64| duration(ms as f64 / 1000.0);
+    let killed = r.runs.iter().filter(|run| run.killed).count();
+    let killed = if killed == 0 {
+        String::new()
+    } else {
+        format!(" ({killed} run(s) killed, counted from their sessions)")
+    };
     format!(
-        r#"<br><span id="wall-time">wall time {}: agents {} · sweeps {} · base checks {} · gates {} · proof {} · quota waits {} · sweeps before "complete" {} · between sessions {} ({:.0}%)</span>"#,
+        r#"<br><span id="wall-time">wall time {}{killed}: agents {} · sweeps {} · base checks {} · gates {} · proof {} · quota waits {} · sweeps before "complete" {} · pauses {} · between sessions {} ({:.0}%)</span>"#,
         secs(wall),
         secs(t.agent_ms),
         secs(t.sweep_ms),
@@ -247,6 +254,7 @@ fn wall_time(r: &Records) -> String {
         secs(t.verifier_ms),
         secs(t.wait_after_ms),
         secs(complete),
+        secs(pauses),
         secs(between),
         between as f64 * 100.0 / wall as f64
     )
