@@ -190,6 +190,78 @@ impl Bounded for Command {
     }
 }
 
+/// [`std::process::Child::wait`] and [`std::process::Child::wait_with_output`],
+/// bounded, for a process a test spawned itself (to signal it, to read it as it
+/// goes).
+pub trait BoundedChild {
+    /// [`std::process::Child::wait`] within [`limit`].
+    ///
+    /// # Panics
+    /// When it is still running at the limit: it is killed (with the process
+    /// group it leads, if any) and the panic names its pid.
+    fn wait_bounded(&mut self) -> std::io::Result<ExitStatus>;
+    /// [`std::process::Child::wait_with_output`] within [`limit`].
+    ///
+    /// # Panics
+    /// As [`BoundedChild::wait_bounded`], and when what it started still holds
+    /// its output at the limit.
+    fn wait_with_output_bounded(self) -> std::io::Result<Output>;
+}
+
+/// Kill `child` and the process group it leads, if it leads one.
+fn kill_child(child: &mut std::process::Child) {
+    kill_group(child.id());
+    let _ = child.kill();
+}
+
+impl BoundedChild for std::process::Child {
+    fn wait_bounded(&mut self) -> std::io::Result<ExitStatus> {
+        let limit = limit();
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.try_wait()? {
+                return Ok(s);
+            }
+            if Instant::now() >= deadline {
+                kill_child(self);
+                let _ = self.wait();
+                panic!(
+                    "a process the test started (pid {}) did not end within {} s: killed",
+                    self.id(),
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn wait_with_output_bounded(mut self) -> std::io::Result<Output> {
+        let limit = limit();
+        let deadline = Instant::now() + limit;
+        let (out, err) = (drain(self.stdout.take()), drain(self.stderr.take()));
+        let status = self.wait_bounded()?;
+        let pid = self.id();
+        let take = |rx: &mpsc::Receiver<Vec<u8>>| -> Option<Vec<u8>> {
+            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .ok()
+        };
+        match (take(&out), take(&err)) {
+            (Some(stdout), Some(stderr)) => Ok(Output {
+                status,
+                stdout,
+                stderr,
+            }),
+            _ => {
+                kill_group(pid);
+                panic!(
+                    "a process the test started (pid {pid}) exited, but what it started still held its output {} s after: killed its process group",
+                    limit.as_secs()
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -252,6 +324,22 @@ mod tests {
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&status.stdout).trim(), "gone");
         assert!(marker.path().exists());
+    }
+
+    #[test]
+    fn a_spawned_child_is_waited_for_with_its_output() {
+        let child = Command::new("bash")
+            .args(["-c", "echo out; echo err >&2"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.wait_with_output_bounded().unwrap();
+        assert!(out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+        let mut c = Command::new("true").spawn().unwrap();
+        assert!(c.wait_bounded().unwrap().success());
     }
 
     #[test]

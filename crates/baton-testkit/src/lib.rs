@@ -28,7 +28,7 @@ mod script;
 pub mod webbench;
 mod wire;
 
-pub use bounded::Bounded;
+pub use bounded::{Bounded, BoundedChild};
 pub use http::{Realism, RecordedRequest, ScriptedServer, ServerBuilder};
 pub use script::{RBlock, Reply, Step, Wire};
 

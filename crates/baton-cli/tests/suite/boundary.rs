@@ -862,7 +862,7 @@ fn output_within(mut cmd: std::process::Command, secs: u64) -> (std::process::Ou
     if hung {
         let _ = child.kill();
     }
-    (child.wait_with_output().unwrap(), hung)
+    (child.wait_with_output_bounded().unwrap(), hung)
 }
 
 /// A coding session double-forks a process into a session of its own (out of

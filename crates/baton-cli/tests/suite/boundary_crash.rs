@@ -51,7 +51,7 @@ fn killed_mid_session(p: &Project, steps: Vec<Step>, path: &std::ffi::OsStr) {
         std::thread::sleep(Duration::from_millis(20));
     }
     run.kill().unwrap();
-    run.wait().unwrap();
+    run.wait_bounded().unwrap();
     assert_eq!(server.requests().len(), asked, "the run never got there");
     assert!(
         state(p)["in_progress"].is_object(),

@@ -584,7 +584,7 @@ fn claude_code_cli_key_is_out_of_reach_of_project_scripts() {
         &[],
     );
     let _ = sibling.kill();
-    let _ = sibling.wait();
+    let _ = sibling.wait_bounded();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let reqs = server.requests();
     let results = tool_results(Wire::Anthropic, &reqs[2].body);

@@ -464,7 +464,7 @@ fn a_quota_wall_is_waited_out_and_the_run_completes() {
             }
         }
         assert!(seen_waiting, "{wire:?}: status never showed the wait");
-        let out = child.wait_with_output().unwrap();
+        let out = child.wait_with_output_bounded().unwrap();
         assert_eq!(out.status.code(), Some(0), "{wire:?}: {}", stderr(&out));
         assert_eq!(server.remaining(), 0);
         // Few requests while the wall stood: the first refusal and at most two more.

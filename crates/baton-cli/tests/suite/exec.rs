@@ -265,7 +265,7 @@ fn interrupt_kills_the_running_tool_and_closes_the_transcript() {
             .unwrap()
             .success()
     );
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output_bounded().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     let t = p.transcript(1);
     assert_consistent(&t);

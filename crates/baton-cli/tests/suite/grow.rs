@@ -441,7 +441,7 @@ fn a_planner_killed_mid_session_is_recorded_and_its_half_list_set_aside() {
         "the planner did not get to its second turn"
     );
     child.kill().unwrap();
-    child.wait().unwrap();
+    child.wait_bounded().unwrap();
     assert!(
         state(&p)["in_progress"]["kind"] == "planner",
         "{}",

@@ -24,7 +24,7 @@ fn hook(input: &Value, args: &[&str]) -> (Option<i32>, Value, String) {
         .unwrap()
         .write_all(input.to_string().as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output_bounded().unwrap();
     let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out.status.code(), v, stderr(&out))
 }

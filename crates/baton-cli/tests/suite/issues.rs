@@ -721,7 +721,7 @@ fn killed_mid_write_the_forge_flow_resumes_without_a_second_pull_request_or_repl
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        child.wait_bounded().unwrap();
     };
     killed_when("pr", &|| !forge.pulls().is_empty());
     let again = issues(&p, "pr");

@@ -38,7 +38,7 @@ use std::process::{Command, Output};
 
 use baton_agent::model::Block;
 use baton_agent::transcript::{self, Event, Record};
-pub use baton_testkit::Bounded;
+pub use baton_testkit::{Bounded, BoundedChild};
 use baton_testkit::{ScriptedServer, Step, Wire};
 use serde_json::Value;
 

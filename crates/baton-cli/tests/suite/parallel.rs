@@ -139,7 +139,7 @@ fn two_worker_processes_share_a_bare_remote_and_finish_the_project() {
     }
     let outs: Vec<std::process::Output> = children
         .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
+        .map(|c| c.wait_with_output_bounded().unwrap())
         .collect();
     for o in &outs {
         assert!(o.status.success(), "{}", stderr(o));
@@ -188,7 +188,7 @@ fn run_bounded(server: &ScriptedServer, p: &Project, extra: &[&str]) -> (Option<
         }
         if started.elapsed() > ENDS_BY_ITSELF {
             let _ = child.kill();
-            let _ = child.wait();
+            let _ = child.wait_bounded();
             let err = std::fs::read_to_string(&log).unwrap_or_default();
             let tail: String = err.lines().rev().take(40).collect::<Vec<_>>().join("\n");
             panic!(

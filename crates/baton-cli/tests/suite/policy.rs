@@ -390,7 +390,7 @@ fn sandboxed_commands_cannot_read_other_processes_environments() {
         .output_bounded()
         .unwrap();
     let _ = sibling.kill();
-    let _ = sibling.wait();
+    let _ = sibling.wait_bounded();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let reqs = server.requests();
     let peek = &tool_results(Wire::Anthropic, &reqs[2].body)[0].1;

@@ -663,7 +663,7 @@ fn ctrl_c_in_the_verifier_is_an_interruption_not_a_rejection() {
     assert!(started(), "the verifier never started");
     let reader = super::ctrl_c(&mut child);
     std::fs::write(&go, "").unwrap();
-    let status = child.wait().unwrap();
+    let status = child.wait_bounded().unwrap();
     let err = reader.join().unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(entries(&dir, "verifier_rejected").is_empty(), "{err}");

@@ -116,7 +116,7 @@ fn work_left_by_a_session_killed_mid_way_is_proven_after_resume() {
     }
     assert!(started(), "session 2 never started its command");
     child.kill().unwrap(); // SIGKILL: no chance to clean up
-    child.wait().unwrap();
+    child.wait_bounded().unwrap();
     let _ = std::process::Command::new("bash")
         .args(["-c", "pkill -f 'sleep 3002' || true"])
         .status_bounded();

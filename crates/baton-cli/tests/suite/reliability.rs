@@ -59,7 +59,7 @@ fn a_second_run_on_a_project_is_refused_at_once_and_the_first_is_intact() {
         .output_bounded()
         .unwrap();
     assert!(status.status.success(), "{}", stderr(&status));
-    let out = first.wait_with_output().unwrap();
+    let out = first.wait_with_output_bounded().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.remaining(), 0);
     // One consistent record: sessions 1..4, each once, the lock released.
@@ -88,7 +88,7 @@ fn a_killed_runs_lock_is_taken_over_with_a_note() {
         std::fs::read_to_string(&lock).is_ok_and(|t| t.contains("pid "))
     });
     first.kill().unwrap();
-    first.wait().unwrap();
+    first.wait_bounded().unwrap();
     // The next run takes the lock at once and says whose it was.
     let server2 = ScriptedServer::start(Wire::Anthropic, vec![]);
     let out = run_on(&server2, Wire::Anthropic, &p, &["--max-sessions", "0"]);
@@ -157,7 +157,7 @@ fn leftovers_are_stopped(sandbox: bool) {
         pid != 0
     });
     first.kill().unwrap();
-    first.wait().unwrap();
+    first.wait_bounded().unwrap();
     // Under bubblewrap (--die-with-parent) the sandboxed server dies with the run
     // (waited for, not slept on); without it, it outlives the run and the next run
     // must stop it.
@@ -352,7 +352,7 @@ fn a_hook_planted_before_a_crash_is_removed_by_the_next_run() {
     let transcript = p.path().join(".baton/sessions/0002.jsonl");
     wait_for("the coding session", || transcript.exists());
     first.kill().unwrap();
-    first.wait().unwrap();
+    first.wait_bounded().unwrap();
     let hook = p.path().join(".git/hooks/post-commit");
     std::fs::write(&hook, "#!/bin/sh\necho planted > /tmp/never\n").unwrap();
     let before = p.file(".git/config");

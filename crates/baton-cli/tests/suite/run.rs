@@ -337,7 +337,7 @@ fn a_killed_run_resumes_without_losing_or_double_counting() {
     }
     assert!(started.exists(), "session 2 never started its command");
     child.kill().unwrap(); // SIGKILL: no chance to clean up
-    child.wait().unwrap();
+    child.wait_bounded().unwrap();
     let _ = Command::new("bash")
         .args(["-c", "pkill -f 'sleep 3001' || true"])
         .status_bounded();
@@ -585,7 +585,7 @@ fn first_ctrl_c_lets_the_running_tool_finish_then_stops_cleanly() {
     // baton's stderr, line by line, to see it take the Ctrl-C.
     let reader = super::ctrl_c(&mut child);
     std::fs::write(p.path().join("go"), "").unwrap();
-    let status = child.wait().unwrap();
+    let status = child.wait_bounded().unwrap();
     let err = reader.join().unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
     // The call in flight finished; the next one never ran; gates ran; nothing pending.
@@ -630,7 +630,7 @@ fn ctrl_c_during_the_initializer_is_an_interruption_not_a_failure() {
     );
     let stderr_pipe = child.stderr.take().unwrap();
     let err = std::io::read_to_string(stderr_pipe).unwrap();
-    let status = child.wait().unwrap();
+    let status = child.wait_bounded().unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(!err.contains("trying once more"), "{err}");
     assert!(!err.contains("passing 0/0"), "{err}");
@@ -1059,7 +1059,7 @@ fn a_session_stopped_by_ctrl_c_does_not_count_towards_the_stall() {
     }
     assert_eq!(server.requests().len(), 3);
     let reader = super::ctrl_c(&mut child);
-    let status = child.wait().unwrap();
+    let status = child.wait_bounded().unwrap();
     let err = reader.join().unwrap();
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("coding · interrupted"), "{err}");

@@ -25,7 +25,7 @@ pub(super) struct Serving {
 impl Drop for Serving {
     fn drop(&mut self) {
         let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.child.wait_bounded();
     }
 }
 

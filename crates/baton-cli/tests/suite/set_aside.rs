@@ -517,7 +517,7 @@ fn a_block_declared_before_a_kill_is_recorded_when_the_run_resumes() {
     }
     assert!(pid_file.exists(), "the session never started its command");
     child.kill().unwrap(); // SIGKILL: no chance to clean up
-    child.wait().unwrap();
+    child.wait_bounded().unwrap();
     // Stop the orphaned sleep by its command line: the pid it wrote is the one it
     // has inside the run's PID namespace, which names another process out here.
     let _ = std::process::Command::new("pkill")

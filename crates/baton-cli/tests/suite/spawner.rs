@@ -3,7 +3,7 @@
 //! command may do must be exactly what it may do when it joins the namespace
 //! itself; and when the spawner is gone, commands join one by one again.
 
-use baton_testkit::Bounded as _;
+use baton_testkit::{Bounded as _, BoundedChild as _};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -326,7 +326,7 @@ fn joins_at_once_after_a_protected_file_was_replaced_all_succeed() {
             })
             .collect();
         for j in joins {
-            let out = j.wait_with_output().unwrap();
+            let out = j.wait_with_output_bounded().unwrap();
             let said = String::from_utf8_lossy(&out.stdout);
             let err = String::from_utf8_lossy(&out.stderr);
             // The exit status too: a join that printed nothing at all (seen once
