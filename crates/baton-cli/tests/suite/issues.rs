@@ -383,13 +383,7 @@ fn a_proven_issue_goes_out_as_one_pull_request_with_its_proof() {
         v["forge"][0],
         json!({"feature": 3, "from": "issue", "number": 3, "url": "https://forge.example/o/r/issues/3"})
     );
-    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("report")
-        .arg(p.path())
-        .args(["-o", "-"])
-        .output_bounded()
-        .unwrap();
-    let page = String::from_utf8_lossy(&report.stdout);
+    let page = super::report_page(p.path());
     assert!(
         page.contains(r#"<a class="src" href="https://forge.example/o/r/issues/3">issue #3</a>"#),
         "no issue in the report"

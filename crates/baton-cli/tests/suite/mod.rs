@@ -358,6 +358,18 @@ pub fn end_of(records: &[Record]) -> (String, Option<String>) {
     }
 }
 
+/// The page `baton report DIR -o -` writes (the command must succeed).
+pub fn report_page(dir: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("report")
+        .arg(dir)
+        .args(["-o", "-"])
+        .output_bounded()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The project's `.baton/state.json`.
 pub fn state(p: &Project) -> Value {
     serde_json::from_str(&p.file(".baton/state.json")).unwrap()

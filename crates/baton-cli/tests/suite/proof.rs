@@ -89,11 +89,7 @@ fn a_false_flip_under_baton_new_defaults_is_caught_and_the_run_really_finishes()
         "{text}"
     );
     assert!(text.contains("verifier 0003"), "{text}");
-    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .args(["report", dir.to_str().unwrap(), "-o", "-"])
-        .output_bounded()
-        .unwrap();
-    let html = String::from_utf8_lossy(&report.stdout);
+    let html = super::report_page(&dir);
     assert!(html.contains("<th>proven by</th>"), "no proof column");
     assert!(
         html.contains("verifier session 0003 ran Bash"),
@@ -879,13 +875,7 @@ fn the_time_before_during_and_after_each_session_is_recorded_and_shown() {
             && text.contains(" · proof "),
         "{text}"
     );
-    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("report")
-        .arg(&dir)
-        .args(["-o", "-"])
-        .output_bounded()
-        .unwrap();
-    let page = stdout(&report);
+    let page = super::report_page(&dir);
     assert!(
         page.contains(r#"<span id="time-split">time: agents "#),
         "no time split in the report"

@@ -193,13 +193,7 @@ fn leftovers_are_stopped(sandbox: bool) {
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert_eq!(runs[0]["killed"], true, "{runs:?}");
     assert!(runs[1].get("killed").is_none(), "{runs:?}");
-    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("report")
-        .arg(p.path())
-        .args(["-o", "-"])
-        .output_bounded()
-        .unwrap();
-    let page = String::from_utf8_lossy(&report.stdout);
+    let page = super::report_page(p.path());
     assert!(
         page.contains("(1 run(s) killed, counted from their sessions)"),
         "{page}"

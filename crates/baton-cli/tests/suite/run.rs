@@ -1138,13 +1138,7 @@ fn the_pause_between_sessions_is_its_own_part_of_the_wall_time() {
     let paused = run["pause_ms"].as_u64().unwrap_or(0);
     // One pause, between the two sessions.
     assert!(paused >= 400, "{run}");
-    let report = Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("report")
-        .arg(p.path())
-        .args(["-o", "-"])
-        .output_bounded()
-        .unwrap();
-    let page = String::from_utf8_lossy(&report.stdout);
+    let page = super::report_page(p.path());
     let wall = page
         .split(r#"<span id="wall-time">"#)
         .nth(1)

@@ -760,22 +760,28 @@ fn a_blocked_reason_reaches_slack_escaped_and_marked_as_the_agents() {
     );
 }
 
-/// A stalled project is not stuck for good: run again with nothing changed, it
-/// stops at once and says how to go on; after a person's `baton tell` it goes
-/// on, and a deferred feature can be handed out again with `baton unblock`.
-#[test]
-fn a_stalled_project_goes_on_once_a_person_acts() {
+/// A project whose run stalled (`stall_sessions = 1`): #1 cannot pass, its
+/// attempt fails and it is deferred; #2's session does nothing. The run's
+/// stderr.
+fn stalled() -> (Project, String) {
     let p = project(
         "[run]\npause_secs = 0\nstall_sessions = 1\nfeature_attempts = 1\n",
         true,
     );
-    // #1 cannot pass: its attempt fails and it is deferred; #2's session does
-    // nothing; the run stalls.
     let mut steps = session(&[1], &[true, false, false], true);
     steps.extend(idle());
     let (out, _) = run(&p, steps, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(3), "{err}");
+    (p, err)
+}
+
+/// A stalled project is not stuck for good: run again with nothing changed, it
+/// stops at once and says how to go on; after a person's `baton tell` it goes
+/// on, and a deferred feature can be handed out again with `baton unblock`.
+#[test]
+fn a_stalled_project_goes_on_once_a_person_acts() {
+    let (p, err) = stalled();
     // The advice names this project, as the person would type it again.
     let d = p.path().display().to_string();
     assert!(
@@ -871,14 +877,7 @@ fn escapes_in_a_block_reason_are_printed_harmless() {
 /// person acting, as `tell`, `unblock` and `plan` are.
 #[test]
 fn a_stalled_project_goes_on_once_baton_toml_is_changed() {
-    let p = project(
-        "[run]\npause_secs = 0\nstall_sessions = 1\nfeature_attempts = 1\n",
-        true,
-    );
-    let mut steps = session(&[1], &[true, false, false], true);
-    steps.extend(idle());
-    let (out, _) = run(&p, steps, &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let (p, _) = stalled();
     let (out, server) = run(&p, vec![], &[]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(server.requests().is_empty(), "{}", stderr(&out));

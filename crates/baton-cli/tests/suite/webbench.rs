@@ -179,13 +179,7 @@ fn a_sweep_runs_no_spec_whose_tree_is_unchanged_and_complete_runs_them_all() {
         "wall {wall} ms, named {named} ms ({:.1}%)",
         named as f64 * 100.0 / wall as f64
     );
-    let report = std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
-        .arg("report")
-        .arg(p.path())
-        .args(["-o", "-"])
-        .output_bounded()
-        .unwrap();
-    let page = String::from_utf8_lossy(&report.stdout);
+    let page = super::report_page(p.path());
     assert!(
         page.contains(r#"<span id="wall-time">wall time "#),
         "no wall time in the report"
