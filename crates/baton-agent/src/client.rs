@@ -11,8 +11,8 @@ use eventsource_stream::Eventsource as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{ModelResponse, Request};
+use crate::wire::SseReader;
 pub use crate::wire::{ClientConfig, ContextOverflow, ModelError, Provider};
-use crate::wire::{SseReader, error_chain};
 use crate::{anthropic, openai, responses, retry};
 
 /// A retry about to happen, for the live view and the transcript.
@@ -37,6 +37,10 @@ pub struct ModelClient {
     cfg: ClientConfig,
     url: String,
 }
+
+/// Attempts at an address that refuses the connection (nothing listens there:
+/// a wrong base URL, a local server that is not up).
+const REFUSED_ATTEMPTS: u32 = 2;
 
 impl ModelClient {
     /// Build a client; fails on settings that cannot work.
@@ -109,6 +113,11 @@ impl ModelClient {
             };
             let hint = e.reset_hint();
             let beyond_cap = hint.is_some_and(|h| h > cap);
+            // Nothing listens at the address: tried once more, then said, not
+            // retried for a minute and a half.
+            if e.is_refused() && attempt >= REFUSED_ATTEMPTS {
+                return Err(e);
+            }
             if !beyond_cap && attempt < max {
                 let delay = retry::delay(&self.cfg.retry, attempt, hint);
                 on_retry(&RetryNotice {
@@ -178,7 +187,7 @@ impl ModelClient {
         let resp = rb.send().await.map_err(|e| ModelError::Connect {
             provider,
             url: self.url.clone(),
-            message: error_chain(&e),
+            message: crate::wire::connect_cause(&e, &self.url),
         })?;
         let status = resp.status();
         if !status.is_success() {

@@ -202,6 +202,11 @@ impl ModelError {
         }
     }
 
+    /// Whether the server refused the connection: nothing listens at the address.
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Self::Connect { message, .. } if message.starts_with("connection refused"))
+    }
+
     /// Whether this is a rate limit, a quota or lasting overload: worth waiting out
     /// (until the reset the server names, or with slow probes) rather than failing.
     pub fn is_quota(&self) -> bool {
@@ -384,6 +389,29 @@ pub(crate) fn snippet(s: &str) -> String {
         format!("{cut}…")
     } else {
         cut
+    }
+}
+
+/// Why a request to `url` could not be sent: the error's causes without the
+/// URL (the error line names it once), and a refused connection said plainly.
+pub(crate) fn connect_cause(e: &dyn std::error::Error, url: &str) -> String {
+    let chain = error_chain(e);
+    if chain.contains("Connection refused") || chain.contains("connection refused") {
+        return "connection refused: nothing listens at that address (check the provider's base URL, or start the server)".to_string();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut src = e.source();
+    while let Some(c) = src {
+        let m = c.to_string();
+        if !m.contains(url) && !parts.iter().any(|p| p.contains(&m)) {
+            parts.push(m);
+        }
+        src = c.source();
+    }
+    if parts.is_empty() {
+        chain.replace(&format!(" for url ({url})"), "")
+    } else {
+        parts.join(": ")
     }
 }
 

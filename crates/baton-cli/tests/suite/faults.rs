@@ -318,3 +318,36 @@ fn a_stalled_stream_is_retried() {
     assert!(stderr(&out).contains("no data for 1 s"), "{}", stderr(&out));
     assert_eq!(server.requests().len(), 2);
 }
+
+/// A base URL where nothing listens fails fast and says so once: one more try,
+/// then an error naming the URL a single time per line and what to check, not a
+/// minute and a half of retries with the URL twice in each.
+#[test]
+fn a_refused_connection_fails_fast_naming_the_url_once() {
+    let p = Project::new();
+    // A port that was free a moment ago, now closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = ScriptedServer::start(Wire::Anthropic, vec![]);
+    let url = format!("http://127.0.0.1:{port}");
+    let out = baton(&server, Wire::Anthropic)
+        .env("ANTHROPIC_BASE_URL", &url)
+        .arg("exec")
+        .arg(p.path())
+        .args(["--prompt", "do the task"])
+        .output_bounded()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("connection refused: nothing listens at that address"),
+        "{err}"
+    );
+    for line in err.lines() {
+        assert!(line.matches(&url).count() <= 1, "{line}");
+    }
+    assert_eq!(err.matches("retrying in").count(), 1, "{err}");
+}
