@@ -66,7 +66,7 @@ pub enum ConfigError {
         message: String,
     },
     /// A value is out of its allowed range.
-    #[error("{path}: {field}: {message}")]
+    #[error("{path}: {field}: {message}{at}")]
     Invalid {
         /// The file.
         path: PathBuf,
@@ -74,7 +74,93 @@ pub enum ConfigError {
         field: String,
         /// What is wrong.
         message: String,
+        /// Where in the file, as the parser shows it (line, column and a caret
+        /// under the value), when the field is written there; else empty.
+        at: String,
     },
+}
+
+impl ConfigError {
+    /// The same error with where its field is written in `text` (the file's
+    /// text), as the parser shows a syntax error: line, column and a caret.
+    pub fn placed(self, text: &str) -> Self {
+        match self {
+            ConfigError::Invalid {
+                path,
+                field,
+                message,
+                at,
+            } if at.is_empty() => {
+                let at = locate(text, &field).map_or_else(String::new, |(n, col, line, len)| {
+                    let width = n.to_string().len();
+                    let pad = " ".repeat(width);
+                    format!(
+                        " (line {n}, column {})\n{pad} |\n{n} | {line}\n{pad} | {}{}",
+                        col + 1,
+                        " ".repeat(col),
+                        "^".repeat(len.max(1))
+                    )
+                });
+                ConfigError::Invalid {
+                    path,
+                    field,
+                    message,
+                    at,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Where the dotted key `field` is written in `text`: its line (1-based), the
+/// column (0-based, in characters) and length of its value, and the line. Only
+/// `key = value` under a `[table]` header (or at the top); `None` otherwise.
+fn locate(text: &str, field: &str) -> Option<(usize, usize, String, usize)> {
+    let norm = |s: &str| -> String {
+        s.split('.')
+            .map(|p| p.trim().trim_matches('"').trim_matches('\''))
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let (table, key) = match field.rsplit_once('.') {
+        Some((t, k)) => (t.to_string(), k),
+        None => (String::new(), field),
+    };
+    let mut current = String::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim_start();
+        if line.starts_with("[[") {
+            current = format!("\0{line}");
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            if let Some(end) = rest.find(']') {
+                current = norm(&rest[..end]);
+            }
+            continue;
+        }
+        if current != table {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        if norm(k) != key {
+            continue;
+        }
+        let indent = raw.len() - line.len();
+        let value_start = indent + k.len() + 1 + (v.len() - v.trim_start().len());
+        let value = v.trim_start();
+        let value = match value.find(" #") {
+            Some(c) => &value[..c],
+            None => value,
+        }
+        .trim_end();
+        let col = raw[..value_start].chars().count();
+        return Some((i + 1, col, raw.to_string(), value.chars().count()));
+    }
+    None
 }
 
 /// The whole of `baton.toml`.
@@ -437,7 +523,7 @@ impl Config {
             path: path.clone(),
             message: plain_types(e.to_string().trim_end()),
         })?;
-        cfg.validate(&path)?;
+        cfg.validate(&path).map_err(|e| e.placed(text))?;
         // The webhook's URL and the forge's token are secrets like the keys: the
         // agent never gets them.
         let forge_token = if cfg.forge.repo.is_empty() {
@@ -475,6 +561,7 @@ impl Config {
             message: format!(
                 "{word:?} is inside the project directory, which the agent can write; MCP servers run outside the sandbox with your rights, so their program and files must live outside the project (install them elsewhere and give an absolute path)"
             ),
+            at: String::new(),
         };
         for (name, s) in &self.mcp {
             if inside(&s.command) {
@@ -508,6 +595,7 @@ impl Config {
             path: path.to_path_buf(),
             field: field.to_string(),
             message: message.to_string(),
+            at: String::new(),
         };
         self.notify.validate(path)?;
         if let Some(p) = &self.agent.provider
@@ -739,15 +827,22 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             err,
-            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\", \"openai\", \"openai-responses\", \"claude-code\" or \"codex\""
+            "baton.toml: agent.provider: unknown provider \"gemini\"; expected \"anthropic\", \"openai\", \"openai-responses\", \"claude-code\" or \"codex\" (line 2, column 12)\n  |\n2 | provider = \"gemini\"\n  |            ^^^^^^^^"
         );
+        // A field the file does not write as `key = value` under its table is
+        // said without a place, as before.
+        let err = Config::from_toml_str("agent = { provider = \"x\" }\n", "baton.toml")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.ends_with("or \"codex\""), "{err}");
         let err = Config::from_toml_str("[prices.m]\ninput = -1.0\n", "baton.toml")
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert_eq!(
             err,
-            "baton.toml: prices.m.input: must be a non-negative number"
+            "baton.toml: prices.m.input: must be a non-negative number (line 2, column 9)\n  |\n2 | input = -1.0\n  |         ^^^^"
         );
     }
 

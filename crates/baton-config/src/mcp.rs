@@ -105,6 +105,7 @@ impl NotifyConfig {
             path: path.to_path_buf(),
             field: field.to_string(),
             message,
+            at: String::new(),
         };
         if NotifyFormat::named(&self.format).is_none() {
             return Err(invalid(

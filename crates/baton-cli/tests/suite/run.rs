@@ -1146,3 +1146,26 @@ fn the_pause_between_sessions_is_its_own_part_of_the_wall_time() {
         .unwrap_or_else(|| panic!("no wall time: {page}"));
     assert!(wall.contains(" · pauses "), "{wall}");
 }
+
+/// A value out of range in baton.toml is shown where it is, as a syntax error
+/// is: line, column and a caret under the value.
+#[test]
+fn a_bad_value_in_baton_toml_is_shown_where_it_is() {
+    let p = new_project();
+    let toml = p
+        .file("baton.toml")
+        .replace("[run]\n", "[run]\nbudget_usd = -3\n");
+    std::fs::write(p.path().join("baton.toml"), &toml).unwrap();
+    let line = toml.lines().position(|l| l == "budget_usd = -3").unwrap() + 1;
+    let (out, _server) = run(&p, vec![], &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "run.budget_usd: must be a non-negative number (line {line}, column 14)"
+        )),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{line} | budget_usd = -3")), "{err}");
+    assert!(err.contains("|              ^^"), "{err}");
+}
