@@ -565,6 +565,7 @@ impl Runner<'_> {
             }
         }
         git::prepare(dir, &self.cfg.git.user_name, &self.cfg.git.user_email)?;
+        self.commit_persons_settings()?;
         // Claude Code's own file tools run outside the binds; Codex runs whole
         // inside them (when they hold for its commands at all).
         let binds = self.kernel_binds
@@ -575,6 +576,47 @@ impl Runner<'_> {
         let snap = Snapshot::take(dir)?.with_kernel_binds(binds);
         snap.save(&saved)?;
         Ok(snap)
+    }
+
+    /// A change to `baton.toml` left uncommitted between runs is the person's (no
+    /// agent runs then): committed now by baton as theirs, and said, rather than
+    /// swept into the agent's first commit without a word. Not while a session
+    /// is unfinished (a killed run's): its gates judge what changed.
+    fn commit_persons_settings(&self) -> Result<(), HarnessError> {
+        let dir = &self.files.dir;
+        if git::head(dir).is_none() || State::load(dir)?.in_progress.is_some() {
+            return Ok(());
+        }
+        let dirty = git::git(
+            dir,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--",
+                baton_config::CONFIG_FILE,
+            ],
+        )?;
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let msg = format!(
+            "baton: the person's change to {}, before the run\n\nLeft uncommitted between runs, when no agent runs: committed as the person's, apart from any session's work.",
+            baton_config::CONFIG_FILE
+        );
+        // That file alone, whatever else the index holds.
+        let file = baton_config::CONFIG_FILE;
+        git::git(dir, &["add", "--", file])?;
+        git::git(
+            dir,
+            &["commit", "-q", "--no-verify", "-m", &msg, "--", file],
+        )?;
+        let c = git::head(dir).unwrap_or_default();
+        self.reporter.line(&format!(
+            "committed your change to {file} ({}) before the first session",
+            &c[..c.len().min(9)]
+        ));
+        Ok(())
     }
 
     /// Wait `wait` for a usage limit to reset, shown live and recorded in the state

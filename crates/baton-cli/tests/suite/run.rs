@@ -1169,3 +1169,53 @@ fn a_bad_value_in_baton_toml_is_shown_where_it_is() {
     assert!(err.contains(&format!("{line} | budget_usd = -3")), "{err}");
     assert!(err.contains("|              ^^"), "{err}");
 }
+
+/// A person's change to baton.toml left uncommitted between runs is committed
+/// by baton as the person's, said, and kept out of the agent's first commit.
+#[test]
+fn a_persons_uncommitted_baton_toml_is_committed_as_theirs() {
+    let p = new_project();
+    let (out, _server) = run(
+        &p,
+        initializer(&features(&[false, false, false])),
+        &["--max-sessions", "1"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let toml = p.file("baton.toml") + "# the person's note\n";
+    std::fs::write(p.path().join("baton.toml"), toml).unwrap();
+    // Something else the person staged stays theirs to commit.
+    std::fs::write(p.path().join("mine.txt"), "mine\n").unwrap();
+    git(&p, &["add", "mine.txt"]);
+    let (out, _server) = run(
+        &p,
+        honest(1, &[true, false, false]),
+        &["--max-sessions", "1"],
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("committed your change to baton.toml ("),
+        "{err}"
+    );
+    let touching = git(&p, &["log", "--format=%s", "--", "baton.toml"]);
+    assert!(
+        touching.starts_with("baton: the person's change to baton.toml, before the run\n"),
+        "{touching}"
+    );
+    let files = git(&p, &["show", "--name-only", "--format=", "HEAD~0"]);
+    let persons = git(
+        &p,
+        &[
+            "log",
+            "--format=%H",
+            "-1",
+            "--grep",
+            "the person's change to baton.toml",
+        ],
+    );
+    let in_it = git(&p, &["show", "--name-only", "--format=", persons.trim()]);
+    assert_eq!(in_it.trim(), "baton.toml", "{in_it}");
+    assert!(
+        !files.contains("baton.toml") || files.trim() == "baton.toml",
+        "{files}"
+    );
+}
