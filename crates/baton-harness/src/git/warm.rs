@@ -2,7 +2,9 @@
 //! once and kept, which runs each of baton's git commands as a child of its own
 //! (`baton __gitjail`, [`serve`]) instead of starting a jail per command. A jail
 //! costs about 5 ms to start and a gate runs a dozen git commands, so this is most
-//! of what baton's own git costs.
+//! of what baton's own git costs. A root's first command still gets a jail of its
+//! own: a process that runs one or two (`baton exec`, `baton status`) pays no
+//! server start.
 //!
 //! It is the same jail ([`super::jail_mounts`]: the file system read-only but the
 //! repository's root, an empty home, private `/tmp`, `/dev` and `/proc`, no
@@ -128,10 +130,12 @@ pub(super) fn run(
         };
         match all.iter().find(|(r, _)| r == root) {
             Some((_, s)) => s.clone(),
+            // The first command in a root runs in a jail of its own: a process
+            // that runs one or two (`baton exec`, `baton status`) would pay the
+            // server's start for nothing. The next one starts the warm jail.
             None if all.len() < MAX_JAILS => {
-                let s: Slot = Arc::new(Mutex::new(None));
-                all.push((root.to_path_buf(), s.clone()));
-                s
+                all.push((root.to_path_buf(), Arc::new(Mutex::new(None))));
+                return Warm::Cold;
             }
             None => return Warm::Cold,
         }
