@@ -156,6 +156,8 @@ fn agent_cli(kind: CliKind, dir: &Path) -> Result<String, Missing> {
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| profile.program.to_string());
+    // As a run finds it: on the PATH baton trusts, never in the project.
+    let program = crate::setup::on_path(&program).map_or(program, |p| p.display().to_string());
     probe(&program, &["--version"], dir)
         .map(|v| format!("{program}: {v}"))
         .map_err(|why| missing(why, profile.install))

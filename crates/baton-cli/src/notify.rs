@@ -261,7 +261,9 @@ async fn run_command(argv: &[String], timeout: Duration, event: &Value) -> anyho
         .ok_or_else(|| anyhow::anyhow!("no program"))?;
     // A group of its own: at the timeout the command goes with whatever it
     // started, not only its first process.
-    let mut child = tokio::process::Command::new(program)
+    // A bare name is found on the PATH baton trusts, never in the project.
+    let found = crate::setup::on_path(program).unwrap_or_else(|| program.into());
+    let mut child = tokio::process::Command::new(found)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())

@@ -274,6 +274,17 @@ fn shell_command(args: &[OsString]) -> anyhow::Result<ShellCommand> {
         join,
     } = ShellSpec::from_env(var, &raw).map_err(anyhow::Error::msg)?;
     unset.push(var.to_string());
-    let command = vec!["bash".into(), "-c".into(), script.clone()];
+    let mut command: Vec<OsString> = Vec::new();
+    // The CLI runs on the PATH baton trusts; its command gets the user's back
+    // (`env` sets it, from inside the sandbox, before bash is looked up).
+    let carried = baton_agent::cli_session::COMMAND_PATH_VAR;
+    if let Some(path) = std::env::var_os(carried) {
+        let env = baton_policy::helpers::find("env").unwrap_or_else(|| "/usr/bin/env".into());
+        let mut set = OsString::from("PATH=");
+        set.push(path);
+        command.extend([env.into_os_string(), set]);
+        unset.push(carried.to_string());
+    }
+    command.extend(["bash".into(), "-c".into(), script.clone()]);
     Ok((spec, command, unset, join))
 }

@@ -266,7 +266,7 @@ pub fn cli_backend(
         ),
         cli_session::CliKind::ClaudeCode => (
             std::sync::Arc::new(cli_session::ClaudeCode) as cli_session::Cli,
-            program,
+            installed(program, profile.install)?,
         ),
     };
     // The CLI's commands join one PID namespace for the run, as baton's own do.
@@ -306,6 +306,7 @@ pub fn cli_backend(
                         .to_string(),
                 )
             }))
+            .chain(trusted_path_for(kind, command_sandbox.is_some()))
             .collect(),
         mcp_config,
         command_sandbox,
@@ -313,6 +314,29 @@ pub fn cli_backend(
         keep_alive,
         bubblewrap,
     }))
+}
+
+/// The `PATH` of an agent CLI that runs outside the sandbox while its commands
+/// run inside (Claude Code): the one baton trusts for the CLI itself, which then
+/// finds `node`, `git` and `rg` in no directory a sandboxed command can write;
+/// the user's for its commands, which `baton --sandbox-shell` gives back.
+fn trusted_path_for(kind: cli_session::CliKind, sandboxed: bool) -> Vec<(String, String)> {
+    if kind != cli_session::CliKind::ClaudeCode || !sandboxed {
+        return Vec::new();
+    }
+    let user = std::env::var_os("PATH").unwrap_or_default();
+    vec![
+        (
+            "PATH".to_string(),
+            baton_policy::helpers::trusted_path()
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        (
+            cli_session::COMMAND_PATH_VAR.to_string(),
+            user.to_string_lossy().into_owned(),
+        ),
+    ]
 }
 
 /// `program` as found: a path that exists, or a name on `PATH` (its path). Codex
@@ -453,9 +477,10 @@ pub fn client_config(
     })
 }
 
-/// The file `name` in a directory of `PATH`, if there is one.
+/// The program `name` in a directory of `PATH` baton trusts (no relative
+/// entry, none a sandboxed command can write: [`baton_policy::helpers`]), if
+/// there is one. What baton starts outside the sandbox (an agent CLI, the
+/// browser, a `[notify]` program) is found here, never in the project.
 pub(crate) fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    baton_policy::helpers::find(name)
 }

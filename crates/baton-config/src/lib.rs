@@ -615,6 +615,9 @@ impl Config {
         if self.verify.turns_per_feature == 0 {
             return Err(invalid("verify.turns_per_feature", "must be at least 1"));
         }
+        if let Some((field, why)) = self.sandbox.problem() {
+            return Err(invalid(field, &why));
+        }
         if let Some((field, why)) = self.forge.problem() {
             return Err(invalid(field, &why));
         }
@@ -862,6 +865,27 @@ mod tests {
             })
         );
         Ok(())
+    }
+
+    /// An allowlist entry that is not a host stops the run where it is written.
+    #[test]
+    fn a_url_in_the_network_allowlist_is_shown_where_it_is_written() {
+        let bad = Config::from_toml_str(
+            "[sandbox]\nallow = [\"registry.npmjs.org\", \"https://evil.test/x\"]\n",
+            "baton.toml",
+        );
+        let Err(e) = bad else { panic!("{bad:?}") };
+        let said = e.to_string();
+        assert!(said.contains("sandbox.allow"), "{said}");
+        assert!(said.contains("\"https://evil.test/x\" is a URL"), "{said}");
+        assert!(said.contains("(line 2, column"), "{said}");
+        assert!(
+            Config::from_toml_str(
+                "[sandbox]\nallow = [\"git.example.com:8443\", \"*.github.com\"]\n",
+                "baton.toml"
+            )
+            .is_ok()
+        );
     }
 
     #[test]

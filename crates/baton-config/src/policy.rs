@@ -96,7 +96,8 @@ pub struct SandboxConfig {
     pub network: SandboxNetwork,
     /// The hosts commands may reach through baton's egress proxy under
     /// `network = "allowlist"`: names (`registry.npmjs.org`), a name and every
-    /// name under it (`*.github.com`), or IP addresses. `None`: the package
+    /// name under it (`*.github.com`), or IP addresses, each on every port or,
+    /// written `name:8443` (`[::1]:8080`), on that one only. `None`: the package
     /// registries of the project's kind (see `docs/policy.md`).
     pub allow: Option<Vec<String>>,
     /// Addresses the egress proxy uses for names instead of asking DNS
@@ -124,6 +125,73 @@ impl Default for SandboxConfig {
             writable: Vec::new(),
             readable: Vec::new(),
         }
+    }
+}
+
+/// One entry of `[sandbox] allow`: its host (lower case, without a trailing
+/// dot or the brackets of an IPv6 address; `*.name` kept as written) and the
+/// one port it allows, if it names one (`name:8443`, `[::1]:8080`). Else what
+/// is wrong with it, said so the person can write it right.
+pub fn allow_entry(e: &str) -> Result<(String, Option<u16>), String> {
+    let t = e.trim();
+    if t.contains("://") || t.contains('/') {
+        return Err(format!(
+            "{e:?} is a URL; write the host alone (\"registry.example.com\"), or host:port"
+        ));
+    }
+    if t == "*" || t == "*.*" {
+        return Err(format!(
+            "{e:?} would allow every host; for that, set network = \"open\""
+        ));
+    }
+    let (host, port) = if let Some(rest) = t.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((h, "")) => (h, None),
+            Some((h, tail)) => (h, Some(tail.strip_prefix(':').unwrap_or(tail))),
+            None => (rest, None),
+        }
+    } else if t.matches(':').count() == 1 {
+        let (h, p) = t.split_once(':').unwrap_or((t, ""));
+        (h, Some(p))
+    } else {
+        (t, None)
+    };
+    let port = match port {
+        None => None,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                return Err(format!("{e:?}: the port must be a number from 1 to 65535"));
+            }
+        },
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return Ok((host, port));
+    }
+    let name = host.strip_prefix("*.").unwrap_or(&host);
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
+        return Err(format!(
+            "{e:?} is not a host name: use letters, digits, - and dots (\"registry.npmjs.org\"), \"*.\" before a name for every name under it, or an IP address, each with :port for that port only"
+        ));
+    }
+    Ok((host, port))
+}
+
+impl SandboxConfig {
+    /// The first entry of `allow` that is not a host, and why.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        self.allow
+            .iter()
+            .flatten()
+            .find_map(|e| allow_entry(e).err())
+            .map(|why| ("sandbox.allow", why))
     }
 }
 
@@ -174,5 +242,35 @@ mod tests {
             .unwrap_or_default();
         assert!(err.contains("line 2"), "{err}");
         assert!(err.contains("allowlist"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_allow_entry_is_said_with_how_to_write_it() {
+        for ok in [
+            "registry.npmjs.org",
+            "*.github.com",
+            "10.0.0.5",
+            "h.test:8443",
+            "[::1]:80",
+            "fd00::5",
+            "Mirror.Local.",
+        ] {
+            assert!(allow_entry(ok).is_ok(), "{ok}");
+        }
+        for (bad, says) in [
+            ("https://registry.npmjs.org", "is a URL"),
+            ("registry.npmjs.org/pkg", "is a URL"),
+            ("*", "every host"),
+            ("host.test:0", "the port"),
+            ("host.test:http", "the port"),
+            ("host.test:70000", "the port"),
+            ("[::1]:x", "the port"),
+            ("bad host", "not a host name"),
+            ("", "not a host name"),
+            ("*evil.com", "not a host name"),
+        ] {
+            let why = allow_entry(bad).err().unwrap_or_default();
+            assert!(why.contains(says), "{bad}: {why}");
+        }
     }
 }

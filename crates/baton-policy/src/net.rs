@@ -110,34 +110,52 @@ pub fn proxy_env() -> Vec<(&'static str, String)> {
 }
 
 /// The hosts a run may reach: names, `*.name` (the name and every name under
-/// it), or addresses; compared without case and a trailing dot.
+/// it), or addresses, each on any port or on one (`name:8443`, `[::1]:8080`);
+/// compared without case and a trailing dot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Allowlist(Vec<String>);
+pub struct Allowlist(Vec<(String, Option<u16>)>);
 
 impl Allowlist {
-    /// From `[sandbox] allow`'s entries.
+    /// From `[sandbox] allow`'s entries (checked when `baton.toml` is read,
+    /// [`baton_config::allow_entry`]; one that is not a host is left out).
     pub fn new<S: AsRef<str>>(entries: &[S]) -> Self {
         Self(
             entries
                 .iter()
-                .map(|e| norm(e.as_ref()))
-                .filter(|e| !e.is_empty())
+                .filter_map(|e| baton_config::allow_entry(e.as_ref()).ok())
                 .collect(),
         )
     }
 
-    /// Whether `host` is on it.
-    pub fn allows(&self, host: &str) -> bool {
+    /// Whether `host` is on it, at `port`.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
         let host = norm(host);
-        self.0.iter().any(|e| match e.strip_prefix("*.") {
-            Some(base) => host == base || host.ends_with(&format!(".{base}")),
-            None => *e == host,
+        self.0.iter().any(|(e, on)| {
+            on.is_none_or(|p| p == port)
+                && match e.strip_prefix("*.") {
+                    Some(base) => host == base || host.ends_with(&format!(".{base}")),
+                    None => *e == host,
+                }
         })
     }
 
-    /// Its entries.
-    pub fn entries(&self) -> &[String] {
-        &self.0
+    /// Whether `host` is on it at some port (a refusal then names the port).
+    fn names(&self, host: &str) -> bool {
+        self.0
+            .iter()
+            .any(|(e, on)| on.is_some() && Allowlist(vec![(e.clone(), None)]).allows(host, 0))
+    }
+
+    /// Its entries, as written back (`name`, `name:port`).
+    pub fn entries(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(h, p)| match p {
+                Some(p) if h.contains(':') => format!("[{h}]:{p}"),
+                Some(p) => format!("{h}:{p}"),
+                None => h.clone(),
+            })
+            .collect()
     }
 }
 
@@ -296,11 +314,17 @@ impl Egress {
                 return;
             }
             None => {
-                if !self.allow.allows(&host) {
+                if !self.allow.allows(&host, port) {
                     self.refused.add(&host);
-                    let why = format!(
-                        "baton: {host} is not on this run's allowlist of hosts; the person can add it to [sandbox] allow in baton.toml"
-                    );
+                    let why = if self.allow.names(&host) {
+                        format!(
+                            "baton: {host} is on this run's allowlist at other ports than {port}; the person can add {host}:{port} to [sandbox] allow in baton.toml"
+                        )
+                    } else {
+                        format!(
+                            "baton: {host} is not on this run's allowlist of hosts; the person can add it to [sandbox] allow in baton.toml"
+                        )
+                    };
                     refuse(&mut client, 403, &why);
                     return;
                 }
@@ -666,15 +690,44 @@ mod tests {
     #[test]
     fn the_allowlist_matches_names_and_their_subdomains_only() {
         let a = Allowlist::new(&["registry.npmjs.org", "*.github.com", "10.0.0.5"]);
-        assert!(a.allows("registry.npmjs.org"));
-        assert!(a.allows("Registry.NPMjs.org."));
-        assert!(a.allows("github.com"));
-        assert!(a.allows("codeload.github.com"));
-        assert!(a.allows("10.0.0.5"));
-        assert!(!a.allows("npmjs.org"));
-        assert!(!a.allows("evilgithub.com"));
-        assert!(!a.allows("registry.npmjs.org.evil.com"));
-        assert!(!a.allows("10.0.0.6"));
+        assert!(a.allows("registry.npmjs.org", 443));
+        assert!(a.allows("Registry.NPMjs.org.", 80));
+        assert!(a.allows("github.com", 443));
+        assert!(a.allows("codeload.github.com", 443));
+        assert!(a.allows("10.0.0.5", 8080));
+        assert!(!a.allows("npmjs.org", 443));
+        assert!(!a.allows("evilgithub.com", 443));
+        assert!(!a.allows("registry.npmjs.org.evil.com", 443));
+        assert!(!a.allows("10.0.0.6", 443));
+    }
+
+    /// `host:port` (and `[v6]:port`) allows that port only; a bare entry every port.
+    #[test]
+    fn an_entry_with_a_port_allows_that_port_only() {
+        let a = Allowlist::new(&[
+            "git.example.com:8443",
+            "*.mirror.test:80",
+            "[::1]:9000",
+            "fd00::5",
+        ]);
+        assert!(a.allows("git.example.com", 8443));
+        assert!(!a.allows("git.example.com", 443));
+        assert!(a.allows("a.mirror.test", 80));
+        assert!(!a.allows("a.mirror.test", 443));
+        assert!(a.allows("::1", 9000));
+        assert!(!a.allows("::1", 9001));
+        assert!(a.allows("fd00::5", 22));
+        assert!(a.names("git.example.com"));
+        assert!(!a.names("other.example.com"));
+        assert_eq!(
+            a.entries(),
+            [
+                "git.example.com:8443",
+                "*.mirror.test:80",
+                "[::1]:9000",
+                "fd00::5"
+            ]
+        );
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub const SANDBOX_SHELL_NAME: &str = "baton-sandbox-shell";
 /// The variable holding the sandbox spec (JSON) for `baton --sandbox-shell`.
 pub const SANDBOX_SPEC_VAR: &str = "BATON_SANDBOX";
 
+/// The variable carrying the user's `PATH` to `baton --sandbox-shell`, which
+/// gives it back to the command it confines. Claude Code itself runs outside the
+/// sandbox, on the `PATH` baton trusts (no directory a sandboxed command can
+/// write, so a `node` or `git` the agent planted in the project is never run
+/// outside); its commands, confined, keep the user's (a virtualenv first).
+pub const COMMAND_PATH_VAR: &str = "BATON_COMMAND_PATH";
+
 /// The prefix Claude Code gives a tool result its `PreToolUse` hook refused.
 const HOOK_REFUSAL: &str = "hook error: ";
 

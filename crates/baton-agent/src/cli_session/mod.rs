@@ -34,8 +34,8 @@ use crate::transcript::{Event, Transcript, TranscriptError};
 
 pub use claude::ClaudeCode;
 pub use claude::{
-    LAUNCHER_LOG, PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SHELL_NAME, SANDBOX_SPEC_VAR,
-    SHELL_PREFIX_VAR,
+    COMMAND_PATH_VAR, LAUNCHER_LOG, PROVIDER, SANDBOX_SHELL_FLAG, SANDBOX_SHELL_NAME,
+    SANDBOX_SPEC_VAR, SHELL_PREFIX_VAR,
 };
 pub use codex::Codex;
 pub use profile::{CliKind, CliProfile};

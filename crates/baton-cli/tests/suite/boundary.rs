@@ -673,8 +673,8 @@ fn baton_publishes_only_the_runs_branch_and_never_a_workflow() {
 
 /// baton finds its own helpers on a `PATH` it trusts: with the project's `bin/`
 /// first on the user's `PATH` (as a virtualenv, `node_modules/.bin` or a direnv
-/// entry stands), a `bwrap` and a `git` the agent could write there are never
-/// run; baton runs the real ones, by absolute path.
+/// entry stands), a `bwrap`, a `git` or a `[notify]` program the agent could
+/// write there are never run; baton runs the real ones, by absolute path.
 #[test]
 fn a_helper_planted_first_on_path_is_never_run() {
     let p = super::run::new_project();
@@ -687,7 +687,7 @@ fn a_helper_planted_first_on_path_is_never_run() {
     let bin = p.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let real = std::env::var("PATH").unwrap_or_default();
-    for name in ["bwrap", "git", "npx", "node"] {
+    for name in ["bwrap", "git", "npx", "node", "baton-test-notifier"] {
         let f = bin.join(name);
         std::fs::write(
             &f,
@@ -700,9 +700,30 @@ fn a_helper_planted_first_on_path_is_never_run() {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
+    // The notifier the person installed, in a directory baton may trust.
+    let trusted = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let told = marker.path().join("told");
+    let notifier = trusted.path().join("baton-test-notifier");
+    std::fs::write(
+        &notifier,
+        format!(
+            "#!/bin/sh
+cat >> {}
+",
+            told.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&notifier, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let toml = p.path().join("baton.toml");
+    let mut config = std::fs::read_to_string(&toml).unwrap();
+    config.push_str("\n[notify]\ncommand = [\"baton-test-notifier\"]\n");
+    std::fs::write(&toml, config).unwrap();
     let path = format!(
-        "{}:{}",
+        "{}:{}:{}",
         bin.display(),
+        trusted.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut steps = initializer(&features(&[false, false, false]));
@@ -723,6 +744,9 @@ fn a_helper_planted_first_on_path_is_never_run() {
         std::fs::read_to_string(&ran).unwrap_or_default()
     );
     assert_eq!(ledger(&p, "flip").len(), 1, "{err}");
+    // The person's notifier was told how the run ended.
+    let told = std::fs::read_to_string(&told).unwrap_or_default();
+    assert!(told.contains("\"event\""), "{told}\n{err}");
 }
 
 /// baton's own reads of the tree never hang or abort on what the agent left: a
@@ -1063,7 +1087,7 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
     let notes = tempfile::tempdir().unwrap();
     let told = notes.path().join("told.jsonl");
     let p = project(&format!(
-        "[sandbox]\nallow = [\"registry.test\"]\n[sandbox.hosts]\n\"registry.test\" = \"127.0.0.1\"\n\"evil.test\" = \"127.0.0.1\"\n[notify]\ncommand = [\"sh\", \"-c\", \"cat >> {}\"]\n",
+        "[sandbox]\nallow = [\"registry.test\", \"porty.test:1\"]\n[sandbox.hosts]\n\"registry.test\" = \"127.0.0.1\"\n\"evil.test\" = \"127.0.0.1\"\n\"porty.test\" = \"127.0.0.1\"\n[notify]\ncommand = [\"sh\", \"-c\", \"cat >> {}\"]\n",
         told.display()
     ));
     let script = format!(
@@ -1072,6 +1096,7 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
          try allowed curl -s --max-time 5 http://registry.test:{port}/pkg\n\
          try allowed-tls curl -s --max-time 5 -p http://registry.test:{port}/tunnel\n\
          try refused curl -s --max-time 5 http://evil.test:{port}/x\n\
+         try other-port curl -s --max-time 5 http://porty.test:{port}/x\n\
          try by-ip curl -s --max-time 5 --noproxy '*' http://127.0.0.1:{port}/x\n\
          try by-dns curl -s --max-time 5 --noproxy '*' http://registry.test:{port}/x\n\
          try own-proxy env HTTPS_PROXY=http://127.0.0.1:{port} HTTP_PROXY=http://127.0.0.1:{port} curl -s --max-time 5 http://evil.test:{port}/x\n\
@@ -1095,7 +1120,15 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
         line("refused").contains("evil.test is not on this run's allowlist"),
         "{said}"
     );
-    for label in ["by-ip", "by-dns", "own-proxy", "far"] {
+    // An entry with a port allows that port only, and the refusal says which
+    // entry to add.
+    assert!(
+        line("other-port").contains(&format!(
+            "porty.test is on this run's allowlist at other ports than {port}; the person can add porty.test:{port}"
+        )),
+        "{said}"
+    );
+    for label in ["by-ip", "by-dns", "own-proxy", "far", "other-port"] {
         assert!(!line(label).contains("INTERNET-OK"), "{said}");
     }
     // The person is told, once: in the live view, the status, the report and
@@ -1106,7 +1139,7 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
         1,
         "{err}"
     );
-    assert!(err.contains("network: allowlist of 1 hosts"), "{err}");
+    assert!(err.contains("network: allowlist of 2 hosts"), "{err}");
     let baton = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_baton"))
             .args(args)
@@ -1118,7 +1151,7 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
         serde_json::from_slice(&baton(&["status", "--json"]).stdout).unwrap();
     assert_eq!(
         status["sessions"][1]["network_refused"],
-        json!(["evil.test"])
+        json!(["evil.test", "porty.test"])
     );
     let text = String::from_utf8_lossy(&baton(&["status"]).stdout).into_owned();
     assert!(text.contains("network refused evil.test"), "{text}");

@@ -1039,3 +1039,91 @@ fn claude_code_a_double_forked_process_does_not_outlive_its_session() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     super::assert_no_leftover(&server);
 }
+
+/// With the project's own `bin` first on the user's `PATH` (as a virtualenv's,
+/// `node_modules/.bin` or a direnv entry stand), a `claude`, `node` or `git` the
+/// agent wrote there is never run outside the sandbox: baton finds Claude Code on
+/// the `PATH` it trusts, and Claude Code, which runs outside, runs on it too.
+/// The agent's commands, confined, still get the user's `PATH`.
+#[test]
+fn claude_code_and_what_it_starts_are_never_taken_from_the_project() {
+    let test = "claude_code_and_what_it_starts_are_never_taken_from_the_project";
+    let Some(cli) = claude(test) else {
+        return;
+    };
+    if !super::bwrap(test) {
+        return;
+    }
+    let p = Project::new();
+    // A repository: Claude Code asks git about it as it starts.
+    baton_testkit::git(p.path(), &["init", "-q"]);
+    let home = tempfile::tempdir().unwrap();
+    // Where only a process outside the sandbox can write: each planted program
+    // notes itself there, then runs the real one.
+    let marker = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ran = marker.path().join("ran");
+    let real = std::env::var("PATH").unwrap_or_default();
+    let bin = p.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cli = cli.canonicalize().unwrap();
+    for name in ["claude", "node", "git"] {
+        let target = if name == "claude" {
+            cli.display().to_string()
+        } else {
+            name.to_string()
+        };
+        let f = bin.join(name);
+        std::fs::write(
+            &f,
+            format!(
+                "#!/bin/sh\necho {name} >> {} 2>/dev/null\nPATH='{real}' exec {target} \"$@\"\n",
+                ran.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // The real CLI, by name, in a directory baton may trust.
+    let trusted = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::os::unix::fs::symlink(&cli, trusted.path().join("claude")).unwrap();
+    let path = format!("{}:{}:{real}", bin.display(), trusted.path().display());
+    let server = ScriptedServer::start(
+        Wire::Anthropic,
+        vec![
+            Step::Reply(Reply::tool(
+                "Bash",
+                json!({"command": "printf '%s' \"$PATH\" > path.txt", "description": "path"}),
+            )),
+            Step::Reply(Reply::text("All done.")),
+        ],
+    );
+    let mut c = baton(&server, Wire::Anthropic);
+    let out = c
+        .env_remove("BATON_CLAUDE")
+        .env("PATH", &path)
+        .env("BATON_PROVIDER", "claude-code")
+        .env("HOME", home.path())
+        .env("IS_SANDBOX", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .args([
+            "exec",
+            p.path().to_str().unwrap(),
+            "--prompt",
+            "say your PATH",
+        ])
+        .output_bounded()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "All done.");
+    assert!(
+        !ran.exists(),
+        "a planted program ran outside the sandbox: {}\n{}",
+        std::fs::read_to_string(&ran).unwrap_or_default(),
+        stderr(&out)
+    );
+    // The command itself had the user's PATH, the project's bin first.
+    assert_eq!(p.file("path.txt"), path);
+}
