@@ -157,7 +157,10 @@ fn agent_cli(kind: CliKind, dir: &Path) -> Result<String, Missing> {
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| profile.program.to_string());
     // As a run finds it: on the PATH baton trusts, never in the project.
-    let program = crate::setup::on_path(&program).map_or(program, |p| p.display().to_string());
+    let Some(found) = crate::setup::on_path(&program) else {
+        return Err(missing(format!("{program} not found"), profile.install));
+    };
+    let program = found.display().to_string();
     probe(&program, &["--version"], dir)
         .map(|v| format!("{program}: {v}"))
         .map_err(|why| missing(why, profile.install))

@@ -262,7 +262,11 @@ async fn run_command(argv: &[String], timeout: Duration, event: &Value) -> anyho
     // A group of its own: at the timeout the command goes with whatever it
     // started, not only its first process.
     // A bare name is found on the PATH baton trusts, never in the project.
-    let found = crate::setup::on_path(program).unwrap_or_else(|| program.into());
+    let found = crate::setup::on_path(program).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{program} not found on PATH (leaving out the project, the temp dirs and relative entries, where the agent can write)"
+        )
+    })?;
     let mut child = tokio::process::Command::new(found)
         .args(args)
         .stdin(std::process::Stdio::piped())
