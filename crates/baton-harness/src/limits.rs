@@ -28,6 +28,10 @@ pub struct RunOptions {
     /// swept when it was merged, and the coordinator sweeps the main branch before
     /// the run says complete.
     pub skip_sweep: bool,
+    /// When the run began, for `--max-hours`: a parallel run's, from before its
+    /// initializer, shared by its coordinator and every agent's session so the
+    /// hours bound the run as a whole; `None` is when the limits are taken.
+    pub started: Option<Instant>,
 }
 
 /// Why a run ended without an error.
@@ -79,7 +83,7 @@ impl RunLimits {
             max_sessions: opts.max_sessions.unwrap_or(cfg.run.max_sessions),
             budget: opts.budget_usd.unwrap_or(cfg.run.budget_usd),
             max_hours: opts.max_hours.unwrap_or(cfg.run.max_hours),
-            started: Instant::now(),
+            started: opts.started.unwrap_or_else(Instant::now),
             stall: cfg.run.stall_sessions,
         }
     }

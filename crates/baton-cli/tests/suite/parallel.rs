@@ -169,12 +169,22 @@ const ENDS_BY_ITSELF: Duration = Duration::from_secs(120);
 /// stderr, or a panic if it is still running after [`ENDS_BY_ITSELF`] (then
 /// killed).
 fn run_bounded(server: &ScriptedServer, p: &Project, extra: &[&str]) -> (Option<i32>, String) {
+    run_agents(server, p, 2, extra)
+}
+
+/// [`run_bounded`] with `agents` agents.
+fn run_agents(
+    server: &ScriptedServer,
+    p: &Project,
+    agents: u32,
+    extra: &[&str],
+) -> (Option<i32>, String) {
     let log = p.path().join("..").join(format!(
         "{}-stderr.log",
         p.path().file_name().unwrap().to_string_lossy()
     ));
     let mut child = baton(server, Wire::Anthropic)
-        .args(["run", "--agents", "2"])
+        .args(["run", "--agents", &agents.to_string()])
         .arg(p.path())
         .args(extra)
         .stdout(std::process::Stdio::null())
@@ -525,4 +535,146 @@ fn the_verifiers_of_agents_sessions_have_numbers_no_other_session_has() {
             .unwrap_or_else(|e| panic!("verifier transcript {v}: {e}"));
         assert!(t.contains("verifier"), "{v}: not a verifier's transcript");
     }
+}
+
+/// The sessions of `p`'s record: `(agent, outcome, started_ms, ended_ms,
+/// cost_usd)`, the initializer's with agent 0.
+fn sessions_of(p: &Project) -> Vec<(u64, String, u64, u64, f64)> {
+    let state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
+    state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["agent"].as_u64().unwrap_or(0),
+                s["outcome"].as_str().unwrap_or_default().to_string(),
+                s["started_ms"].as_u64().unwrap(),
+                s["ended_ms"].as_u64().unwrap(),
+                s["cost_usd"].as_f64().unwrap_or(0.0),
+            )
+        })
+        .collect()
+}
+
+/// A model for eight features whose agents' sessions each run `work` first.
+fn eight_features(before_init: Option<&str>, work: &str) -> ScriptedServer {
+    eight_features_checked(before_init, work, "")
+}
+
+/// [`eight_features`] whose features' checks each run `check_first` first.
+fn eight_features_checked(
+    before_init: Option<&str>,
+    work: &str,
+    check_first: &str,
+) -> ScriptedServer {
+    let mut b = ScriptedServer::builder(Wire::Anthropic).think_time(Duration::from_millis(20));
+    for n in 1..=8 {
+        let steps = if work.is_empty() {
+            session(n, false)
+        } else {
+            baton_testkit::scenario::parallel::session_doing(n, work)
+        };
+        b = b.when(move |r| is_for(r, n), steps);
+    }
+    let mut init = Vec::new();
+    if let Some(cmd) = before_init {
+        init.push(Step::Reply(Reply::tool(
+            "Bash",
+            serde_json::json!({"command": cmd}),
+        )));
+    }
+    let mut features: Value = serde_json::from_str(&list(8, 0)).unwrap();
+    for f in features.as_array_mut().unwrap() {
+        let verify = f["verify"].as_str().unwrap().to_string();
+        f["verify"] = Value::from(format!("{check_first}{verify}"));
+    }
+    init.extend(initializer(
+        &serde_json::to_string_pretty(&features).unwrap(),
+    ));
+    b.start(init)
+}
+
+/// `--max-hours` bounds a run of four agents as a whole, as it bounds a run of
+/// one: the clock starts before the initializer, and every agent's session is cut
+/// when the run's hours run out, not hours of its own after it began. (The
+/// initializer takes four seconds of the run's 7.2; the agents' sessions would
+/// take half a minute. Cut at the run's end, each ends within the 7.2 seconds
+/// of the run plus the time to stop it; with a clock of its own, a session ran
+/// 7.2 seconds after the four.)
+#[test]
+fn max_hours_bound_a_run_of_four_agents_as_a_whole() {
+    let p = stalling(8);
+    let server = eight_features(Some("sleep 4"), "sleep 30");
+    let (code, err) = run_agents(&server, &p, 4, &["--max-hours", "0.002"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--max-hours 0.002 reached"), "{err}");
+    let sessions = sessions_of(&p);
+    let (_, init, began, _, _) = sessions[0].clone();
+    assert_eq!(init, "completed", "{sessions:?}\n{err}");
+    let agents: Vec<_> = sessions.iter().filter(|s| s.0 > 0).collect();
+    assert!(!agents.is_empty(), "{sessions:?}\n{err}");
+    for (agent, outcome, _, ended, _) in agents {
+        assert_eq!(outcome, "time_limit", "agent {agent}: {sessions:?}\n{err}");
+        // 7.2 s of the run, and up to 2.5 s to stop the session and its
+        // commands: a clock of the session's own ends it 4 s later than that.
+        assert!(
+            ended - began <= 7_200 + 2_500,
+            "agent {agent}'s session ended {} ms after the run began\n{err}",
+            ended - began
+        );
+    }
+}
+
+/// `--max-sessions` bounds a run of four agents as it bounds a run of one:
+/// the initializer counts, and no more sessions than the limit run.
+#[test]
+fn max_sessions_bound_a_run_of_four_agents_as_a_run_of_one() {
+    let p = stalling(8);
+    let server = eight_features(None, "");
+    let (code, err) = run_agents(&server, &p, 4, &["--max-sessions", "3"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--max-sessions 3 reached"), "{err}");
+    assert_eq!(sessions_of(&p).len(), 3, "{err}");
+}
+
+/// `--budget-usd` bounds a run of four agents as it bounds a run of one: once
+/// the project has cost what it allows, no session is handed out, and the run
+/// exits 2. A session's cost counts from its turns, not from when its agent
+/// reports back after the gates: the live lines say each session's cost when
+/// its gates are done, and no hand-out follows the line that reached the budget
+/// (it once did, twice, while the coordinator knew only the sessions whose
+/// agents had reported).
+#[test]
+fn the_budget_bounds_a_run_of_four_agents_as_a_run_of_one() {
+    let p = stalling(8);
+    // Each check takes two seconds: an agent reports back two seconds (its
+    // gates) after its session's last turn, by when the other three have
+    // spent what the budget allows.
+    let server = eight_features_checked(None, "", "sleep 2 && ");
+    let (code, err) = run_agents(&server, &p, 4, &["--budget-usd", "0.004"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("budget $0.004 reached"), "{err}");
+    let mut spent = 0.0;
+    for line in err.lines() {
+        let body = line.split_once("] ").map_or(line, |(_, b)| b);
+        if body.starts_with("session ") && body.contains(" · completed · ") {
+            let cost = body
+                .split(" · ")
+                .find_map(|part| part.strip_prefix('$'))
+                .and_then(|usd| usd.parse::<f64>().ok())
+                .unwrap_or_else(|| panic!("no cost in {line}"));
+            spent += cost;
+        }
+        if line.contains(" takes feature #") {
+            assert!(
+                spent < 0.004 - 1e-9,
+                "handed out with ${spent} of $0.004 spent: {line}\n{err}"
+            );
+        }
+    }
+    // The initializer and the four sessions handed out at once: the first to
+    // report back found the budget spent by them all.
+    let state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
+    assert_eq!(state["sessions"].as_array().unwrap().len(), 5, "{err}");
 }

@@ -63,6 +63,8 @@ pub(super) struct Reports {
     pub stop: tokio_util::sync::CancellationToken,
     /// The project's session numbers: a session's verifier takes its own here.
     pub numbers: baton_records::SessionNumbers,
+    /// What the sessions spend, turn by turn.
+    pub spend: super::board::Spend,
 }
 
 /// What one agent's session came back with.
@@ -135,6 +137,7 @@ impl Parallel<'_> {
         let main = self.files.dir.clone();
         let (done, lines) = (reports.done.clone(), reports.lines.clone());
         let numbers = reports.numbers.clone();
+        let spend = reports.spend.clone();
         std::thread::Builder::new()
             .name(format!("baton-agent-{id}"))
             .spawn(move || {
@@ -149,6 +152,8 @@ impl Parallel<'_> {
                     let watch = Watch {
                         agent: id,
                         feature: job.feature,
+                        number: job.number,
+                        spend: spend.clone(),
                         notes: lines.clone(),
                         so_far: std::sync::Mutex::new((0, 0)),
                     };

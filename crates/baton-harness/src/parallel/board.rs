@@ -6,6 +6,7 @@
 //! these transitions, each with a unit test below.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use baton_records::State;
 
@@ -170,18 +171,52 @@ impl Board {
         features
     }
 
-    /// What the sessions that ended cost while `state` (the main record) does
-    /// not hold them yet (they wait for a batch, or are in one): a budget judged
-    /// on the record alone hands out sessions after it is spent.
-    pub(super) fn unsettled_cost(&self, state: &State) -> f64 {
+    /// What the sessions cost while `state` (the main record) does not hold
+    /// them yet: those still running, as far as `live` has seen them spend
+    /// (their turns so far), and those that ended (waiting for a batch, or in
+    /// one). A budget judged on the record alone hands out sessions after it is
+    /// spent; one judged without the running ones, while an agent's gates run.
+    pub(super) fn unsettled_cost(&self, state: &State, live: &BTreeMap<u32, f64>) -> f64 {
         let batch = self.batch.as_ref().map_or(&[][..], |b| &b.spent[..]);
-        self.ended
+        let mut by = live.clone();
+        for (number, cost) in self
+            .ended
             .iter()
             .map(Ended::spent)
             .chain(batch.iter().copied())
+        {
+            let known = by.entry(number).or_insert(0.0);
+            *known = known.max(cost);
+        }
+        by.into_iter()
             .filter(|(number, _)| !state.sessions.iter().any(|s| s.number == *number))
             .map(|(_, cost)| cost)
             .sum()
+    }
+}
+
+/// What the agents' sessions have spent so far, by session number, as their
+/// turns end: the coordinator's budget counts a session from its first turn,
+/// not from when its agent reports back after the gates.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Spend(Arc<Mutex<BTreeMap<u32, f64>>>);
+
+impl Spend {
+    /// Session `number` spent `usd` more.
+    pub(super) fn add(&self, number: u32, usd: f64) {
+        if let Ok(mut m) = self.0.lock() {
+            *m.entry(number).or_insert(0.0) += usd;
+        }
+    }
+
+    /// What each session has spent so far, but those `state` holds (their
+    /// cost is on the record).
+    pub(super) fn unrecorded(&self, state: &State) -> BTreeMap<u32, f64> {
+        let Ok(mut m) = self.0.lock() else {
+            return BTreeMap::new();
+        };
+        m.retain(|n, _| !state.sessions.iter().any(|s| s.number == *n));
+        m.clone()
     }
 }
 
@@ -319,11 +354,33 @@ mod tests {
         b.start_batch().unwrap();
         b.ended(1, 2, Some(ended(1, 2, 2, 0.5, true, "t2")));
         let mut state = State::default();
-        assert!((b.unsettled_cost(&state) - 0.75).abs() < 1e-9);
+        let none = BTreeMap::new();
+        assert!((b.unsettled_cost(&state, &none) - 0.75).abs() < 1e-9);
         // The batch's session is on the record (settled, the batch not ended
         // yet): counted there, not twice.
         let on_record = ended(0, 1, 1, 0.25, true, "t1").record;
         state.sessions.push(on_record);
-        assert!((b.unsettled_cost(&state) - 0.5).abs() < 1e-9);
+        assert!((b.unsettled_cost(&state, &none) - 0.5).abs() < 1e-9);
+    }
+
+    /// A running session costs what its turns spent so far; once it ended, what
+    /// its agent reported (its verifier included), never both.
+    #[test]
+    fn a_running_session_costs_what_it_spent_so_far() {
+        let mut b = working(&[(0, 1), (1, 2)]);
+        let spend = Spend::default();
+        spend.add(1, 0.125);
+        spend.add(2, 0.25);
+        spend.add(2, 0.25);
+        let state = State::default();
+        assert!((b.unsettled_cost(&state, &spend.unrecorded(&state)) - 0.625).abs() < 1e-9);
+        b.ended(0, 1, Some(ended(0, 1, 1, 0.375, true, "t1")));
+        assert!((b.unsettled_cost(&state, &spend.unrecorded(&state)) - 0.875).abs() < 1e-9);
+        let mut state = State::default();
+        state
+            .sessions
+            .push(ended(0, 1, 1, 0.375, true, "t1").record);
+        assert!((b.unsettled_cost(&state, &spend.unrecorded(&state)) - 0.5).abs() < 1e-9);
+        assert_eq!(spend.unrecorded(&state).len(), 1);
     }
 }

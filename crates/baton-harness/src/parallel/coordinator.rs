@@ -153,6 +153,7 @@ impl<'f, 'a> Coordinator<'f, 'a> {
                     lines: line_tx,
                     stop: halt.clone(),
                     numbers: start.numbers,
+                    spend: super::board::Spend::default(),
                 },
             },
             halt,
@@ -170,7 +171,10 @@ impl<'f, 'a> Coordinator<'f, 'a> {
             let reason = self.limits.stop_rule(
                 Some(&look.list),
                 &look.state,
-                self.board.unsettled_cost(&look.state),
+                self.board.unsettled_cost(
+                    &look.state,
+                    &self.channels.reports.spend.unrecorded(&look.state),
+                ),
                 self.board.handed(),
                 self.board.busy() == 0,
                 self.run.stop.is_cancelled(),

@@ -221,7 +221,15 @@ impl<'a> Parallel<'a> {
             main: parts.main,
             reporter: parts.reporter,
             stop: parts.stop,
-            opts: parts.opts,
+            // One clock for the run: its initializer, its coordinator and every
+            // agent's session go by the hours from here.
+            opts: RunOptions {
+                started: parts
+                    .opts
+                    .started
+                    .or_else(|| Some(std::time::Instant::now())),
+                ..parts.opts
+            },
             remote: None,
         }
     }

@@ -55,6 +55,10 @@ impl Reporter for Relay {
 pub(super) struct Watch {
     pub agent: u32,
     pub feature: usize,
+    /// The session's number.
+    pub number: u32,
+    /// Where its spend is told, turn by turn, for the run's budget.
+    pub spend: super::board::Spend,
     pub notes: tokio::sync::mpsc::UnboundedSender<Note>,
     /// Turns and tokens so far.
     pub so_far: std::sync::Mutex<(u32, u64)>,
@@ -85,7 +89,8 @@ impl baton_agent::session::Observer for Watch {
         self.say(Some(name));
     }
 
-    fn turn_end(&self, turn: u32, usage: &baton_records::Usage, _cost_usd: f64) {
+    fn turn_end(&self, turn: u32, usage: &baton_records::Usage, cost_usd: f64) {
+        self.spend.add(self.number, cost_usd);
         if let Ok(mut g) = self.so_far.lock() {
             *g = (turn, g.1 + usage.total());
         }
