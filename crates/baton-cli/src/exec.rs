@@ -251,12 +251,12 @@ fn finish(
         .display()
         .to_string();
     eprintln!(
-        "session {:04} · {} · {} · {} tokens · ${:.4} · {rel}",
+        "session {:04} · {} · {} · {} tokens · {} · {rel}",
         r.session,
         r.outcome.name(),
         baton_records::human::plural(u64::from(r.turns), "turn"),
         r.usage.total(),
-        r.cost_usd
+        baton_records::human::cost(r.cost_usd, r.usage.total())
     );
     Ok(match r.outcome {
         Outcome::Completed => ExitCode::SUCCESS,

@@ -495,9 +495,10 @@ fn session_end(
         "\n{} {o}{}",
         paint.bold("── end:"),
         paint.bold(&format!(
-            " · {} · {} tokens · ${cost_usd:.4}",
+            " · {} · {} tokens · {}",
             baton_records::human::plural(u64::from(*turns), "turn"),
-            usage.total()
+            usage.total(),
+            baton_records::human::cost(*cost_usd, usage.total())
         ))
     );
     match error {

@@ -557,13 +557,13 @@ impl Runner<'_> {
             "no feature list yet".to_string()
         };
         let mut line = format!(
-            "session {:04} {} · {} · {} · {} tokens · ${:.4} · {standing}",
+            "session {:04} {} · {} · {} · {} tokens · {} · {standing}",
             record.number,
             record.kind.name(),
             record.outcome,
             baton_records::human::plural(u64::from(record.turns), "turn"),
             record.usage.total(),
-            record.cost_usd
+            baton_records::human::cost(record.cost_usd, record.usage.total())
         );
         if !g.flipped.is_empty() {
             line.push_str(&format!(

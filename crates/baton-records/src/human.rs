@@ -74,9 +74,27 @@ pub fn usd(v: f64) -> String {
     format!("${s}")
 }
 
+/// What `tokens` tokens cost, as session lines, `status` and `log` show it
+/// (`$0.0012`): `$0 (unpriced)` where tokens were spent and nothing was
+/// counted, since the model has no price (the start line says how to add one),
+/// so a $0 is never taken for a free session.
+pub fn cost(usd: f64, tokens: u64) -> String {
+    if usd == 0.0 && tokens > 0 {
+        return "$0 (unpriced)".to_string();
+    }
+    format!("${usd:.4}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unpriced_cost_is_marked() {
+        assert_eq!(cost(0.0012, 240), "$0.0012");
+        assert_eq!(cost(0.0, 240), "$0 (unpriced)");
+        assert_eq!(cost(0.0, 0), "$0.0000");
+    }
 
     #[test]
     fn durations_and_counts_read_the_same_everywhere() {

@@ -123,12 +123,12 @@ impl Face for Bars {
                 .session
                 .set_message(format!("— {agents} agents at work, each on its line below")),
             Some(c) => self.session.set_message(format!(
-                "{:04} {} · {} · {} tokens · ${:.4}",
+                "{:04} {} · {} · {} tokens · {}",
                 c.number,
                 c.kind.name(),
                 baton_records::human::plural(u64::from(c.turns), "turn"),
                 tokens(c.tokens),
-                c.cost
+                baton_records::human::cost(c.cost, c.tokens)
             )),
             None if t.total == 0 => self.session.set_message("— (no feature list yet)"),
             None => self.session.set_message("— none running (gates, pause)"),

@@ -160,7 +160,7 @@ pub(super) fn start_line(p: &Prepared) -> String {
         }
     };
     format!(
-        "baton: {provider} · {model} ({}) · a {} project, {browser} · {verifier} · {budget} · {network}",
+        "baton: {provider} · {model} ({}) · a {} project ([project] kind), {browser} · {verifier} · {budget} · {network}",
         priced(&model),
         p.cfg.project.kind
     )

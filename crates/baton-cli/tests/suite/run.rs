@@ -652,10 +652,16 @@ fn ctrl_c_during_the_initializer_is_an_interruption_not_a_failure() {
 #[test]
 fn a_sessions_servers_stop_before_the_gates_and_nothing_outlives_the_run() {
     let p = new_project();
+    // A duration no other test's process has: found by its command line below.
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let sleep = format!("303.{nonce:09}");
     let mut steps = initializer(&features(&[false, false, false]));
     steps.push(Step::Reply(Reply::tool(
         "Bash",
-        json!({"command": "sleep 303 > /dev/null 2>&1 & echo $! > server.pid; echo 'server.pid' >> .gitignore"}),
+        json!({"command": format!("sleep {sleep} > /dev/null 2>&1 & echo $! > server.pid; echo 'server.pid' >> .gitignore")}),
     )));
     steps.push(Step::Reply(Reply::text("Server started.")));
     steps.push(Step::Reply(Reply::tool(
@@ -669,7 +675,7 @@ fn a_sessions_servers_stop_before_the_gates_and_nothing_outlives_the_run() {
     assert_eq!(alive[0].1, "gone\nExit code: 0");
     // `$!` was the pid inside the sandbox's PID namespace: look for the server out
     // here by its command line.
-    let still = running_with_command(b"sleep\x00303\x00");
+    let still = running_with_command(format!("sleep\x00{sleep}\x00").as_bytes());
     assert!(still.is_empty(), "still running: {still:?}");
 }
 
@@ -952,7 +958,22 @@ fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
         "{line}"
     );
     assert!(line.contains("[prices.\"my-local-model\"]"), "{line}");
-    assert!(line.contains("project, browser"), "{line}");
+    // The kind decides how every feature is judged: the line says where it is set.
+    assert!(line.contains(" project ([project] kind), browser"), "{line}");
+    // Wherever its cost shows, an unpriced session's $0 says so.
+    assert!(err.contains("tokens · $0 (unpriced) · "), "{err}");
+    let status = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("status")
+        .arg(p.path())
+        .output_bounded()
+        .unwrap();
+    assert!(stdout(&status).contains("tokens · $0 (unpriced) · "), "{}", stdout(&status));
+    let report = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .args(["report", "-o", "-"])
+        .arg(p.path())
+        .output_bounded()
+        .unwrap();
+    assert!(stdout(&report).contains("$0 (unpriced)"), "no unpriced mark in the report");
     assert!(line.contains("verifier"), "{line}");
     assert!(line.contains("· no budget ·"), "{line}");
     assert!(line.contains("· network: allowlist of "), "{line}");

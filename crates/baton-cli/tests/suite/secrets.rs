@@ -218,13 +218,18 @@ fn the_users_home_is_hidden_but_for_toolchains_and_what_is_named() {
         for _ in 0..600 {
             if started.exists() {
                 std::fs::write(&netrc, "machine github.com password LATE-SECRET\n").unwrap();
-                return;
+                return true;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        false
     });
     let said = &exec_looking(&p, &script, ("HOME", h.as_os_str()));
-    planter.join().unwrap();
+    // Planted while the command ran, or this test proves nothing.
+    assert!(
+        planter.join().unwrap(),
+        "the command never started: nothing was planted\n{said}"
+    );
     assert!(said.contains("end"), "{said}");
     assert!(!said.contains("PRIVATE PLAN"), "{said}");
     assert!(!said.contains("LATE-SECRET"), "{said}");

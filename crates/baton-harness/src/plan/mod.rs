@@ -90,11 +90,11 @@ impl Runner<'_> {
             .map_or((0, 0), |l| (l.passing(), l.features.len()));
         self.reporter.session_end(&record, passing, total);
         self.reporter.line(&format!(
-            "session {number:04} planner · {} · {} · {} tokens · ${:.4}",
+            "session {number:04} planner · {} · {} · {} tokens · {}",
             record.outcome,
             baton_records::human::plural(u64::from(record.turns), "turn"),
             record.usage.total(),
-            record.cost_usd
+            baton_records::human::cost(record.cost_usd, record.usage.total())
         ));
         for v in &record.gates.violations {
             self.reporter.line(&format!("  gate: {v}"));

@@ -134,10 +134,10 @@ fn standing(o: &mut String, s: &Status) {
     }
     let _ = writeln!(
         o,
-        "sessions  {} · {} tokens · ${:.4} · {} undone · {}",
+        "sessions  {} · {} tokens · {} · {} undone · {}",
         s.totals.sessions,
         s.totals.tokens,
-        s.totals.cost_usd,
+        baton_records::human::cost(s.totals.cost_usd, s.totals.tokens),
         baton_records::human::plural(s.totals.violations as u64, "violation"),
         baton_records::human::plural(u64::from(s.totals.refusals), "refusal")
     );

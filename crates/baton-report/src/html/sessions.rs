@@ -207,7 +207,11 @@ pub(super) fn sessions(o: &mut String, r: &Records) {
             escape(s.outcome.name()),
             s.turns,
             count(s.usage.total()),
-            usd(s.cost(), 4),
+            if s.cost() == 0.0 && s.usage.total() > 0 {
+                "$0 (unpriced)".to_string()
+            } else {
+                usd(s.cost(), 4)
+            },
             feature_list(&s.gates.flipped),
             n = s.number
         );
