@@ -23,7 +23,8 @@
 //! let session = Session {
 //!     client: &client, tools: &tools, gate: &AllowAll, observer: &Quiet, prices: &prices,
 //!     limits: Limits {
-//!         max_turns: 50, max_tokens: 0, max_duration: None, max_continuations: 3,
+//!         max_turns: 50, max_tokens: 0, max_duration: None, max_cost_usd: 0.0,
+//!         max_continuations: 3,
 //!         context: Default::default(),
 //!     },
 //! };

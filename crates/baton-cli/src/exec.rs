@@ -260,9 +260,11 @@ fn finish(
     );
     Ok(match r.outcome {
         Outcome::Completed => ExitCode::SUCCESS,
-        Outcome::MaxTurns | Outcome::TokenLimit | Outcome::TimeLimit | Outcome::ContextFull => {
-            ExitCode::from(2)
-        }
+        Outcome::MaxTurns
+        | Outcome::TokenLimit
+        | Outcome::TimeLimit
+        | Outcome::BudgetLimit
+        | Outcome::ContextFull => ExitCode::from(2),
         Outcome::Interrupted => ExitCode::from(130),
     })
 }

@@ -709,6 +709,7 @@ mod tests {
             Outcome::MaxTurns,
             Outcome::TokenLimit,
             Outcome::TimeLimit,
+            Outcome::BudgetLimit,
             Outcome::Interrupted,
         ] {
             let known = SessionOutcome::from_name(o.name());

@@ -19,6 +19,7 @@ use crate::boundary::Snapshot;
 use crate::error::HarnessError;
 use crate::gates::Gates;
 use crate::guard::GateStack;
+use crate::limits::RunLimits;
 use crate::runner::{Backend, Runner};
 use crate::summary::{Summary, summarize};
 use crate::{block, brief, git, prompts, queue};
@@ -61,6 +62,15 @@ impl Runner<'_> {
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(Instant::now());
             limits.max_duration = Some(limits.max_duration.map_or(left, |m| m.min(left)));
+        }
+        // Within what is left of the run's budget: a session that spends it
+        // stops at that turn, not when it is done (a $0.01 budget once ended at
+        // $0.0148). The record read here is the project's as the session starts.
+        if let Ok(state) = State::load(&self.files.dir) {
+            let budget = RunLimits::for_project(&self.opts, &self.cfg, &state).budget;
+            if budget > 0.0 {
+                limits.max_cost_usd = (budget - state.total_cost()).max(f64::MIN_POSITIVE);
+            }
         }
         limits
     }

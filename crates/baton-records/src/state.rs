@@ -265,6 +265,9 @@ pub enum SessionOutcome {
     TokenLimit,
     /// The session's time limit was reached.
     TimeLimit,
+    /// The run's budget was spent during the session: it stopped at the turn
+    /// that spent it.
+    BudgetLimit,
     /// Stopped by Ctrl-C.
     Interrupted,
     /// The agent CLI's usage limit stopped it (the run waited for the reset).
@@ -284,6 +287,7 @@ impl SessionOutcome {
             Self::MaxTurns => "max_turns",
             Self::TokenLimit => "token_limit",
             Self::TimeLimit => "time_limit",
+            Self::BudgetLimit => "budget_limit",
             Self::Interrupted => "interrupted",
             Self::UsageLimit => "usage_limit",
             Self::Error => "error",
@@ -302,7 +306,12 @@ impl SessionOutcome {
     pub fn cut_off(self) -> bool {
         matches!(
             self,
-            Self::MaxTurns | Self::TimeLimit | Self::TokenLimit | Self::Killed | Self::Error
+            Self::MaxTurns
+                | Self::TimeLimit
+                | Self::TokenLimit
+                | Self::BudgetLimit
+                | Self::Killed
+                | Self::Error
         )
     }
 }

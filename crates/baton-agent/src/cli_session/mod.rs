@@ -508,6 +508,9 @@ impl CliSession<'_> {
             if r.p.turns > self.limits.max_turns && self.cli.counts_turns() {
                 break Some(Outcome::MaxTurns);
             }
+            if self.limits.max_cost_usd > 0.0 && r.p.cost >= self.limits.max_cost_usd {
+                break Some(Outcome::BudgetLimit);
+            }
             tokio::select! {
                 l = lines.next_line() => match l {
                     Ok(Some(line)) => r.line(&line)?,

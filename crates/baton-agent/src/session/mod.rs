@@ -36,6 +36,9 @@ pub struct Limits {
     pub max_tokens: u64,
     /// Wall-clock time; `None` = no limit.
     pub max_duration: Option<Duration>,
+    /// USD the session may spend (what is left of the run's budget); 0 = no
+    /// limit. Checked after each turn: the turn that reaches it is the last.
+    pub max_cost_usd: f64,
     /// Consecutive responses cut by `max_tokens` that are continued.
     pub max_continuations: u32,
     /// How the session keeps within the model's context window.
@@ -91,6 +94,7 @@ impl Limits {
                 .then(|| Duration::from_secs_f64(agent.max_session_minutes * 60.0)),
             max_continuations: agent.max_continuations,
             context: ContextLimits::from_config(agent),
+            max_cost_usd: 0.0,
         }
     }
 }
@@ -109,6 +113,8 @@ pub enum Outcome {
     TokenLimit,
     /// The session's wall-time limit was reached.
     TimeLimit,
+    /// The run's budget was spent ([`Limits::max_cost_usd`]).
+    BudgetLimit,
     /// The session was cancelled (Ctrl-C).
     Interrupted,
 }
@@ -128,6 +134,7 @@ impl From<Outcome> for baton_records::SessionOutcome {
             Outcome::MaxTurns => Self::MaxTurns,
             Outcome::TokenLimit => Self::TokenLimit,
             Outcome::TimeLimit => Self::TimeLimit,
+            Outcome::BudgetLimit => Self::BudgetLimit,
             Outcome::Interrupted => Self::Interrupted,
         }
     }

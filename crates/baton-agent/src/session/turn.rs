@@ -108,7 +108,8 @@ impl Session<'_> {
     }
 
     /// The limit that ends the session before its next turn, if one is reached,
-    /// checked in this order: a stop, the wrap-up turns used up, turns, tokens, time.
+    /// checked in this order: a stop, the wrap-up turns used up, turns, tokens,
+    /// money, time.
     fn limit_reached(&self, st: &State, frame: &Frame<'_>) -> Option<Outcome> {
         if (frame.stopped)() {
             return Some(Outcome::Interrupted);
@@ -121,6 +122,9 @@ impl Session<'_> {
         }
         if self.limits.max_tokens > 0 && st.usage.total() >= self.limits.max_tokens {
             return Some(Outcome::TokenLimit);
+        }
+        if self.limits.max_cost_usd > 0.0 && st.cost >= self.limits.max_cost_usd {
+            return Some(Outcome::BudgetLimit);
         }
         if self
             .limits

@@ -59,6 +59,7 @@ async fn a_refused_call_is_answered_and_recorded_but_never_run() {
             max_turns: 10,
             max_tokens: 0,
             max_duration: None,
+            max_cost_usd: 0.0,
             max_continuations: 3,
             context: Default::default(),
         },

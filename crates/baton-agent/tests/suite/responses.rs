@@ -39,6 +39,7 @@ async fn session(dir: &std::path::Path, server: &ScriptedServer, prompt: &str) -
             max_turns: 10,
             max_tokens: 0,
             max_duration: None,
+            max_cost_usd: 0.0,
             max_continuations: 3,
             context: Default::default(),
         },

@@ -738,6 +738,35 @@ fn the_budget_stops_the_run_between_sessions() {
     assert_eq!(server.remaining(), 2, "{err}");
 }
 
+/// The budget stops a session mid-way, not only between sessions: a session of
+/// seven responses, with what is left of the budget spent by its third, stops
+/// there (outcome `budget_limit`), and the run ends at the budget (exit 2), a
+/// turn's cost past it at most.
+#[test]
+fn the_budget_stops_a_session_at_the_turn_that_spends_it() {
+    let p = new_project();
+    let mut steps = initializer(&features(&[false, false, false]));
+    steps.extend(baton_testkit::scenario::working(1, &[true, false, false]));
+    let (out, server) = run(&p, steps, &["--budget-usd", "0.0025"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("budget $0.0025 reached"), "{err}");
+    assert!(
+        err.contains("session 0002 coding · budget_limit · 3 turns · "),
+        "{err}"
+    );
+    // The session's four other responses were never asked for.
+    assert_eq!(server.remaining(), 4, "{err}");
+    let state: Value = serde_json::from_str(&p.file(".baton/state.json")).unwrap();
+    let spent: f64 = state["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["cost_usd"].as_f64().unwrap())
+        .sum();
+    assert!(spent < 0.0025 + 0.0007, "spent {spent}\n{err}");
+}
+
 /// The hours stop is driven to its end: `--max-hours` bounds the session that is
 /// running (its model thinks half a second a reply) and no other starts.
 #[test]
@@ -959,7 +988,10 @@ fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
     );
     assert!(line.contains("[prices.\"my-local-model\"]"), "{line}");
     // The kind decides how every feature is judged: the line says where it is set.
-    assert!(line.contains(" project ([project] kind), browser"), "{line}");
+    assert!(
+        line.contains(" project ([project] kind), browser"),
+        "{line}"
+    );
     // Wherever its cost shows, an unpriced session's $0 says so.
     assert!(err.contains("tokens · $0 (unpriced) · "), "{err}");
     let status = Command::new(env!("CARGO_BIN_EXE_baton"))
@@ -967,13 +999,20 @@ fn the_run_names_provider_model_prices_kind_verifier_and_budget_at_its_start() {
         .arg(p.path())
         .output_bounded()
         .unwrap();
-    assert!(stdout(&status).contains("tokens · $0 (unpriced) · "), "{}", stdout(&status));
+    assert!(
+        stdout(&status).contains("tokens · $0 (unpriced) · "),
+        "{}",
+        stdout(&status)
+    );
     let report = Command::new(env!("CARGO_BIN_EXE_baton"))
         .args(["report", "-o", "-"])
         .arg(p.path())
         .output_bounded()
         .unwrap();
-    assert!(stdout(&report).contains("$0 (unpriced)"), "no unpriced mark in the report");
+    assert!(
+        stdout(&report).contains("$0 (unpriced)"),
+        "no unpriced mark in the report"
+    );
     assert!(line.contains("verifier"), "{line}");
     assert!(line.contains("· no budget ·"), "{line}");
     assert!(line.contains("· network: allowlist of "), "{line}");
