@@ -54,7 +54,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Create a project: from a spec (--spec FILE), from a one-line idea that a
+    /// Create a project from a spec, an idea, or an existing repository.
+    ///
+    /// From a spec (--spec FILE), from a one-line idea that a
     /// planner session expands into the spec (--idea TEXT), or by adopting an
     /// existing git repository (--adopt --goal TEXT). Writes a git repository of its
     /// own (even inside another one), app_spec.txt, a commented baton.toml (the
@@ -62,14 +64,18 @@ enum Command {
     /// project when Chromium and @playwright/mcp are found; the independent verifier
     /// on) and a .gitignore for baton's records and common build junk.
     New(plan_cmd::NewArgs),
-    /// Add features to a project: a planner session reads the spec, the feature list
+    /// Add features to a project through a planner session.
+    ///
+    /// A planner session reads the spec, the feature list
     /// and the code and appends new failing features for the request (never changing
     /// existing ones); baton checks them, records each as `added` in the ledger and
     /// commits. The request is appended to the spec. Then `baton run` carries on.
     ///
     /// Exit codes: 0 features added; 1 error (nothing was added; the list is as it was).
     Plan(plan_cmd::PlanArgs),
-    /// Accept a person's own edit of the feature list: shows what was added and
+    /// Accept a person's own edit of the feature list.
+    ///
+    /// Shows what was added and
     /// changed since it was last accepted, asks (or --yes), then records each change
     /// in the ledger and commits the list. Removing or reordering features is refused
     /// (features are known by their number).
@@ -101,7 +107,9 @@ enum Command {
     /// context = "handoff") or goes on with its own summary ("compact"); a rate limit
     /// or quota is waited out until its reset.
     Run(run_cmd::RunArgs),
-    /// Show features passing (overall and per category), sessions with their time,
+    /// Show where a project stands: features, sessions, cost, what needs a person.
+    ///
+    /// Features passing (overall and per category), sessions with their time,
     /// tokens, cost and gate findings, the next features, the features that need a
     /// person (blocked, deferred), and whether the tree is clean.
     Status {
@@ -111,6 +119,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Hand a blocked feature out again, once you have acted on its reason.
+    ///
     /// Hand a feature an agent declared blocked out again, once you have acted on its
     /// reason: clears the block and its failed attempts (recorded in the ledger).
     ///
@@ -126,7 +136,9 @@ enum Command {
         #[arg(long, value_name = "TEXT")]
         note: Option<String>,
     },
-    /// Tell the agent something: TEXT goes into the brief of the next coding session
+    /// Tell the agent something in the next coding session's brief.
+    ///
+    /// TEXT goes into the brief of the next coding session
     /// (in a parallel run, the next one handed out), recorded in the ledger as
     /// `told`. Works while a run is going; queued under DIR/.baton/tell/ until then.
     ///
@@ -137,6 +149,8 @@ enum Command {
         /// The guidance, in words the agent can act on.
         text: String,
     },
+    /// Turn the forge's labelled issues into features.
+    ///
     /// Issues on the project's forge ([forge] in baton.toml): `baton issues pull DIR`
     /// turns the open issues with [forge] label, opened or labelled by users with
     /// write access, into features.
@@ -144,6 +158,8 @@ enum Command {
         #[command(subcommand)]
         what: issues_cmd::IssuesCommand,
     },
+    /// Test the notifications to a person ([notify]).
+    ///
     /// Notifications to a person ([notify] in baton.toml: a command and/or a webhook
     /// get run_end, blocked, waiting, budget and verifier_rejections events).
     /// `baton notify test DIR` sends a sample event now.
@@ -171,20 +187,28 @@ enum Command {
     /// Tool calls show their key argument; results are cut after a few lines with a
     /// marker; refusals and errors are highlighted. Filter with --tool and --errors.
     Log(log::LogArgs),
-    /// Write the run report: one self-contained HTML page (charts, features with
-    /// the session and commit that made them pass, gate findings, costs, budget left).
+    /// Write the run report, one self-contained HTML page.
+    ///
+    /// Charts, features with
+    /// the session and commit that made them pass, gate findings, costs, budget left.
     Report(report_cmd::ReportArgs),
-    /// A live dashboard of projects in the browser, read-only: `/` lists them, `/p/N`
+    /// Serve a live, read-only dashboard of projects in the browser.
+    ///
+    /// `/` lists them, `/p/N`
     /// shows one (its features as a board, cost against budget, sessions, the notes'
     /// tail and the running session's transcript), updated as the records change.
     /// Prints the URL on stderr and serves until Ctrl-C. An address that is not
     /// loopback needs --token-env.
     Serve(serve::ServeArgs),
-    /// The command policy: `baton policy check [--json] [--dir DIR] -- COMMAND`
+    /// Judge a bash command as the agent's Bash tool would.
+    ///
+    /// `baton policy check [--json] [--dir DIR] -- COMMAND`
     /// judges a bash command as the agent's Bash tool would here (inside the bubblewrap
     /// sandbox where it works and [sandbox] is on; exit 0 allowed, 1 refused).
     Policy(policy_cmd::PolicyArgs),
-    /// Check the parts baton uses outside itself: git, bash, Node, @playwright/mcp (run
+    /// Check the parts baton uses outside itself, and how to install what is missing.
+    ///
+    /// git, bash, Node, @playwright/mcp (run
     /// as [browser] command would run it), Chromium, Landlock, bubblewrap and the
     /// Claude Code and Codex CLIs (each required with its provider), with the command
     /// to install what is missing.
@@ -192,7 +216,9 @@ enum Command {
     /// The browser's parts are required when DIR's baton.toml enables the browser (or
     /// with --browser). Exit codes: 0 every required part is present; 1 otherwise.
     Doctor(doctor_cmd::DoctorArgs),
-    /// Hooks for agent CLIs driven as session backends: `baton hook pre-tool-use`
+    /// Hooks for agent CLIs driven as session backends.
+    ///
+    /// `baton hook pre-tool-use`
     /// judges a Claude Code tool call (hook JSON on stdin) by baton's rules.
     Hook(hook_cmd::HookArgs),
     /// Internal: run a command inside baton's OS sandbox (used by the Bash tool).

@@ -409,14 +409,15 @@ pub(super) fn transcript_tail(path: &Path) -> Vec<(&'static str, String)> {
                                 cut(b["text"].as_str().unwrap_or_default(), 600)
                             ),
                         )),
-                        "tool_use" => out.push((
-                            "tool",
+                        "tool_use" => out.push(("tool", {
+                            // As the live view and `baton log` say it: the
+                            // call's key argument, not its JSON.
+                            let name = b["name"].as_str().unwrap_or_default();
                             format!(
-                                "→ {} {}",
-                                b["name"].as_str().unwrap_or_default(),
-                                cut(&b["input"].to_string(), 200)
-                            ),
-                        )),
+                                "→ {name} {}",
+                                cut(&crate::live::key_argument(name, &b["input"]), 200)
+                            )
+                        })),
                         _ => {}
                     }
                 }
@@ -486,7 +487,7 @@ mod tests {
             t,
             vec![
                 ("", "agent: Let me <look>".to_string()),
-                ("tool", "→ Bash {\"command\":\"ls\"}".to_string()),
+                ("tool", "→ Bash ls".to_string()),
                 ("err", "← Bash (error): boom".to_string()),
             ]
         );

@@ -813,6 +813,29 @@ fn a_usage_error_exits_1_not_the_limit_code() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("--max-sessions"));
 }
 
+/// `baton --help` can be scanned: each command on one line, said in a short
+/// sentence (the details are in `baton COMMAND --help`).
+#[test]
+fn the_help_lists_each_command_in_a_short_line() {
+    let help = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .arg("--help")
+        .output_bounded()
+        .unwrap();
+    let text = String::from_utf8_lossy(&help.stdout).into_owned();
+    let commands: Vec<&str> = text
+        .split("Commands:")
+        .nth(1)
+        .and_then(|t| t.split("Options:").next())
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert!(commands.len() >= 15, "{text}");
+    for line in commands {
+        assert!(line.chars().count() <= 90, "too long to scan: {line}");
+    }
+}
+
 /// `baton run` on a directory that is no project refuses and leaves it as it
 /// was (no `.baton/`, so `baton status` does not take it for a project); a
 /// provider name baton does not know is refused before `baton new` creates
