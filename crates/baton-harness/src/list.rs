@@ -18,6 +18,18 @@ use baton_records::GateReport;
 use baton_records::{LedgerEntry, LedgerKind};
 use baton_records::{SessionKind, State};
 
+/// When baton puts the accepted feature list back ([`Runner::restore_list`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Restore {
+    /// Before coding session `n`.
+    Before(u32),
+    /// When a run starts, after the last session that ran (0: none yet).
+    AtStart {
+        /// That session's number.
+        after: u32,
+    },
+}
+
 impl Runner<'_> {
     /// The accepted list, or the project's own list adopted as the baseline (which
     /// starts the per-feature records afresh: their numbers may mean other features now).
@@ -84,15 +96,30 @@ impl Runner<'_> {
         Ok(Some(list))
     }
 
-    /// Before a coding session: a feature list that is invalid, deleted or changed
-    /// beyond `passes` since it was accepted (by a person, a script, a crash) is put
-    /// back to the accepted version, passes included, and committed and recorded, so
-    /// the agent never starts from a broken list and no pass is lost.
-    pub(crate) fn restore_before(
+    /// Before a coding session, and when a run starts: a feature list that is
+    /// invalid, deleted or changed beyond `passes` since it was accepted (by a
+    /// person, a script, a crash) is put back to the accepted version, passes
+    /// included, and committed and recorded, so the agent never starts from a
+    /// broken list and no pass is lost. `when` says which, and names the session
+    /// the restore follows or precedes: at a run's start, the last one that ran
+    /// (a finished project runs no next one).
+    pub(crate) fn restore_list(
         &self,
-        number: u32,
+        when: Restore,
         accepted: &FeatureList,
     ) -> Result<(), HarnessError> {
+        let (number, said, tag) = match when {
+            Restore::Before(n) => (
+                n,
+                format!("before session {n:04}"),
+                format!("before-{n:04}"),
+            ),
+            Restore::AtStart { after } => (
+                after,
+                format!("when the run started (after session {after:04})"),
+                format!("after-{after:04}"),
+            ),
+        };
         let name = &self.files.names.feature_list;
         // A link in the list's place reads as a deleted list: it is replaced.
         let text = self.files.read_text(name);
@@ -113,7 +140,7 @@ impl Runner<'_> {
                 .files
                 .dir
                 .join(baton_records::layout::REPLACED)
-                .join(format!("{name}.before-{number:04}"));
+                .join(format!("{name}.{tag}"));
             baton_records::write_atomic(&p, &text)?;
             Some(self.files.rel(&p))
         };
@@ -125,7 +152,7 @@ impl Runner<'_> {
             })
             .collect();
         let msg = format!(
-            "baton: restore {name} before session {number}\n\n{}",
+            "baton: restore {name} {said}\n\n{}",
             what.iter().map(|w| format!("- {w}\n")).collect::<String>()
         );
         let entries = what
@@ -135,17 +162,15 @@ impl Runner<'_> {
                 session: number,
                 kind: LedgerKind::Violation,
                 feature: None,
-                detail: format!("before session {number}: {w}; restored the accepted list"),
+                detail: format!("{said}: {w}; restored the accepted list"),
                 commit: None,
                 evidence: Vec::new(),
                 proof: None,
             })
             .collect();
         self.files.commit_list(accepted, &msg, entries)?;
-        self.reporter.line(&format!(
-            "restored {name} before session {number:04}: {}",
-            what.join("; ")
-        ));
+        self.reporter
+            .line(&format!("restored {name} {said}: {}", what.join("; ")));
         Ok(())
     }
 

@@ -193,8 +193,8 @@ impl Runner<'_> {
             // A list deleted or broken since the last run is put back now, not only
             // before a coding session: a finished project has none left to run,
             // and would call itself complete over a list it never read.
-            let next = state.sessions.last().map_or(1, |s| s.number + 1);
-            self.restore_before(next, list)?;
+            let after = state.sessions.last().map_or(0, |s| s.number);
+            self.restore_list(crate::list::Restore::AtStart { after }, list)?;
             // Checks a person or a planner wrote since the last run.
             self.judge_checks(None, list, state.sessions.last().map_or(0, |s| s.number))?;
         }

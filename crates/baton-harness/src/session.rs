@@ -96,7 +96,7 @@ impl Runner<'_> {
         self.guard_boundary(snap, number)?;
         self.clean_home();
         if let (SessionKind::Coding, Some(list)) = (kind, accepted.as_ref()) {
-            self.restore_before(number, list)?;
+            self.restore_list(crate::list::Restore::Before(number), list)?;
         }
         let mut timing = baton_records::Timing::default();
         // What baton's checks below write into the project is put back after.

@@ -261,7 +261,10 @@ fn a_deleted_or_invalid_list_is_restored_before_the_session_with_passes_intact()
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
-            err.contains(&format!("restored feature_list.json before session {n:04}")),
+            err.contains(&format!(
+                "restored feature_list.json when the run started (after session {:04})",
+                n - 1
+            )),
             "{err}"
         );
         let results = tool_results(Wire::Anthropic, &server.requests()[1].body);
@@ -274,7 +277,7 @@ fn a_deleted_or_invalid_list_is_restored_before_the_session_with_passes_intact()
     }
     let ledger = p.file(".baton/ledger.jsonl");
     assert!(
-        ledger.contains("before session 3: feature_list.json was deleted"),
+        ledger.contains("when the run started (after session 0002): feature_list.json was deleted"),
         "{ledger}"
     );
 }

@@ -980,12 +980,14 @@ fn a_broken_list_on_a_finished_project_is_restored_and_said() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
-        err.contains("restored feature_list.json before session 0005"),
+        err.contains("restored feature_list.json when the run started (after session 0004)"),
         "{err}"
     );
     assert!(err.contains("3/3 passing"), "{err}");
     assert_eq!(p.file("feature_list.json"), accepted);
-    let kept = p.file(".baton/replaced/feature_list.json.before-0005");
+    // No session 0005 ever runs: none is named.
+    assert!(!err.contains("session 0005"), "{err}");
+    let kept = p.file(".baton/replaced/feature_list.json.after-0004");
     assert_eq!(kept, "[{ \"description\": \n");
 }
 
