@@ -222,6 +222,7 @@ pub(crate) fn publishable(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::{publishable, published_by_people};
+    use baton_testkit::Bounded as _;
 
     /// What may be published stops before the first commit that changes a CI
     /// definition, and says which.
@@ -234,7 +235,7 @@ mod tests {
                 .args(["-c", "user.name=t", "-c", "user.email=t@t"])
                 .args(args)
                 .current_dir(dir)
-                .output()
+                .output_bounded()
                 .unwrap();
             assert!(out.status.success(), "{out:?}");
             String::from_utf8(out.stdout).unwrap().trim().to_string()

@@ -148,6 +148,7 @@ fn file_into(path: &Path, hash: &mut Sha256) -> Option<()> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use baton_testkit::Bounded as _;
 
     fn digest(dir: &Path) -> String {
         tree_digest(dir, &["notes.txt", "feature_list.json"]).unwrap()
@@ -207,7 +208,7 @@ mod tests {
         std::fs::remove_file(p.join("src/.gitignore")).unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(p.join(".gitignore"))
-            .status()
+            .status_bounded()
             .unwrap();
         assert!(made.success());
         assert_eq!(tree_digest(p, &[]), None);
@@ -232,7 +233,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(d.path().join("pipe"))
-            .status()
+            .status_bounded()
             .unwrap();
         assert!(made.success());
         assert!(tree_digest(d.path(), &[]).is_some());

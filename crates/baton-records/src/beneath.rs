@@ -424,10 +424,10 @@ mod tests {
     #[test]
     fn a_fifo_is_refused_without_blocking() {
         let d = tempfile::tempdir().unwrap();
-        let made = std::process::Command::new("mkfifo")
-            .arg(d.path().join("feature_list.json"))
-            .status()
-            .unwrap();
+        let made = baton_testkit::Bounded::status_bounded(
+            std::process::Command::new("mkfifo").arg(d.path().join("feature_list.json")),
+        )
+        .unwrap();
         assert!(made.success());
         let e = Beneath::new(d.path())
             .read("feature_list.json")

@@ -88,6 +88,11 @@ fn first_line_is(path: &Path, line: &str) -> bool {
 /// `config`'s entries as the trusted `git` reads them (no include followed):
 /// `key\nvalue` (or a bare `key` for a value-less boolean), in order.
 fn listed(config: &Path) -> Option<Vec<(String, Option<String>)>> {
+    // Only a regular file is read: git would wait on a FIFO for ever, and
+    // follow a link anywhere.
+    if !std::fs::symlink_metadata(config).is_ok_and(|m| m.is_file()) {
+        return Some(Vec::new());
+    }
     let git = crate::helpers::find("git")?;
     let out = std::process::Command::new(git)
         .arg("config")
@@ -205,6 +210,7 @@ fn without_userinfo(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_testkit::Bounded as _;
 
     fn repo_with(config: &str) -> (tempfile::TempDir, PathBuf) {
         let t = tempfile::tempdir().unwrap();
@@ -234,7 +240,7 @@ mod tests {
             .arg("--file")
             .arg(&view)
             .arg("--list")
-            .output()
+            .output_bounded()
             .unwrap();
         assert!(read.status.success());
         let read = String::from_utf8(read.stdout).unwrap();

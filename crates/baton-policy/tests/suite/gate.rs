@@ -134,7 +134,7 @@ fn kill_is_allowed_for_processes_of_this_run_only() {
     assert!(!policy.check("pkill -f sleep").is_allowed());
     assert!(!policy.check("kill $(pgrep -f sleep)").is_allowed());
     child.kill().unwrap();
-    child.wait().unwrap();
+    baton_testkit::BoundedChild::wait_bounded(&mut child).unwrap();
 }
 
 #[test]
