@@ -113,6 +113,13 @@ pub fn held(project: &Path) -> bool {
         .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
 }
 
+/// After taking over from a run that ended without releasing the project's
+/// lock: remove the lock files of git's its git processes held when they died
+/// with it (see `git::remove_stale_locks`). What was removed, relative to `dir`.
+pub fn remove_stale_git_locks(dir: &std::path::Path) -> Vec<String> {
+    crate::git::remove_stale_locks(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

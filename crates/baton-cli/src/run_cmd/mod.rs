@@ -51,6 +51,11 @@ pub fn run_what(
         eprintln!(
             "baton: note: the lock of {previous} was left behind (it ended without releasing it); taking over"
         );
+        // Its git processes died with it: a lock of git's they held would stop
+        // every commit of this run, the agent's too.
+        for removed in baton_harness::lock::remove_stale_git_locks(&dir) {
+            eprintln!("baton: removed {removed}, git's lock that the run left behind");
+        }
     }
     // Before anything loads baton.toml: an agent's change left by a killed run goes.
     let result =

@@ -350,6 +350,9 @@ fn a_hook_planted_before_a_crash_is_removed_by_the_next_run() {
     wait_for("the coding session", || transcript.exists());
     first.kill().unwrap();
     first.wait_bounded().unwrap();
+    // A git command killed with the run, as it wrote the index, leaves its
+    // lock: every commit after would fail on it.
+    std::fs::write(p.path().join(".git/index.lock"), "").unwrap();
     let hook = p.path().join(".git/hooks/post-commit");
     std::fs::write(&hook, "#!/bin/sh\necho planted > /tmp/never\n").unwrap();
     let before = p.file(".git/config");
@@ -366,6 +369,10 @@ fn a_hook_planted_before_a_crash_is_removed_by_the_next_run() {
         err.contains(
             ".git/hooks/post-commit was added after a run that did not end cleanly; restored"
         ),
+        "{err}"
+    );
+    assert!(
+        err.contains("baton: removed .git/index.lock, git's lock that the run left behind"),
         "{err}"
     );
     assert!(!hook.exists(), "the planted hook survived");

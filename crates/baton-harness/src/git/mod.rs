@@ -27,7 +27,10 @@ use std::process::Command;
 
 use crate::error::HarnessError;
 
+mod locks;
 mod warm;
+
+pub(crate) use locks::remove_stale_locks;
 pub use warm::{enable as warm_jails, serve as serve_jail};
 
 /// `-c` settings given to every git command baton runs: nothing the repository
