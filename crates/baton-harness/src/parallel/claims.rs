@@ -2,23 +2,26 @@
 //! on one machine a claim is a ref in the project that only one can create
 //! (`refs/baton/claims/<n>`); with `--remote` it is a claim commit pushed to the
 //! shared remote only if none is there, renewed while its session runs and
-//! expired when its machine stops renewing it ([`Remote`]). Claims are part of
+//! expired when its machine stops renewing it (`Remote`). Claims are part of
 //! the [`Mainline`], the main branch the work lands on (the project's, or the
 //! remote's), through which the coordinator, the merges and the settling go
-//! without knowing which they have.
+//! without knowing which they have. The remote's side of both is in
+//! `remote.rs`, which depends on this file and not the other way round.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::remote::{CLAIMS, Remote};
 use crate::error::HarnessError;
 use crate::git::git;
 use crate::runner::Reporter;
 
+/// Where claims live, on a shared remote as locally.
+pub const CLAIMS: &str = "refs/baton/claims/";
+
 /// The main branch the agents' work lands on, and the claims on its features:
 /// the project's own branch and refs on one machine ([`Local`]), or a remote's
-/// shared by machines ([`Remote`]). The coordinator, the merges and the
+/// shared by machines (`Remote`). The coordinator, the merges and the
 /// settling go through it alone.
 pub(super) trait Mainline: Claims + Sync {
     /// Whether other machines share it (their merges and claims can appear at
@@ -44,20 +47,6 @@ impl Mainline for Local {
     /// The project's branch is moved by the merge itself.
     fn publish(&self, _commit: &str) -> Result<bool, HarnessError> {
         Ok(true)
-    }
-}
-
-impl Mainline for Remote {
-    fn shared(&self) -> bool {
-        true
-    }
-
-    fn pull(&self) -> Result<bool, HarnessError> {
-        self.sync()
-    }
-
-    fn publish(&self, commit: &str) -> Result<bool, HarnessError> {
-        self.push(commit)
     }
 }
 
@@ -119,44 +108,6 @@ impl Claims for Local {
     }
 
     fn renew(&self, _reporter: &dyn Reporter) -> Result<(), HarnessError> {
-        Ok(())
-    }
-}
-
-impl Claims for Remote {
-    fn claim(&self, n: usize, _tip: &str) -> Result<bool, HarnessError> {
-        Remote::claim(self, &n.to_string())
-    }
-
-    fn release(&self, n: usize) {
-        Remote::release(self, &n.to_string());
-    }
-
-    fn claimed(&self) -> Result<BTreeSet<usize>, HarnessError> {
-        Ok(Remote::claimed(self)?
-            .iter()
-            .filter_map(|name| name.parse().ok())
-            .collect())
-    }
-
-    /// Claims whose machine stopped renewing them long ago are released.
-    fn drop_stale(&self, reporter: &dyn Reporter) -> Result<(), HarnessError> {
-        for name in self.expire()? {
-            reporter.line(&format!("claim of {name} expired on the remote; released"));
-        }
-        Ok(())
-    }
-
-    fn renew_every(&self) -> Option<Duration> {
-        Some(Remote::renew_every(self))
-    }
-
-    fn renew(&self, reporter: &dyn Reporter) -> Result<(), HarnessError> {
-        for name in Remote::renew(self)? {
-            reporter.line(&format!(
-                "the claim of {name} expired on the remote before its session ended; another machine may take it"
-            ));
-        }
         Ok(())
     }
 }

@@ -12,16 +12,15 @@ use std::time::Duration;
 
 use baton_records::{SessionKind, State};
 
-use super::claims::Mainline;
+use super::claims::{CLAIMS, Claims, Mainline};
 use super::{Parallel, WAIT_FOR_OTHERS};
 use crate::error::HarnessError;
 use crate::git::{self, git, git_network};
 use crate::limits::RunEnd;
+use crate::runner::Reporter;
 
 /// The name of the remote baton adds to the project's repository.
 pub const REMOTE: &str = "baton";
-/// Where claims live, on the remote as locally.
-pub const CLAIMS: &str = "refs/baton/claims/";
 
 /// The shared remote of a project, seen from one machine's repository.
 #[derive(Debug)]
@@ -372,5 +371,57 @@ impl Parallel<'_> {
             .sessions
             .iter()
             .any(|s| s.kind == SessionKind::Initializer))
+    }
+}
+
+impl Mainline for Remote {
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn pull(&self) -> Result<bool, HarnessError> {
+        self.sync()
+    }
+
+    fn publish(&self, commit: &str) -> Result<bool, HarnessError> {
+        self.push(commit)
+    }
+}
+
+impl Claims for Remote {
+    fn claim(&self, n: usize, _tip: &str) -> Result<bool, HarnessError> {
+        Remote::claim(self, &n.to_string())
+    }
+
+    fn release(&self, n: usize) {
+        Remote::release(self, &n.to_string());
+    }
+
+    fn claimed(&self) -> Result<BTreeSet<usize>, HarnessError> {
+        Ok(Remote::claimed(self)?
+            .iter()
+            .filter_map(|name| name.parse().ok())
+            .collect())
+    }
+
+    /// Claims whose machine stopped renewing them long ago are released.
+    fn drop_stale(&self, reporter: &dyn Reporter) -> Result<(), HarnessError> {
+        for name in self.expire()? {
+            reporter.line(&format!("claim of {name} expired on the remote; released"));
+        }
+        Ok(())
+    }
+
+    fn renew_every(&self) -> Option<Duration> {
+        Some(Remote::renew_every(self))
+    }
+
+    fn renew(&self, reporter: &dyn Reporter) -> Result<(), HarnessError> {
+        for name in Remote::renew(self)? {
+            reporter.line(&format!(
+                "the claim of {name} expired on the remote before its session ended; another machine may take it"
+            ));
+        }
+        Ok(())
     }
 }
