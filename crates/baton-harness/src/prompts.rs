@@ -37,19 +37,22 @@ pub fn practices(names: &ProjectConfig, setting: Setting) -> String {
 pub enum Toolset {
     /// baton's own agent loop: Bash, Read, Write, Edit, Glob, Grep (and BlockFeature).
     Own,
-    /// Claude Code, whose tools have the same names.
-    ClaudeCode,
-    /// Codex: a shell and `apply_patch`.
-    Codex,
+    /// An agent CLI, whose tools its profile names
+    /// ([`baton_agent::cli_session::CliProfile::tool_words`]).
+    Cli(baton_agent::cli_session::CliKind),
 }
 
 impl Toolset {
     /// The tools of the agent CLI `kind`.
     pub fn of_cli(kind: baton_agent::cli_session::CliKind) -> Self {
-        use baton_agent::cli_session::CliKind;
-        match kind {
-            CliKind::ClaudeCode => Self::ClaudeCode,
-            CliKind::Codex => Self::Codex,
+        Self::Cli(kind)
+    }
+
+    /// How the texts name these tools.
+    pub fn words(self) -> baton_agent::cli_session::ToolWords {
+        match self {
+            Self::Own => baton_agent::cli_session::OWN_TOOL_WORDS,
+            Self::Cli(kind) => kind.profile().tool_words,
         }
     }
 }
@@ -67,28 +70,15 @@ pub struct Setting {
 
 impl Setting {
     /// The texts' words for the tools and the sandbox.
-    fn words(self) -> [(&'static str, &'static str); 8] {
-        let codex = self.tools == Toolset::Codex;
+    fn words(self) -> [(&'static str, &'static str); 9] {
+        let w = self.tools.words();
         [
-            ("{Grep}", if codex { "`grep -rn`" } else { "Grep" }),
-            (
-                "{Read}",
-                if codex {
-                    "`sed -n 'FROM,TOp' FILE`"
-                } else {
-                    "Read (offset, limit)"
-                },
-            ),
-            ("{Write}", if codex { "apply_patch" } else { "Write" }),
-            ("{Edit}", if codex { "apply_patch" } else { "Edit" }),
-            (
-                "{flip_steps}",
-                if codex {
-                    "find its line with `grep -n`, read only that entry with `sed -n`, and change it with apply_patch, in a hunk from its description to its \"passes\": false, changing only false to true"
-                } else {
-                    "Grep (-n) its description, Read only that entry (offset, limit), and Edit it with an old_string from its description to its \"passes\": false, changing only false to true"
-                },
-            ),
+            ("{Grep}", w.grep),
+            ("{Read}", w.read),
+            ("{Write}", w.write),
+            ("{Edit}", w.edit),
+            ("{flip_steps}", w.flip_steps),
+            ("{background}", w.background),
             (
                 "{parse_check}",
                 "`python3 -m json.tool {feature_list} > /dev/null && grep -c '\"passes\"' {feature_list}`",
@@ -113,15 +103,15 @@ impl Setting {
 
 /// Where an agent CLI's commands may write (baton's own `Bash` description says
 /// it for its loop).
-const SANDBOX: &str = "\n- Your commands run in baton's sandbox without secrets; they write the project, /tmp ($TMPDIR) and a home of this project's own: global installs there are lost on a fresh clone, so dependencies belong in {init_script}; scratch files go to /tmp, not into the project.";
+const SANDBOX: &str = "\n- Your commands run in baton's sandbox without secrets; they write the project, /tmp and a home of this project's own, which is emptied when every session starts (checks and the verifier get an empty one): global installs (pip --user, npm -g, a browser download) do not last, so dependencies belong in the project, installed by {init_script}; scratch files go to /tmp, not into the project.";
 
 /// What the policy refuses where Landlock is the only sandbox.
-const INLINE_CODE: &str = "\n- This run's sandbox cannot bound inline code: python3 -c, node -e and programs piped into an interpreter are refused, so write the code to a file in /tmp and run that; stop a process by its pid (kill), not by name.";
+const INLINE_CODE: &str = "\n- This run's sandbox cannot bound inline code: python3 -c, node -e, here-documents fed to an interpreter (python3 - <<EOF) and programs piped into an interpreter are refused, so write the code to a file in /tmp and run that; stop a process by its pid (kill), not by name.";
 
 /// The independent verifier's system prompt: read-only, strict, evidence-based.
 const VERIFIER_SYSTEM: &str = r#"You are an independent QA engineer checking another engineer's work in a project directory on a Linux machine: {dir}. No person will answer questions.
 
-You may not change the project in any way: no editing tools, no writing into the project through the shell (no redirection into its files, `tee`, `sed -i`, `mv`, `rm`, installs), no git commands that change state (add, commit, stash, checkout, reset). Read, run and test only; scratch files, small programs and builds go under your own temp dir (named below). Each shell call is a fresh shell with stdin closed; long-running servers go in the background (your shell tool's option for it) and you poll them until they answer.
+You may not change the project in any way: no editing tools, no writing into the project through the shell (no redirection into its files, `tee`, `sed -i`, `mv`, `rm`, installs), no git commands that change state (add, commit, stash, checkout, reset). Read, run and test only; scratch files, small programs and builds go under your own temp dir (named below). Each shell call is a fresh shell with stdin closed; long-running servers go in the background ({background}) and you poll them until they answer.{inline_code}
 
 Your verdict decides whether a feature counts as done, and reviewers like you are known to be too lenient. Be strict:
 - Fail when in doubt. A pass needs evidence: for each step, what you did and what you saw.
@@ -130,9 +120,14 @@ Your verdict decides whether a feature counts as done, and reviewers like you ar
 - Judge the feature's steps as written: what they do not cover (a missing favicon, a style they do not ask for) is not a failure.
 - Look at what the session under test changed (`git diff BASE..HEAD`, BASE given below): special-cased test data, weakened or deleted tests and checks that always pass are failures."#;
 
-/// The verifier's system prompt for the project in `dir`.
-pub fn verifier_system(dir: &std::path::Path) -> String {
-    VERIFIER_SYSTEM.replace("{dir}", &dir.display().to_string())
+/// The verifier's system prompt for the project in `dir`, in its `setting`
+/// (its tools, and whether inline code is refused).
+pub fn verifier_system(dir: &std::path::Path, setting: Setting) -> String {
+    let mut text = VERIFIER_SYSTEM.replace("{dir}", &dir.display().to_string());
+    for (key, words) in setting.words() {
+        text = text.replace(key, words);
+    }
+    text
 }
 
 /// How a feature list's entries are written: the initializer's, the adopting

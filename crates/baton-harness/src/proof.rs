@@ -377,7 +377,7 @@ impl Runner<'_> {
             scratch: Some(scratch.display().to_string()),
             refused,
         });
-        let system = prompts::verifier_system(&self.files.dir);
+        let system = prompts::verifier_system(&self.files.dir, self.setting());
         // Another model for the verifier: its own client in baton's loop.
         let own_client = match (&self.backend, &self.cfg.verify.model) {
             (Backend::Loop(client), Some(m)) => {

@@ -526,7 +526,7 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
              - Output over 30000 bytes keeps its head and tail; the whole is saved under .baton/outputs/ (Grep or Read that file rather than running the command again).\n\
              - run_in_background=true returns at once with the pid and a log file; the process keeps running until your session ends \
              (the start script starts servers again next time). Stop it with kill PID.\n\
-             - Commands pass baton's policy and run in a sandbox without secrets; they write the project, /tmp ($TMPDIR) and a home of this project's own (global installs there are lost on a fresh clone: dependencies belong in the start script). A refusal says why and what to do instead.",
+             - Commands pass baton's policy and run in a sandbox without secrets; they write the project, /tmp and a home of this project's own, emptied when every session starts (global installs there do not last: dependencies belong in the project, installed by the start script). A refusal says why and what to do instead.",
             json!({
                 "type": "object",
                 "properties": {

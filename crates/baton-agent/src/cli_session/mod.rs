@@ -38,7 +38,7 @@ pub use claude::{
     SANDBOX_SPEC_VAR, SHELL_PREFIX_VAR,
 };
 pub use codex::Codex;
-pub use profile::{CliKind, CliProfile};
+pub use profile::{CliKind, CliProfile, OWN_TOOL_WORDS, ToolWords};
 
 /// One agent CLI: how a session of it starts, what the lines of its stream mean
 /// and how it ended. What every CLI shares (its process, the limits, stopping it,

@@ -39,7 +39,39 @@ pub struct CliProfile {
     pub caveats: &'static [&'static str],
     /// Said when it runs whole inside the sandbox but the sandbox is off.
     pub unsandboxed: &'static str,
+    /// How the texts a model reads name its tools.
+    pub tool_words: ToolWords,
 }
+
+/// How the texts a model reads (prompts, handoff notes, the verifier's) name its
+/// tools: what to search, read, write and edit files with, how to flip a
+/// feature, how to keep a server running past one shell call. Data of each
+/// backend, so a text never names a tool its agent lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolWords {
+    /// Searching files.
+    pub grep: &'static str,
+    /// Reading part of a file.
+    pub read: &'static str,
+    /// Writing a file.
+    pub write: &'static str,
+    /// Editing a file.
+    pub edit: &'static str,
+    /// Flipping one feature's `passes` in the list, touching nothing else.
+    pub flip_steps: &'static str,
+    /// Starting a server that outlives the shell call.
+    pub background: &'static str,
+}
+
+/// The words for baton's own loop, whose tools Claude Code shares by name.
+pub const OWN_TOOL_WORDS: ToolWords = ToolWords {
+    grep: "Grep",
+    read: "Read (offset, limit)",
+    write: "Write",
+    edit: "Edit",
+    flip_steps: "Grep (-n) its description, Read only that entry (offset, limit), and Edit it with an old_string from its description to its \"passes\": false, changing only false to true",
+    background: "the Bash tool's run_in_background",
+};
 
 impl CliKind {
     /// Every agent CLI baton drives.
@@ -58,6 +90,7 @@ impl CliKind {
                 inside_sandbox: false,
                 caveats: &[],
                 unsandboxed: "",
+                tool_words: OWN_TOOL_WORDS,
             },
             CliKind::Codex => CliProfile {
                 provider: codex::PROVIDER,
@@ -72,6 +105,14 @@ impl CliKind {
                     "note: with codex, a session's tokens are counted at its end (what baton's key proxy saw the provider report), so cost and the budget move then",
                 ],
                 unsandboxed: "warning: codex runs without baton's sandbox ([sandbox] is off, or the kernel lacks Landlock): only baton's hook judges its edits and commands, and it holds the key proxy's token",
+                tool_words: ToolWords {
+                    grep: "`grep -rn`",
+                    read: "`sed -n 'FROM,TOp' FILE`",
+                    write: "apply_patch",
+                    edit: "apply_patch",
+                    flip_steps: "find its line with `grep -n`, read only that entry with `sed -n`, and change it with apply_patch, in a hunk from its description to its \"passes\": false, changing only false to true",
+                    background: "with nohup and &, its output to a log file: nohup CMD > /tmp/NAME.log 2>&1 &",
+                },
             },
         }
     }

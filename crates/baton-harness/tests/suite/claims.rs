@@ -41,7 +41,10 @@ fn every_prompt(setting: Setting) -> Vec<(String, String)> {
         "system".into(),
         prompts::system(dir, &ProjectConfig::default(), setting),
     ));
-    out.push(("verifier system".into(), prompts::verifier_system(dir)));
+    out.push((
+        "verifier system".into(),
+        prompts::verifier_system(dir, setting),
+    ));
     let list = FeatureList::parse(
         r#"[{"category": "functional", "description": "A todo can be added",
              "steps": ["Type 'Buy milk'", "See it listed"], "passes": true}]"#,
@@ -146,9 +149,13 @@ const BACKENDS: &[(&str, &[&str], Toolset)] = &[
     (
         "claude-code",
         &["Bash", "Read", "Write", "Edit", "Glob", "Grep"],
-        Toolset::ClaudeCode,
+        Toolset::Cli(baton_agent::cli_session::CliKind::ClaudeCode),
     ),
-    ("codex", &["shell", "apply_patch"], Toolset::Codex),
+    (
+        "codex",
+        &["shell", "apply_patch"],
+        Toolset::Cli(baton_agent::cli_session::CliKind::Codex),
+    ),
 ];
 
 /// The tools `text` names as tools ("with Grep", "Read (offset", "(Edit:",

@@ -12,7 +12,7 @@ const OWN: Setting = Setting {
 };
 /// Codex where Landlock is the only sandbox: the run whose texts differ most.
 const CODEX_LANDLOCK: Setting = Setting {
-    tools: Toolset::Codex,
+    tools: Toolset::Cli(baton_agent::cli_session::CliKind::Codex),
     bubblewrap: false,
 };
 
@@ -25,7 +25,11 @@ fn system_prompts() {
         "system_codex_landlock",
         prompts::system(dir, &names, CODEX_LANDLOCK)
     );
-    insta::assert_snapshot!("verifier_system", prompts::verifier_system(dir));
+    insta::assert_snapshot!("verifier_system", prompts::verifier_system(dir, OWN));
+    insta::assert_snapshot!(
+        "verifier_system_codex_landlock",
+        prompts::verifier_system(dir, CODEX_LANDLOCK)
+    );
 }
 
 #[test]
