@@ -264,7 +264,7 @@ impl Runner<'_> {
         g: &mut Gates<'_>,
         flips: &[usize],
         base: Option<&str>,
-        app: Option<String>,
+        app: Option<verifier::AppStart>,
         deadline: Option<Instant>,
     ) -> Result<(f64, Option<AgentError>), HarnessError> {
         let Some(current) = g.list.clone() else {
@@ -326,7 +326,7 @@ impl Runner<'_> {
         flips: &[usize],
         refused: &[(usize, String)],
         base: Option<&str>,
-        app: Option<String>,
+        app: Option<verifier::AppStart>,
         deadline: Option<Instant>,
     ) -> Result<Round, HarnessError> {
         let per_feature = self.cfg.verify.turns_per_feature;
@@ -1164,7 +1164,7 @@ impl Runner<'_> {
     /// Run the start script (writable, through the policy) so the read-only verifier
     /// finds the app running. Returns the last lines it printed (or its failure),
     /// for the verifier to read; `None` when there is no start script to run.
-    pub(crate) async fn start_app_for_verifier(&self) -> Option<String> {
+    pub(crate) async fn start_app_for_verifier(&self) -> Option<verifier::AppStart> {
         let init = &self.files.names.init_script;
         if !(self.cfg.verify.run_init && self.files.dir.join(init).is_file()) {
             return None;
@@ -1173,16 +1173,22 @@ impl Runner<'_> {
         // steer the app the verifier judges.
         self.clean_home();
         let input = serde_json::json!({"command": format!("./{init}"), "timeout": 600_000});
+        let mut start = verifier::AppStart {
+            script: init.clone(),
+            refused: None,
+            failed: false,
+            said: String::new(),
+            fence: verifier::AppStart::new_fence(),
+        };
         if let baton_tools::GateDecision::Refuse(why) = self.policy.check("Bash", &input) {
-            return Some(format!("(./{init} was refused by baton's policy: {why})"));
+            start.refused = Some(why);
+            return Some(start);
         }
         let out = self.tools.call("Bash", &input).await;
         let lines: Vec<&str> = out.content.lines().rev().take(6).collect();
         let said: Vec<&str> = lines.into_iter().rev().collect();
-        Some(format!(
-            "{}{}",
-            if out.is_error { "(it failed) " } else { "" },
-            said.join("\n")
-        ))
+        start.failed = out.is_error;
+        start.said = said.join("\n");
+        Some(start)
     }
 }

@@ -189,7 +189,13 @@ fn verifier_prompt() {
             kind: "web",
             browser: true,
             base: Some("0123456789abcdef0123"),
-            app: Some("Server: http://127.0.0.1:3000".into()),
+            app: Some(baton_harness::verifier::AppStart {
+                script: "init.sh".into(),
+                refused: None,
+                failed: false,
+                said: "Server: http://127.0.0.1:3000".into(),
+                fence: "0f1e2d3c4b5a6978".into(),
+            }),
             scratch: Some("/tmp/baton-verifier-test".into()),
             refused: &[],
         })
