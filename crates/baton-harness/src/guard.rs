@@ -228,7 +228,7 @@ impl ReachGate<'_> {
                 let scheme = url.trim_start().split(':').next().unwrap_or_default();
                 scheme.eq_ignore_ascii_case("file").then(|| {
                     format!(
-                        "{tool} may not open file:// URLs ({url}); read project files with Read (set [policy] allow_file_urls = true in baton.toml to allow it)"
+                        "{tool} may not open file:// URLs ({url}); read project files with Read, or serve them over http (only a person can allow file:// with [policy] allow_file_urls)"
                     )
                 })
             }

@@ -318,11 +318,11 @@ impl Egress {
                     self.refused.add(&host);
                     let why = if self.allow.names(&host) {
                         format!(
-                            "baton: {host} is on this run's allowlist at other ports than {port}; the person can add {host}:{port} to [sandbox] allow in baton.toml"
+                            "baton: {host} is on this run's allowlist at other ports than {port}; if the project needs it, say so in the progress notes (only a person can add {host}:{port} to [sandbox] allow)"
                         )
                     } else {
                         format!(
-                            "baton: {host} is not on this run's allowlist of hosts; the person can add it to [sandbox] allow in baton.toml"
+                            "baton: {host} is not on this run's allowlist of hosts; if the project needs it, say so in the progress notes (only a person can add it to [sandbox] allow)"
                         )
                     };
                     refuse(&mut client, 403, &why);

@@ -209,11 +209,11 @@ pub(crate) fn never(name: &str) -> Option<(&'static str, &'static str)> {
         ),
         "docker" | "podman" | "kubectl" | "nerdctl" => (
             "container tools can mount the host and run anything",
-            "ask the user to add it to [policy] allow in baton.toml if the project needs it",
+            "if the project needs it, say so in the progress notes and go on without it (only a person can add it to [policy] allow)",
         ),
         "psql" | "mysql" | "redis-cli" | "mongosh" => (
             "database shells have their own commands to run programs and write files",
-            "query the database from the project's code or tests, or ask the user to add the client to [policy] allow",
+            "query the database from the project's code or tests; if the project needs the client itself, say so in the progress notes (only a person can add it to [policy] allow)",
         ),
         "osascript" | "open" | "xdg-open" => (
             "opening applications acts outside the project",

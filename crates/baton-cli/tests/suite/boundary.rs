@@ -1124,7 +1124,7 @@ fn a_command_reaches_only_the_allowlisted_hosts_through_batons_proxy() {
     // entry to add.
     assert!(
         line("other-port").contains(&format!(
-            "porty.test is on this run's allowlist at other ports than {port}; the person can add porty.test:{port}"
+            "porty.test is on this run's allowlist at other ports than {port}; if the project needs it, say so in the progress notes (only a person can add porty.test:{port}"
         )),
         "{said}"
     );

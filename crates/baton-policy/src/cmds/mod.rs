@@ -195,7 +195,7 @@ impl Checker<'_> {
             self.refuse(
                 &c.part,
                 format!("{name} is removed from the allowlist by this project's baton.toml ([policy] deny)"),
-                "use another command, or ask the user to change [policy] deny",
+                "use another command (only a person can change [policy] deny)",
             );
             return Flow::same(&c.cwd);
         }
@@ -213,7 +213,7 @@ impl Checker<'_> {
         self.refuse(
             &c.part,
             format!("{name} is not on baton's allowlist of commands"),
-            "use an allowed command (file inspection, git, node/npm/npx, python/pip, cargo, go, make, curl to localhost, process tools), a script inside the project, or ask the user to add it to [policy] allow in baton.toml",
+            "use an allowed command (file inspection, git, node/npm/npx, python/pip, cargo, go, make, curl to localhost, process tools), a script inside the project, and if the project needs this one, say so in the progress notes (only a person can add it to [policy] allow)",
         );
         Flow::same(&c.cwd)
     }

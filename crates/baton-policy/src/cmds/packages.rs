@@ -116,7 +116,7 @@ impl Checker<'_> {
             self.refuse(
                 &c.part,
                 format!("{full} is not on the list of packages baton lets npm/npx download and run"),
-                "use a listed initializer (create-vite, create-next-app, create-react-app …), or ask the user to add it to [policy] npx_packages",
+                "use a listed initializer (create-vite, create-next-app, create-react-app …); if the project needs this one, say so in the progress notes (only a person can add it to [policy] npx_packages)",
             );
         }
     }
@@ -214,7 +214,7 @@ impl Checker<'_> {
                 self.refuse(
                     &c.part,
                     format!("{name} is not on the list of packages baton lets npx download and run"),
-                    "add it as a dev dependency (npm install -D PKG) and run it through an npm script, use a listed tool (vite, tsc, eslint, prettier, jest, vitest, playwright …), or ask the user to add it to [policy] npx_packages",
+                    "add it as a dev dependency (npm install -D PKG) and run it through an npm script, use a listed tool (vite, tsc, eslint, prettier, jest, vitest, playwright …), and if the project needs this one, say so in the progress notes (only a person can add it to [policy] npx_packages)",
                 );
             }
         }

@@ -195,7 +195,7 @@ impl Checker<'_> {
         if self.policy.user_allow.contains(&c.name) {
             return;
         }
-        let instead = "query the database from the project's code or tests, or ask the user to add the client to [policy] allow";
+        let instead = "query the database from the project's code or tests; if the project needs the client itself, say so in the progress notes (only a person can add it to [policy] allow)";
         if !self.policy.bubblewrap {
             self.refuse(
                 &c.part,

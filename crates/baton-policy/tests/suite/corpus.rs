@@ -83,6 +83,19 @@ fn failures(policy: &Policy, cases: &[Case], bubblewrap: bool) -> Vec<String> {
             )),
             (_, true) => out.push(format!("{at}: ATTACK ALLOWED: {}", case.command)),
             (Expect::Refused(why), false) => {
+                // The refusal goes to the agent, whom no person answers during
+                // a run: it says what the agent can do, never to ask someone.
+                let lower = msg.to_lowercase();
+                if ["ask the user", "ask the person", "ask a person", "ask your"]
+                    .iter()
+                    .any(|p| lower.contains(p))
+                {
+                    out.push(format!(
+                        "{at}: the refusal sends the agent to a person: {}\n    {}",
+                        case.command,
+                        msg.replace('\n', "\n    ")
+                    ));
+                }
                 if !msg.contains(why.as_str()) {
                     out.push(format!(
                         "{at}: refused, but not for {why:?}: {}\n    {}",

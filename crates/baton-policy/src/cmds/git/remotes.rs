@@ -136,7 +136,7 @@ pub(super) fn submodule(c: &mut Checker, cmd: &Cmd, lits: &LiteralArgs) {
         c.refuse(
             &cmd.part,
             "git submodule add/update/sync fetches from the submodules' remotes",
-            "ask the user to add \"*\" to [policy] remotes, or vendor the code",
+            "vendor the code, or say in the progress notes that the project needs its submodules (a person can run `git submodule update --init` before the run, or add \"*\" to [policy] remotes)",
         );
     }
     program_options(c, cmd, "submodule", lits);
