@@ -16,10 +16,12 @@ use serde::Deserialize;
 
 mod forge;
 mod mcp;
+mod notify;
 mod policy;
 mod verify;
 pub use forge::*;
 pub use mcp::*;
+pub use notify::*;
 pub use policy::*;
 pub use verify::*;
 
