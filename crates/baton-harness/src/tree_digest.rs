@@ -88,7 +88,7 @@ fn walk(
         let path = entry.path();
         let kind = entry.file_type().ok()?;
         let name = entry.file_name();
-        if kind.is_dir() && (name == ".git" || name == ".baton") {
+        if kind.is_dir() && (name == ".git" || name == baton_records::layout::DIR) {
             continue;
         }
         let Ok(rel) = path.strip_prefix(root) else {

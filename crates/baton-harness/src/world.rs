@@ -205,7 +205,12 @@ impl Layers {
     /// Whether `path` is baton's record or a hand-off file (the list, the
     /// notes, the spec, `baton.toml`, `.baton/`), which every session changes.
     pub fn is_record(&self, path: &str) -> bool {
-        self.records.iter().any(|r| r == path) || path == ".baton" || path.starts_with(".baton/")
+        let records = baton_records::layout::DIR;
+        self.records.iter().any(|r| r == path)
+            || path == records
+            || path
+                .strip_prefix(records)
+                .is_some_and(|r| r.starts_with('/'))
     }
 
     /// The layer of `path` (relative to the project).

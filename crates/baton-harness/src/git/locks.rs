@@ -33,7 +33,7 @@ const MAX_ENTRIES: usize = 100_000;
 /// Returns what was removed, relative to `dir`.
 pub fn remove_stale_locks(dir: &Path) -> Vec<String> {
     let mut git_dirs = vec![dir.join(".git")];
-    if let Ok(agents) = std::fs::read_dir(dir.join(baton_records::layout::DIR).join("agents")) {
+    if let Ok(agents) = std::fs::read_dir(dir.join(baton_records::layout::AGENTS)) {
         git_dirs.extend(agents.flatten().map(|a| a.path().join(".git")));
     }
     let mut found = Vec::new();

@@ -352,7 +352,8 @@ impl Runner<'_> {
                 paths.push(d.path);
             }
         }
-        paths.retain(|p| !p.starts_with(".baton/"));
+        let records = format!("{}/", baton_records::layout::DIR);
+        paths.retain(|p| !p.starts_with(&records));
         let spec = self.files.names.spec.clone();
         if paths.is_empty() {
             return Ok(None);
