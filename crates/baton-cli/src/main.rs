@@ -140,7 +140,7 @@ enum Command {
     ///
     /// TEXT goes into the brief of the next coding session
     /// (in a parallel run, the next one handed out), recorded in the ledger as
-    /// `told`. Works while a run is going; queued under DIR/.baton/tell/ until then.
+    /// `told`. Works while a run is going; queued in baton's state dir until then.
     ///
     /// Exit codes: 0 queued; 1 error (no project, empty or overlong text).
     Tell {

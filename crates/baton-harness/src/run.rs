@@ -198,6 +198,14 @@ impl Runner<'_> {
             // Checks a person or a planner wrote since the last run.
             self.judge_checks(None, list, state.sessions.last().map_or(0, |s| s.number))?;
         }
+        let left = crate::tell::left_in_project(&self.files.dir);
+        if left > 0 {
+            self.reporter.line(&format!(
+                "{left} tell(s) in {} (an older baton's queue, which commands can write where bubblewrap is missing) are not read: tell them again with `baton tell`, which now keeps them in {}",
+                baton_records::layout::TELL,
+                crate::tell::queue_dir(&self.files.dir).display()
+            ));
+        }
         self.resume_stalled(&mut state)?;
         Ok((snap, state, accepted))
     }

@@ -1,11 +1,16 @@
-//! A person's guidance for the agent: `baton tell DIR "text"` queues it under
-//! `.baton/tell/` (one file each, written whole and then renamed into place, so
-//! a run reading the queue never sees half of one, and a run may be going
-//! meanwhile), the next coding session's brief carries it, and once that session
-//! has started it is recorded in the ledger (`told`) and leaves the queue. In a
-//! parallel run the next agent handed a feature takes what is queued into its
-//! working copy. The queue is under `.baton/`, which the agent cannot write where
-//! bubblewrap runs.
+//! A person's guidance for the agent: `baton tell DIR "text"` queues it in
+//! baton's state dir for the project (one file each, written whole and then
+//! renamed into place, so a run reading the queue never sees half of one, and a
+//! run may be going meanwhile), the next coding session's brief carries it, and
+//! once that session has started it is recorded in the ledger (`told`) and
+//! leaves the queue. In a parallel run the next agent handed a feature takes
+//! what is queued into its working copy's queue. The queue is outside the
+//! project, where no agent command can write in any sandbox mode (bubblewrap
+//! binds the state dir read-only; Landlock alone gives no right there): the
+//! brief presents tells as a person's words, so no session may plant one for
+//! the next. (It was under `.baton/tell/`, which Landlock alone leaves
+//! writable; files left there by an older baton are not read, and the run says
+//! so.)
 
 use std::path::{Path, PathBuf};
 
@@ -43,7 +48,7 @@ pub fn queue(files: &Files, text: &str) -> Result<PathBuf, HarnessError> {
             text.len()
         )));
     }
-    let dir = files.dir.join(layout::TELL);
+    let dir = queue_dir(&files.dir);
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     let t_ms = baton_agent::transcript::now_ms();
     // Unique and in order: the time, then a number for tells in the same ms.
@@ -61,10 +66,27 @@ pub fn queue(files: &Files, text: &str) -> Result<PathBuf, HarnessError> {
     )))
 }
 
-/// The guidance queued in `project`, oldest first. A file that cannot be read
-/// is left where it is for the next look.
+/// Where the guidance for the project in `project` waits: in baton's state dir
+/// for it, outside the project.
+pub fn queue_dir(project: &Path) -> PathBuf {
+    baton_config::state_dir(project).join("tell")
+}
+
+/// Guidance an older baton queued in the project's `.baton/tell/`, which
+/// Landlock alone leaves writable to agent commands: never read, only counted,
+/// so the run can say so.
+pub fn left_in_project(project: &Path) -> usize {
+    std::fs::read_dir(project.join(layout::TELL)).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "txt"))
+            .count()
+    })
+}
+
+/// The guidance queued for `project`, oldest first. A file that cannot be read
+/// (or is no regular file) is left where it is for the next look.
 pub fn pending(project: &Path) -> Vec<Told> {
-    let dir = project.join(layout::TELL);
+    let dir = queue_dir(project);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
@@ -73,13 +95,13 @@ pub fn pending(project: &Path) -> Vec<Told> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "txt"))
         .filter_map(|path| {
-            // Never through a link planted in the queue.
-            let rel = path.strip_prefix(project).ok()?;
-            let text = baton_records::beneath::Beneath::new(project)
-                .read_to_string(rel)
-                .ok()?
-                .trim()
-                .to_string();
+            // Never through a link, never more than a tell can hold.
+            let regular = std::fs::symlink_metadata(&path)
+                .is_ok_and(|m| m.is_file() && m.len() <= 2 * MOST_BYTES as u64);
+            if !regular {
+                return None;
+            }
+            let text = std::fs::read_to_string(&path).ok()?.trim().to_string();
             let name = path.file_stem()?.to_string_lossy().into_owned();
             let t_ms = name.split('-').next()?.parse().ok()?;
             (!text.is_empty()).then_some(Told { path, t_ms, text })
@@ -96,7 +118,7 @@ pub fn hand_over(from: &Path, to: &Path) -> Result<usize, HarnessError> {
     if told.is_empty() {
         return Ok(0);
     }
-    let dir = to.join(layout::TELL);
+    let dir = queue_dir(to);
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     for t in &told {
         let Some(name) = t.path.file_name() else {

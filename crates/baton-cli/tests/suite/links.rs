@@ -96,7 +96,7 @@ fn a_tell_queue_entry_that_is_a_link_is_not_read() {
     let p =
         Project::with_toml("[project]\nfeatures = 3\nmin_features = 3\n[run]\npause_secs = 0\n");
     std::fs::write(p.path().join("app_spec.txt"), "spec\n").unwrap();
-    let queue = p.path().join(".baton/tell");
+    let queue = baton_harness::tell::queue_dir(&p.path().canonicalize().unwrap());
     std::fs::create_dir_all(&queue).unwrap();
     std::os::unix::fs::symlink(&key, queue.join("1700000000000-a.txt")).unwrap();
     std::fs::write(queue.join("1700000000001-b.txt"), "Use SQLite.\n").unwrap();
