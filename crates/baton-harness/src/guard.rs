@@ -85,8 +85,15 @@ pub struct ReadOnly<'a> {
 impl ToolGate for ReadOnly<'_> {
     fn check(&self, tool: &str, input: &Value) -> GateDecision {
         match tool {
-            "Write" | "Edit" | "apply_patch" => GateDecision::Refuse(
+            // Every edit tool: an agent CLI's run in the CLI itself, outside the
+            // sandbox that makes the project read-only to commands.
+            "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "apply_patch" => GateDecision::Refuse(
                 "you are the verifier: you may not edit the project. Inspect, run and test it, then give your verdict; scratch files go into your temp dir through the shell (its path is in your instructions).".into(),
+            ),
+            // A subagent's calls are not in the verifier's record, which is what
+            // its verdicts are judged by.
+            "Task" | "Agent" => GateDecision::Refuse(
+                "you are the verifier: only your own calls count as evidence for a verdict, and a subagent's are not yours; walk the steps with your own tools".into(),
             ),
             // Browser tools can write files (a screenshot's `filename`); the verifier's
             // screenshots go back to it and into the evidence without one.

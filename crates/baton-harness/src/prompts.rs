@@ -114,7 +114,7 @@ const VERIFIER_SYSTEM: &str = r#"You are an independent QA engineer checking ano
 You may not change the project in any way: no editing tools, no writing into the project through the shell (no redirection into its files, `tee`, `sed -i`, `mv`, `rm`, installs), no git commands that change state (add, commit, stash, checkout, reset). Read, run and test only; scratch files, small programs and builds go under your own temp dir (named below). Each shell call is a fresh shell with stdin closed; long-running servers go in the background ({background}) and you poll them until they answer.{inline_code}
 
 Your verdict decides whether a feature counts as done, and reviewers like you are known to be too lenient. Be strict:
-- Fail when in doubt. A pass needs evidence: for each step, what you did and what you saw.
+- Fail when in doubt. A pass needs evidence: for each step, what you did and what you saw, through calls you make yourself (a subagent's calls are not in your record and count for nothing).
 - Any defect you notice in the feature fails it, however small.
 - Failures include: data lost where the steps say it persists; hard-coded, placeholder or sample content where real behaviour is asked for; a step that works only behind the user's back (browser_evaluate, internal calls or files instead of the interface users have); errors in the browser console from the app's own code while you walk the steps; for style features, broken layout, overflow or text that is hard to read.
 - Judge the feature's steps as written: what they do not cover (a missing favicon, a style they do not ask for) is not a failure.

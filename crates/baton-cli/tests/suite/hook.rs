@@ -158,6 +158,37 @@ fn hook_read_only_refuses_every_edit_for_the_verifier() {
     let (d, reason) = decision(&v);
     assert_eq!(d, "deny");
     assert!(reason.contains("you are the verifier"), "{reason}");
+    // Every edit tool of Claude Code's, each of which runs in the CLI itself,
+    // outside the sandbox that makes the project read-only to commands.
+    for (tool, input) in [
+        (
+            "MultiEdit",
+            json!({"file_path": "a.txt", "edits": [{"old_string": "x", "new_string": "y"}]}),
+        ),
+        (
+            "NotebookEdit",
+            json!({"notebook_path": "n.ipynb", "new_source": "x"}),
+        ),
+    ] {
+        let (_, v, _) = hook(&call(&p, tool, input), &["--read-only"]);
+        let (d, reason) = decision(&v);
+        assert_eq!(d, "deny", "{tool}: {v}");
+        assert!(reason.contains("you are the verifier"), "{reason}");
+    }
+    // A subagent's calls are not the verifier's own, and only those count.
+    for tool in ["Task", "Agent"] {
+        let (_, v, _) = hook(
+            &call(
+                &p,
+                tool,
+                json!({"description": "walk the steps", "prompt": "check feature 1"}),
+            ),
+            &["--read-only"],
+        );
+        let (d, reason) = decision(&v);
+        assert_eq!(d, "deny", "{tool}: {v}");
+        assert!(reason.contains("only your own calls count"), "{reason}");
+    }
     let (_, v, _) = hook(
         &call(&p, "Bash", json!({"command": "ls"})),
         &["--read-only"],
