@@ -14,8 +14,11 @@
 //! Each pair runs in turn `ROUNDS` times and the medians are compared: on a
 //! shared machine one pair alone swings by ±0.08×. The CPU time of baton and
 //! everything it started (git, bash) is printed per session as well: the
-//! harness's own cost, steadier than wall time. `BATON_BENCH_TRACE=1` prints each
-//! run's lines with their times.
+//! harness's own cost, steadier than wall time. Each run's parts are printed
+//! too, from its sessions' records: the model and its tools, base checks, gates
+//! and proof, sweeps, summed over the sessions, and the agents' idle time (no
+//! session of theirs running: waiting for a hand-out, a merge, a sweep), of
+//! agents × wall. `BATON_BENCH_TRACE=1` prints each run's lines with their times.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::process::Command;
@@ -73,10 +76,48 @@ fn cpu() -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
+/// Where a run's time went, from its sessions' records (the initializer left
+/// out): the sums over its sessions of each part, and the agents' time with no
+/// session of theirs running (waiting for a hand-out, a merge, a sweep), of
+/// `agents` × the wall time.
+#[derive(Debug, Clone, Copy, Default)]
+struct Parts {
+    agent: f64,
+    base_checks: f64,
+    gates: f64,
+    sweeps: f64,
+    idle: f64,
+}
+
+impl Parts {
+    fn of(state: &serde_json::Value, agents: u32, wall: Duration) -> Self {
+        let mut p = Parts::default();
+        let mut spans = 0.0;
+        let secs = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0) / 1000.0;
+        for s in state["sessions"].as_array().into_iter().flatten().skip(1) {
+            let t = &s["timing"];
+            p.agent += secs(&t["agent_ms"]);
+            p.base_checks += secs(&t["base_check_ms"]);
+            p.gates += secs(&t["gates_ms"]) + secs(&t["verifier_ms"]);
+            p.sweeps += secs(&t["sweep_ms"]);
+            spans += secs(&s["ended_ms"]) - secs(&s["started_ms"]);
+        }
+        p.idle = (f64::from(agents) * wall.as_secs_f64() - spans).max(0.0);
+        p
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "parts (s, summed over sessions): model and tools {:.1} · base checks {:.1} · gates and proof {:.1} · sweeps {:.1} · agents idle {:.1}",
+            self.agent, self.base_checks, self.gates, self.sweeps, self.idle
+        )
+    }
+}
+
 /// One whole run with `agents` agents: its wall time from the first coding
-/// session (the initializer is one session either way) to the end, and the CPU
-/// time spent meanwhile.
-fn run(agents: u32, kind: Kind) -> (Duration, Duration) {
+/// session (the initializer is one session either way) to the end, the CPU
+/// time spent meanwhile (per session), and where the time went.
+fn run(agents: u32, kind: Kind) -> (Duration, Duration, Parts) {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().canonicalize().unwrap();
     let n = INDEPENDENT + SHARED;
@@ -167,7 +208,8 @@ fn run(agents: u32, kind: Kind) -> (Duration, Duration) {
     let sessions = state["sessions"].as_array().map_or(0, Vec::len);
     // One initializer, then a session per feature and one per conflict.
     assert!(sessions > n, "{sessions} sessions");
-    (took.0, took.1 / (sessions as u32 - 1))
+    let parts = Parts::of(&state, agents, took.0);
+    (took.0, took.1 / (sessions as u32 - 1), parts)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -213,11 +255,16 @@ fn compare(kind: Kind) {
         ones.push(run(1, kind));
         fours.push(run(4, kind));
     }
-    let wall = |v: &[(Duration, Duration)]| median(v.iter().map(|r| r.0).collect());
-    let cpu = |v: &[(Duration, Duration)]| median(v.iter().map(|r| r.1).collect());
+    let wall = |v: &[(Duration, Duration, Parts)]| median(v.iter().map(|r| r.0).collect());
+    let cpu = |v: &[(Duration, Duration, Parts)]| median(v.iter().map(|r| r.1).collect());
+    // The parts of the run whose wall time is the median.
+    let parts = |v: &[(Duration, Duration, Parts)]| {
+        let m = wall(v);
+        v.iter().find(|r| r.0 == m).map(|r| r.2).unwrap_or_default()
+    };
     let (one, four) = (wall(&ones), wall(&fours));
     let ratio = four.as_secs_f64() / one.as_secs_f64();
-    let each = |v: &[(Duration, Duration)]| {
+    let each = |v: &[(Duration, Duration, Parts)]| {
         v.iter()
             .map(|r| format!("{:.2}", r.0.as_secs_f64()))
             .collect::<Vec<_>>()
@@ -230,6 +277,7 @@ fn compare(kind: Kind) {
         each(&ones),
         cpu(&ones).as_secs_f64() * 1e3
     );
+    println!("              {}", parts(&ones).line());
     let verdict = match (kind.judged, ratio <= 0.40) {
         (false, _) => "",
         (true, true) => "   target <= 0.40x: met",
@@ -241,4 +289,5 @@ fn compare(kind: Kind) {
         each(&fours),
         cpu(&fours).as_secs_f64() * 1e3,
     );
+    println!("              {}", parts(&fours).line());
 }
