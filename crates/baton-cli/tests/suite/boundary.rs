@@ -729,15 +729,7 @@ cat >> {}
     let mut steps = initializer(&features(&[false, false, false]));
     steps.extend(super::run::honest(1, &[true, false, false]));
     let server = baton_testkit::ScriptedServer::start(baton_testkit::Wire::Anthropic, steps);
-    let out = baton(&server, baton_testkit::Wire::Anthropic)
-        .env("PATH", &path)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "2"])
-        .output_bounded()
-        .unwrap();
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (_, err) = super::run_two_sessions_with_path(&server, p.path(), path.as_ref());
     assert!(
         !ran.exists(),
         "a planted helper ran: {}\n{err}",

@@ -82,6 +82,25 @@ impl Project {
     }
 }
 
+/// `baton run DIR --max-sessions 2` against `server` (Anthropic's wire) with
+/// `path` as its `PATH`, expected to stop at that limit: its output and stderr.
+pub fn run_two_sessions_with_path(
+    server: &ScriptedServer,
+    dir: &std::path::Path,
+    path: &std::ffi::OsStr,
+) -> (Output, String) {
+    let out = baton(server, Wire::Anthropic)
+        .env("PATH", path)
+        .arg("run")
+        .arg(dir)
+        .args(["--max-sessions", "2"])
+        .output_bounded()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    (out, err)
+}
+
 /// `baton` with the environment pointed at `server`, speaking `wire`.
 pub fn baton(server: &ScriptedServer, wire: Wire) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_baton"));

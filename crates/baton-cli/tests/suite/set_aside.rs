@@ -652,15 +652,7 @@ fn without_bubblewrap_a_tell_an_agent_plants_is_never_a_persons_words() {
     ];
     steps.extend(session(&[1], &[true, false, false], false));
     let server = ScriptedServer::start(Wire::Anthropic, steps);
-    let out = baton(&server, Wire::Anthropic)
-        .env("PATH", &path)
-        .arg("run")
-        .arg(p.path())
-        .args(["--max-sessions", "2"])
-        .output_bounded()
-        .unwrap();
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (_, err) = super::run_two_sessions_with_path(&server, p.path(), &path);
     let results: Vec<String> = server
         .requests()
         .iter()
