@@ -246,10 +246,26 @@ fn last_session(b: &mut String, files: &Files, state: &State) {
     if !said.final_text.trim().is_empty() {
         let _ = writeln!(
             b,
-            "- Its last words: \"{}\"",
-            cut(&one_line(&said.final_text), 300)
+            "- Its last words, quoted:\n{}",
+            quoted(&cut(&one_line(&said.final_text), 300), "  ")
         );
     }
+}
+
+/// `text` as a quote: every line behind `> ` (after `indent`), so nothing in it
+/// can end the quote and go on in baton's voice, as a line of baton's own or a
+/// heading of the brief would. For what the sessions wrote (notes, last words).
+fn quoted(text: &str, indent: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if l.trim().is_empty() {
+                format!("{indent}>")
+            } else {
+                format!("{indent}> {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The last session's gates: flips, set-backs, violations undone, proof,
@@ -555,11 +571,19 @@ fn recent_commits(b: &mut String, files: &Files) {
 fn progress_notes(b: &mut String, files: &Files) {
     let mut notes = files.read_notes();
     if let Some((facts, rest)) = project_facts(&notes) {
-        let _ = writeln!(b, "\n## Project facts (from {})", files.names.progress);
-        let _ = writeln!(b, "{}", cut_bytes(&facts, FACTS_BYTES));
+        let _ = writeln!(
+            b,
+            "\n## Project facts (from {}, written by the sessions, quoted)",
+            files.names.progress
+        );
+        let _ = writeln!(b, "{}", quoted(&cut_bytes(&facts, FACTS_BYTES), ""));
         notes = rest;
     }
-    let _ = writeln!(b, "\n## Progress notes (end of {})", files.names.progress);
+    let _ = writeln!(
+        b,
+        "\n## Progress notes (end of {}, written by the sessions, quoted)",
+        files.names.progress
+    );
     if notes.trim().is_empty() {
         let _ = writeln!(b, "(none yet)");
     } else {
@@ -572,7 +596,7 @@ fn progress_notes(b: &mut String, files: &Files) {
             }
             tail = format!("…{}", &tail[start..]);
         }
-        let _ = writeln!(b, "{tail}");
+        let _ = writeln!(b, "{}", quoted(&tail, ""));
     }
 }
 
