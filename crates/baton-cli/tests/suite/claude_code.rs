@@ -1127,3 +1127,78 @@ fn claude_code_and_what_it_starts_are_never_taken_from_the_project() {
     // The command itself had the user's PATH, the project's bin first.
     assert_eq!(p.file("path.txt"), path);
 }
+
+/// A Claude Code verifier that hands its walk to a subagent (`Task`) is refused
+/// by baton's hook with why (only its own calls count as evidence), and then
+/// walks the steps itself: its verdict stands on calls in its own record.
+#[test]
+fn claude_code_a_verifier_that_delegates_is_told_only_its_own_calls_count() {
+    let Some(cli) =
+        claude("claude_code_a_verifier_that_delegates_is_told_only_its_own_calls_count")
+    else {
+        return;
+    };
+    let (_t, dir) = super::proof::new_project("cli");
+    let mut steps =
+        baton_testkit::scenario::initializer(&baton_testkit::scenario::features(&[false; 4]));
+    // Feature 1 built and flipped (Claude Code's Write needs a Read first: the
+    // shell does it all).
+    steps.extend([
+        Step::Reply(Reply::tool(
+            "Bash",
+            json!({"command": "mkdir -p src && echo 'feature 1' > src/feature1.txt && sed -i '0,/\"passes\": false/ s/\"passes\": false/\"passes\": true/' feature_list.json && echo 'Session: feature 1.' >> claude-progress.txt && git add -A && git commit -qm 'Implement feature 1'"}),
+        )),
+        Step::Reply(Reply::text("Feature 1 works.")),
+    ]);
+    let server = ScriptedServer::builder(Wire::Anthropic)
+        .respond(|r| {
+            if !baton_testkit::scenario::is_verifier(r) {
+                return None;
+            }
+            let said = format!("{}{}", r.body["messages"], r.body["input"]);
+            if said.contains("only your own calls count") {
+                return baton_testkit::scenario::honest_verifier(r);
+            }
+            // Delegated once and not refused: give up at once (the test fails
+            // below), rather than delegate again.
+            if said.contains("Check feature 1 and report") {
+                return Some(Step::Reply(Reply::text(
+                    "VERDICT {\"feature\": 1, \"pass\": false, \"reason\": \"the subagent did not say\"}",
+                )));
+            }
+            // The subagent tool, by the name this CLI offers it under.
+            let offers = |name: &str| {
+                r.body["tools"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t["name"] == name))
+            };
+            let name = if offers("Agent") { "Agent" } else { "Task" };
+            Some(Step::Reply(Reply::tool(
+                name,
+                json!({"description": "walk the steps", "prompt": "Check feature 1 and report what you saw.", "subagent_type": "general-purpose"}),
+            )))
+        })
+        .start(steps);
+    let home = tempfile::tempdir().unwrap();
+    let out = baton_cc(
+        &cli,
+        &server,
+        home.path(),
+        &["run", dir.to_str().unwrap(), "--max-sessions", "2"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let verifier: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| baton_testkit::scenario::is_verifier(r))
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(!verifier.is_empty(), "no verifier ran: {err}");
+    assert!(
+        verifier
+            .iter()
+            .any(|b| b.contains("only your own calls count as evidence")),
+        "the delegation was not refused with why: {err}"
+    );
+}
