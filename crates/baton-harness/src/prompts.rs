@@ -69,6 +69,13 @@ pub struct Setting {
 }
 
 impl Setting {
+    /// `text` with the setting's words in place of their keys.
+    fn fill_words(self, text: &str) -> String {
+        self.words()
+            .iter()
+            .fold(text.to_string(), |t, (key, words)| t.replace(key, words))
+    }
+
     /// The texts' words for the tools and the sandbox.
     fn words(self) -> [(&'static str, &'static str); 9] {
         let w = self.tools.words();
@@ -123,11 +130,7 @@ Your verdict decides whether a feature counts as done, and reviewers like you ar
 /// The verifier's system prompt for the project in `dir`, in its `setting`
 /// (its tools, and whether inline code is refused).
 pub fn verifier_system(dir: &std::path::Path, setting: Setting) -> String {
-    let mut text = VERIFIER_SYSTEM.replace("{dir}", &dir.display().to_string());
-    for (key, words) in setting.words() {
-        text = text.replace(key, words);
-    }
-    text
+    setting.fill_words(&VERIFIER_SYSTEM.replace("{dir}", &dir.display().to_string()))
 }
 
 /// How a feature list's entries are written: the initializer's, the adopting
@@ -294,11 +297,9 @@ pub fn handoff_note(names: &ProjectConfig, kind: Handoff, setting: Setting) -> S
 
 /// `template` with the project's names and `setting`'s words filled in.
 fn fill(template: &str, names: &ProjectConfig, setting: Setting) -> String {
-    let mut text = template.replace("{entry_rules}", ENTRY_RULES);
-    for (key, words) in setting.words() {
-        text = text.replace(key, words);
-    }
-    text.replace("{kind_line}", kind_line(&names.kind))
+    setting
+        .fill_words(&template.replace("{entry_rules}", ENTRY_RULES))
+        .replace("{kind_line}", kind_line(&names.kind))
         .replace("{spec}", &names.spec)
         .replace("{feature_list}", &names.feature_list)
         .replace("{init_script}", &names.init_script)

@@ -130,20 +130,17 @@ impl Allowlist {
     /// Whether `host` is on it, at `port`.
     pub fn allows(&self, host: &str, port: u16) -> bool {
         let host = norm(host);
-        self.0.iter().any(|(e, on)| {
-            on.is_none_or(|p| p == port)
-                && match e.strip_prefix("*.") {
-                    Some(base) => host == base || host.ends_with(&format!(".{base}")),
-                    None => *e == host,
-                }
-        })
+        self.0
+            .iter()
+            .any(|(e, on)| on.is_none_or(|p| p == port) && matches_host(e, &host))
     }
 
     /// Whether `host` is on it at some port (a refusal then names the port).
     fn names(&self, host: &str) -> bool {
+        let host = norm(host);
         self.0
             .iter()
-            .any(|(e, on)| on.is_some() && Allowlist(vec![(e.clone(), None)]).allows(host, 0))
+            .any(|(e, on)| on.is_some() && matches_host(e, &host))
     }
 
     /// Its entries, as written back (`name`, `name:port`).
@@ -156,6 +153,15 @@ impl Allowlist {
                 None => h.clone(),
             })
             .collect()
+    }
+}
+
+/// Whether the entry `e` (a name, `*.name` or an address) covers `host`
+/// (normalised).
+fn matches_host(e: &str, host: &str) -> bool {
+    match e.strip_prefix("*.") {
+        Some(base) => host == base || host.ends_with(&format!(".{base}")),
+        None => e == host,
     }
 }
 

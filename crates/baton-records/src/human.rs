@@ -79,10 +79,14 @@ pub fn usd(v: f64) -> String {
 /// counted, since the model has no price (the start line says how to add one),
 /// so a $0 is never taken for a free session.
 pub fn cost(usd: f64, tokens: u64) -> String {
-    if usd == 0.0 && tokens > 0 {
-        return "$0 (unpriced)".to_string();
-    }
-    format!("${usd:.4}")
+    unpriced(usd, tokens).map_or_else(|| format!("${usd:.4}"), str::to_string)
+}
+
+/// `$0 (unpriced)` where `tokens` were spent and `usd` counts nothing (the
+/// model has no price); `None` otherwise. Every place that shows a cost in its
+/// own format (the report) marks an unpriced one the same way.
+pub fn unpriced(usd: f64, tokens: u64) -> Option<&'static str> {
+    (usd == 0.0 && tokens > 0).then_some("$0 (unpriced)")
 }
 
 #[cfg(test)]

@@ -133,11 +133,8 @@ pub(super) fn kpis(o: &mut String, r: &Records, a: &Analysis, opts: &Options) {
     let _ = write!(
         o,
         r#"<div class="kpi" id="kpi-cost"><h3>How much</h3><div class="big">{}</div><div class="note">{per}<br>{} tokens · {} sessions · {} of session time{sweeps}{split}{agents}</div></div>"#,
-        if a.total_cost == 0.0 && a.total_tokens > 0 {
-            "$0 (unpriced)".to_string()
-        } else {
-            money(a.total_cost)
-        },
+        baton_records::human::unpriced(a.total_cost, a.total_tokens)
+            .map_or_else(|| money(a.total_cost), str::to_string),
         count(a.total_tokens),
         r.sessions.len(),
         duration(a.session_secs)

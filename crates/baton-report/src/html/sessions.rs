@@ -207,11 +207,8 @@ pub(super) fn sessions(o: &mut String, r: &Records) {
             escape(s.outcome.name()),
             s.turns,
             count(s.usage.total()),
-            if s.cost() == 0.0 && s.usage.total() > 0 {
-                "$0 (unpriced)".to_string()
-            } else {
-                usd(s.cost(), 4)
-            },
+            baton_records::human::unpriced(s.cost(), s.usage.total())
+                .map_or_else(|| usd(s.cost(), 4), str::to_string),
             feature_list(&s.gates.flipped),
             n = s.number
         );
